@@ -1,0 +1,10 @@
+# Warnings and sanitizers for every target of the project.
+add_compile_options(-Wall -Wextra -Wno-unused-parameter)
+if(LCC_WERROR)
+  add_compile_options(-Werror)
+endif()
+if(LCC_SANITIZE)
+  string(REPLACE ";" "," _lcc_san "${LCC_SANITIZE}")
+  add_compile_options(-fsanitize=${_lcc_san} -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=${_lcc_san})
+endif()

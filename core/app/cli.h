@@ -1,0 +1,21 @@
+// cli.h — the `lcc` command (surface.md): each command group lives in its own
+// cli_<group>.cc and registers itself on the CLI11 app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace lcc::cli {
+
+struct Globals {
+  std::string config_file = "etc/lcc.yaml";  // --config: where to find the HTTP port and data_dir
+  std::string http;                          // --http HOST:PORT: overrides the config
+  int exit_code = 0;                         // set by the command that ran
+};
+
+void addProviderCommands(CLI::App& app, Globals& g);  // cli_provider.cc
+void addStatusCommand(CLI::App& app, Globals& g);     // cli_status.cc
+void addCpCommands(CLI::App& app, Globals& g);        // cli_cp.cc
+void addCuCommands(CLI::App& app, Globals& g);        // cli_cu.cc
+
+}  // namespace lcc::cli

@@ -1,0 +1,393 @@
+#include "app/daemon.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <spdlog/fmt/ranges.h>
+#include <spdlog/spdlog.h>
+#include <thread>
+
+#include "bot/bot_service.h"
+#include "botm/botm_service.h"
+#include "common/logging.h"
+#include "common/posix_env.h"
+#include "common/service.h"
+#include "common/system_clock.h"
+#include "cu/cu_service.h"
+#include "http/http_server.h"
+#include "qm/qm_service.h"
+#include "rs/rs_service.h"
+#include "uns/uns_service.h"
+
+namespace lcc {
+namespace {
+
+const std::vector<std::string> kKnownRoles = {"uns", "qm", "botm", "bot", "cu", "rs"};
+
+struct Needs {
+  bool queue = false, content = false, providers = false, fetcher = false, exporters = false;
+};
+
+Needs needsFor(const std::set<std::string>& roles) {
+  Needs n;
+  n.queue = roles.count("qm");
+  n.content = roles.count("qm") || roles.count("cu");
+  n.providers = roles.count("uns") || roles.count("qm") || roles.count("rs") || !roles.empty();
+  n.fetcher = roles.count("bot") || roles.count("rs");
+  n.exporters = roles.count("cu");
+  return n;
+}
+
+void printProblems(const std::vector<ConfigProblem>& problems) {
+  for (const auto& p : problems) std::cerr << p.toString() << "\n";
+}
+
+// The stores and plugins of one node, opened in dependency order and closed in reverse.
+struct OpenedPlugins {
+  PluginPtr<QueueStore> queue;
+  PluginPtr<ContentStore> content;
+  PluginPtr<ProviderStore> providers;
+  PluginPtr<Fetcher> fetcher;
+  std::vector<PluginPtr<Exporter>> exporters;
+
+  void close() {
+    if (fetcher) fetcher->stop();
+    auto report = [](const char* what, Status s) {
+      if (!s.isOk()) spdlog::error("closing the {} store: {}", what, s.toString());
+    };
+    if (queue) report("queue", queue->close());
+    if (content) report("content", content->close());
+    if (providers) report("provider", providers->close());
+  }
+};
+
+// Opens every plugin the roles need; problems are collected, not fatal one by one.
+bool openPlugins(const Config& cfg, PluginRegistry& reg, const Needs& needs, OpenedPlugins* out,
+                 std::vector<ConfigProblem>* problems) {
+  const std::size_t before = problems->size();
+  auto note = [&](const PluginRef& ref, const Status& s) {
+    // Option problems were already added with their key paths.
+    if (problems->size() == before || s.code() != StatusCode::kInvalidArgument ||
+        s.message() != "plugin options have problems") {
+      problems->push_back({cfg.file(), ref.key, s.message()});
+    }
+  };
+  auto openOne = [&](auto&& make, const PluginRef& ref, auto* slot) {
+    auto r = make(ref);
+    if (r.isOk()) {
+      *slot = std::move(r).value();
+    } else {
+      note(ref, r.status());
+    }
+  };
+  if (needs.providers) {
+    openOne([&](const PluginRef& r) { return reg.makeProviderStore(cfg, r, problems); },
+            cfg.getPlugin("storage.providers"), &out->providers);
+  }
+  if (needs.content) {
+    openOne([&](const PluginRef& r) { return reg.makeContentStore(cfg, r, problems); }, cfg.getPlugin("storage.content"),
+            &out->content);
+  }
+  if (needs.queue) {
+    openOne([&](const PluginRef& r) { return reg.makeQueueStore(cfg, r, problems); }, cfg.getPlugin("storage.queue"),
+            &out->queue);
+  }
+  if (needs.fetcher) {
+    openOne([&](const PluginRef& r) { return reg.makeFetcher(cfg, r, problems); }, cfg.getPlugin("fetcher"),
+            &out->fetcher);
+  }
+  if (needs.exporters) {
+    std::set<std::string> formats;
+    for (const auto& ref : cfg.getPluginList("exporters")) {
+      PluginPtr<Exporter> e;
+      openOne([&](const PluginRef& r) { return reg.makeExporter(cfg, r, problems); }, ref, &e);
+      if (e) {
+        if (!formats.insert(std::string(e->format())).second) {
+          problems->push_back({cfg.file(), ref.key, "a second exporter for format " + std::string(e->format())});
+        }
+        out->exporters.push_back(std::move(e));
+      }
+    }
+  }
+  return problems->size() == before;
+}
+
+Status ensureAdminToken(Env& env, const std::string& data_dir) {
+  const std::string path = data_dir + "/admin.token";
+  if (env.exists(path)) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+      return Status::invalidArgument(path + ": refused: the admin token must be readable by its owner only (chmod 600)");
+    }
+    return Status::ok();
+  }
+  unsigned char raw[24];
+  arc4random_buf(raw, sizeof raw);
+  static const char* kHex = "0123456789abcdef";
+  std::string token;
+  for (unsigned char c : raw) {
+    token.push_back(kHex[c >> 4]);
+    token.push_back(kHex[c & 15]);
+  }
+  token.push_back('\n');
+  mode_t old = ::umask(077);
+  Status s = env.writeFileAtomic(path, token);
+  ::umask(old);
+  LCC_RETURN_IF_ERROR(s);
+  ::chmod(path.c_str(), 0600);
+  return Status::ok();
+}
+
+using ServiceFactory = Result<ServicePtr> (*)(NodeContext&);
+
+ServiceFactory factoryFor(const std::string& role) {
+  if (role == "qm") return &qm::makeQmService;
+  if (role == "botm") return &botm::makeBotmService;
+  if (role == "bot") return &bot::makeBotService;
+  if (role == "uns") return &uns::makeUnsService;
+  if (role == "cu") return &cu::makeCuService;
+  if (role == "rs") return &rs::makeRsService;
+  return nullptr;
+}
+
+// Start order: the QM listens before BOT-Ms and UNSes connect; robots after BOT-M.
+const std::vector<std::string> kStartOrder = {"qm", "botm", "bot", "uns", "cu", "rs"};
+
+int checkOnly(const Config& cfg, const std::set<std::string>& roles) {
+  // Instantiate every plugin against a scratch data folder, so that a plugin whose
+  // factory fails or throws is caught here and not at start.
+  char tmpl[] = "/tmp/lccd-check-XXXXXX";
+  const char* scratch = ::mkdtemp(tmpl);
+  if (scratch == nullptr) {
+    std::cerr << "lccd: cannot make a scratch folder for --check\n";
+    return 1;
+  }
+  SystemClock clock;
+  HostContext host{&clock, posixEnv(), pluginLogger("check"), scratch, cfg.getString("node.machine_id")};
+  PluginRegistry reg(cfg.getString("storage.plugin_dir"), host);
+  std::vector<ConfigProblem> problems;
+  OpenedPlugins opened;
+  Needs needs = needsFor(roles);
+  needs.fetcher = needs.fetcher || roles.count("bot");
+  openPlugins(cfg, reg, needs, &opened, &problems);
+  opened.close();
+  std::error_code ec;
+  std::filesystem::remove_all(scratch, ec);
+  if (!problems.empty()) {
+    printProblems(problems);
+    return 2;
+  }
+  std::cout << cfg.file() << ": configuration is valid\n";
+  std::cout << "data_dir: " << Config::absolutePath(cfg.getString("node.data_dir"))
+            << "  machine_id: " << cfg.getString("node.machine_id") << "\n";
+  std::cout << "roles:";
+  for (const auto& r : kStartOrder) {
+    if (roles.count(r)) std::cout << " " << r;
+  }
+  std::cout << "\n";
+  for (const auto& [key, name] : std::vector<std::pair<std::string, std::string>>{
+           {"uns", "listen.uns"}, {"qm", "listen.qm"}, {"botm", "listen.botm"}, {"botm", "listen.robots"},
+           {"cu", "listen.cu"}}) {
+    if (roles.count(key)) std::cout << "listen " << name.substr(7) << ": " << cfg.getString(name) << "\n";
+  }
+  std::cout << "listen http: " << cfg.getString("listen.http") << "\n";
+  for (const auto* p : reg.loaded()) {
+    std::cout << "plugin " << p->name << " " << (p->descriptor->version ? p->descriptor->version : "?") << ": "
+              << p->path << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int runDaemon(const DaemonArgs& args) {
+  if (args.print_defaults) {
+    std::cout << Config::describeDefaults();
+    return 0;
+  }
+  std::vector<ConfigProblem> problems;
+  auto loaded = Config::load(args.config_file, args.overrides, &problems);
+  if (!loaded.isOk()) {
+    printProblems(problems);
+    return 2;
+  }
+  const Config& cfg = loaded.value();
+  std::set<std::string> roles;
+  for (const auto& r : cfg.getList("roles")) {
+    if (std::find(kKnownRoles.begin(), kKnownRoles.end(), r) == kKnownRoles.end()) {
+      problems.push_back({cfg.file(), "roles", "unknown role " + r + " (known: uns, qm, botm, bot, cu, rs)"});
+    }
+    roles.insert(r);
+  }
+  if (cfg.getInt("qm.queue_low") >= cfg.getInt("qm.queue_high")) {
+    problems.push_back({cfg.file(), "qm.queue_low", "must be below qm.queue_high (got " +
+                                                        std::to_string(cfg.getInt("qm.queue_low")) + ")"});
+  }
+  if (cfg.getString("log.level") != "debug" && cfg.getString("log.level") != "info" &&
+      cfg.getString("log.level") != "warn" && cfg.getString("log.level") != "error") {
+    problems.push_back({cfg.file(), "log.level", "must be debug, info, warn or error (got " + cfg.getString("log.level") + ")"});
+  }
+  if (!problems.empty()) {
+    printProblems(problems);
+    return 2;
+  }
+  if (args.check) return checkOnly(cfg, roles);
+
+  if (Status s = initLogging(cfg.getString("log.level"), cfg.getString("log.file")); !s.isOk()) {
+    std::cerr << "lccd: " << s.message() << "\n";
+    return 1;
+  }
+  Env* env = posixEnv();
+  const std::string data_dir = Config::absolutePath(cfg.getString("node.data_dir"));
+  if (Status s = env->createDirs(data_dir, true); !s.isOk()) {
+    spdlog::error("node.data_dir: {}", s.message());
+    return 1;
+  }
+  if (Status s = ensureAdminToken(*env, data_dir); !s.isOk()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
+
+  // Destruction order matters: the registry (and so every plugin library) outlives the
+  // io_context, its threads and every plugin object (aesthetics §11.4).
+  SystemClock clock;
+  HostContext host{&clock, env, nullptr, data_dir, cfg.getString("node.machine_id")};
+  host.logger = pluginLogger("plugin");
+  PluginRegistry registry(cfg.getString("storage.plugin_dir"), host);
+  OpenedPlugins opened;
+  if (!openPlugins(cfg, registry, needsFor(roles), &opened, &problems)) {
+    for (const auto& p : problems) spdlog::error("{}", p.toString());
+    opened.close();
+    return 2;
+  }
+  for (const auto* s : std::initializer_list<const StoreOpenInfo*>{
+           opened.queue ? &opened.queue->openInfo() : nullptr, opened.content ? &opened.content->openInfo() : nullptr,
+           opened.providers ? &opened.providers->openInfo() : nullptr}) {
+    if (s && !s->clean_shutdown) spdlog::warn("{} store was not closed cleanly; recovering", s->engine);
+  }
+
+  boost::asio::io_context io;
+  Metrics metrics;
+  http::Router router;
+  NodeContext node;
+  node.config = &cfg;
+  node.plugins = &registry;
+  node.io = &io;
+  node.clock = &clock;
+  node.env = env;
+  node.metrics = &metrics;
+  node.data_dir = data_dir;
+  node.machine_id = cfg.getString("node.machine_id");
+  node.queue = opened.queue.get();
+  node.content = opened.content.get();
+  node.providers = opened.providers.get();
+  node.fetcher = opened.fetcher.get();
+  for (auto& e : opened.exporters) node.exporters.push_back(e.get());
+  node.http = &router;
+
+  std::vector<ServicePtr> services;
+  for (const auto& role : kStartOrder) {
+    if (!roles.count(role)) continue;
+    auto made = factoryFor(role)(node);
+    if (!made.isOk()) {
+      spdlog::error("role {}: {}", role, made.status().message());
+      for (auto it = services.rbegin(); it != services.rend(); ++it) (*it)->stop();
+      opened.close();
+      return 1;
+    }
+    services.push_back(std::move(made).value());
+  }
+
+  router.add("GET", "/status", [&](const http::Request&) {
+    nlohmann::json j;
+    j["machine_id"] = node.machine_id;
+    j["roles"] = cfg.getList("roles");
+    for (const auto& s : services) s->status(j[std::string(s->name())]);
+    j["counters"] = metrics.snapshot();
+    return http::Response::json(200, j.dump(2) + "\n");
+  });
+  router.add("GET", "/metrics", [&](const http::Request&) {
+    http::Response r = http::Response::text(200, metrics.prometheusText());
+    r.content_type = "text/plain; version=0.0.4";
+    return r;
+  });
+
+  http::ServerOptions hopts;
+  hopts.listen = cfg.getString("listen.http");
+  hopts.max_body = static_cast<std::size_t>(cfg.getInt("http.max_body"));
+  hopts.idle_timeout_ms = cfg.getInt("http.idle_timeout");
+  http::Server http_server(io, router, hopts);
+
+  int rc = 0;
+  for (auto& s : services) {
+    if (Status st = s->start(); !st.isOk()) {
+      spdlog::error("role {}: cannot start: {}", s->name(), st.message());
+      rc = 1;
+      break;
+    }
+    spdlog::info("role {} started", s->name());
+  }
+  if (rc == 0) {
+    if (Status st = http_server.start(); !st.isOk()) {
+      spdlog::error("http: cannot start on {}: {}", hopts.listen, st.message());
+      rc = 1;
+    } else {
+      spdlog::info("http listening on {}", hopts.listen);
+    }
+  }
+
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  auto guard = boost::asio::make_work_guard(io);
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stop_requested = false;
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int sig) {
+        if (ec) return;
+        if (sig == SIGHUP) {
+          reopenLogs();
+          spdlog::info("SIGHUP: log reopened");
+          signals.async_wait(on_signal);
+          return;
+        }
+        spdlog::info("{}: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        std::lock_guard<std::mutex> lock(stop_mu);
+        stop_requested = true;
+        stop_cv.notify_all();
+      };
+  signals.async_wait(on_signal);
+
+  const int nthreads = static_cast<int>(cfg.getInt("threads"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < nthreads; ++i) threads.emplace_back([&io] { io.run(); });
+  if (rc == 0) {
+    spdlog::info("lccd ready: roles {}, data in {}", fmt::join(cfg.getList("roles"), ","), data_dir);
+    std::unique_lock<std::mutex> lock(stop_mu);
+    stop_cv.wait(lock, [&] { return stop_requested; });
+  }
+
+  http_server.stop();
+  for (auto it = services.rbegin(); it != services.rend(); ++it) {
+    (*it)->stop();
+    spdlog::info("role {} stopped", (*it)->name());
+  }
+  signals.cancel();
+  guard.reset();
+  io.stop();
+  for (auto& t : threads) t.join();
+  services.clear();
+  opened.close();
+  spdlog::info("lccd stopped");
+  return rc;
+}
+
+}  // namespace lcc

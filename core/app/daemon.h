@@ -1,0 +1,20 @@
+// daemon.h — lccd: loads the config and plugins, opens the stores the configured
+// roles need, starts the roles and the HTTP port, and stops them cleanly.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lcc {
+
+struct DaemonArgs {
+  std::string config_file;
+  std::vector<std::string> overrides;  // --set key.path=value
+  bool check = false;                  // --check: validate, print the plan, exit 0 or 2
+  bool print_defaults = false;
+};
+
+// Runs lccd; returns the process exit code (0 ok, 1 runtime failure, 2 bad config).
+int runDaemon(const DaemonArgs& args);
+
+}  // namespace lcc

@@ -1,0 +1,23 @@
+// lcc — the administrator's, provider's and content user's command (surface.md).
+#include <iostream>
+
+#include "app/cli.h"
+
+int main(int argc, char** argv) {
+  lcc::cli::Globals g;
+  CLI::App app{"lcc — talk to a Local Content Cache"};
+  app.require_subcommand(1);
+  app.add_option("--config", g.config_file, "lccd configuration, to find the HTTP port and admin token");
+  app.add_option("--http", g.http, "the daemon's HTTP port, HOST:PORT (overrides --config)");
+  lcc::cli::addProviderCommands(app, g);
+  lcc::cli::addStatusCommand(app, g);
+  lcc::cli::addCpCommands(app, g);
+  lcc::cli::addCuCommands(app, g);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  return g.exit_code;
+}

@@ -1,0 +1,25 @@
+// lccd — the LCC daemon (surface.md "Programs").
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "app/daemon.h"
+
+int main(int argc, char** argv) {
+  lcc::DaemonArgs args;
+  CLI::App app{"lccd — the Local Content Cache daemon"};
+  app.add_option("-c,--config", args.config_file, "configuration file (etc/lcc.yaml)");
+  app.add_flag("--check", args.check, "validate the config and every plugin it names, print the plan, exit 0 or 2");
+  app.add_option("--set", args.overrides, "override a key: --set node.data_dir=/srv/lcc")->take_all();
+  app.add_flag("--print-defaults", args.print_defaults, "print every core key with its default and meaning");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  if (args.config_file.empty() && !args.print_defaults) {
+    std::cerr << "lccd: -c FILE is required (try -c etc/lcc.yaml)\n";
+    return 2;
+  }
+  return lcc::runDaemon(args);
+}

@@ -1,0 +1,205 @@
+#include "posix_env.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace lcc {
+namespace {
+
+Status errnoStatus(const std::string& what, const std::string& path, int err) {
+  return Status::ioError(path + ": " + what + ": " + std::strerror(err));
+}
+
+class PosixWritableFile final : public WritableFile {
+ public:
+  PosixWritableFile(std::string path, int fd, std::uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
+  ~PosixWritableFile() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  Status append(std::string_view data) override {
+    const char* p = data.data();
+    std::size_t left = data.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd_, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return errnoStatus("write", path_, errno);
+      }
+      p += n;
+      left -= static_cast<std::size_t>(n);
+      size_ += static_cast<std::uint64_t>(n);
+    }
+    return Status::ok();
+  }
+
+  Status sync() override {
+    if (::fdatasync(fd_) != 0) return errnoStatus("fdatasync", path_, errno);
+    return Status::ok();
+  }
+
+  Status close() override {
+    if (fd_ < 0) return Status::ok();
+    int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) return errnoStatus("close", path_, errno);
+    return Status::ok();
+  }
+
+  std::uint64_t size() const override { return size_; }
+
+ private:
+  std::string path_;
+  int fd_;
+  std::uint64_t size_;
+};
+
+class PosixReadableFile final : public ReadableFile {
+ public:
+  PosixReadableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  ~PosixReadableFile() override { ::close(fd_); }
+
+  Result<std::size_t> read(std::uint64_t offset, std::size_t n, char* buf) override {
+    for (;;) {
+      ssize_t r = ::pread(fd_, buf, n, static_cast<off_t>(offset));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return errnoStatus("pread", path_, errno);
+      }
+      return static_cast<std::size_t>(r);
+    }
+  }
+
+  Result<std::uint64_t> size() override {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return errnoStatus("fstat", path_, errno);
+    return static_cast<std::uint64_t>(st.st_size);
+  }
+
+ private:
+  std::string path_;
+  int fd_;
+};
+
+class PosixEnv final : public Env {
+ public:
+  Result<std::unique_ptr<WritableFile>> openWritable(const std::string& path, OpenMode mode) override {
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+    if (mode == OpenMode::kTruncate) flags |= O_TRUNC;
+    if (mode == OpenMode::kAppend) flags |= O_APPEND;
+    if (mode == OpenMode::kCreateNew) flags |= O_EXCL;
+    int fd = ::open(path.c_str(), flags, 0644);
+    if (fd < 0) return errnoStatus("open", path, errno);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      int err = errno;
+      ::close(fd);
+      return errnoStatus("fstat", path, err);
+    }
+    return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd, static_cast<std::uint64_t>(st.st_size)));
+  }
+
+  Result<std::unique_ptr<ReadableFile>> openReadable(const std::string& path) override {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) return Status::notFound(path + ": no such file");
+      return errnoStatus("open", path, errno);
+    }
+    return std::unique_ptr<ReadableFile>(new PosixReadableFile(path, fd));
+  }
+
+  Status rename(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) return errnoStatus("rename to " + to, from, errno);
+    return Status::ok();
+  }
+
+  Status removeFile(const std::string& path) override {
+    if (::unlink(path.c_str()) != 0) {
+      if (errno == ENOENT) return Status::notFound(path + ": no such file");
+      return errnoStatus("unlink", path, errno);
+    }
+    return Status::ok();
+  }
+
+  Status truncate(const std::string& path, std::uint64_t size) override {
+    if (::truncate(path.c_str(), static_cast<off_t>(size)) != 0) return errnoStatus("truncate", path, errno);
+    return Status::ok();
+  }
+
+  Status createDirs(const std::string& path, bool private_dir) override {
+    if (path.empty()) return Status::invalidArgument("empty directory name");
+    std::string cur;
+    std::size_t pos = 0;
+    while (pos != std::string::npos) {
+      pos = path.find('/', pos + 1);
+      cur = path.substr(0, pos);
+      if (cur.empty()) continue;
+      if (::mkdir(cur.c_str(), private_dir ? 0700 : 0755) != 0 && errno != EEXIST) {
+        return errnoStatus("mkdir", cur, errno);
+      }
+    }
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return Status::ioError(path + ": not a directory");
+    }
+    return Status::ok();
+  }
+
+  Status syncDir(const std::string& dir) override {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return errnoStatus("open", dir, errno);
+    int rc = ::fsync(fd);
+    int err = errno;
+    ::close(fd);
+    if (rc != 0) return errnoStatus("fsync", dir, err);
+    return Status::ok();
+  }
+
+  Result<std::vector<std::string>> listDir(const std::string& dir) override {
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) {
+      if (errno == ENOENT) return Status::notFound(dir + ": no such directory");
+      return errnoStatus("opendir", dir, errno);
+    }
+    std::vector<std::string> names;
+    while (struct dirent* e = ::readdir(d)) {
+      if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+      names.emplace_back(e->d_name);
+    }
+    ::closedir(d);
+    return names;
+  }
+
+  bool exists(const std::string& path) override { return ::access(path.c_str(), F_OK) == 0; }
+
+  Result<std::uint64_t> fileSize(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) return Status::notFound(path + ": no such file");
+      return errnoStatus("stat", path, errno);
+    }
+    return static_cast<std::uint64_t>(st.st_size);
+  }
+
+  Result<std::uint64_t> freeSpace(const std::string& path) override {
+    struct statvfs vfs;
+    if (::statvfs(path.c_str(), &vfs) != 0) return errnoStatus("statvfs", path, errno);
+    return static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  }
+};
+
+}  // namespace
+
+Env* posixEnv() {
+  static PosixEnv* env = new PosixEnv();
+  return env;
+}
+
+}  // namespace lcc

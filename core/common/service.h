@@ -1,0 +1,65 @@
+// service.h — what lccd runs: one Service per role, wired by core/app/daemon.cc.
+//
+// A role's folder exports `Result<std::unique_ptr<Service>> makeXxxService(NodeContext&)`.
+// start() runs on the main thread before the io threads start (bind listeners, open
+// connections, post work); stop() runs on the main thread after SIGTERM while the io
+// threads still run: stop accepting, finish or hand back in-flight work, sync, and
+// return when done. Services stop in the reverse order they started.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/config/config.h"
+#include "common/metrics.h"
+#include "common/plugin/plugin_registry.h"
+#include "lcc/clock.h"
+#include "lcc/content_store.h"
+#include "lcc/env.h"
+#include "lcc/exporter.h"
+#include "lcc/fetcher.h"
+#include "lcc/provider_store.h"
+#include "lcc/queue_store.h"
+
+namespace lcc {
+
+namespace http {
+class Router;
+}
+
+// Everything a role may use. Pointers the role does not need may be null: the daemon
+// opens only the stores and plugins that the configured roles need.
+struct NodeContext {
+  const Config* config = nullptr;
+  PluginRegistry* plugins = nullptr;
+  boost::asio::io_context* io = nullptr;
+  Clock* clock = nullptr;
+  Env* env = nullptr;
+  Metrics* metrics = nullptr;
+  std::string data_dir;    // absolute
+  std::string machine_id;
+  QueueStore* queue = nullptr;        // qm
+  ContentStore* content = nullptr;    // qm, cu
+  ProviderStore* providers = nullptr; // uns, qm, rs, admin
+  Fetcher* fetcher = nullptr;         // bot, rs
+  std::vector<Exporter*> exporters;   // cu
+  http::Router* http = nullptr;       // routes for the HTTP port
+};
+
+class Service {
+ public:
+  virtual ~Service() = default;
+  virtual std::string_view name() const = 0;
+  virtual Status start() = 0;
+  virtual void stop() = 0;
+  // Adds this role's part of GET /status (queues, connections, state).
+  virtual void status(nlohmann::json& out) const { (void)out; }
+};
+
+using ServicePtr = std::unique_ptr<Service>;
+
+}  // namespace lcc

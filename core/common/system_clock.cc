@@ -1,0 +1,64 @@
+#include "system_clock.h"
+
+namespace lcc {
+
+SystemClock::SystemClock() : thread_([this] { run(); }) {}
+
+SystemClock::~SystemClock() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    timers_.clear();
+    due_by_id_.clear();
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+WallTime SystemClock::now() const {
+  return std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
+}
+
+MonoTime SystemClock::monoNow() const { return std::chrono::steady_clock::now(); }
+
+TimerId SystemClock::schedule(Millis delay, std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  TimerId id = next_id_++;
+  MonoTime due = std::chrono::steady_clock::now() + delay;
+  timers_.emplace(std::make_pair(due, id), std::move(fn));
+  due_by_id_.emplace(id, due);
+  cv_.notify_all();
+  return id;
+}
+
+bool SystemClock::cancel(TimerId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = due_by_id_.find(id);
+  if (it == due_by_id_.end()) return false;
+  timers_.erase({it->second, id});
+  due_by_id_.erase(it);
+  return true;
+}
+
+void SystemClock::run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    if (timers_.empty()) {
+      cv_.wait(lock);
+      continue;
+    }
+    auto first = timers_.begin();
+    if (first->first.first > std::chrono::steady_clock::now()) {
+      cv_.wait_until(lock, first->first.first);
+      continue;
+    }
+    auto fn = std::move(first->second);
+    due_by_id_.erase(first->first.second);
+    timers_.erase(first);
+    lock.unlock();
+    fn();
+    lock.lock();
+  }
+}
+
+}  // namespace lcc

@@ -1,0 +1,26 @@
+// time_util.h — RFC 3339 times on the wire (protocol.md: "Times").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "lcc/types.h"
+
+namespace lcc {
+
+// "2024-05-01T12:00:00Z" for seconds since the epoch.
+std::string formatRfc3339(std::int64_t unix_seconds);
+std::string formatRfc3339(WallTime t);  // truncated to seconds
+
+// Accepts RFC 3339 ("2024-05-01T12:00:00Z", "...+02:00", fractional seconds) or an
+// integer of seconds since the epoch. Returns seconds since the epoch.
+std::optional<std::int64_t> parseTime(std::string_view text);
+
+// Parses "250ms", "30s", "5m", "2h", "1d", "1w" or bare milliseconds.
+std::optional<std::int64_t> parseDurationMs(std::string_view text);
+// Parses "512", "64KiB", "50MiB", "2GiB", "1TiB", "10KB", "5MB", "1GB"; bytes.
+std::optional<std::int64_t> parseSizeBytes(std::string_view text);
+
+}  // namespace lcc

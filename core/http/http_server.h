@@ -1,0 +1,122 @@
+// http_server.h — the daemon's HTTP port (Boost.Beast): RS pages, /cu/query,
+// /status, /metrics and the admin API (surface.md "HTTP port").
+//
+// Roles register routes on a Router before the server starts. Handlers run on the
+// server's worker threads, never on an io thread, so they may block on stores.
+// A handler answers with a whole body, or with `stream`: the server sends the status
+// line and headers (chunked transfer encoding) and then calls `stream` on a worker
+// thread with a ByteSink; write() blocks while the client is slow (back-pressure)
+// and fails once the client is gone.
+// THREADS: Router is filled on the main thread before start(), then read-only.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lcc/byte_sink.h"
+#include "lcc/status.h"
+
+namespace lcc::http {
+
+struct Request {
+  std::string method;  // "GET", "POST"
+  std::string target;  // as sent: "/cu/query?format=xml"
+  std::string path;    // decoded path without the query: "/cu/query"
+  std::multimap<std::string, std::string> query;    // decoded query parameters (and form fields of a urlencoded POST)
+  std::map<std::string, std::string> headers;       // lower-case names
+  std::string body;
+  std::string remote_ip;
+  bool remote_loopback = false;
+
+  // First value of a query/form parameter, or `fallback`.
+  std::string param(const std::string& name, const std::string& fallback = "") const {
+    auto it = query.find(name);
+    return it == query.end() ? fallback : it->second;
+  }
+  std::vector<std::string> params(const std::string& name) const {
+    std::vector<std::string> out;
+    auto [b, e] = query.equal_range(name);
+    for (auto it = b; it != e; ++it) out.push_back(it->second);
+    return out;
+  }
+  std::string header(const std::string& lower_name) const {
+    auto it = headers.find(lower_name);
+    return it == headers.end() ? std::string() : it->second;
+  }
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::function<Status(ByteSink&)> stream;  // when set, body is ignored
+
+  static Response text(int status, std::string body) {
+    Response r;
+    r.status = status;
+    r.body = std::move(body);
+    return r;
+  }
+  static Response json(int status, std::string body) {
+    Response r;
+    r.status = status;
+    r.content_type = "application/json";
+    r.body = std::move(body);
+    return r;
+  }
+  static Response html(int status, std::string body) {
+    Response r;
+    r.status = status;
+    r.content_type = "text/html; charset=utf-8";
+    r.body = std::move(body);
+    return r;
+  }
+};
+
+using Handler = std::function<Response(const Request&)>;
+
+class Router {
+ public:
+  // Exact path match, or every path under `path` when it ends with '/'.
+  void add(const std::string& method, const std::string& path, Handler handler);
+  // The handler for a request; a 404/405 handler when none.
+  Response dispatch(const Request& req) const;
+  bool empty() const { return routes_.empty(); }
+
+ private:
+  struct Route {
+    std::string method;
+    std::string path;
+    Handler handler;
+  };
+  std::vector<Route> routes_;
+};
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:7780";
+  std::size_t max_body = 1 << 20;
+  std::int64_t idle_timeout_ms = 30000;
+  std::size_t workers = 4;
+  std::size_t max_connections = 256;
+};
+
+class Server {
+ public:
+  Server(boost::asio::io_context& io, const Router& router, ServerOptions options);
+  ~Server();
+  Status start();   // binds; the port is then known (port 0 in tests)
+  void stop();      // closes the listener and every connection
+  std::uint16_t port() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lcc::http

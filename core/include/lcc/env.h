@@ -1,0 +1,106 @@
+// lcc/env.h — files, injected (LevelDB's Env).
+//
+// WHO: the intake journal and UNS spool, robots writing content, the BOT-M's
+// filename state, the CU reading content, the admin token. Storage engines that do
+// their own I/O (Kyoto, SQLite) do not go through it.
+// Production: core/common/posix_env.h. Tests: a fault-injecting Env that fails the
+// n-th sync or write and can "crash" by dropping whatever was not synced.
+// THREADS: Env methods are thread-safe. A file object is used by one thread at a time.
+// DURABILITY: data is durable only after WritableFile::sync() returned OK; a new or
+// renamed name is durable only after syncDir() of its folder returned OK.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lcc/status.h"
+
+namespace lcc {
+
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  virtual Status append(std::string_view data) = 0;
+  // Makes everything appended so far durable (fdatasync).
+  virtual Status sync() = 0;
+  virtual Status close() = 0;
+  // Bytes in the file, including what was appended.
+  virtual std::uint64_t size() const = 0;
+};
+
+class ReadableFile {
+ public:
+  virtual ~ReadableFile() = default;
+  // Reads up to n bytes at `offset` into buf; returns the count (0 at end of file).
+  virtual Result<std::size_t> read(std::uint64_t offset, std::size_t n, char* buf) = 0;
+  virtual Result<std::uint64_t> size() = 0;
+};
+
+enum class OpenMode : std::uint8_t {
+  kTruncate,   // create or empty
+  kAppend,     // create or keep and append at the end
+  kCreateNew,  // fail with IOError if the file exists
+};
+
+class Env {
+ public:
+  virtual ~Env() = default;
+  Env() = default;
+  Env(const Env&) = delete;
+  Env& operator=(const Env&) = delete;
+
+  virtual Result<std::unique_ptr<WritableFile>> openWritable(const std::string& path, OpenMode mode) = 0;
+  virtual Result<std::unique_ptr<ReadableFile>> openReadable(const std::string& path) = 0;
+
+  // Atomic replace: after a crash `to` is either the old or the new file.
+  virtual Status rename(const std::string& from, const std::string& to) = 0;
+  virtual Status removeFile(const std::string& path) = 0;
+  // Shrinks or grows a file to `size` bytes.
+  virtual Status truncate(const std::string& path, std::uint64_t size) = 0;
+  // mkdir -p; mode 0700 when `private_dir`.
+  virtual Status createDirs(const std::string& path, bool private_dir = false) = 0;
+  // Makes the directory entries of `dir` durable (after create, rename, unlink).
+  virtual Status syncDir(const std::string& dir) = 0;
+  virtual Result<std::vector<std::string>> listDir(const std::string& dir) = 0;
+  virtual bool exists(const std::string& path) = 0;
+  virtual Result<std::uint64_t> fileSize(const std::string& path) = 0;
+  // Bytes available to an unprivileged writer on the file system holding `path`.
+  virtual Result<std::uint64_t> freeSpace(const std::string& path) = 0;
+
+  // Helpers built on the primitives above.
+  Result<std::string> readFile(const std::string& path);
+  // Write to path.tmp, sync, rename over path, sync the folder.
+  Status writeFileAtomic(const std::string& path, std::string_view data);
+};
+
+inline Result<std::string> Env::readFile(const std::string& path) {
+  LCC_ASSIGN_OR_RETURN(auto file, openReadable(path));
+  std::string out;
+  char buf[65536];
+  std::uint64_t off = 0;
+  for (;;) {
+    LCC_ASSIGN_OR_RETURN(std::size_t n, file->read(off, sizeof buf, buf));
+    if (n == 0) break;
+    out.append(buf, n);
+    off += n;
+  }
+  return out;
+}
+
+inline Status Env::writeFileAtomic(const std::string& path, std::string_view data) {
+  const std::string tmp = path + ".tmp";
+  {
+    LCC_ASSIGN_OR_RETURN(auto file, openWritable(tmp, OpenMode::kTruncate));
+    LCC_RETURN_IF_ERROR(file->append(data));
+    LCC_RETURN_IF_ERROR(file->sync());
+    LCC_RETURN_IF_ERROR(file->close());
+  }
+  LCC_RETURN_IF_ERROR(rename(tmp, path));
+  auto slash = path.rfind('/');
+  return syncDir(slash == std::string::npos ? std::string(".") : path.substr(0, slash == 0 ? 1 : slash));
+}
+
+}  // namespace lcc

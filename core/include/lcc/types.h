@@ -1,0 +1,262 @@
+// lcc/types.h — the plain value types that cross component and plugin boundaries.
+//
+// WHO: every interface in this folder. THREADS: plain values, no sharing.
+// Names follow the design document so the code reads like it: UrlKey (URLKEY),
+// PSetId (PSETID), TimeSlot (STARTTIMESLOT), QueueEntry (a QDB row), PSetRecord
+// (a QPSDB row), DeleteRequest (an FSMDB row), ContentRecord (an LCC DB row),
+// ProviderRecord (a PIDB row).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lcc/error_codes.h"
+
+namespace lcc {
+
+using ProviderId = std::uint32_t;  // 0 is never a valid provider
+using PSetId = std::uint64_t;      // provider-set id: monotonic, never reused
+using ChangeSeq = std::uint64_t;   // LCC DB change sequence: monotonic, 0 = "before everything"
+using TimeSlot = std::int32_t;     // time-of-day slot number, or kSlotNow
+constexpr TimeSlot kSlotNow = -1;  // "fetch now" (the design's STARTTIMESLOT = -1)
+
+using Millis = std::chrono::milliseconds;
+using WallTime = std::chrono::sys_time<Millis>;       // wall clock, ms since the Unix epoch
+using MonoTime = std::chrono::steady_clock::time_point;  // for intervals only
+
+inline std::int64_t toUnixMillis(WallTime t) { return t.time_since_epoch().count(); }
+inline WallTime fromUnixMillis(std::int64_t ms) { return WallTime(Millis(ms)); }
+
+// ---------------------------------------------------------------------------
+// URL identity: (provider, resolved conceptual URL, MIME type) — protocol.md §1.2.
+struct UrlKey {
+  ProviderId pid = 0;
+  std::string url;   // the resolved conceptual URL ("c" after urlprefix)
+  std::string mime;  // "type/subtype"
+
+  friend bool operator==(const UrlKey&, const UrlKey&) = default;
+};
+
+// The byte encoding every store uses for a UrlKey: 4-byte big-endian pid, the URL,
+// a NUL, the MIME type. Big-endian pid first makes "all of provider P" a key range
+// in an ordered store. URLs and MIME types never contain NUL (the UNS refuses them).
+inline std::string encodeUrlKey(const UrlKey& k) {
+  std::string out;
+  out.reserve(5 + k.url.size() + k.mime.size());
+  out.push_back(static_cast<char>((k.pid >> 24) & 0xff));
+  out.push_back(static_cast<char>((k.pid >> 16) & 0xff));
+  out.push_back(static_cast<char>((k.pid >> 8) & 0xff));
+  out.push_back(static_cast<char>(k.pid & 0xff));
+  out += k.url;
+  out.push_back('\0');
+  out += k.mime;
+  return out;
+}
+
+// Inverse of encodeUrlKey; nullopt when `bytes` is not an encoded key.
+inline std::optional<UrlKey> decodeUrlKey(std::string_view bytes) {
+  if (bytes.size() < 5) return std::nullopt;
+  auto u = [&](std::size_t i) { return static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i])); };
+  UrlKey k;
+  k.pid = (u(0) << 24) | (u(1) << 16) | (u(2) << 8) | u(3);
+  std::size_t nul = bytes.find('\0', 4);
+  if (nul == std::string_view::npos) return std::nullopt;
+  k.url.assign(bytes.substr(4, nul - 4));
+  k.mime.assign(bytes.substr(nul + 1));
+  return k;
+}
+
+// The 4-byte prefix shared by every encoded key of provider `pid`.
+inline std::string encodeProviderPrefix(ProviderId pid) {
+  return encodeUrlKey(UrlKey{pid, {}, {}}).substr(0, 4);
+}
+
+// ---------------------------------------------------------------------------
+// One URL notification after the UNS validated it (protocol.md §1.2).
+enum class UrlOp : std::uint8_t { kUpdate = 0, kDelete = 1 };
+
+struct UrlNotice {
+  UrlKey key;                          // pid, resolved c, m
+  UrlOp op = UrlOp::kUpdate;
+  std::string view_tag;                // "st"; empty when absent or malformed
+  std::optional<std::string> browse;   // "b" resolved; nullopt: same as c; "": not browsable
+  std::string fetch;                   // "f" resolved; empty: same as c
+  std::optional<std::int64_t> mtime;   // "mt", seconds since the epoch
+  std::optional<std::uint64_t> size;   // "sz"
+  std::string md5;                     // "md5", 32 lower-case hex digits, or empty
+  std::string tod;                     // "tod" in canonical form ("0-8,22-24"), empty: any time
+
+  const std::string& fetchUrl() const { return fetch.empty() ? key.url : fetch; }
+  std::string browseUrl() const { return browse ? *browse : key.url; }
+  friend bool operator==(const UrlNotice&, const UrlNotice&) = default;
+};
+
+enum class SetKind : std::uint8_t { kPartial = 0, kFull = 1 };
+
+// ---------------------------------------------------------------------------
+// QDB, QPSDB, FSMDB (design document §6).
+enum class QueueOp : std::uint8_t {
+  kFetch = 0,    // fetch the URL when its turn comes
+  kNothing = 1,  // a delete arrived after the fetch was queued: drop it, remove the content
+};
+
+// One QDB row: a URL waiting for its turn. Rows of one (pset, slot) list are linked
+// through `next` in fetch order; QPSDB holds the list's first and last key.
+struct QueueEntry {
+  UrlNotice notice;          // the last notification for this identity (last wins)
+  QueueOp op = QueueOp::kFetch;
+  PSetId pset = 0;           // the set whose list holds this row
+  TimeSlot slot = kSlotNow;  // the list's start slot
+  std::string next;          // encodeUrlKey() of the next row in the list; empty: last
+  std::uint16_t bad_count = 0;  // retryable failures so far ("marked bad")
+  WallTime queued{};         // when the first notification for this row arrived
+
+  friend bool operator==(const QueueEntry&, const QueueEntry&) = default;
+};
+
+// One QPSDB row. (pset, slot) is unique.
+struct PSetRecord {
+  PSetId pset = 0;
+  TimeSlot slot = kSlotNow;
+  ProviderId pid = 0;
+  std::int32_t priority = 0;   // copy of the provider's priority; higher is fetched first
+  std::string first;           // encodeUrlKey() of the list head
+  std::string last;            // encodeUrlKey() of the list tail
+  std::uint64_t count = 0;     // rows on the list
+
+  friend bool operator==(const PSetRecord&, const PSetRecord&) = default;
+};
+
+// One FSMDB row: content to unlink on `machine` once its BOT-M is reachable.
+struct DeleteRequest {
+  std::string machine;
+  std::string filename;  // relative to that machine's content directory
+  WallTime since{};
+
+  friend bool operator==(const DeleteRequest&, const DeleteRequest&) = default;
+};
+
+// ---------------------------------------------------------------------------
+// LCC DB (design document §6 "Fetching", §9; protocol.md §3).
+struct ContentRecord {
+  UrlKey key;
+  ChangeSeq seq = 0;       // assigned by the QM on every store or removal
+  bool deleted = false;    // a tombstone: the URL was removed at `stored`
+  std::string view_tag;
+  std::optional<std::string> browse;
+  std::string fetch;
+  std::optional<std::int64_t> mtime;  // Last-Modified of the fetch, else the CP's "mt"
+  std::uint64_t size = 0;             // bytes stored
+  std::string md5;                    // of the bytes stored
+  std::string machine;                // machine id of the BOT-M holding the file
+  std::string filename;               // relative to that machine's content directory
+  WallTime stored{};                  // when stored or removed ("since time" filters on it)
+  WallTime refreshed{};               // last time a notification confirmed it (ageing)
+  // What the CP declared at the last fetch: an update declaring the same triple is not fetched.
+  std::optional<std::int64_t> declared_mtime;
+  std::optional<std::uint64_t> declared_size;
+  std::string declared_md5;
+
+  friend bool operator==(const ContentRecord&, const ContentRecord&) = default;
+};
+
+// ---------------------------------------------------------------------------
+// PIDB (design document §3, §4, §13).
+enum class ProviderState : std::uint8_t {
+  kPending = 0,    // registered, secret not verified yet
+  kActive = 1,
+  kSuspended = 2,  // by an administrator
+};
+
+enum class FullSetReason : std::uint8_t {
+  kNone = 0, kCacheCrash, kOldFiles, kExpiredFiles, kFirstConnect, kAdmin,
+};
+
+constexpr std::string_view fullSetReasonName(FullSetReason r) {
+  switch (r) {
+    case FullSetReason::kNone: return "";
+    case FullSetReason::kCacheCrash: return "cache-crash";
+    case FullSetReason::kOldFiles: return "old-files";
+    case FullSetReason::kExpiredFiles: return "expired-files";
+    case FullSetReason::kFirstConnect: return "first-connect";
+    case FullSetReason::kAdmin: return "admin";
+  }
+  return "";
+}
+
+// A fetch that failed for good, kept for the CP's next init_accepted.
+struct FetchErrorEntry {
+  UrlNotice notice;               // what the CP sent for the URL
+  ErrorCode code = ErrorCode::kNone;
+  int http_status = 0;            // 0 when there was no HTTP answer
+  std::string message;            // short English text
+  WallTime when{};
+
+  friend bool operator==(const FetchErrorEntry&, const FetchErrorEntry&) = default;
+};
+
+struct ProviderRecord {
+  ProviderId id = 0;
+  ProviderState state = ProviderState::kPending;
+  std::string password_hash;            // a salted, slow hash; never the password
+  std::vector<std::string> prefixes;    // registered URL prefixes
+  std::int32_t priority = 0;            // higher is fetched first
+  std::uint64_t bandwidth = 0;          // bytes per second, 0 = unlimited
+  std::uint64_t quota_files = 0;        // 0 = unlimited
+  std::uint64_t quota_bytes = 0;        // 0 = unlimited
+  std::uint64_t used_files = 0;
+  std::uint64_t used_bytes = 0;
+  // Registration (RS): the secret to find at secret_url, valid until reg_expires.
+  std::string secret;
+  std::string secret_url;
+  std::string contact;
+  WallTime reg_expires{};
+  // Connections (UNS).
+  std::uint64_t conn_seq = 0;
+  std::string last_ip;
+  std::optional<WallTime> last_connect;
+  // Full sets.
+  std::uint32_t fullsets_used = 0;      // unsolicited full sets in the current period
+  WallTime fullset_period_start{};
+  bool fullset_wanted = false;          // sticky until a full set is accepted
+  FullSetReason fullset_reason = FullSetReason::kNone;
+  // Fetch errors since they were last reported.
+  std::uint64_t error_total = 0;
+  std::vector<FetchErrorEntry> errors;  // bounded by the configured count
+  WallTime created{};
+
+  friend bool operator==(const ProviderRecord&, const ProviderRecord&) = default;
+};
+
+// ---------------------------------------------------------------------------
+// Fetching (protocol.md §4; Fetcher).
+struct FetchRequest {
+  std::uint64_t id = 0;            // caller's id, echoed in the result
+  std::string url;                 // http or https
+  std::string path;                // where to write the body (the robot's temporary name)
+  std::string expected_mime;       // declared type; a mismatch is 307 (empty: no check)
+  std::optional<WallTime> if_modified_since;  // conditional fetch
+  std::uint64_t max_size = 0;      // 0: the fetcher's own limit
+  std::string expected_md5;        // verify when non-empty and the fetcher is so configured
+};
+
+struct FetchResult {
+  std::uint64_t id = 0;
+  ErrorCode code = ErrorCode::kNone;     // kNone on success
+  int http_status = 0;
+  std::string mime;                      // Content-Type without parameters
+  std::uint64_t size = 0;
+  std::string md5;
+  std::optional<std::int64_t> last_modified;  // seconds since the epoch
+  bool unchanged = false;                // 304: nothing was written
+  std::optional<Millis> retry_after;     // from a 429/503
+  std::string message;                   // short English detail for errors
+
+  bool ok() const { return code == ErrorCode::kNone; }
+};
+
+}  // namespace lcc

@@ -1,0 +1,213 @@
+#include "xml_reader.h"
+
+#include <expat.h>
+
+#include <cstring>
+
+namespace lcc::proto {
+
+namespace {
+constexpr char kNsSep = '\x01';  // namespace separator: cannot appear in a name
+
+XmlName splitName(const char* raw) {
+  std::string_view s(raw);
+  auto sep = s.find(kNsSep);
+  if (sep == std::string_view::npos) return {{}, s};
+  return {s.substr(0, sep), s.substr(sep + 1)};
+}
+}  // namespace
+
+struct XmlReader::Impl {
+  XmlHandler& handler;
+  XmlLimits limits;
+  XmlFraming framing;
+  XML_Parser parser = nullptr;
+  int depth = 0;
+  bool started = false;     // the top-level element began
+  bool complete = false;    // the top-level element ended
+  std::uint64_t elements = 0;
+  std::uint64_t fed_total = 0;   // bytes given to the current parser before this chunk
+  std::uint64_t end_offset = 0;  // absolute offset just after the top-level end tag
+  std::size_t text_len = 0;      // text length of the current element
+  ErrorCode error = ErrorCode::kNone;
+  std::string message;
+  std::vector<XmlAttr> attrs;
+
+  Impl(XmlHandler& h, XmlLimits l, XmlFraming f) : handler(h), limits(l), framing(f) {}
+  ~Impl() {
+    if (parser) XML_ParserFree(parser);
+  }
+
+  void reset() {
+    if (parser) XML_ParserFree(parser);
+    parser = XML_ParserCreateNS("UTF-8", kNsSep);
+    XML_SetUserData(parser, this);
+    XML_SetElementHandler(parser, &Impl::startCb, &Impl::endCb);
+    XML_SetCharacterDataHandler(parser, &Impl::textCb);
+    XML_SetStartDoctypeDeclHandler(parser, &Impl::doctypeCb);
+    XML_SetEntityDeclHandler(parser, &Impl::entityCb);
+    // Never read external entities or DTDs.
+    XML_SetParamEntityParsing(parser, XML_PARAM_ENTITY_PARSING_NEVER);
+    // Expat's reparse deferral (2.6, backported to Debian's 2.5) may hold a complete
+    // token until more bytes arrive; a peer that sent its last '>' and now waits for
+    // our answer would wait forever. Our limits already bound the reparse cost.
+    XML_SetReparseDeferralEnabled(parser, XML_FALSE);
+    depth = 0;
+    started = false;
+    complete = false;
+    elements = 0;
+    fed_total = 0;
+    end_offset = 0;
+    text_len = 0;
+  }
+
+  void stop(ErrorCode code, std::string msg) {
+    if (error == ErrorCode::kNone) {
+      error = code;
+      message = std::move(msg);
+    }
+    XML_StopParser(parser, XML_FALSE);
+  }
+
+  static void XMLCALL startCb(void* ud, const XML_Char* name, const XML_Char** atts) {
+    auto* self = static_cast<Impl*>(ud);
+    if (self->error != ErrorCode::kNone) return;
+    ++self->depth;
+    ++self->elements;
+    self->text_len = 0;
+    self->started = true;
+    if (self->depth > self->limits.max_depth) {
+      return self->stop(ErrorCode::kLimitExceeded, "document nested deeper than " + std::to_string(self->limits.max_depth));
+    }
+    if (self->elements > self->limits.max_elements) {
+      return self->stop(ErrorCode::kLimitExceeded, "more than " + std::to_string(self->limits.max_elements) + " elements");
+    }
+    self->attrs.clear();
+    for (int i = 0; atts[i] != nullptr; i += 2) {
+      if (self->attrs.size() >= self->limits.max_attributes) {
+        return self->stop(ErrorCode::kLimitExceeded, "more than " + std::to_string(self->limits.max_attributes) + " attributes");
+      }
+      std::size_t len = std::strlen(atts[i + 1]);
+      if (len > self->limits.max_value_length) {
+        return self->stop(ErrorCode::kLimitExceeded, std::string("attribute longer than ") +
+                                                         std::to_string(self->limits.max_value_length) + " bytes");
+      }
+      XmlName an = splitName(atts[i]);
+      self->attrs.push_back({an.ns, an.local, std::string_view(atts[i + 1], len)});
+    }
+    XmlAttrs view(self->attrs);
+    self->handler.onStart(self->depth, splitName(name), view);
+  }
+
+  static void XMLCALL endCb(void* ud, const XML_Char* name) {
+    auto* self = static_cast<Impl*>(ud);
+    if (self->error != ErrorCode::kNone) return;
+    self->handler.onEnd(self->depth, splitName(name));
+    --self->depth;
+    self->text_len = 0;
+    if (self->depth == 0 && self->error == ErrorCode::kNone) {
+      self->complete = true;
+      self->end_offset = static_cast<std::uint64_t>(XML_GetCurrentByteIndex(self->parser)) +
+                         static_cast<std::uint64_t>(XML_GetCurrentByteCount(self->parser));
+      XML_StopParser(self->parser, XML_FALSE);
+    }
+  }
+
+  static void XMLCALL textCb(void* ud, const XML_Char* s, int len) {
+    auto* self = static_cast<Impl*>(ud);
+    if (self->error != ErrorCode::kNone || self->depth == 0) return;
+    self->text_len += static_cast<std::size_t>(len);
+    if (self->text_len > self->limits.max_value_length) {
+      return self->stop(ErrorCode::kLimitExceeded, "text longer than " + std::to_string(self->limits.max_value_length) + " bytes");
+    }
+    self->handler.onText(self->depth, std::string_view(s, static_cast<std::size_t>(len)));
+  }
+
+  static void XMLCALL doctypeCb(void* ud, const XML_Char*, const XML_Char*, const XML_Char*, int) {
+    static_cast<Impl*>(ud)->stop(ErrorCode::kMalformed, "DOCTYPE declarations are not accepted");
+  }
+
+  static void XMLCALL entityCb(void* ud, const XML_Char*, int, const XML_Char*, int, const XML_Char*, const XML_Char*,
+                               const XML_Char*, const XML_Char*) {
+    static_cast<Impl*>(ud)->stop(ErrorCode::kMalformed, "entity declarations are not accepted");
+  }
+};
+
+XmlReader::XmlReader(XmlHandler& handler, XmlLimits limits, XmlFraming framing)
+    : impl_(std::make_unique<Impl>(handler, limits, framing)) {
+  impl_->reset();
+}
+
+XmlReader::~XmlReader() = default;
+
+std::size_t XmlReader::feed(const char* data, std::size_t n) {
+  Impl& s = *impl_;
+  if (s.error != ErrorCode::kNone) return n;
+  if (s.complete) {
+    if (s.framing == XmlFraming::kStream) return 0;  // the stream is over
+    s.reset();
+  }
+  if (n == 0) return 0;
+  // Skip whitespace between documents so that it does not start a new parser's input.
+  std::size_t skipped = 0;
+  if (!s.started && s.fed_total == 0) {
+    while (skipped < n && (data[skipped] == ' ' || data[skipped] == '\n' || data[skipped] == '\r' || data[skipped] == '\t')) {
+      ++skipped;
+    }
+    if (skipped == n) return n;
+  }
+  const char* p = data + skipped;
+  const std::size_t len = n - skipped;
+  XML_Status st = XML_Parse(s.parser, p, static_cast<int>(len), XML_FALSE);
+  if (s.complete) {
+    std::uint64_t used = s.end_offset - s.fed_total;
+    s.fed_total += len;
+    return skipped + static_cast<std::size_t>(used);
+  }
+  s.fed_total += len;
+  if (st == XML_STATUS_ERROR && s.error == ErrorCode::kNone) {
+    s.error = ErrorCode::kMalformed;
+    s.message = std::string("malformed XML at line ") + std::to_string(XML_GetCurrentLineNumber(s.parser)) + ": " +
+                XML_ErrorString(XML_GetErrorCode(s.parser));
+  }
+  return n;
+}
+
+void XmlReader::fail(ErrorCode code, std::string message) { impl_->stop(code, std::move(message)); }
+bool XmlReader::failed() const { return impl_->error != ErrorCode::kNone; }
+ErrorCode XmlReader::error() const { return impl_->error; }
+const std::string& XmlReader::errorMessage() const { return impl_->message; }
+bool XmlReader::documentComplete() const { return impl_->complete; }
+bool XmlReader::inDocument() const { return impl_->started && !impl_->complete; }
+std::uint64_t XmlReader::elementCount() const { return impl_->elements; }
+
+void appendXmlEscaped(std::string& out, std::string_view s) {
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      case '\n': out += "&#10;"; break;
+      case '\r': out += "&#13;"; break;
+      case '\t': out += "&#9;"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          // Not representable in XML 1.0: replace.
+          out += "\xEF\xBF\xBD";
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+}
+
+std::string xmlEscape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 8);
+  appendXmlEscaped(out, s);
+  return out;
+}
+
+}  // namespace lcc::proto

@@ -1,0 +1,100 @@
+#include "common/config/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace lcc {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<std::string> problemLines(const std::vector<ConfigProblem>& problems) {
+  std::vector<std::string> out;
+  for (const auto& p : problems) out.push_back(p.toString());
+  return out;
+}
+
+TEST(Config, EmptyDocumentGivesDefaults) {
+  std::vector<ConfigProblem> problems;
+  auto cfg = Config::loadText("", "t.yaml", {}, &problems);
+  ASSERT_TRUE(cfg.isOk()) << ::testing::PrintToString(problemLines(problems));
+  EXPECT_EQ(cfg->getString("node.data_dir"), "./var");
+  EXPECT_EQ(cfg->getString("listen.uns"), "127.0.0.1:7700");
+  EXPECT_EQ(cfg->getInt("uns.idle_timeout"), 30000);
+  EXPECT_EQ(cfg->getInt("uns.spool_limit"), 1LL << 30);
+  EXPECT_EQ(cfg->getPlugin("storage.queue").plugin, "storage-kyoto");
+  ASSERT_EQ(cfg->getPluginList("exporters").size(), 2u);
+  EXPECT_EQ(cfg->getPluginList("exporters")[1].plugin, "cu-tar");
+}
+
+TEST(Config, CollectsEveryProblemWithItsKeyPath) {
+  std::vector<ConfigProblem> problems;
+  auto cfg = Config::loadText(
+      "node:\n  data_dir: /x\n  colour: blue\n"
+      "uns:\n  max_connections: -3\n  idle_timeout: soon\n"
+      "listen:\n  uns: nowhere\n"
+      "bogus: 1\n",
+      "etc/lcc.yaml", {}, &problems);
+  EXPECT_FALSE(cfg.isOk());
+  auto lines = problemLines(problems);
+  EXPECT_THAT(lines, ::testing::Contains("etc/lcc.yaml: node.colour: unknown key"));
+  EXPECT_THAT(lines, ::testing::Contains("etc/lcc.yaml: bogus: unknown key"));
+  EXPECT_THAT(lines, ::testing::Contains("etc/lcc.yaml: uns.max_connections: must be in [1, 1000000] (got -3)"));
+  EXPECT_THAT(lines, ::testing::Contains(HasSubstr("uns.idle_timeout: must be a duration")));
+  EXPECT_THAT(lines, ::testing::Contains(HasSubstr("listen.uns: must be host:port")));
+  EXPECT_EQ(lines.size(), 5u);
+}
+
+TEST(Config, SetOverridesKeysAndPluginOptions) {
+  std::vector<ConfigProblem> problems;
+  auto cfg = Config::loadText("storage:\n  queue: storage-memory\n", "t.yaml",
+                              {"node.data_dir=/srv/lcc-test", "listen.uns=127.0.0.1:17700",
+                               "storage.queue.options.sync=false", "accept_mime=[text/html, image/*]"},
+                              &problems);
+  ASSERT_TRUE(cfg.isOk()) << ::testing::PrintToString(problemLines(problems));
+  EXPECT_EQ(cfg->getString("node.data_dir"), "/srv/lcc-test");
+  EXPECT_EQ(cfg->getString("listen.uns"), "127.0.0.1:17700");
+  EXPECT_EQ(cfg->getPlugin("storage.queue").plugin, "storage-memory");
+  EXPECT_EQ(cfg->getList("accept_mime"), (std::vector<std::string>{"text/html", "image/*"}));
+  static const OptionSpec kSpecs[] = {{"sync", OptionType::kBool, "true", 1, 0, "sync"}};
+  auto opts = cfg->pluginOptions(cfg->getPlugin("storage.queue"), kSpecs, 1, &problems);
+  ASSERT_TRUE(opts.isOk());
+  EXPECT_FALSE(opts->getBool("sync", true));
+}
+
+TEST(Config, PluginOptionsAreValidatedAgainstThePluginTable) {
+  std::vector<ConfigProblem> problems;
+  auto cfg = Config::loadText(
+      "fetcher:\n  plugin: fetch-curl\n  options:\n    timeout: forever\n    colour: red\n", "f.yaml", {}, &problems);
+  ASSERT_TRUE(cfg.isOk());
+  static const OptionSpec kSpecs[] = {
+      {"timeout", OptionType::kDuration, "30s", 1, 3600000, "total timeout"},
+      {"max_size", OptionType::kSize, "50MiB", 1, 1LL << 40, "cap"},
+  };
+  auto opts = cfg->pluginOptions(cfg->getPlugin("fetcher"), kSpecs, 2, &problems);
+  EXPECT_FALSE(opts.isOk());
+  auto lines = problemLines(problems);
+  EXPECT_THAT(lines, ::testing::Contains("f.yaml: fetcher.options.colour: unknown option of plugin fetch-curl"));
+  EXPECT_THAT(lines, ::testing::Contains(HasSubstr("f.yaml: fetcher.options.timeout: must be a duration")));
+}
+
+TEST(Config, YamlSyntaxErrorIsOneProblemWithALine) {
+  std::vector<ConfigProblem> problems;
+  auto cfg = Config::loadText("node:\n  data_dir: [unclosed\n", "bad.yaml", {}, &problems);
+  EXPECT_FALSE(cfg.isOk());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(problems[0].toString(), HasSubstr("bad.yaml: YAML syntax error at line"));
+}
+
+TEST(Config, WrongShapesAreReported) {
+  std::vector<ConfigProblem> problems;
+  auto cfg = Config::loadText("node: 5\nroles: uns\nexporters: cu-xml\n", "s.yaml", {}, &problems);
+  EXPECT_FALSE(cfg.isOk());
+  auto lines = problemLines(problems);
+  EXPECT_THAT(lines, ::testing::Contains("s.yaml: node: must be a map of keys (got 5)"));
+  EXPECT_THAT(lines, ::testing::Contains("s.yaml: roles: must be a list (got uns)"));
+  EXPECT_THAT(lines, ::testing::Contains("s.yaml: exporters: must be a list of plugins (got cu-xml)"));
+}
+
+}  // namespace
+}  // namespace lcc

@@ -1,0 +1,128 @@
+#include "proto/xml_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace lcc::proto {
+namespace {
+
+// Records events as text lines, to compare feeds of different chunking.
+class Recorder : public XmlHandler {
+ public:
+  std::vector<std::string> events;
+  void onStart(int depth, const XmlName& name, const XmlAttrs& attrs) override {
+    std::string e = std::to_string(depth) + "<" + std::string(name.ns) + "|" + std::string(name.local);
+    for (const auto& a : attrs.all()) e += " " + std::string(a.name) + "=" + std::string(a.value);
+    events.push_back(e);
+  }
+  void onEnd(int depth, const XmlName& name) override {
+    events.push_back(std::to_string(depth) + ">" + std::string(name.local));
+  }
+  void onText(int depth, std::string_view text) override {
+    if (!events.empty() && events.back().rfind("T", 0) == 0) {
+      events.back() += std::string(text);
+    } else {
+      events.push_back("T" + std::string(text));
+    }
+  }
+};
+
+const char* kTwoDocs =
+    "<lococa:init xmlns:lococa=\"http://www.lococa.org/1.0\"><provider id=\"17\" passwd=\"s&amp;cret\"/></lococa:init>\n"
+    "<x:set xmlns:x=\"http://www.lococa.org/1.0\" set=\"partial\"><url c=\"a\"/></x:set>";
+
+// Feeds `input` in chunks of `chunk` bytes, restarting documents as the reader asks.
+std::vector<std::string> parseAll(const std::string& input, std::size_t chunk, int* docs) {
+  Recorder rec;
+  XmlReader reader(rec, XmlLimits{}, XmlFraming::kDocuments);
+  *docs = 0;
+  for (std::size_t off = 0; off < input.size();) {
+    std::size_t n = std::min(chunk, input.size() - off);
+    std::size_t used = reader.feed(input.data() + off, n);
+    EXPECT_FALSE(reader.failed()) << reader.errorMessage();
+    if (reader.documentComplete()) ++*docs;
+    off += used;
+    if (used < n) continue;
+  }
+  return rec.events;
+}
+
+TEST(XmlReader, SplitsDocumentsTheSameWhateverTheChunking) {
+  int docs_whole = 0, docs_bytes = 0;
+  auto whole = parseAll(kTwoDocs, 1 << 20, &docs_whole);
+  auto bytes = parseAll(kTwoDocs, 1, &docs_bytes);
+  EXPECT_EQ(docs_whole, 2);
+  EXPECT_EQ(docs_bytes, 2);
+  EXPECT_EQ(whole, bytes);
+  ASSERT_FALSE(whole.empty());
+  EXPECT_EQ(whole[0], "1<http://www.lococa.org/1.0|init");
+  EXPECT_EQ(whole[1], "2<|provider id=17 passwd=s&cret");
+  EXPECT_EQ(whole[4], "1<http://www.lococa.org/1.0|set set=partial");  // prefix does not matter
+}
+
+TEST(XmlReader, RefusesDoctypeAndEntities) {
+  Recorder rec;
+  XmlReader reader(rec, XmlLimits{}, XmlFraming::kDocuments);
+  reader.feed(std::string("<!DOCTYPE lolz [<!ENTITY lol \"lol\"><!ENTITY lol2 \"&lol;&lol;\">]><a>&lol2;</a>"));
+  EXPECT_TRUE(reader.failed());
+  EXPECT_EQ(reader.error(), ErrorCode::kMalformed);
+}
+
+TEST(XmlReader, EnforcesLimits) {
+  {
+    Recorder rec;
+    XmlLimits limits;
+    limits.max_value_length = 16;
+    XmlReader reader(rec, limits, XmlFraming::kDocuments);
+    reader.feed(std::string("<a b=\"") + std::string(100, 'x') + "\"/>");
+    EXPECT_EQ(reader.error(), ErrorCode::kLimitExceeded);
+  }
+  {
+    Recorder rec;
+    XmlLimits limits;
+    limits.max_depth = 3;
+    XmlReader reader(rec, limits, XmlFraming::kDocuments);
+    reader.feed(std::string("<a><b><c><d/></c></b></a>"));
+    EXPECT_EQ(reader.error(), ErrorCode::kLimitExceeded);
+  }
+  {
+    Recorder rec;
+    XmlLimits limits;
+    limits.max_elements = 10;
+    XmlReader reader(rec, limits, XmlFraming::kDocuments);
+    std::string doc = "<a>";
+    for (int i = 0; i < 20; ++i) doc += "<u/>";
+    reader.feed(doc + "</a>");
+    EXPECT_EQ(reader.error(), ErrorCode::kLimitExceeded);
+  }
+}
+
+TEST(XmlReader, GarbageIsMalformed) {
+  Recorder rec;
+  XmlReader reader(rec, XmlLimits{}, XmlFraming::kDocuments);
+  reader.feed(std::string("\x01\x02 hello <<>>"));
+  EXPECT_EQ(reader.error(), ErrorCode::kMalformed);
+}
+
+TEST(XmlReader, StreamFramingDeliversChildrenUntilRootCloses) {
+  Recorder rec;
+  XmlReader reader(rec, XmlLimits{}, XmlFraming::kStream);
+  std::string s = "<lcc:robot xmlns:lcc=\"http://www.lococa.org/1.0/robot\" slots=\"8\">";
+  EXPECT_EQ(reader.feed(s), s.size());
+  EXPECT_FALSE(reader.documentComplete());
+  std::string msg = "<result id=\"1\" ok=\"yes\"/>";
+  EXPECT_EQ(reader.feed(msg), msg.size());
+  std::string tail = "</lcc:robot>trailing";
+  EXPECT_EQ(reader.feed(tail), std::string("</lcc:robot>").size());
+  EXPECT_TRUE(reader.documentComplete());
+  EXPECT_EQ(rec.events.back(), "1>robot");
+}
+
+TEST(XmlReader, EscapesForAttributes) {
+  EXPECT_EQ(xmlEscape("a<b>&\"c'\n"), "a&lt;b&gt;&amp;&quot;c&apos;&#10;");
+}
+
+}  // namespace
+}  // namespace lcc::proto
