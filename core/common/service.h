@@ -9,6 +9,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,6 +49,9 @@ struct NodeContext {
   Fetcher* fetcher = nullptr;         // bot, rs
   std::vector<Exporter*> exporters;   // cu
   http::Router* http = nullptr;       // routes for the HTTP port
+  // Set by the QM when it runs in this process: URLs of a provider still queued
+  // (init_accepted "processing"). Empty when there is no QM here.
+  std::function<std::uint64_t(ProviderId)> queued_urls;
 };
 
 class Service {
