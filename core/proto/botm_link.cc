@@ -1,0 +1,400 @@
+#include "proto/botm_link.h"
+
+#include <charconv>
+#include <limits>
+
+#include "common/time_util.h"
+
+namespace lcc::proto {
+
+namespace detail {
+
+bool parseU64(std::string_view s, std::uint64_t* out) {
+  if (s.empty() || s.size() > 20) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool parseI64(std::string_view s, std::int64_t* out) {
+  if (s.empty() || s.size() > 21) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+void appendAttr(std::string& out, std::string_view name, std::string_view value) {
+  out.push_back(' ');
+  out.append(name);
+  out.append("=\"");
+  appendXmlEscaped(out, value);
+  out.push_back('"');
+}
+
+const std::string* RawElement::attr(std::string_view n) const {
+  for (const auto& [k, v] : attrs) {
+    if (k == n) return &v;
+  }
+  return nullptr;
+}
+
+StreamDecoder::StreamDecoder(XmlLimits limits, std::string_view ns, std::string_view root)
+    : reader_(*this, limits, XmlFraming::kStream), ns_(ns), root_(root) {}
+StreamDecoder::~StreamDecoder() = default;
+
+void StreamDecoder::onStart(int depth, const XmlName& name, const XmlAttrs& attrs) {
+  if (depth > 2) return;
+  if (depth == 1 && (name.ns != ns_ || name.local != root_)) {
+    reader_.fail(ErrorCode::kMalformed, "expected the stream root {" + ns_ + "}" + root_ + ", got {" +
+                                            std::string(name.ns) + "}" + std::string(name.local));
+    return;
+  }
+  current_.name.assign(name.local);
+  current_.attrs.clear();
+  current_.text.clear();
+  for (const auto& a : attrs.all()) {
+    if (a.ns.empty()) current_.attrs.emplace_back(std::string(a.name), std::string(a.value));
+  }
+  if (depth == 1) ready_.emplace_back(true, current_);
+}
+
+void StreamDecoder::onText(int depth, std::string_view text) {
+  if (depth == 2) current_.text.append(text);
+}
+
+void StreamDecoder::onEnd(int depth, const XmlName& name) {
+  if (depth > 2) return;
+  if (depth == 2) ready_.emplace_back(false, std::move(current_));
+  current_ = RawElement{};
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::appendAttr;
+using detail::RawElement;
+
+std::string u64(std::uint64_t v) { return std::to_string(v); }
+
+// Parse helpers that fail the decoder with a clear message.
+struct AttrParser {
+  detail::StreamDecoder& dec;
+  const RawElement& el;
+  bool ok = true;
+
+  void bad(std::string_view attr, std::string_view why) {
+    if (!ok) return;
+    ok = false;
+    dec.fail(ErrorCode::kMalformed, "<" + el.name + "> " + std::string(attr) + ": " + std::string(why));
+  }
+  std::uint64_t reqU64(std::string_view name) {
+    const std::string* v = el.attr(name);
+    std::uint64_t out = 0;
+    if (v == nullptr) {
+      bad(name, "missing");
+    } else if (!detail::parseU64(*v, &out)) {
+      bad(name, "not a decimal number (got " + v->substr(0, 40) + ")");
+    }
+    return out;
+  }
+  std::uint64_t optU64(std::string_view name, std::uint64_t fallback = 0) {
+    const std::string* v = el.attr(name);
+    std::uint64_t out = fallback;
+    if (v != nullptr && !v->empty() && !detail::parseU64(*v, &out)) bad(name, "not a decimal number");
+    return out;
+  }
+  std::optional<std::int64_t> optI64(std::string_view name) {
+    const std::string* v = el.attr(name);
+    if (v == nullptr || v->empty()) return std::nullopt;
+    std::int64_t out = 0;
+    if (!detail::parseI64(*v, &out)) {
+      bad(name, "not a number");
+      return std::nullopt;
+    }
+    return out;
+  }
+  std::optional<std::int64_t> optTime(std::string_view name) {
+    const std::string* v = el.attr(name);
+    if (v == nullptr || v->empty()) return std::nullopt;
+    auto t = parseTime(*v);
+    if (!t) bad(name, "not an RFC 3339 time");
+    return t;
+  }
+  std::string str(std::string_view name) {
+    const std::string* v = el.attr(name);
+    return v ? *v : std::string();
+  }
+  std::string reqStr(std::string_view name) {
+    const std::string* v = el.attr(name);
+    if (v == nullptr || v->empty()) {
+      bad(name, "missing");
+      return {};
+    }
+    return *v;
+  }
+  bool yes(std::string_view name) {
+    const std::string* v = el.attr(name);
+    return v != nullptr && (*v == "yes" || *v == "true" || *v == "1");
+  }
+  ErrorCode code(std::string_view name) {
+    const std::string* v = el.attr(name);
+    if (v == nullptr || v->empty()) return ErrorCode::kInternal;
+    std::uint64_t c = 0;
+    if (!detail::parseU64(*v, &c) || c > 65535) {
+      bad(name, "not an error code");
+      return ErrorCode::kInternal;
+    }
+    if (!isKnownErrorCode(static_cast<unsigned>(c))) return ErrorCode::kInternal;
+    return static_cast<ErrorCode>(c);
+  }
+};
+
+std::string openRoot(std::string_view root) {
+  std::string out = "<lcc:";
+  out.append(root);
+  out.append(" xmlns:lcc=\"");
+  out.append(kInternalNs);
+  out.push_back('"');
+  return out;
+}
+
+}  // namespace
+
+XmlLimits linkLimits(std::size_t max_value_length) {
+  XmlLimits l;
+  l.max_value_length = max_value_length;
+  l.max_depth = 4;
+  l.max_elements = std::numeric_limits<std::uint64_t>::max();
+  l.max_attributes = 64;
+  return l;
+}
+
+// ---- encoders ---------------------------------------------------------------
+
+std::string encodeBotmOpen(const LinkBotmHello& hello) {
+  std::string out = openRoot("botm");
+  appendAttr(out, "machine", hello.machine);
+  appendAttr(out, "capacity", u64(hello.capacity));
+  out.append(">\n");
+  return out;
+}
+
+std::string encodeResult(const LinkResult& r) {
+  std::string out = "<result";
+  appendAttr(out, "id", u64(r.id));
+  appendAttr(out, "ok", r.ok ? "yes" : "no");
+  if (!r.ok) appendAttr(out, "code", u64(static_cast<std::uint16_t>(r.code)));
+  if (r.http != 0) appendAttr(out, "http", std::to_string(r.http));
+  if (r.ok && r.unchanged) appendAttr(out, "unchanged", "yes");
+  if (r.ok && !r.unchanged) {
+    appendAttr(out, "machine", r.machine);
+    appendAttr(out, "file", r.file);
+    if (!r.mime.empty()) appendAttr(out, "mime", r.mime);
+    appendAttr(out, "sz", u64(r.size));
+    if (!r.md5.empty()) appendAttr(out, "md5", r.md5);
+    if (r.mtime) appendAttr(out, "mt", formatRfc3339(*r.mtime));
+  }
+  if (r.retry_after) appendAttr(out, "retry_after", std::to_string(*r.retry_after));
+  if (!r.ok && !r.message.empty()) {
+    out.push_back('>');
+    appendXmlEscaped(out, r.message);
+    out.append("</result>\n");
+  } else {
+    out.append("/>\n");
+  }
+  return out;
+}
+
+std::string encodeDeleted(const LinkDeleted& d) {
+  std::string out = "<deleted";
+  appendAttr(out, "id", u64(d.id));
+  appendAttr(out, "ok", d.ok ? "yes" : "no");
+  if (!d.ok && !d.reason.empty()) appendAttr(out, "reason", d.reason);
+  out.append("/>\n");
+  return out;
+}
+
+std::string encodeCapacity(const LinkCapacity& c) {
+  std::string out = "<capacity";
+  appendAttr(out, "slots", u64(c.slots));
+  out.append("/>\n");
+  return out;
+}
+
+std::string encodeMachines(const LinkMachines& m) {
+  std::string ids;
+  for (const auto& id : m.ids) {
+    if (!ids.empty()) ids.push_back(' ');
+    ids += id;
+  }
+  std::string out = "<machines";
+  appendAttr(out, "ids", ids);
+  out.append("/>\n");
+  return out;
+}
+
+std::string encodeBotmClose() { return "</lcc:botm>\n"; }
+
+std::string encodeSourceOpen(const LinkSourceHello& hello) {
+  std::string out = openRoot("source");
+  appendAttr(out, "name", hello.name);
+  out.append(">\n");
+  return out;
+}
+
+std::string encodeFetch(const LinkFetch& f) {
+  std::string out = "<fetch";
+  appendAttr(out, "id", u64(f.id));
+  appendAttr(out, "url", f.url);
+  if (!f.mime.empty()) appendAttr(out, "mime", f.mime);
+  if (f.since) appendAttr(out, "since", formatRfc3339(*f.since));
+  if (f.max_size != 0) appendAttr(out, "maxsize", u64(f.max_size));
+  if (!f.md5.empty()) appendAttr(out, "md5", f.md5);
+  out.append("/>\n");
+  return out;
+}
+
+std::string encodeDelete(const LinkDelete& d) {
+  std::string out = "<delete";
+  appendAttr(out, "id", u64(d.id));
+  appendAttr(out, "machine", d.machine);
+  appendAttr(out, "file", d.file);
+  out.append("/>\n");
+  return out;
+}
+
+std::string encodeSourceClose() { return "</lcc:source>\n"; }
+std::string encodeLinkPing() { return "<ping/>\n"; }
+std::string encodeLinkPong() { return "<pong/>\n"; }
+
+// ---- decoders ---------------------------------------------------------------
+
+struct SourceStreamDecoder::Impl {
+  detail::StreamDecoder dec;
+  explicit Impl(XmlLimits l) : dec(l, kInternalNs, "source") {}
+};
+
+SourceStreamDecoder::SourceStreamDecoder(XmlLimits limits) : impl_(std::make_unique<Impl>(limits)) {}
+SourceStreamDecoder::~SourceStreamDecoder() = default;
+
+bool SourceStreamDecoder::feed(std::string_view bytes, std::vector<SourceMessage>* out) {
+  auto& dec = impl_->dec;
+  return dec.feed(
+      bytes,
+      [&](bool is_root, const RawElement& el) {
+        AttrParser p{dec, el};
+        if (is_root) {
+          out->push_back(LinkSourceHello{p.str("name")});
+          return;
+        }
+        if (el.name == "fetch") {
+          LinkFetch f;
+          f.id = p.reqU64("id");
+          f.url = p.reqStr("url");
+          f.mime = p.str("mime");
+          f.since = p.optTime("since");
+          f.max_size = p.optU64("maxsize");
+          f.md5 = p.str("md5");
+          if (p.ok) out->push_back(std::move(f));
+        } else if (el.name == "delete") {
+          LinkDelete d;
+          d.id = p.reqU64("id");
+          d.machine = p.reqStr("machine");
+          d.file = p.reqStr("file");
+          if (p.ok) out->push_back(std::move(d));
+        } else if (el.name == "ping") {
+          out->push_back(LinkPing{});
+        } else if (el.name == "pong") {
+          out->push_back(LinkPong{});
+        }
+      },
+      [&] { out->push_back(LinkEnd{}); });
+}
+
+bool SourceStreamDecoder::failed() const { return impl_->dec.failed(); }
+ErrorCode SourceStreamDecoder::error() const { return impl_->dec.error(); }
+const std::string& SourceStreamDecoder::errorMessage() const { return impl_->dec.errorMessage(); }
+bool SourceStreamDecoder::ended() const { return impl_->dec.ended(); }
+
+struct BotmStreamDecoder::Impl {
+  detail::StreamDecoder dec;
+  explicit Impl(XmlLimits l) : dec(l, kInternalNs, "botm") {}
+};
+
+BotmStreamDecoder::BotmStreamDecoder(XmlLimits limits) : impl_(std::make_unique<Impl>(limits)) {}
+BotmStreamDecoder::~BotmStreamDecoder() = default;
+
+namespace {
+std::vector<std::string> splitIds(std::string_view s) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) ++i;
+    std::size_t j = i;
+    while (j < s.size() && s[j] != ' ' && s[j] != '\t' && s[j] != '\n' && s[j] != '\r') ++j;
+    if (j > i) out.emplace_back(s.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+}  // namespace
+
+bool BotmStreamDecoder::feed(std::string_view bytes, std::vector<BotmMessage>* out) {
+  auto& dec = impl_->dec;
+  return dec.feed(
+      bytes,
+      [&](bool is_root, const RawElement& el) {
+        AttrParser p{dec, el};
+        if (is_root) {
+          LinkBotmHello h;
+          h.machine = p.reqStr("machine");
+          h.capacity = p.optU64("capacity");
+          if (p.ok) out->push_back(std::move(h));
+          return;
+        }
+        if (el.name == "result") {
+          LinkResult r;
+          r.id = p.reqU64("id");
+          r.ok = p.yes("ok");
+          r.http = static_cast<int>(p.optU64("http"));
+          r.unchanged = p.yes("unchanged");
+          r.machine = p.str("machine");
+          r.file = p.str("file");
+          r.mime = p.str("mime");
+          r.size = p.optU64("sz");
+          r.md5 = p.str("md5");
+          r.mtime = p.optTime("mt");
+          r.retry_after = p.optI64("retry_after");
+          if (!r.ok) {
+            r.code = p.code("code");
+            r.message = el.text;
+          } else if (!r.unchanged && (r.machine.empty() || r.file.empty())) {
+            p.bad("file", "a successful result needs machine and file");
+          }
+          if (p.ok) out->push_back(std::move(r));
+        } else if (el.name == "deleted") {
+          LinkDeleted d;
+          d.id = p.reqU64("id");
+          d.ok = p.yes("ok");
+          d.reason = p.str("reason");
+          if (p.ok) out->push_back(std::move(d));
+        } else if (el.name == "capacity") {
+          LinkCapacity c;
+          c.slots = p.reqU64("slots");
+          if (p.ok) out->push_back(c);
+        } else if (el.name == "machines") {
+          out->push_back(LinkMachines{splitIds(p.str("ids"))});
+        } else if (el.name == "ping") {
+          out->push_back(LinkPing{});
+        } else if (el.name == "pong") {
+          out->push_back(LinkPong{});
+        }
+      },
+      [&] { out->push_back(LinkEnd{}); });
+}
+
+bool BotmStreamDecoder::failed() const { return impl_->dec.failed(); }
+ErrorCode BotmStreamDecoder::error() const { return impl_->dec.error(); }
+const std::string& BotmStreamDecoder::errorMessage() const { return impl_->dec.errorMessage(); }
+bool BotmStreamDecoder::ended() const { return impl_->dec.ended(); }
+
+}  // namespace lcc::proto

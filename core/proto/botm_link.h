@@ -1,0 +1,239 @@
+// botm_link.h — the url source <-> BOT-M protocol (docs/internal-protocols.md §2).
+//
+// WHO: the QM and a parent BOT-M are "sources": they write with the encodeSource*()
+// functions and read with BotmLinkDecoder(kReadBotm). A BOT-M writes with the
+// encodeBotm*() functions and reads with BotmLinkDecoder(kReadSource).
+// Pure codec: no sockets, no threads. One decoder per connection.
+//
+// Framing: each side opens one root element (<lcc:botm ...>, <lcc:source ...>) and
+// then sends one child element per message; closing the root ends the stream.
+// Names are namespace-resolved (any prefix works); unknown elements and attributes
+// are ignored. A message with a missing or malformed required attribute (id,
+// machine, capacity...) is a protocol error (kMalformed): the decoder stops and the
+// connection should be closed and logged.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "lcc/error_codes.h"
+#include "proto/xml_reader.h"
+
+namespace lcc::proto {
+
+inline constexpr std::string_view kInternalNs = "http://www.lococa.org/1.0/internal";
+
+// ---- messages -----------------------------------------------------------------
+// Opening of the BOT-M's stream: <lcc:botm machine=".." capacity="..">.
+struct LinkBotmHello {
+  std::string machine;
+  std::uint64_t capacity = 0;
+  friend bool operator==(const LinkBotmHello&, const LinkBotmHello&) = default;
+};
+
+// Opening of the source's stream: <lcc:source name="..">.
+struct LinkSourceHello {
+  std::string name;
+  friend bool operator==(const LinkSourceHello&, const LinkSourceHello&) = default;
+};
+
+// source -> BOT-M: fetch a URL.
+struct LinkFetch {
+  std::uint64_t id = 0;                 // the source's id, unique on the connection
+  std::string url;
+  std::string mime;                     // declared type ("" : no check)
+  std::optional<std::int64_t> since;    // conditional fetch, seconds since the epoch
+  std::uint64_t max_size = 0;           // 0: the fetcher's own limit
+  std::string md5;                      // only when verification is configured
+  friend bool operator==(const LinkFetch&, const LinkFetch&) = default;
+};
+
+// BOT-M -> source: the outcome of one fetch.
+struct LinkResult {
+  std::uint64_t id = 0;
+  bool ok = false;
+  ErrorCode code = ErrorCode::kNone;    // on ok=false: a protocol.md §2 code
+  int http = 0;                         // 0: no HTTP status
+  std::string machine;                  // ok and not unchanged: where the file lives
+  std::string file;                     // relative to that machine's content directory
+  std::string mime;
+  std::uint64_t size = 0;
+  std::string md5;
+  std::optional<std::int64_t> mtime;    // Last-Modified, seconds since the epoch
+  bool unchanged = false;               // HTTP 304: no file referenced
+  std::optional<std::int64_t> retry_after;  // seconds, from a 429/503
+  std::string message;                  // short English text (ok=false)
+  friend bool operator==(const LinkResult&, const LinkResult&) = default;
+};
+
+// source -> BOT-M: unlink `file` on `machine` and free its name.
+struct LinkDelete {
+  std::uint64_t id = 0;
+  std::string machine;
+  std::string file;
+  friend bool operator==(const LinkDelete&, const LinkDelete&) = default;
+};
+
+// BOT-M -> source: answer to a delete. reason: "unknown-machine" (keep the delete
+// until <machines> lists it) or a short text.
+struct LinkDeleted {
+  std::uint64_t id = 0;
+  bool ok = false;
+  std::string reason;
+  friend bool operator==(const LinkDeleted&, const LinkDeleted&) = default;
+};
+
+inline constexpr std::string_view kReasonUnknownMachine = "unknown-machine";
+
+struct LinkCapacity {
+  std::uint64_t slots = 0;
+  friend bool operator==(const LinkCapacity&, const LinkCapacity&) = default;
+};
+
+struct LinkMachines {
+  std::vector<std::string> ids;  // machine ids reachable through the connection
+  friend bool operator==(const LinkMachines&, const LinkMachines&) = default;
+};
+
+struct LinkPing {
+  friend bool operator==(const LinkPing&, const LinkPing&) = default;
+};
+struct LinkPong {
+  friend bool operator==(const LinkPong&, const LinkPong&) = default;
+};
+// The peer closed its root element: the stream is over.
+struct LinkEnd {
+  friend bool operator==(const LinkEnd&, const LinkEnd&) = default;
+};
+
+// What a BOT-M reads (sent by a source).
+using SourceMessage = std::variant<LinkSourceHello, LinkFetch, LinkDelete, LinkPing, LinkPong, LinkEnd>;
+// What a source reads (sent by a BOT-M).
+using BotmMessage =
+    std::variant<LinkBotmHello, LinkResult, LinkDeleted, LinkCapacity, LinkMachines, LinkPing, LinkPong, LinkEnd>;
+
+// ---- encoders (each returns one complete piece of the stream) ----------------
+// BOT-M side.
+std::string encodeBotmOpen(const LinkBotmHello& hello);
+std::string encodeResult(const LinkResult& r);
+std::string encodeDeleted(const LinkDeleted& d);
+std::string encodeCapacity(const LinkCapacity& c);
+std::string encodeMachines(const LinkMachines& m);
+std::string encodeBotmClose();  // "</lcc:botm>"
+// Source side.
+std::string encodeSourceOpen(const LinkSourceHello& hello);
+std::string encodeFetch(const LinkFetch& f);
+std::string encodeDelete(const LinkDelete& d);
+std::string encodeSourceClose();  // "</lcc:source>"
+// Either side.
+std::string encodeLinkPing();
+std::string encodeLinkPong();
+
+// ---- decoders -----------------------------------------------------------------
+// Limits for a long-lived stream: no element-count cap, small depth.
+XmlLimits linkLimits(std::size_t max_value_length = 8192);
+
+namespace detail {
+// Shared by the link and robot codecs.
+bool parseU64(std::string_view s, std::uint64_t* out);
+bool parseI64(std::string_view s, std::int64_t* out);
+void appendAttr(std::string& out, std::string_view name, std::string_view value);
+
+// One element of a stream: the root's opening, or one message (a child of the root).
+struct RawElement {
+  std::string name;  // local name
+  std::vector<std::pair<std::string, std::string>> attrs;  // un-namespaced attributes
+  std::string text;  // character data directly inside (messages only)
+  const std::string* attr(std::string_view n) const;
+};
+
+// A kStream XmlReader that yields the root (which must be {ns, root}) and each child
+// as a RawElement. Elements below the children are ignored.
+class StreamDecoder : public XmlHandler {
+ public:
+  StreamDecoder(XmlLimits limits, std::string_view ns, std::string_view root);
+  ~StreamDecoder() override;
+  // fn(is_root, element) per element; returns false on a protocol error.
+  // on_end() when the root closes.
+  template <typename OnElement, typename OnEnd>
+  bool feed(std::string_view bytes, OnElement&& on_element, OnEnd&& on_end) {
+    if (failed() || ended_) return !failed();
+    ready_.clear();
+    reader_.feed(bytes);
+    for (auto& [is_root, el] : ready_) {
+      if (failed()) break;
+      on_element(is_root, el);
+    }
+    ready_.clear();
+    if (!failed() && reader_.documentComplete() && !ended_) {
+      ended_ = true;
+      on_end();
+    }
+    return !failed();
+  }
+  void fail(ErrorCode code, std::string message) { reader_.fail(code, std::move(message)); }
+  bool failed() const { return reader_.failed(); }
+  ErrorCode error() const { return reader_.error(); }
+  const std::string& errorMessage() const { return reader_.errorMessage(); }
+  bool ended() const { return ended_; }
+
+  void onStart(int depth, const XmlName& name, const XmlAttrs& attrs) override;
+  void onEnd(int depth, const XmlName& name) override;
+  void onText(int depth, std::string_view text) override;
+
+ private:
+  XmlReader reader_;
+  std::string ns_, root_;
+  bool ended_ = false;
+  RawElement current_;
+  std::vector<std::pair<bool, RawElement>> ready_;
+};
+}  // namespace detail
+
+// Reads what a source sends (used by a BOT-M).
+class SourceStreamDecoder {
+ public:
+  explicit SourceStreamDecoder(XmlLimits limits = linkLimits());
+  ~SourceStreamDecoder();
+  SourceStreamDecoder(const SourceStreamDecoder&) = delete;
+  SourceStreamDecoder& operator=(const SourceStreamDecoder&) = delete;
+
+  // Parses bytes and appends every complete message to `out`. Returns false on a
+  // protocol error (see error()); nothing more is parsed afterwards. Bytes after the
+  // end of the stream are ignored.
+  bool feed(std::string_view bytes, std::vector<SourceMessage>* out);
+  bool failed() const;
+  ErrorCode error() const;
+  const std::string& errorMessage() const;
+  bool ended() const;  // the root element was closed
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reads what a BOT-M sends (used by the QM and by a parent BOT-M).
+class BotmStreamDecoder {
+ public:
+  explicit BotmStreamDecoder(XmlLimits limits = linkLimits());
+  ~BotmStreamDecoder();
+  BotmStreamDecoder(const BotmStreamDecoder&) = delete;
+  BotmStreamDecoder& operator=(const BotmStreamDecoder&) = delete;
+
+  bool feed(std::string_view bytes, std::vector<BotmMessage>* out);
+  bool failed() const;
+  ErrorCode error() const;
+  const std::string& errorMessage() const;
+  bool ended() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lcc::proto
