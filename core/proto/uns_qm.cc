@@ -1,0 +1,405 @@
+#include "proto/uns_qm.h"
+
+#include <charconv>
+#include <limits>
+
+#include "common/md5.h"
+#include "common/time_util.h"
+
+namespace lcc::proto {
+
+namespace {
+
+bool isInternalChild(const XmlName& n) { return n.ns.empty() || n.ns == kInternalNs; }
+
+template <typename T>
+bool parseUnsigned(std::string_view s, T& out) {
+  if (s.empty() || s.size() > 20) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+void attr(std::string& out, std::string_view name, std::string_view value) {
+  out.push_back(' ');
+  out += name;
+  out += "=\"";
+  appendXmlEscaped(out, value);
+  out.push_back('"');
+}
+
+// Parses one <url> element's attributes into a notice. Returns an error text or "".
+std::string urlFromAttrs(const XmlAttrs& a, ProviderId pid, UrlNotice& n) {
+  n = UrlNotice{};
+  n.key.pid = pid;
+  const auto* c = a.get("c");
+  const auto* m = a.get("m");
+  if (!c || c->empty()) return "url without c";
+  if (!m || m->empty()) return "url without m";
+  n.key.url.assign(*c);
+  n.key.mime.assign(*m);
+  if (const auto* op = a.get("op")) {
+    if (*op == "delete") {
+      n.op = UrlOp::kDelete;
+    } else if (*op != "update") {
+      return "bad op";
+    }
+  }
+  if (const auto* st = a.get("st")) n.view_tag.assign(*st);
+  if (const auto* b = a.get("b")) n.browse = std::string(*b);
+  if (const auto* f = a.get("f")) n.fetch.assign(*f);
+  if (const auto* mt = a.get("mt")) {
+    auto t = parseTime(*mt);
+    if (!t) return "bad mt";
+    n.mtime = *t;
+  }
+  if (const auto* sz = a.get("sz")) {
+    std::uint64_t v = 0;
+    if (!parseUnsigned(*sz, v)) return "bad sz";
+    n.size = v;
+  }
+  if (const auto* md5 = a.get("md5")) {
+    if (!md5->empty() && !isMd5Hex(*md5)) return "bad md5";
+    n.md5.assign(*md5);
+  }
+  if (const auto* tod = a.get("tod")) n.tod.assign(*tod);
+  return {};
+}
+
+XmlLimits readerLimits(const UnsQmLimits& l) {
+  XmlLimits x;
+  x.max_value_length = l.max_attribute_length;
+  x.max_depth = 4;
+  x.max_elements = std::numeric_limits<std::uint64_t>::max();
+  x.max_attributes = 64;
+  return x;
+}
+
+// Collects one <set> at `set_depth` (2 inside a stream, 1 as a lone document).
+struct SetCollector {
+  UnsQmLimits limits;
+  bool in_set = false;
+  UnsQmSet set;
+  std::uint64_t urls_seen = 0;
+
+  // Returns "" or an error; `done` is set at the end of the set.
+  std::string start(int depth, int set_depth, const XmlName& name, const XmlAttrs& a) {
+    if (depth == set_depth) {
+      in_set = true;
+      set = UnsQmSet{};
+      urls_seen = 0;
+      const auto* id = a.get("id");
+      const auto* pid = a.get("pid");
+      if (!id || !parseUnsigned(*id, set.header.id) || set.header.id == 0) return "set without a valid id";
+      if (!pid || !parseUnsigned(*pid, set.header.pid) || set.header.pid == 0) return "set without a valid pid";
+      std::string_view kind = a.getOr("kind", "partial");
+      if (kind == "full") {
+        set.header.kind = SetKind::kFull;
+      } else if (kind == "partial") {
+        set.header.kind = SetKind::kPartial;
+      } else {
+        return "set with a bad kind";
+      }
+      const auto* count = a.get("count");
+      if (!count || !parseUnsigned(*count, set.header.count)) return "set without a valid count";
+      if (set.header.count > limits.max_set_urls) return "set larger than the limit";
+      set.urls.reserve(static_cast<std::size_t>(set.header.count));
+      return {};
+    }
+    if (depth == set_depth + 1 && isInternalChild(name) && name.local == "url") {
+      if (++urls_seen > set.header.count) return "set has more urls than its count";
+      UrlNotice n;
+      std::string err = urlFromAttrs(a, set.header.pid, n);
+      if (!err.empty()) return err;
+      set.urls.push_back(std::move(n));
+    }
+    return {};
+  }
+  std::string end() {
+    in_set = false;
+    if (set.urls.size() != set.header.count) return "set has fewer urls than its count";
+    return {};
+  }
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Encoding
+
+std::string encodeUnsOpen(std::string_view uns_name) {
+  std::string out = "<lcc:uns xmlns:lcc=\"";
+  out += kInternalNs;
+  out += "\"";
+  attr(out, "name", uns_name);
+  out += ">";
+  return out;
+}
+std::string encodeUnsClose() { return "</lcc:uns>"; }
+std::string encodeQmOpen() {
+  std::string out = "<lcc:qm xmlns:lcc=\"";
+  out += kInternalNs;
+  out += "\">";
+  return out;
+}
+std::string encodeQmClose() { return "</lcc:qm>"; }
+
+void appendSetBegin(std::string& out, const UnsQmSetHeader& h) {
+  out += "<set id=\"";
+  out += std::to_string(h.id);
+  out += "\" pid=\"";
+  out += std::to_string(h.pid);
+  out += "\" kind=\"";
+  out += h.kind == SetKind::kFull ? "full" : "partial";
+  out += "\" count=\"";
+  out += std::to_string(h.count);
+  out += "\">";
+}
+
+void appendUrl(std::string& out, const UrlNotice& n) {
+  out += "<url";
+  attr(out, "c", n.key.url);
+  attr(out, "m", n.key.mime);
+  if (n.op == UrlOp::kDelete) out += " op=\"delete\"";
+  if (!n.view_tag.empty()) attr(out, "st", n.view_tag);
+  if (n.browse) attr(out, "b", *n.browse);
+  if (!n.fetch.empty()) attr(out, "f", n.fetch);
+  if (n.mtime) attr(out, "mt", formatRfc3339(*n.mtime));
+  if (n.size) attr(out, "sz", std::to_string(*n.size));
+  if (!n.md5.empty()) attr(out, "md5", n.md5);
+  if (!n.tod.empty()) attr(out, "tod", n.tod);
+  out += "/>";
+}
+
+void appendSetEnd(std::string& out) { out += "</set>"; }
+
+std::string encodeSet(const UnsQmSet& set) {
+  std::string out;
+  out.reserve(64 + set.urls.size() * 160);
+  UnsQmSetHeader h = set.header;
+  h.count = set.urls.size();
+  appendSetBegin(out, h);
+  for (const auto& u : set.urls) appendUrl(out, u);
+  appendSetEnd(out);
+  return out;
+}
+
+std::string encodeAck(const UnsQmAck& ack) {
+  std::string out = "<ack id=\"" + std::to_string(ack.id) + "\"";
+  if (ack.ok) {
+    out += " status=\"ok\"/>";
+    return out;
+  }
+  out += " status=\"rejected\" code=\"";
+  out += std::to_string(static_cast<unsigned>(ack.code == ErrorCode::kNone ? ErrorCode::kOffline : ack.code));
+  out += "\">";
+  appendXmlEscaped(out, ack.reason);
+  out += "</ack>";
+  return out;
+}
+
+std::string encodePing() { return "<ping/>"; }
+std::string encodePong() { return "<pong/>"; }
+
+std::uint64_t peekSetId(std::string_view x) {
+  constexpr std::string_view kHead = "<set id=\"";
+  if (x.substr(0, kHead.size()) != kHead) return 0;
+  x.remove_prefix(kHead.size());
+  auto q = x.find('"');
+  if (q == std::string_view::npos) return 0;
+  std::uint64_t id = 0;
+  if (!parseUnsigned(x.substr(0, q), id)) return 0;
+  return id;
+}
+
+Result<UnsQmSet> decodeSet(std::string_view set_xml, const UnsQmLimits& limits) {
+  struct H : XmlHandler {
+    SetCollector col;
+    std::string err;
+    bool done = false;
+    XmlReader* reader = nullptr;
+    void onStart(int depth, const XmlName& name, const XmlAttrs& a) override {
+      if (!err.empty()) return;
+      if (depth == 1 && !(isInternalChild(name) && name.local == "set")) {
+        err = "not a set element";
+      } else {
+        err = col.start(depth, 1, name, a);
+      }
+      if (!err.empty()) reader->fail(ErrorCode::kMalformed, err);
+    }
+    void onEnd(int depth, const XmlName&) override {
+      if (depth == 1 && err.empty()) {
+        err = col.end();
+        if (!err.empty()) {
+          reader->fail(ErrorCode::kMalformed, err);
+        } else {
+          done = true;
+        }
+      }
+    }
+  } h;
+  h.col.limits = limits;
+  XmlLimits xl = readerLimits(limits);
+  xl.max_depth = 2;
+  XmlReader reader(h, xl, XmlFraming::kDocuments);
+  h.reader = &reader;
+  reader.feed(set_xml);
+  if (reader.failed()) return Status::invalidArgument("bad set record: " + reader.errorMessage());
+  if (!h.done) return Status::invalidArgument("bad set record: truncated");
+  return std::move(h.col.set);
+}
+
+// ---------------------------------------------------------------------------
+// Stream decoders
+
+namespace {
+
+// Shared machinery: a kStream XmlReader whose root must be `root_local` in the
+// internal namespace; children are dispatched by the derived handler.
+class StreamBase : public XmlHandler {
+ public:
+  StreamBase(std::string_view root, UnsQmLimits limits)
+      : root_(root), limits_(limits), reader_(*this, readerLimits(limits), XmlFraming::kStream) {}
+
+  bool feed(const char* data, std::size_t n) {
+    if (closed_ || reader_.failed()) return false;
+    reader_.feed(data, n);
+    if (reader_.failed()) return false;
+    return !closed_;
+  }
+  bool failed() const { return reader_.failed(); }
+  bool closed() const { return closed_; }
+  ErrorCode error() const { return reader_.error(); }
+  const std::string& errorMessage() const { return reader_.errorMessage(); }
+
+ protected:
+  void fail(std::string msg) { reader_.fail(ErrorCode::kMalformed, std::move(msg)); }
+  virtual void rootOpened(const XmlAttrs& a) = 0;
+  virtual void child(int depth, const XmlName& name, const XmlAttrs& a) = 0;
+  virtual void childEnd(int depth, const XmlName& name) = 0;
+  virtual void rootClosed() = 0;
+
+  void onStart(int depth, const XmlName& name, const XmlAttrs& a) override {
+    if (depth == 1) {
+      if (name.ns != kInternalNs || name.local != root_) {
+        return fail("expected the " + std::string(root_) + " stream opening in namespace " + std::string(kInternalNs));
+      }
+      return rootOpened(a);
+    }
+    child(depth, name, a);
+  }
+  void onEnd(int depth, const XmlName& name) override {
+    if (depth == 1) {
+      closed_ = true;
+      rootClosed();
+      return;
+    }
+    childEnd(depth, name);
+  }
+
+  std::string_view root_;
+  UnsQmLimits limits_;
+  XmlReader reader_;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+struct UnsStreamDecoder::Impl final : StreamBase {
+  UnsStreamHandler& h;
+  SetCollector col;
+  Impl(UnsStreamHandler& handler, UnsQmLimits l) : StreamBase("uns", l), h(handler) { col.limits = l; }
+
+  void rootOpened(const XmlAttrs& a) override { h.onUnsOpen(a.getOr("name", "")); }
+  void child(int depth, const XmlName& name, const XmlAttrs& a) override {
+    if (depth == 2) {
+      if (!isInternalChild(name)) return;
+      if (name.local == "set") {
+        if (auto e = col.start(depth, 2, name, a); !e.empty()) fail(e);
+      } else if (name.local == "ping") {
+        h.onPing();
+      } else if (name.local == "pong") {
+        h.onPong();
+      }
+      return;
+    }
+    if (col.in_set) {
+      if (auto e = col.start(depth, 2, name, a); !e.empty()) fail(e);
+    }
+  }
+  void childEnd(int depth, const XmlName& name) override {
+    if (depth == 2 && col.in_set && isInternalChild(name) && name.local == "set") {
+      if (auto e = col.end(); !e.empty()) return fail(e);
+      h.onSet(std::move(col.set));
+      col.set = UnsQmSet{};
+    }
+  }
+  void rootClosed() override { h.onClose(); }
+};
+
+UnsStreamDecoder::UnsStreamDecoder(UnsStreamHandler& handler, UnsQmLimits limits)
+    : impl_(std::make_unique<Impl>(handler, limits)) {}
+UnsStreamDecoder::~UnsStreamDecoder() = default;
+bool UnsStreamDecoder::feed(const char* data, std::size_t n) { return impl_->feed(data, n); }
+bool UnsStreamDecoder::failed() const { return impl_->failed(); }
+bool UnsStreamDecoder::closed() const { return impl_->closed(); }
+ErrorCode UnsStreamDecoder::error() const { return impl_->error(); }
+const std::string& UnsStreamDecoder::errorMessage() const { return impl_->errorMessage(); }
+
+struct QmStreamDecoder::Impl final : StreamBase {
+  QmStreamHandler& h;
+  bool in_ack = false;
+  UnsQmAck ack;
+  Impl(QmStreamHandler& handler, UnsQmLimits l) : StreamBase("qm", l), h(handler) {}
+
+  void rootOpened(const XmlAttrs&) override { h.onQmOpen(); }
+  void child(int depth, const XmlName& name, const XmlAttrs& a) override {
+    if (depth != 2 || !isInternalChild(name)) return;
+    if (name.local == "ack") {
+      ack = UnsQmAck{};
+      const auto* id = a.get("id");
+      if (!id || !parseUnsigned(*id, ack.id) || ack.id == 0) return fail("ack without a valid id");
+      std::string_view status = a.getOr("status", "");
+      if (status == "ok") {
+        ack.ok = true;
+      } else if (status == "rejected") {
+        ack.ok = false;
+        unsigned code = static_cast<unsigned>(ErrorCode::kOffline);
+        if (const auto* c = a.get("code")) {
+          if (!parseUnsigned(*c, code) || !isKnownErrorCode(code)) code = static_cast<unsigned>(ErrorCode::kOffline);
+        }
+        ack.code = static_cast<ErrorCode>(code);
+      } else {
+        return fail("ack with a bad status");
+      }
+      in_ack = true;
+    } else if (name.local == "ping") {
+      h.onPing();
+    } else if (name.local == "pong") {
+      h.onPong();
+    }
+  }
+  void onText(int depth, std::string_view text) override {
+    if (in_ack && depth == 2 && ack.reason.size() < 1024) ack.reason.append(text);
+  }
+  void childEnd(int depth, const XmlName& name) override {
+    if (depth == 2 && in_ack && isInternalChild(name) && name.local == "ack") {
+      in_ack = false;
+      h.onAck(ack);
+    }
+  }
+  void rootClosed() override { h.onClose(); }
+};
+
+QmStreamDecoder::QmStreamDecoder(QmStreamHandler& handler, UnsQmLimits limits)
+    : impl_(std::make_unique<Impl>(handler, limits)) {}
+QmStreamDecoder::~QmStreamDecoder() = default;
+bool QmStreamDecoder::feed(const char* data, std::size_t n) { return impl_->feed(data, n); }
+bool QmStreamDecoder::failed() const { return impl_->failed(); }
+bool QmStreamDecoder::closed() const { return impl_->closed(); }
+ErrorCode QmStreamDecoder::error() const { return impl_->error(); }
+const std::string& QmStreamDecoder::errorMessage() const { return impl_->errorMessage(); }
+
+}  // namespace lcc::proto

@@ -1,0 +1,135 @@
+#include "proto/uns_qm.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace lcc::proto {
+namespace {
+
+UnsQmSet sampleSet() {
+  UnsQmSet s;
+  s.header = {42, 17, SetKind::kPartial, 2};
+  UrlNotice a;
+  a.key = {17, "http://www.server.com/index.htm", "text/html"};
+  a.browse = "http://www.server.com/frameset.htm?index.htm";
+  a.fetch = "http://www.server.com/index.htm?lococa&x=\"1\"";
+  a.mtime = 1714564680;
+  a.size = 5120;
+  a.md5 = "0123456789abcdef0123456789abcdef";
+  a.tod = "0-8,22-24";
+  a.view_tag = "lang:en";
+  UrlNotice b;
+  b.key = {17, "http://www.server.com/old/page.htm", "text/html"};
+  b.op = UrlOp::kDelete;
+  b.browse = "";  // not browsable
+  s.urls = {a, b};
+  return s;
+}
+
+struct QmSide : UnsStreamHandler {
+  std::string name;
+  std::vector<UnsQmSet> sets;
+  int pings = 0;
+  bool closed = false;
+  void onUnsOpen(std::string_view n) override { name = n; }
+  void onSet(UnsQmSet&& s) override { sets.push_back(std::move(s)); }
+  void onPing() override { ++pings; }
+  void onClose() override { closed = true; }
+};
+
+struct UnsSide : QmStreamHandler {
+  bool opened = false;
+  std::vector<UnsQmAck> acks;
+  int pongs = 0;
+  void onQmOpen() override { opened = true; }
+  void onAck(const UnsQmAck& a) override { acks.push_back(a); }
+  void onPong() override { ++pongs; }
+};
+
+TEST(UnsQm, SetRoundTripsThroughTheStreamWhateverTheChunking) {
+  const UnsQmSet set = sampleSet();
+  std::string wire = encodeUnsOpen("m1/uns") + encodeSet(set) + encodePing() + encodeSet(set) + encodeUnsClose();
+  for (std::size_t chunk : {std::size_t{1}, std::size_t{7}, wire.size()}) {
+    QmSide h;
+    UnsStreamDecoder d(h);
+    for (std::size_t off = 0; off < wire.size(); off += chunk) {
+      d.feed(wire.data() + off, std::min(chunk, wire.size() - off));
+    }
+    ASSERT_FALSE(d.failed()) << d.errorMessage();
+    EXPECT_TRUE(d.closed());
+    EXPECT_EQ(h.name, "m1/uns");
+    ASSERT_EQ(h.sets.size(), 2u);
+    EXPECT_EQ(h.sets[0], set);
+    EXPECT_EQ(h.pings, 1);
+    EXPECT_TRUE(h.closed);
+  }
+}
+
+TEST(UnsQm, DecodeSetAndPeekId) {
+  const UnsQmSet set = sampleSet();
+  std::string x = encodeSet(set);
+  EXPECT_EQ(peekSetId(x), 42u);
+  auto d = decodeSet(x);
+  ASSERT_TRUE(d.isOk()) << d.status().toString();
+  EXPECT_EQ(d.value(), set);
+  EXPECT_FALSE(decodeSet(x.substr(0, x.size() - 3)).isOk());
+  EXPECT_EQ(peekSetId("<ack id=\"3\"/>"), 0u);
+}
+
+TEST(UnsQm, AcksRoundTrip) {
+  std::string wire = encodeQmOpen() + encodeAck({42, true, ErrorCode::kNone, ""}) +
+                     encodeAck({43, false, ErrorCode::kOffline, "queue full & closing"}) + encodePong() +
+                     encodeQmClose();
+  UnsSide h;
+  QmStreamDecoder d(h);
+  for (char c : wire) d.feed(&c, 1);
+  ASSERT_FALSE(d.failed()) << d.errorMessage();
+  EXPECT_TRUE(h.opened);
+  ASSERT_EQ(h.acks.size(), 2u);
+  EXPECT_TRUE(h.acks[0].ok);
+  EXPECT_EQ(h.acks[0].id, 42u);
+  EXPECT_FALSE(h.acks[1].ok);
+  EXPECT_EQ(h.acks[1].code, ErrorCode::kOffline);
+  EXPECT_EQ(h.acks[1].reason, "queue full & closing");
+  EXPECT_EQ(h.pongs, 1);
+  EXPECT_TRUE(d.closed());
+}
+
+TEST(UnsQm, AnyPrefixIsAcceptedAndUnknownChildrenIgnored) {
+  std::string wire =
+      "<x:uns xmlns:x=\"http://www.lococa.org/1.0/internal\" name=\"n\" future=\"1\">"
+      "<hello/><set id=\"1\" pid=\"2\" kind=\"full\" count=\"1\"><url c=\"http://a/\" m=\"text/html\" zz=\"y\"/>"
+      "<note>x</note></set>";
+  QmSide h;
+  UnsStreamDecoder d(h);
+  d.feed(wire);
+  ASSERT_FALSE(d.failed()) << d.errorMessage();
+  ASSERT_EQ(h.sets.size(), 1u);
+  EXPECT_EQ(h.sets[0].header.kind, SetKind::kFull);
+  EXPECT_EQ(h.sets[0].urls[0].key.pid, 2u);
+}
+
+TEST(UnsQm, BrokenStreamsFailCleanly) {
+  const char* bad[] = {
+      "<lcc:uns xmlns:lcc=\"wrong\">",
+      "<lcc:uns xmlns:lcc=\"http://www.lococa.org/1.0/internal\"><set id=\"1\" pid=\"2\" count=\"2\"><url c=\"a\" m=\"t/h\"/></set>",
+      "<lcc:uns xmlns:lcc=\"http://www.lococa.org/1.0/internal\"><set id=\"1\" pid=\"2\" count=\"1\"><url c=\"a\"/></set>",
+      "<lcc:uns xmlns:lcc=\"http://www.lococa.org/1.0/internal\"><set id=\"x\" pid=\"2\" count=\"0\"></set>",
+      "<lcc:uns xmlns:lcc=\"http://www.lococa.org/1.0/internal\"><set id=\"1\" pid=\"2\" count=\"1\"><url c=\"a\" m=\"t/h\" op=\"zap\"/></set>",
+      "<lcc:uns xmlns:lcc=\"http://www.lococa.org/1.0/internal\"><set id=\"1\" pid=\"2\" count=\"1\"><url c=\"a\" m=\"t/h\" sz=\"-1\"/></set>",
+      "<!DOCTYPE x [<!ENTITY a \"b\">]><lcc:uns/>",
+      "garbage<<<",
+  };
+  for (const char* b : bad) {
+    QmSide h;
+    UnsStreamDecoder d(h);
+    EXPECT_FALSE(d.feed(std::string(b))) << b;
+    EXPECT_TRUE(d.failed()) << b;
+    EXPECT_TRUE(h.sets.empty()) << b;
+  }
+}
+
+}  // namespace
+}  // namespace lcc::proto
