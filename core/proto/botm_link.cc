@@ -66,87 +66,82 @@ void StreamDecoder::onEnd(int depth, const XmlName& name) {
   current_ = RawElement{};
 }
 
+
+void AttrParser::bad(std::string_view attr, std::string_view why) {
+  if (!ok) return;
+  ok = false;
+  dec.fail(ErrorCode::kMalformed, "<" + el.name + "> " + std::string(attr) + ": " + std::string(why));
+}
+std::uint64_t AttrParser::reqU64(std::string_view name) {
+  const std::string* v = el.attr(name);
+  std::uint64_t out = 0;
+  if (v == nullptr) {
+    bad(name, "missing");
+  } else if (!parseU64(*v, &out)) {
+    bad(name, "not a decimal number (got " + v->substr(0, 40) + ")");
+  }
+  return out;
+}
+std::uint64_t AttrParser::optU64(std::string_view name, std::uint64_t fallback) {
+  const std::string* v = el.attr(name);
+  std::uint64_t out = fallback;
+  if (v != nullptr && !v->empty() && !parseU64(*v, &out)) bad(name, "not a decimal number");
+  return out;
+}
+std::optional<std::int64_t> AttrParser::optI64(std::string_view name) {
+  const std::string* v = el.attr(name);
+  if (v == nullptr || v->empty()) return std::nullopt;
+  std::int64_t out = 0;
+  if (!parseI64(*v, &out)) {
+    bad(name, "not a number");
+    return std::nullopt;
+  }
+  return out;
+}
+std::optional<std::int64_t> AttrParser::optTime(std::string_view name) {
+  const std::string* v = el.attr(name);
+  if (v == nullptr || v->empty()) return std::nullopt;
+  auto t = parseTime(*v);
+  if (!t) bad(name, "not an RFC 3339 time");
+  return t;
+}
+std::string AttrParser::str(std::string_view name) {
+  const std::string* v = el.attr(name);
+  return v ? *v : std::string();
+}
+std::string AttrParser::reqStr(std::string_view name) {
+  const std::string* v = el.attr(name);
+  if (v == nullptr || v->empty()) {
+    bad(name, "missing");
+    return {};
+  }
+  return *v;
+}
+bool AttrParser::yes(std::string_view name) {
+  const std::string* v = el.attr(name);
+  return v != nullptr && (*v == "yes" || *v == "true" || *v == "1");
+}
+ErrorCode AttrParser::code(std::string_view name) {
+  const std::string* v = el.attr(name);
+  if (v == nullptr || v->empty()) return ErrorCode::kInternal;
+  std::uint64_t c = 0;
+  if (!parseU64(*v, &c) || c > 65535) {
+    bad(name, "not an error code");
+    return ErrorCode::kInternal;
+  }
+  if (!isKnownErrorCode(static_cast<unsigned>(c))) return ErrorCode::kInternal;
+  return static_cast<ErrorCode>(c);
+}
+
 }  // namespace detail
 
 namespace {
 
 using detail::appendAttr;
+using detail::AttrParser;
 using detail::RawElement;
 
 std::string u64(std::uint64_t v) { return std::to_string(v); }
-
-// Parse helpers that fail the decoder with a clear message.
-struct AttrParser {
-  detail::StreamDecoder& dec;
-  const RawElement& el;
-  bool ok = true;
-
-  void bad(std::string_view attr, std::string_view why) {
-    if (!ok) return;
-    ok = false;
-    dec.fail(ErrorCode::kMalformed, "<" + el.name + "> " + std::string(attr) + ": " + std::string(why));
-  }
-  std::uint64_t reqU64(std::string_view name) {
-    const std::string* v = el.attr(name);
-    std::uint64_t out = 0;
-    if (v == nullptr) {
-      bad(name, "missing");
-    } else if (!detail::parseU64(*v, &out)) {
-      bad(name, "not a decimal number (got " + v->substr(0, 40) + ")");
-    }
-    return out;
-  }
-  std::uint64_t optU64(std::string_view name, std::uint64_t fallback = 0) {
-    const std::string* v = el.attr(name);
-    std::uint64_t out = fallback;
-    if (v != nullptr && !v->empty() && !detail::parseU64(*v, &out)) bad(name, "not a decimal number");
-    return out;
-  }
-  std::optional<std::int64_t> optI64(std::string_view name) {
-    const std::string* v = el.attr(name);
-    if (v == nullptr || v->empty()) return std::nullopt;
-    std::int64_t out = 0;
-    if (!detail::parseI64(*v, &out)) {
-      bad(name, "not a number");
-      return std::nullopt;
-    }
-    return out;
-  }
-  std::optional<std::int64_t> optTime(std::string_view name) {
-    const std::string* v = el.attr(name);
-    if (v == nullptr || v->empty()) return std::nullopt;
-    auto t = parseTime(*v);
-    if (!t) bad(name, "not an RFC 3339 time");
-    return t;
-  }
-  std::string str(std::string_view name) {
-    const std::string* v = el.attr(name);
-    return v ? *v : std::string();
-  }
-  std::string reqStr(std::string_view name) {
-    const std::string* v = el.attr(name);
-    if (v == nullptr || v->empty()) {
-      bad(name, "missing");
-      return {};
-    }
-    return *v;
-  }
-  bool yes(std::string_view name) {
-    const std::string* v = el.attr(name);
-    return v != nullptr && (*v == "yes" || *v == "true" || *v == "1");
-  }
-  ErrorCode code(std::string_view name) {
-    const std::string* v = el.attr(name);
-    if (v == nullptr || v->empty()) return ErrorCode::kInternal;
-    std::uint64_t c = 0;
-    if (!detail::parseU64(*v, &c) || c > 65535) {
-      bad(name, "not an error code");
-      return ErrorCode::kInternal;
-    }
-    if (!isKnownErrorCode(static_cast<unsigned>(c))) return ErrorCode::kInternal;
-    return static_cast<ErrorCode>(c);
-  }
-};
 
 std::string openRoot(std::string_view root) {
   std::string out = "<lcc:";

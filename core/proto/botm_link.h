@@ -193,6 +193,23 @@ class StreamDecoder : public XmlHandler {
   RawElement current_;
   std::vector<std::pair<bool, RawElement>> ready_;
 };
+
+// Typed attribute access that fails the decoder with a clear message (kMalformed).
+struct AttrParser {
+  StreamDecoder& dec;
+  const RawElement& el;
+  bool ok = true;
+
+  void bad(std::string_view attr, std::string_view why);
+  std::uint64_t reqU64(std::string_view name);
+  std::uint64_t optU64(std::string_view name, std::uint64_t fallback = 0);
+  std::optional<std::int64_t> optI64(std::string_view name);
+  std::optional<std::int64_t> optTime(std::string_view name);  // RFC 3339 or epoch seconds
+  std::string str(std::string_view name);
+  std::string reqStr(std::string_view name);
+  bool yes(std::string_view name);   // "yes", "true", "1"
+  ErrorCode code(std::string_view name);  // absent or unknown: kInternal
+};
 }  // namespace detail
 
 // Reads what a source sends (used by a BOT-M).

@@ -1,0 +1,173 @@
+#include "proto/robot.h"
+
+#include "common/time_util.h"
+
+namespace lcc::proto {
+
+namespace {
+
+using detail::appendAttr;
+using detail::AttrParser;
+using detail::RawElement;
+
+std::string openRoot(std::string_view root) {
+  std::string out = "<lcc:";
+  out.append(root);
+  out.append(" xmlns:lcc=\"");
+  out.append(kRobotNs);
+  out.push_back('"');
+  return out;
+}
+
+}  // namespace
+
+std::string encodeRobotOpen(const RobotHello& hello) {
+  std::string out = openRoot("robot");
+  appendAttr(out, "slots", std::to_string(hello.slots));
+  if (!hello.name.empty()) appendAttr(out, "name", hello.name);
+  out.append(">\n");
+  return out;
+}
+
+std::string encodeRobotResult(const RobotResult& r) {
+  std::string out = "<result";
+  appendAttr(out, "id", std::to_string(r.id));
+  appendAttr(out, "ok", r.ok ? "yes" : "no");
+  if (!r.ok) appendAttr(out, "code", std::to_string(static_cast<std::uint16_t>(r.code)));
+  if (r.http != 0) appendAttr(out, "http", std::to_string(r.http));
+  if (r.ok && r.unchanged) appendAttr(out, "unchanged", "yes");
+  if (r.ok && !r.unchanged) {
+    if (!r.mime.empty()) appendAttr(out, "mime", r.mime);
+    appendAttr(out, "sz", std::to_string(r.size));
+    if (!r.md5.empty()) appendAttr(out, "md5", r.md5);
+    if (r.mtime) appendAttr(out, "mt", formatRfc3339(*r.mtime));
+  }
+  if (r.retry_after) appendAttr(out, "retry_after", std::to_string(*r.retry_after));
+  if (!r.ok && !r.message.empty()) {
+    out.push_back('>');
+    appendXmlEscaped(out, r.message);
+    out.append("</result>\n");
+  } else {
+    out.append("/>\n");
+  }
+  return out;
+}
+
+std::string encodeRobotClose() { return "</lcc:robot>\n"; }
+
+std::string encodeBotmRobotOpen(const RobotBotmHello& hello) {
+  std::string out = openRoot("botm");
+  appendAttr(out, "machine", hello.machine);
+  out.append(">\n");
+  return out;
+}
+
+std::string encodeRobotFetch(const RobotFetch& f) {
+  std::string out = "<fetch";
+  appendAttr(out, "id", std::to_string(f.id));
+  appendAttr(out, "url", f.url);
+  appendAttr(out, "file", f.file);
+  if (!f.mime.empty()) appendAttr(out, "mime", f.mime);
+  if (f.since) appendAttr(out, "since", formatRfc3339(*f.since));
+  if (f.max_size != 0) appendAttr(out, "maxsize", std::to_string(f.max_size));
+  out.append("/>\n");
+  return out;
+}
+
+std::string encodeBotmRobotClose() { return "</lcc:botm>\n"; }
+
+struct RobotStreamDecoder::Impl {
+  detail::StreamDecoder dec;
+  explicit Impl(XmlLimits l) : dec(l, kRobotNs, "robot") {}
+};
+
+RobotStreamDecoder::RobotStreamDecoder(XmlLimits limits) : impl_(std::make_unique<Impl>(limits)) {}
+RobotStreamDecoder::~RobotStreamDecoder() = default;
+
+bool RobotStreamDecoder::feed(std::string_view bytes, std::vector<FromRobotMessage>* out) {
+  auto& dec = impl_->dec;
+  return dec.feed(
+      bytes,
+      [&](bool is_root, const RawElement& el) {
+        AttrParser p{dec, el};
+        if (is_root) {
+          RobotHello h;
+          std::uint64_t slots = p.reqU64("slots");
+          if (p.ok && (slots == 0 || slots > 65536)) p.bad("slots", "must be 1..65536");
+          h.slots = static_cast<std::uint32_t>(slots);
+          h.name = p.str("name");
+          if (p.ok) out->push_back(std::move(h));
+          return;
+        }
+        if (el.name == "result") {
+          RobotResult r;
+          r.id = p.reqU64("id");
+          r.ok = p.yes("ok");
+          r.http = static_cast<int>(p.optU64("http"));
+          r.unchanged = p.yes("unchanged");
+          r.mime = p.str("mime");
+          r.size = p.optU64("sz");
+          r.md5 = p.str("md5");
+          r.mtime = p.optTime("mt");
+          r.retry_after = p.optI64("retry_after");
+          if (!r.ok) {
+            r.code = p.code("code");
+            r.message = el.text;
+          }
+          if (p.ok) out->push_back(std::move(r));
+        } else if (el.name == "ping") {
+          out->push_back(LinkPing{});
+        } else if (el.name == "pong") {
+          out->push_back(LinkPong{});
+        }
+      },
+      [&] { out->push_back(RobotEnd{}); });
+}
+
+bool RobotStreamDecoder::failed() const { return impl_->dec.failed(); }
+ErrorCode RobotStreamDecoder::error() const { return impl_->dec.error(); }
+const std::string& RobotStreamDecoder::errorMessage() const { return impl_->dec.errorMessage(); }
+bool RobotStreamDecoder::ended() const { return impl_->dec.ended(); }
+
+struct BotmRobotStreamDecoder::Impl {
+  detail::StreamDecoder dec;
+  explicit Impl(XmlLimits l) : dec(l, kRobotNs, "botm") {}
+};
+
+BotmRobotStreamDecoder::BotmRobotStreamDecoder(XmlLimits limits) : impl_(std::make_unique<Impl>(limits)) {}
+BotmRobotStreamDecoder::~BotmRobotStreamDecoder() = default;
+
+bool BotmRobotStreamDecoder::feed(std::string_view bytes, std::vector<ToRobotMessage>* out) {
+  auto& dec = impl_->dec;
+  return dec.feed(
+      bytes,
+      [&](bool is_root, const RawElement& el) {
+        AttrParser p{dec, el};
+        if (is_root) {
+          out->push_back(RobotBotmHello{p.str("machine")});
+          return;
+        }
+        if (el.name == "fetch") {
+          RobotFetch f;
+          f.id = p.reqU64("id");
+          f.url = p.reqStr("url");
+          f.file = p.reqStr("file");
+          f.mime = p.str("mime");
+          f.since = p.optTime("since");
+          f.max_size = p.optU64("maxsize");
+          if (p.ok) out->push_back(std::move(f));
+        } else if (el.name == "ping") {
+          out->push_back(LinkPing{});
+        } else if (el.name == "pong") {
+          out->push_back(LinkPong{});
+        }
+      },
+      [&] { out->push_back(RobotEnd{}); });
+}
+
+bool BotmRobotStreamDecoder::failed() const { return impl_->dec.failed(); }
+ErrorCode BotmRobotStreamDecoder::error() const { return impl_->dec.error(); }
+const std::string& BotmRobotStreamDecoder::errorMessage() const { return impl_->dec.errorMessage(); }
+bool BotmRobotStreamDecoder::ended() const { return impl_->dec.ended(); }
+
+}  // namespace lcc::proto

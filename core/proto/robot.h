@@ -1,0 +1,121 @@
+// robot.h — the robot protocol, BOT-M <-> BOT (protocol.md §4: the contract).
+//
+// WHO: the BOT-M writes encodeBotmRobot*() and reads with RobotStreamDecoder; a robot
+// (core/bot, lcc-bot) writes encodeRobot*() and reads with BotmRobotStreamDecoder.
+// Pure codec: no sockets. One decoder per connection.
+//
+// Stream framing as XMPP: the robot opens <lcc:robot slots=".." name="..">, the BOT-M
+// answers <lcc:botm machine="..">, then one child element per message; either side
+// closes its root to end the stream. Namespace http://www.lococa.org/1.0/robot, any
+// prefix. Unknown elements and attributes are ignored; a missing or malformed
+// required attribute is a protocol error (kMalformed).
+// Extension (allowed by "unknown attributes are ignored"): a result may carry
+// retry_after="SECONDS" from a 429/503.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "lcc/error_codes.h"
+#include "proto/botm_link.h"
+
+namespace lcc::proto {
+
+inline constexpr std::string_view kRobotNs = "http://www.lococa.org/1.0/robot";
+
+struct RobotHello {  // <lcc:robot slots name>
+  std::uint32_t slots = 1;
+  std::string name;
+  friend bool operator==(const RobotHello&, const RobotHello&) = default;
+};
+
+struct RobotBotmHello {  // <lcc:botm machine>
+  std::string machine;
+  friend bool operator==(const RobotBotmHello&, const RobotBotmHello&) = default;
+};
+
+struct RobotFetch {  // BOT-M -> robot
+  std::uint64_t id = 0;
+  std::string url;
+  std::string file;                   // absolute path of the final file
+  std::string mime;                   // declared type ("" : no check)
+  std::optional<std::int64_t> since;  // seconds since the epoch
+  std::uint64_t max_size = 0;         // 0: the fetcher's own limit
+  friend bool operator==(const RobotFetch&, const RobotFetch&) = default;
+};
+
+struct RobotResult {  // robot -> BOT-M
+  std::uint64_t id = 0;
+  bool ok = false;
+  ErrorCode code = ErrorCode::kNone;  // on ok=false
+  int http = 0;
+  std::string mime;
+  std::uint64_t size = 0;
+  std::string md5;
+  std::optional<std::int64_t> mtime;
+  bool unchanged = false;
+  std::optional<std::int64_t> retry_after;  // seconds
+  std::string message;
+  friend bool operator==(const RobotResult&, const RobotResult&) = default;
+};
+
+struct RobotEnd {
+  friend bool operator==(const RobotEnd&, const RobotEnd&) = default;
+};
+
+// What the BOT-M reads from a robot.
+using FromRobotMessage = std::variant<RobotHello, RobotResult, LinkPing, LinkPong, RobotEnd>;
+// What a robot reads from its BOT-M.
+using ToRobotMessage = std::variant<RobotBotmHello, RobotFetch, LinkPing, LinkPong, RobotEnd>;
+
+// Robot side.
+std::string encodeRobotOpen(const RobotHello& hello);
+std::string encodeRobotResult(const RobotResult& r);
+std::string encodeRobotClose();  // "</lcc:robot>"
+// BOT-M side.
+std::string encodeBotmRobotOpen(const RobotBotmHello& hello);
+std::string encodeRobotFetch(const RobotFetch& f);
+std::string encodeBotmRobotClose();  // "</lcc:botm>"
+
+// Reads what a robot sends (used by the BOT-M).
+class RobotStreamDecoder {
+ public:
+  explicit RobotStreamDecoder(XmlLimits limits = linkLimits());
+  ~RobotStreamDecoder();
+  RobotStreamDecoder(const RobotStreamDecoder&) = delete;
+  RobotStreamDecoder& operator=(const RobotStreamDecoder&) = delete;
+  bool feed(std::string_view bytes, std::vector<FromRobotMessage>* out);
+  bool failed() const;
+  ErrorCode error() const;
+  const std::string& errorMessage() const;
+  bool ended() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reads what a BOT-M sends (used by a robot).
+class BotmRobotStreamDecoder {
+ public:
+  explicit BotmRobotStreamDecoder(XmlLimits limits = linkLimits());
+  ~BotmRobotStreamDecoder();
+  BotmRobotStreamDecoder(const BotmRobotStreamDecoder&) = delete;
+  BotmRobotStreamDecoder& operator=(const BotmRobotStreamDecoder&) = delete;
+  bool feed(std::string_view bytes, std::vector<ToRobotMessage>* out);
+  bool failed() const;
+  ErrorCode error() const;
+  const std::string& errorMessage() const;
+  bool ended() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lcc::proto

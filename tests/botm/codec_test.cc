@@ -1,0 +1,186 @@
+// The url source <-> BOT-M and robot protocol codecs: round trips, split feeds,
+// hostile input.
+#include <gtest/gtest.h>
+
+#include "proto/botm_link.h"
+#include "proto/robot.h"
+
+namespace lcc::proto {
+namespace {
+
+template <typename Dec, typename Msg>
+std::vector<Msg> feedAll(Dec& dec, const std::string& bytes, std::size_t chunk) {
+  std::vector<Msg> out;
+  for (std::size_t i = 0; i < bytes.size(); i += chunk) {
+    EXPECT_TRUE(dec.feed(std::string_view(bytes).substr(i, chunk), &out)) << dec.errorMessage();
+  }
+  return out;
+}
+
+TEST(BotmLink, SourceToBotmRoundTripInAnyChunking) {
+  LinkFetch f{123, "http://www.server.com/a.htm?x=1&y=<2>", "text/html", 1714564680, 52428800,
+              "0123456789abcdef0123456789abcdef"};
+  LinkDelete d{9, "m1", "00/00/2a"};
+  std::string bytes = encodeSourceOpen({"qm"}) + encodeFetch(f) + encodeDelete(d) + encodeLinkPing() +
+                      encodeSourceClose();
+  for (std::size_t chunk : {std::size_t{1}, std::size_t{7}, bytes.size()}) {
+    SourceStreamDecoder dec;
+    auto msgs = feedAll<SourceStreamDecoder, SourceMessage>(dec, bytes, chunk);
+    ASSERT_EQ(msgs.size(), 5u);
+    EXPECT_EQ(std::get<LinkSourceHello>(msgs[0]).name, "qm");
+    EXPECT_EQ(std::get<LinkFetch>(msgs[1]), f);
+    EXPECT_EQ(std::get<LinkDelete>(msgs[2]), d);
+    EXPECT_TRUE(std::holds_alternative<LinkPing>(msgs[3]));
+    EXPECT_TRUE(std::holds_alternative<LinkEnd>(msgs[4]));
+    EXPECT_TRUE(dec.ended());
+  }
+}
+
+TEST(BotmLink, BotmToSourceRoundTrip) {
+  LinkResult ok;
+  ok.id = 123;
+  ok.ok = true;
+  ok.http = 200;
+  ok.machine = "m1";
+  ok.file = "00/00/7b";
+  ok.mime = "text/html";
+  ok.size = 5120;
+  ok.md5 = "0123456789abcdef0123456789abcdef";
+  ok.mtime = 1714564680;
+  LinkResult bad;
+  bad.id = 124;
+  bad.code = ErrorCode::kServerError;
+  bad.http = 503;
+  bad.retry_after = 120;
+  bad.message = "service <unavailable>";
+  LinkResult same;
+  same.id = 125;
+  same.ok = true;
+  same.http = 304;
+  same.unchanged = true;
+  std::string bytes = encodeBotmOpen({"m1", 32}) + encodeResult(ok) + encodeResult(bad) + encodeResult(same) +
+                      encodeDeleted({9, true, ""}) + encodeDeleted({10, false, "unknown-machine"}) +
+                      encodeCapacity({64}) + encodeMachines({{"m1", "m2"}}) + encodeBotmClose();
+  BotmStreamDecoder dec;
+  auto msgs = feedAll<BotmStreamDecoder, BotmMessage>(dec, bytes, 3);
+  ASSERT_EQ(msgs.size(), 9u);
+  EXPECT_EQ(std::get<LinkBotmHello>(msgs[0]), (LinkBotmHello{"m1", 32}));
+  EXPECT_EQ(std::get<LinkResult>(msgs[1]), ok);
+  EXPECT_EQ(std::get<LinkResult>(msgs[2]), bad);
+  EXPECT_EQ(std::get<LinkResult>(msgs[3]), same);
+  EXPECT_EQ(std::get<LinkDeleted>(msgs[4]), (LinkDeleted{9, true, ""}));
+  EXPECT_EQ(std::get<LinkDeleted>(msgs[5]).reason, "unknown-machine");
+  EXPECT_EQ(std::get<LinkCapacity>(msgs[6]).slots, 64u);
+  EXPECT_EQ(std::get<LinkMachines>(msgs[7]).ids, (std::vector<std::string>{"m1", "m2"}));
+  EXPECT_TRUE(std::holds_alternative<LinkEnd>(msgs[8]));
+}
+
+TEST(BotmLink, ParsesTheDocumentedExampleWithAnotherPrefix) {
+  std::string bytes =
+      "<x:source xmlns:x=\"http://www.lococa.org/1.0/internal\" name=\"qm\">"
+      "<fetch id=\"124\" url=\"http://www.server.com/gone.htm\" mime=\"text/html\" maxsize=\"52428800\" extra=\"1\"/>"
+      "<unknown a=\"b\"><deeper/></unknown>"
+      "<fetch id=\"125\" url=\"http://s/x\" since=\"1714564680\"/>";
+  SourceStreamDecoder dec;
+  std::vector<SourceMessage> out;
+  ASSERT_TRUE(dec.feed(bytes, &out)) << dec.errorMessage();
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(std::get<LinkFetch>(out[1]).id, 124u);
+  EXPECT_EQ(*std::get<LinkFetch>(out[2]).since, 1714564680);
+}
+
+TEST(BotmLink, RefusesWrongRootMissingIdsAndDoctype) {
+  {
+    SourceStreamDecoder dec;
+    std::vector<SourceMessage> out;
+    EXPECT_FALSE(dec.feed("<lcc:botm xmlns:lcc=\"http://www.lococa.org/1.0/internal\" machine=\"m\">", &out));
+    EXPECT_EQ(dec.error(), ErrorCode::kMalformed);
+  }
+  {
+    SourceStreamDecoder dec;
+    std::vector<SourceMessage> out;
+    EXPECT_FALSE(dec.feed(encodeSourceOpen({"qm"}) + "<fetch url=\"http://a/\"/>", &out));
+    EXPECT_EQ(dec.error(), ErrorCode::kMalformed);
+    EXPECT_NE(dec.errorMessage().find("id"), std::string::npos);
+  }
+  {
+    SourceStreamDecoder dec;
+    std::vector<SourceMessage> out;
+    EXPECT_FALSE(dec.feed(encodeSourceOpen({"qm"}) + "<fetch id=\"-1\" url=\"http://a/\"/>", &out));
+  }
+  {
+    BotmStreamDecoder dec;
+    std::vector<BotmMessage> out;
+    EXPECT_FALSE(dec.feed("<!DOCTYPE x [<!ENTITY a \"b\">]><lcc:botm xmlns:lcc=\"http://www.lococa.org/1.0/internal\" machine=\"m\">", &out));
+    EXPECT_EQ(dec.error(), ErrorCode::kMalformed);
+  }
+  {
+    BotmStreamDecoder dec;
+    std::vector<BotmMessage> out;
+    std::string big(10000, 'a');
+    EXPECT_FALSE(dec.feed(encodeBotmOpen({"m1", 1}) + "<result id=\"1\" ok=\"no\" code=\"301\" http=\"" + big + "\"/>", &out));
+    EXPECT_EQ(dec.error(), ErrorCode::kLimitExceeded);
+  }
+}
+
+TEST(BotmLink, ManyMessagesOnOneStreamAreNotCapped) {
+  BotmStreamDecoder dec;
+  std::vector<BotmMessage> out;
+  ASSERT_TRUE(dec.feed(encodeBotmOpen({"m1", 1}), &out));
+  std::string batch;
+  for (int i = 0; i < 1000; ++i) batch += encodeCapacity({static_cast<std::uint64_t>(i)});
+  for (int r = 0; r < 50; ++r) {
+    out.clear();
+    ASSERT_TRUE(dec.feed(batch, &out));
+    ASSERT_EQ(out.size(), 1000u);
+  }
+}
+
+TEST(RobotProtocol, RoundTripBothWays) {
+  RobotFetch f{42, "http://www.server.com/a.htm", "/var/lib/lcc/content/00/00/2a", "text/html", 1714564680, 52428800};
+  std::string down = encodeBotmRobotOpen({"m1"}) + encodeRobotFetch(f) + encodeBotmRobotClose();
+  BotmRobotStreamDecoder rd;
+  auto msgs = feedAll<BotmRobotStreamDecoder, ToRobotMessage>(rd, down, 5);
+  ASSERT_EQ(msgs.size(), 3u);
+  EXPECT_EQ(std::get<RobotBotmHello>(msgs[0]).machine, "m1");
+  EXPECT_EQ(std::get<RobotFetch>(msgs[1]), f);
+  EXPECT_TRUE(std::holds_alternative<RobotEnd>(msgs[2]));
+
+  RobotResult ok{42, true, ErrorCode::kNone, 200, "text/html", 5120, "0123456789abcdef0123456789abcdef", 1714564680,
+                 false, std::nullopt, ""};
+  RobotResult nf{43, false, ErrorCode::kNotFound, 404, "", 0, "", std::nullopt, false, std::nullopt, "not found"};
+  RobotResult same{44, true, ErrorCode::kNone, 304, "", 0, "", std::nullopt, true, std::nullopt, ""};
+  std::string up = encodeRobotOpen({8, "host-1234"}) + encodeRobotResult(ok) + encodeRobotResult(nf) +
+                   encodeRobotResult(same) + encodeRobotClose();
+  RobotStreamDecoder bd;
+  auto got = feedAll<RobotStreamDecoder, FromRobotMessage>(bd, up, 1);
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(std::get<RobotHello>(got[0]), (RobotHello{8, "host-1234"}));
+  EXPECT_EQ(std::get<RobotResult>(got[1]), ok);
+  EXPECT_EQ(std::get<RobotResult>(got[2]), nf);
+  EXPECT_EQ(std::get<RobotResult>(got[3]), same);
+}
+
+TEST(RobotProtocol, ParsesTheSpecExampleTypedByHand) {
+  std::string hello = "<lcc:robot xmlns:lcc=\"http://www.lococa.org/1.0/robot\" slots=\"8\" name=\"host-1234\">\n";
+  std::string res = "<result id=\"43\" ok=\"no\" code=\"301\" http=\"404\">not found</result>\n";
+  RobotStreamDecoder d;
+  std::vector<FromRobotMessage> out;
+  ASSERT_TRUE(d.feed(hello + res, &out));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(std::get<RobotResult>(out[1]).code, ErrorCode::kNotFound);
+  EXPECT_EQ(std::get<RobotResult>(out[1]).message, "not found");
+}
+
+TEST(RobotProtocol, RefusesZeroSlotsAndFetchWithoutFile) {
+  RobotStreamDecoder d;
+  std::vector<FromRobotMessage> out;
+  EXPECT_FALSE(d.feed("<lcc:robot xmlns:lcc=\"http://www.lococa.org/1.0/robot\" slots=\"0\">", &out));
+  BotmRobotStreamDecoder r;
+  std::vector<ToRobotMessage> o2;
+  EXPECT_FALSE(r.feed(encodeBotmRobotOpen({"m1"}) + "<fetch id=\"1\" url=\"http://a/\"/>", &o2));
+  EXPECT_EQ(r.error(), ErrorCode::kMalformed);
+}
+
+}  // namespace
+}  // namespace lcc::proto
