@@ -104,6 +104,10 @@ struct ServerOptions {
   std::int64_t idle_timeout_ms = 30000;
   std::size_t workers = 4;
   std::size_t max_connections = 256;
+  // Added with the Beast server (defaults keep existing callers unchanged):
+  std::size_t stream_workers = 4;           // threads running streamed bodies
+  std::size_t stream_buffer = 256 * 1024;   // bytes queued per streamed body before write() blocks
+  std::size_t max_header = 16 * 1024;       // request line + header fields (431 beyond)
 };
 
 class Server {

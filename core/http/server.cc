@@ -1,16 +1,584 @@
+// server.cc — the Boost.Beast HTTP/1.1 server behind http_server.h.
+//
+// io threads (the daemon's io_context) only carry bytes and timers: one strand per
+// connection, reads with a deadline (idle/read timeout), writes with a deadline.
+// Handlers run on `workers` threads; streaming bodies run on `stream_workers`
+// threads, so a slow download never starves ordinary requests. A streaming body is
+// written through a bounded per-connection queue: ByteSink::write() blocks while the
+// queue is full (back-pressure) and fails once the client is gone or stop() ran.
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <spdlog/spdlog.h>
+#include <unordered_map>
+
 #include "http/http_server.h"
+#include "http/url_codec.h"
 
 namespace lcc::http {
 
-// Placeholder until the Beast server lands: start() refuses.
-struct Server::Impl {};
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
 
-Server::Server(boost::asio::io_context& io, const Router& router, ServerOptions options) : impl_(new Impl) {
-  (void)io, (void)router, (void)options;
+namespace {
+
+constexpr std::size_t kMaxChunk = 64 * 1024;  // one chunk of a streamed body
+
+std::string lowerAscii(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
 }
-Server::~Server() = default;
-Status Server::start() { return Status::notSupported("the HTTP server is not built yet"); }
-void Server::stop() {}
-std::uint16_t Server::port() const { return 0; }
+
+bool isLoopback(const asio::ip::address& a) {
+  if (a.is_loopback()) return true;
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()).is_loopback();
+  }
+  return false;
+}
+
+Result<tcp::endpoint> parseListen(const std::string& listen) {
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos) return Status::invalidArgument("listen address must be HOST:PORT (got " + listen + ")");
+  std::string host = listen.substr(0, colon);
+  std::string port_text = listen.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty() || host == "*") host = "0.0.0.0";
+  if (host == "localhost") host = "127.0.0.1";
+  char* end = nullptr;
+  long port = std::strtol(port_text.c_str(), &end, 10);
+  if (port_text.empty() || *end != '\0' || port < 0 || port > 65535) {
+    return Status::invalidArgument("bad port in " + listen);
+  }
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(host, ec);
+  if (ec) return Status::invalidArgument("bad address in " + listen + ": " + ec.message());
+  return tcp::endpoint(addr, static_cast<unsigned short>(port));
+}
+
+}  // namespace
+
+struct Connection;
+class StreamSink;
+
+// What connections share with the server; outlives the Server object while any
+// connection or queued task still refers to it.
+struct Shared {
+  const Router* router = nullptr;
+  ServerOptions options;
+  asio::thread_pool workers;
+  asio::thread_pool stream_workers;
+  std::atomic<bool> stopped{false};
+  std::atomic<bool> io_seen_running{false};  // an io thread ran one of our handlers
+  std::atomic<std::size_t> open{0};
+  std::mutex mu;  // guards conns
+  std::unordered_map<std::uint64_t, std::weak_ptr<Connection>> conns;
+  std::uint64_t next_id = 1;
+  std::vector<std::weak_ptr<StreamSink>> sinks;  // guarded by mu
+
+  Shared(const Router* r, ServerOptions o)
+      : router(r), options(std::move(o)), workers(std::max<std::size_t>(1, options.workers)),
+        stream_workers(std::max<std::size_t>(1, options.stream_workers)) {}
+};
+
+// The client side of a streamed body: bounded queue between the stream thread and
+// the connection's strand.
+class StreamSink final : public ByteSink {
+ public:
+  StreamSink(std::size_t limit, std::function<void()> kick) : limit_(limit), kick_(std::move(kick)) {}
+
+  Status write(std::string_view bytes) override {
+    while (!bytes.empty()) {
+      std::size_t n = std::min(bytes.size(), kMaxChunk);
+      LCC_RETURN_IF_ERROR(enqueue(chunk(bytes.substr(0, n)), false));
+      bytes.remove_prefix(n);
+    }
+    return Status::ok();
+  }
+
+  // Queues the last chunk and waits until everything went out (or the client left).
+  Status finish() {
+    LCC_RETURN_IF_ERROR(enqueue("0\r\n\r\n", true));
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return failed_ || (queued_ == 0 && pending_.empty() && !writing_); });
+    return failed_ ? Status::ioError("the client is gone") : Status::ok();
+  }
+
+  void fail() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      failed_ = true;
+      pending_.clear();
+    }
+    cv_.notify_all();
+  }
+  bool failed() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return failed_;
+  }
+
+  // Strand side: the next buffer to write, or nothing.
+  std::optional<std::string> takeNext() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_ || writing_ || pending_.empty()) return std::nullopt;
+    writing_ = true;
+    std::string s = std::move(pending_.front());
+    pending_.pop_front();
+    return s;
+  }
+  void written(std::size_t n) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      queued_ -= std::min(queued_, n);
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  static std::string chunk(std::string_view data) {
+    char head[32];
+    int len = std::snprintf(head, sizeof head, "%zx\r\n", data.size());
+    std::string out;
+    out.reserve(static_cast<std::size_t>(len) + data.size() + 2);
+    out.append(head, static_cast<std::size_t>(len));
+    out.append(data);
+    out.append("\r\n");
+    return out;
+  }
+
+  Status enqueue(std::string buf, bool last) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return failed_ || queued_ < limit_ || last; });
+      if (failed_) return Status::ioError("the client is gone");
+      queued_ += buf.size();
+      pending_.push_back(std::move(buf));
+    }
+    kick_();
+    return Status::ok();
+  }
+
+  const std::size_t limit_;
+  std::function<void()> kick_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> pending_;
+  std::size_t queued_ = 0;
+  bool writing_ = false;
+  bool failed_ = false;
+};
+
+// Remembers a sink so that stop() can unblock its stream thread; fails it at once
+// when the server is already stopping.
+void registerSink(Shared& sh, const std::shared_ptr<StreamSink>& sink) {
+  std::lock_guard<std::mutex> lock(sh.mu);
+  std::erase_if(sh.sinks, [](const std::weak_ptr<StreamSink>& w) { return w.expired(); });
+  sh.sinks.push_back(sink);
+  if (sh.stopped) sink->fail();
+}
+
+void failAllSinks(Shared& sh) {
+  std::vector<std::shared_ptr<StreamSink>> live;
+  {
+    std::lock_guard<std::mutex> lock(sh.mu);
+    for (auto& w : sh.sinks) {
+      if (auto s = w.lock()) live.push_back(std::move(s));
+    }
+  }
+  for (auto& s : live) s->fail();
+}
+
+struct Connection : std::enable_shared_from_this<Connection> {
+  std::shared_ptr<Shared> shared;
+  std::uint64_t id = 0;
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser;
+  std::string remote_ip;
+  bool remote_loopback = false;
+  std::shared_ptr<StreamSink> sink;  // while a streamed body is being sent
+  bool closed = false;
+
+  Connection(std::shared_ptr<Shared> s, tcp::socket socket) : shared(std::move(s)), stream(std::move(socket)) {
+    boost::system::error_code ec;
+    auto ep = stream.socket().remote_endpoint(ec);
+    if (!ec) {
+      remote_ip = ep.address().is_v6() && ep.address().to_v6().is_v4_mapped()
+                      ? asio::ip::make_address_v4(asio::ip::v4_mapped, ep.address().to_v6()).to_string()
+                      : ep.address().to_string();
+      remote_loopback = isLoopback(ep.address());
+    }
+  }
+
+  ~Connection() {
+    {
+      std::lock_guard<std::mutex> lock(shared->mu);
+      shared->conns.erase(id);
+    }
+    shared->open.fetch_sub(1);
+  }
+
+  std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(shared->options.idle_timeout_ms); }
+
+  void start() { asio::dispatch(stream.get_executor(), [self = shared_from_this()] { self->readHeader(); }); }
+
+  void close() {
+    if (closed) return;
+    closed = true;
+    if (sink) sink->fail();
+    boost::system::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream.close();
+  }
+
+  void readHeader() {
+    if (shared->stopped) return close();
+    parser.emplace();
+    parser->header_limit(static_cast<std::uint32_t>(shared->options.max_header));
+    parser->body_limit(shared->options.max_body);
+    stream.expires_after(timeout());
+    bhttp::async_read_header(stream, buffer, *parser,
+                             [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
+  }
+
+  void onHeader(beast::error_code ec) {
+    if (ec) return onReadError(ec);
+    auto& req = parser->get();
+    if (auto len = parser->content_length(); len && *len > shared->options.max_body) {
+      return sendError(413, "request body too large\n");
+    }
+    if (beast::iequals(req[bhttp::field::expect], "100-continue")) {
+      auto cont = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
+      stream.expires_after(timeout());
+      asio::async_write(stream, asio::buffer(*cont), [self = shared_from_this(), cont](beast::error_code wec, std::size_t) {
+        if (wec) return self->close();
+        self->readBody();
+      });
+      return;
+    }
+    readBody();
+  }
+
+  void readBody() {
+    if (parser->is_done()) return onRequest();
+    stream.expires_after(timeout());
+    bhttp::async_read(stream, buffer, *parser, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->onReadError(ec);
+      self->onRequest();
+    });
+  }
+
+  void onReadError(beast::error_code ec) {
+    if (ec == bhttp::error::body_limit) return sendError(413, "request body too large\n");
+    if (ec == bhttp::error::header_limit) return sendError(431, "request header fields too large\n");
+    if (ec == bhttp::error::end_of_stream || ec == asio::error::eof || ec == beast::error::timeout ||
+        ec == asio::error::operation_aborted || ec == asio::error::connection_reset) {
+      return close();
+    }
+    if (ec.category() == bhttp::make_error_code(bhttp::error::bad_field).category()) {
+      return sendError(400, "bad request\n");
+    }
+    close();
+  }
+
+  // A response to a request we could not read: always closes the connection.
+  void sendError(int status, std::string body) {
+    auto res = std::make_shared<bhttp::response<bhttp::string_body>>(static_cast<bhttp::status>(status), 11);
+    res->set(bhttp::field::content_type, "text/plain; charset=utf-8");
+    res->set(bhttp::field::server, "lccd");
+    res->keep_alive(false);
+    res->body() = std::move(body);
+    res->prepare_payload();
+    stream.expires_after(timeout());
+    bhttp::async_write(stream, *res, [self = shared_from_this(), res](beast::error_code, std::size_t) { self->close(); });
+  }
+
+  void onRequest() {
+    auto msg = parser->release();
+    Request req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    req.remote_ip = remote_ip;
+    req.remote_loopback = remote_loopback;
+    for (const auto& f : msg) {
+      std::string name = lowerAscii(std::string_view(f.name_string().data(), f.name_string().size()));
+      auto [it, inserted] = req.headers.emplace(name, std::string(f.value()));
+      if (!inserted) {
+        it->second += ", ";
+        it->second += std::string(f.value());
+      }
+    }
+    req.body = std::move(msg.body());
+    std::string_view target(req.target);
+    auto q = target.find('?');
+    auto decoded = percentDecode(target.substr(0, q), false);
+    if (!decoded || decoded->empty() || decoded->front() != '/' || decoded->find('\0') != std::string::npos) {
+      return sendError(400, "bad request target\n");
+    }
+    req.path = std::move(*decoded);
+    if (q != std::string_view::npos && !parseQuery(target.substr(q + 1), &req.query)) {
+      return sendError(400, "bad query string\n");
+    }
+    if (req.method == "POST" && req.header("content-type").rfind("application/x-www-form-urlencoded", 0) == 0 &&
+        !parseQuery(req.body, &req.query)) {
+      return sendError(400, "bad form body\n");
+    }
+    const bool keep_alive = msg.keep_alive();
+    const bool head = req.method == "HEAD";
+    auto self = shared_from_this();
+    asio::post(shared->workers, [self, req = std::move(req), keep_alive, head]() mutable {
+      Response res;
+      try {
+        res = self->shared->router->dispatch(req);
+      } catch (const std::exception& e) {
+        spdlog::error("http: handler for {} {} threw: {}", req.method, req.path, e.what());
+        res = Response::text(500, "internal error\n");
+      } catch (...) {
+        spdlog::error("http: handler for {} {} threw", req.method, req.path);
+        res = Response::text(500, "internal error\n");
+      }
+      asio::post(self->stream.get_executor(), [self, res = std::move(res), keep_alive, head]() mutable {
+        self->respond(std::move(res), keep_alive, head);
+      });
+    });
+  }
+
+  template <class Msg>
+  void setCommon(Msg& m, const Response& res, bool keep_alive) {
+    m.set(bhttp::field::server, "lccd");
+    m.set(bhttp::field::content_type, res.content_type);
+    for (const auto& [k, v] : res.headers) m.insert(k, v);
+    m.keep_alive(keep_alive && !shared->stopped);
+  }
+
+  void respond(Response res, bool keep_alive, bool head) {
+    if (closed) return;
+    if (res.stream && !head) return respondStream(std::move(res), keep_alive);
+    auto m = std::make_shared<bhttp::response<bhttp::string_body>>(static_cast<bhttp::status>(res.status), 11);
+    setCommon(*m, res, keep_alive);
+    if (res.stream) {  // HEAD of a streamed resource: headers only
+      m->chunked(true);
+      m->body().clear();
+    } else {
+      m->body() = std::move(res.body);
+      m->prepare_payload();
+      if (head) m->body().clear();  // Content-Length stays that of the GET
+    }
+    std::shared_ptr<bhttp::response_serializer<bhttp::string_body>> sr;
+    stream.expires_after(timeout());
+    if (head && res.stream) {
+      sr = std::make_shared<bhttp::response_serializer<bhttp::string_body>>(*m);
+      bhttp::async_write_header(stream, *sr, [self = shared_from_this(), m, sr](beast::error_code ec, std::size_t) {
+        self->afterResponse(ec, m->keep_alive());
+      });
+      return;
+    }
+    bhttp::async_write(stream, *m, [self = shared_from_this(), m](beast::error_code ec, std::size_t) {
+      self->afterResponse(ec, m->keep_alive());
+    });
+  }
+
+  void afterResponse(beast::error_code ec, bool keep_alive) {
+    if (ec || !keep_alive || shared->stopped) return close();
+    readHeader();
+  }
+
+  void respondStream(Response res, bool keep_alive) {
+    auto m = std::make_shared<bhttp::response<bhttp::empty_body>>(static_cast<bhttp::status>(res.status), 11);
+    setCommon(*m, res, keep_alive);
+    m->chunked(true);
+    auto sr = std::make_shared<bhttp::response_serializer<bhttp::empty_body>>(*m);
+    std::weak_ptr<Connection> weak = weak_from_this();
+    auto executor = stream.get_executor();
+    sink = std::make_shared<StreamSink>(shared->options.stream_buffer, [weak, executor] {
+      asio::post(executor, [weak] {
+        if (auto c = weak.lock()) c->pump();
+      });
+    });
+    registerSink(*shared, sink);
+    stream.expires_after(timeout());
+    bhttp::async_write_header(
+        stream, *sr,
+        [self = shared_from_this(), m, sr, fn = std::move(res.stream), keep_alive = m->keep_alive()](
+            beast::error_code ec, std::size_t) mutable {
+          if (ec) return self->close();
+          auto sk = self->sink;
+          asio::post(self->shared->stream_workers, [self, sk, fn = std::move(fn), keep_alive]() mutable {
+            Status st;
+            try {
+              st = fn(*sk);
+            } catch (const std::exception& e) {
+              st = Status::internal(std::string("stream threw: ") + e.what());
+            } catch (...) {
+              st = Status::internal("stream threw");
+            }
+            if (!st.isOk() && !sk->failed()) {
+              spdlog::warn("http: streamed body for {} ended early: {}", self->remote_ip, st.toString());
+            }
+            bool clean = st.isOk() && sk->finish().isOk();
+            asio::post(self->stream.get_executor(), [self, clean, keep_alive] {
+              self->sink.reset();
+              // An unfinished chunked body can only be ended by closing the connection.
+              self->afterResponse(clean ? beast::error_code() : beast::error_code(asio::error::broken_pipe),
+                                  keep_alive);
+            });
+          });
+        });
+  }
+
+  void pump() {
+    if (!sink || closed) return;
+    auto next = sink->takeNext();
+    if (!next) return;
+    auto buf = std::make_shared<std::string>(std::move(*next));
+    stream.expires_after(timeout());
+    asio::async_write(stream, asio::buffer(*buf), [self = shared_from_this(), buf](beast::error_code ec, std::size_t) {
+      if (!self->sink) return;
+      if (ec) {
+        self->sink->fail();
+        self->close();
+        return;
+      }
+      self->sink->written(buf->size());
+      self->pump();
+    });
+  }
+};
+
+struct Server::Impl {
+  asio::io_context& io;
+  std::shared_ptr<Shared> shared;
+  tcp::acceptor acceptor;
+  std::uint16_t port = 0;
+  bool started = false;
+  bool stopped = false;
+
+  Impl(asio::io_context& i, const Router& router, ServerOptions options)
+      : io(i), shared(std::make_shared<Shared>(&router, std::move(options))), acceptor(asio::make_strand(i)) {}
+
+  void accept() {
+    acceptor.async_accept(asio::make_strand(io), [this, sh = shared](beast::error_code ec, tcp::socket socket) {
+      if (sh->stopped) return;
+      if (ec) {
+        if (ec == asio::error::operation_aborted) return;
+        spdlog::warn("http: accept failed: {}", ec.message());
+        return accept();
+      }
+      onAccepted(std::move(socket));
+      accept();
+    });
+  }
+
+  void onAccepted(tcp::socket socket) {
+    if (shared->open.load() >= shared->options.max_connections) {
+      // Refuse politely and close.
+      static const std::string kBusy =
+          "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 21\r\n"
+          "Connection: close\r\nRetry-After: 5\r\n\r\ntoo many connections\n";
+      auto sock = std::make_shared<tcp::socket>(std::move(socket));
+      asio::async_write(*sock, asio::buffer(kBusy), [sock](beast::error_code, std::size_t) {
+        boost::system::error_code ignored;
+        sock->shutdown(tcp::socket::shutdown_both, ignored);
+        sock->close(ignored);
+      });
+      return;
+    }
+    shared->open.fetch_add(1);
+    auto conn = std::make_shared<Connection>(shared, std::move(socket));
+    {
+      std::lock_guard<std::mutex> lock(shared->mu);
+      conn->id = shared->next_id++;
+      shared->conns.emplace(conn->id, conn);
+    }
+    conn->start();
+  }
+};
+
+Server::Server(boost::asio::io_context& io, const Router& router, ServerOptions options)
+    : impl_(new Impl(io, router, std::move(options))) {}
+
+Server::~Server() { stop(); }
+
+Status Server::start() {
+  if (impl_->started) return Status::invalidArgument("the HTTP server was already started");
+  LCC_ASSIGN_OR_RETURN(tcp::endpoint ep, parseListen(impl_->shared->options.listen));
+  boost::system::error_code ec;
+  auto& a = impl_->acceptor;
+  a.open(ep.protocol(), ec);
+  if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) a.bind(ep, ec);
+  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    a.close(ec);
+    return Status::ioError("cannot listen on " + impl_->shared->options.listen + ": " + ec.message());
+  }
+  impl_->port = a.local_endpoint(ec).port();
+  impl_->started = true;
+  asio::post(impl_->acceptor.get_executor(), [sh = impl_->shared] { sh->io_seen_running = true; });
+  impl_->accept();
+  return Status::ok();
+}
+
+void Server::stop() {
+  if (!impl_ || impl_->stopped) return;
+  impl_->stopped = true;
+  auto sh = impl_->shared;
+  sh->stopped = true;
+  // Close the listener on its strand (the acceptor is not thread-safe), and wait
+  // for that when io threads run; when none ever ran, nobody else touches it.
+  if (sh->io_seen_running) {
+    struct Done {
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+    };
+    auto d = std::make_shared<Done>();
+    asio::dispatch(impl_->acceptor.get_executor(), [d, acc = &impl_->acceptor, sh] {
+      boost::system::error_code ec;
+      acc->close(ec);
+      std::lock_guard<std::mutex> lock(d->mu);
+      d->done = true;
+      d->cv.notify_all();
+    });
+    std::unique_lock<std::mutex> lock(d->mu);
+    if (!d->cv.wait_for(lock, std::chrono::seconds(5), [&] { return d->done; })) {
+      spdlog::warn("http: the io threads did not close the listener within 5 s");
+    }
+  } else {
+    boost::system::error_code ec;
+    impl_->acceptor.close(ec);
+  }
+  std::vector<std::shared_ptr<Connection>> conns;
+  {
+    std::lock_guard<std::mutex> lock(sh->mu);
+    for (auto& [id, weak] : sh->conns) {
+      if (auto c = weak.lock()) conns.push_back(std::move(c));
+    }
+  }
+  for (auto& c : conns) {
+    // Unblock a stream thread now, from here: the io threads may be gone already.
+    asio::post(c->stream.get_executor(), [c] { c->close(); });
+  }
+  conns.clear();
+  failAllSinks(*sh);
+  sh->workers.join();
+  sh->stream_workers.join();
+}
+
+std::uint16_t Server::port() const { return impl_->port; }
 
 }  // namespace lcc::http
