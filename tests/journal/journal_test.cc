@@ -1,0 +1,469 @@
+// journal_test.cc — the intake journal: replay, group commit, torn tails at every
+// byte, bit flips, sticky failure, trimming, monotonic positions.
+#include "common/journal.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/posix_env.h"
+#include "support/temp_dir.h"
+
+namespace lcc {
+namespace {
+
+using testing::TempDir;
+
+// A small fault-injecting Env over the POSIX one: counts syncs and appends and fails
+// the n-th of them (1-based; 0 = never).
+class FailingEnv final : public Env {
+ public:
+  int fail_sync_at = 0;
+  int fail_append_at = 0;
+  int syncs = 0;
+  int appends = 0;
+
+  class File final : public WritableFile {
+   public:
+    File(FailingEnv* env, std::unique_ptr<WritableFile> f) : env_(env), f_(std::move(f)) {}
+    Status append(std::string_view d) override {
+      if (++env_->appends == env_->fail_append_at) {
+        // A short write: half the data reaches the file, then the error.
+        Status s = f_->append(d.substr(0, d.size() / 2));
+        (void)s;
+        return Status::ioError("injected write failure");
+      }
+      return f_->append(d);
+    }
+    Status sync() override {
+      if (++env_->syncs == env_->fail_sync_at) return Status::ioError("injected fdatasync failure");
+      return f_->sync();
+    }
+    Status close() override { return f_->close(); }
+    std::uint64_t size() const override { return f_->size(); }
+
+   private:
+    FailingEnv* env_;
+    std::unique_ptr<WritableFile> f_;
+  };
+
+  Result<std::unique_ptr<WritableFile>> openWritable(const std::string& p, OpenMode m) override {
+    LCC_ASSIGN_OR_RETURN(auto f, base_->openWritable(p, m));
+    return std::unique_ptr<WritableFile>(new File(this, std::move(f)));
+  }
+  Result<std::unique_ptr<ReadableFile>> openReadable(const std::string& p) override { return base_->openReadable(p); }
+  Status rename(const std::string& a, const std::string& b) override { return base_->rename(a, b); }
+  Status removeFile(const std::string& p) override { return base_->removeFile(p); }
+  Status truncate(const std::string& p, std::uint64_t s) override { return base_->truncate(p, s); }
+  Status createDirs(const std::string& p, bool priv) override { return base_->createDirs(p, priv); }
+  Status syncDir(const std::string& d) override { return base_->syncDir(d); }
+  Result<std::vector<std::string>> listDir(const std::string& d) override { return base_->listDir(d); }
+  bool exists(const std::string& p) override { return base_->exists(p); }
+  Result<std::uint64_t> fileSize(const std::string& p) override { return base_->fileSize(p); }
+  Result<std::uint64_t> freeSpace(const std::string& p) override { return base_->freeSpace(p); }
+
+ private:
+  Env* base_ = posixEnv();
+};
+
+struct Replayed {
+  std::vector<std::pair<JournalPos, std::string>> records;
+  JournalReplayInfo info;
+};
+
+Replayed replayAll(Journal& j, JournalPos after = 0) {
+  Replayed r;
+  auto info = j.replay(after, [&](JournalPos p, std::string_view d) {
+    r.records.emplace_back(p, std::string(d));
+    return Status::ok();
+  });
+  EXPECT_TRUE(info.isOk()) << info.status().toString();
+  if (info.isOk()) r.info = info.value();
+  return r;
+}
+
+std::unique_ptr<Journal> openOrDie(Env* env, const std::string& dir, JournalOptions o = {}) {
+  auto j = Journal::open(env, dir, o);
+  EXPECT_TRUE(j.isOk()) << j.status().toString();
+  return j.isOk() ? std::move(j).value() : nullptr;
+}
+
+// Test files need no durability: write them without fsync to keep the test fast.
+Status writeFast(const std::string& path, std::string_view data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  out.close();
+  return out ? Status::ok() : Status::ioError("write " + path);
+}
+
+std::string payloadFor(int i) { return "record-" + std::to_string(i) + std::string(static_cast<std::size_t>(i % 7), 'x'); }
+
+std::vector<std::string> segmentFiles(const std::string& dir) {
+  auto names = posixEnv()->listDir(dir);
+  std::vector<std::string> out;
+  for (auto& n : names.value())
+    if (n.size() > 4 && n.substr(n.size() - 4) == ".jnl") out.push_back(dir + "/" + n);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(Journal, ReopenReplaysEveryCommittedRecordInOrder) {
+  TempDir tmp;
+  const std::string dir = tmp.file("j");
+  {
+    auto j = openOrDie(posixEnv(), dir);
+    EXPECT_EQ(replayAll(*j).records.size(), 0u);
+    for (int i = 1; i <= 50; ++i) {
+      auto p = j->append(payloadFor(i));
+      ASSERT_TRUE(p.isOk());
+      EXPECT_EQ(p.value(), static_cast<JournalPos>(i));
+    }
+    auto c = j->commit();
+    ASSERT_TRUE(c.isOk());
+    EXPECT_EQ(c.value(), 50u);
+    EXPECT_EQ(j->durablePosition(), 50u);
+  }
+  auto j = openOrDie(posixEnv(), dir);
+  auto r = replayAll(*j);
+  ASSERT_EQ(r.records.size(), 50u);
+  for (int i = 1; i <= 50; ++i) {
+    EXPECT_EQ(r.records[i - 1].first, static_cast<JournalPos>(i));
+    EXPECT_EQ(r.records[i - 1].second, payloadFor(i));
+  }
+  EXPECT_FALSE(r.info.torn_tail);
+  EXPECT_FALSE(r.info.corruption);
+  EXPECT_EQ(r.info.first, 1u);
+  EXPECT_EQ(r.info.last, 50u);
+  // Replay after a position skips what was applied.
+  auto r2 = replayAll(*j, 45);
+  ASSERT_EQ(r2.records.size(), 5u);
+  EXPECT_EQ(r2.records[0].first, 46u);
+  // New records continue the numbering.
+  auto p = j->append("next");
+  ASSERT_TRUE(p.isOk());
+  EXPECT_EQ(p.value(), 51u);
+}
+
+TEST(Journal, UncommittedRecordsAreNotOnDisk) {
+  TempDir tmp;
+  const std::string dir = tmp.file("j");
+  {
+    auto j = openOrDie(posixEnv(), dir);
+    ASSERT_TRUE(j->append("a").isOk());
+    ASSERT_TRUE(j->commit().isOk());
+    ASSERT_TRUE(j->append("b").isOk());  // never committed: lost like a crash would lose it
+    EXPECT_EQ(j->lastPosition(), 2u);
+    EXPECT_EQ(j->durablePosition(), 1u);
+  }
+  auto j = openOrDie(posixEnv(), dir);
+  auto r = replayAll(*j);
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_EQ(r.records[0].second, "a");
+}
+
+TEST(Journal, GroupCommitSyncsOncePerCommit) {
+  TempDir tmp;
+  FailingEnv env;
+  auto j = openOrDie(&env, tmp.file("j"));
+  for (int batch = 0; batch < 10; ++batch) {
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(j->append(payloadFor(i)).isOk());
+    ASSERT_TRUE(j->commit().isOk());
+  }
+  EXPECT_EQ(env.syncs, 10);      // one fdatasync per commit, not per record
+  EXPECT_EQ(env.appends, 10);    // one write per commit
+  EXPECT_EQ(j->durablePosition(), 1000u);
+  // A commit with nothing new does no I/O.
+  ASSERT_TRUE(j->commit().isOk());
+  EXPECT_EQ(env.syncs, 10);
+}
+
+TEST(Journal, TruncationAtEveryByteNeverReplaysAPartialRecord) {
+  TempDir tmp;
+  const std::string dir = tmp.file("j");
+  std::vector<std::uint64_t> ends;  // file size after each committed record
+  const int kRecords = 12;
+  {
+    auto j = openOrDie(posixEnv(), dir);
+    for (int i = 1; i <= kRecords; ++i) {
+      ASSERT_TRUE(j->append(payloadFor(i)).isOk());
+      ASSERT_TRUE(j->commit().isOk());
+      ends.push_back(j->sizeBytes());
+    }
+  }
+  auto segs = segmentFiles(dir);
+  ASSERT_EQ(segs.size(), 1u);
+  auto full = posixEnv()->readFile(segs[0]);
+  ASSERT_TRUE(full.isOk());
+  ASSERT_EQ(full.value().size(), ends.back());
+
+  for (std::uint64_t cut = 0; cut <= full.value().size(); ++cut) {
+    SCOPED_TRACE("cut at byte " + std::to_string(cut));
+    const std::string d = tmp.file("cut" + std::to_string(cut));
+    ASSERT_TRUE(posixEnv()->createDirs(d).isOk());
+    const std::string seg = d + "/" + segs[0].substr(segs[0].rfind('/') + 1);
+    ASSERT_TRUE(writeFast(seg, std::string_view(full.value()).substr(0, cut)).isOk());
+    std::size_t whole = 0;
+    while (whole < ends.size() && ends[whole] <= cut) ++whole;
+    {
+      auto j = openOrDie(posixEnv(), d);
+      auto r = replayAll(*j);
+      ASSERT_EQ(r.records.size(), whole);
+      for (std::size_t i = 0; i < whole; ++i) EXPECT_EQ(r.records[i].second, payloadFor(static_cast<int>(i) + 1));
+      EXPECT_FALSE(r.info.corruption);
+      bool at_boundary = cut == 0 || (whole > 0 && ends[whole - 1] == cut);
+      EXPECT_EQ(r.info.torn_tail, !at_boundary);
+      // The torn bytes are gone, and appending continues right after the last whole record.
+      auto p = j->append("after");
+      ASSERT_TRUE(p.isOk());
+      EXPECT_EQ(p.value(), whole + 1);
+      ASSERT_TRUE(j->commit().isOk());
+    }
+    auto j = openOrDie(posixEnv(), d);
+    auto r = replayAll(*j);
+    ASSERT_EQ(r.records.size(), whole + 1);
+    EXPECT_EQ(r.records.back().second, "after");
+    EXPECT_FALSE(r.info.torn_tail);
+    EXPECT_FALSE(r.info.corruption);
+  }
+}
+
+TEST(Journal, RandomBitFlipsNeverReplayAWrongPayload) {
+  TempDir tmp;
+  const std::string dir = tmp.file("j");
+  const int kRecords = 40;
+  {
+    auto j = openOrDie(posixEnv(), dir);
+    for (int i = 1; i <= kRecords; ++i) {
+      ASSERT_TRUE(j->append(payloadFor(i)).isOk());
+      if (i % 5 == 0) {
+        ASSERT_TRUE(j->commit().isOk());
+      }
+    }
+  }
+  auto segs = segmentFiles(dir);
+  ASSERT_EQ(segs.size(), 1u);
+  const std::string name = segs[0].substr(segs[0].rfind('/') + 1);
+  const std::string original = posixEnv()->readFile(segs[0]).value();
+  std::mt19937_64 rng(12345);
+  int corruptions = 0, torn = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string bytes = original;
+    int flips = 1 + static_cast<int>(rng() % 3);
+    for (int f = 0; f < flips; ++f) {
+      std::size_t at = rng() % bytes.size();
+      bytes[at] = static_cast<char>(bytes[at] ^ (1 << (rng() % 8)));
+    }
+    const std::string d = tmp.file("flip");
+    (void)posixEnv()->removeFile(d + "/" + name);
+    ASSERT_TRUE(posixEnv()->createDirs(d).isOk());
+    ASSERT_TRUE(writeFast(d + "/" + name, bytes).isOk());
+    auto j = openOrDie(posixEnv(), d);
+    ASSERT_NE(j, nullptr);
+    auto r = replayAll(*j);
+    // Whatever comes back is a prefix of what was written, byte for byte.
+    ASSERT_LE(r.records.size(), static_cast<std::size_t>(kRecords));
+    for (std::size_t i = 0; i < r.records.size(); ++i) {
+      ASSERT_EQ(r.records[i].first, i + 1) << "trial " << trial;
+      ASSERT_EQ(r.records[i].second, payloadFor(static_cast<int>(i) + 1)) << "trial " << trial;
+    }
+    if (r.records.size() < static_cast<std::size_t>(kRecords)) {
+      // Something was detected: a damaged record in the middle is corruption.
+      ASSERT_TRUE(r.info.corruption || r.info.torn_tail) << "trial " << trial;
+      // With one flip, only damage to the very last record can look like a torn tail.
+      if (flips == 1 && r.records.size() + 1 < static_cast<std::size_t>(kRecords)) {
+        EXPECT_TRUE(r.info.corruption) << "trial " << trial;
+      }
+    }
+    corruptions += r.info.corruption;
+    torn += r.info.torn_tail;
+  }
+  EXPECT_GT(corruptions, 2000);  // most flips hit a record followed by good ones
+  EXPECT_GT(torn, 0);
+}
+
+TEST(Journal, BadRecordFollowedByGoodOnesIsReportedAsCorruption) {
+  TempDir tmp;
+  const std::string dir = tmp.file("j");
+  {
+    auto j = openOrDie(posixEnv(), dir);
+    for (int i = 1; i <= 10; ++i) ASSERT_TRUE(j->append(payloadFor(i)).isOk());
+    ASSERT_TRUE(j->commit().isOk());
+  }
+  auto segs = segmentFiles(dir);
+  std::string bytes = posixEnv()->readFile(segs[0]).value();
+  // Damage the payload of record 3.
+  std::size_t off = 0;
+  for (int i = 1; i < 3; ++i) off += 20 + payloadFor(i).size();
+  bytes[off + 20] ^= 0x40;
+  ASSERT_TRUE(writeFast(segs[0], bytes).isOk());
+  {
+    auto j = openOrDie(posixEnv(), dir);
+    auto r = replayAll(*j);
+    ASSERT_EQ(r.records.size(), 2u);
+    EXPECT_TRUE(r.info.corruption);
+    EXPECT_FALSE(r.info.torn_tail);
+    EXPECT_NE(r.info.detail.find("offset"), std::string::npos) << r.info.detail;
+    // Nothing was truncated: the evidence and the good records behind it stay.
+    EXPECT_EQ(posixEnv()->fileSize(segs[0]).value(), bytes.size());
+    // New positions never collide with the positions found behind the damage.
+    auto p = j->append("new");
+    ASSERT_TRUE(p.isOk());
+    EXPECT_EQ(p.value(), 11u);
+    ASSERT_TRUE(j->commit().isOk());
+  }
+  // The report is stable across restarts.
+  auto j = openOrDie(posixEnv(), dir);
+  EXPECT_TRUE(replayAll(*j).info.corruption);
+}
+
+TEST(Journal, FailedSyncMakesTheJournalStickyFailed) {
+  TempDir tmp;
+  FailingEnv env;
+  const std::string dir = tmp.file("j");
+  {
+    auto j = openOrDie(&env, dir);
+    ASSERT_TRUE(j->append("one").isOk());
+    ASSERT_TRUE(j->commit().isOk());
+    env.fail_sync_at = env.syncs + 1;
+    ASSERT_TRUE(j->append("two").isOk());
+    auto c = j->commit();
+    ASSERT_FALSE(c.isOk());
+    EXPECT_TRUE(c.status().isIOError());
+    EXPECT_EQ(j->durablePosition(), 1u);
+    // Sticky: later appends and commits fail with the same error, even though the
+    // disk would work again.
+    auto a = j->append("three");
+    ASSERT_FALSE(a.isOk());
+    EXPECT_EQ(a.status(), c.status());
+    auto c2 = j->commit();
+    ASSERT_FALSE(c2.isOk());
+    EXPECT_EQ(c2.status(), c.status());
+    EXPECT_FALSE(j->trimUpTo(1).isOk());
+  }
+  // A fresh open (the restart) works; "two" was written but its sync failed — it may
+  // or may not be there, but it is whole when it is.
+  auto j = openOrDie(posixEnv(), dir);
+  auto r = replayAll(*j);
+  ASSERT_GE(r.records.size(), 1u);
+  EXPECT_EQ(r.records[0].second, "one");
+  if (r.records.size() > 1) {
+    EXPECT_EQ(r.records[1].second, "two");
+  }
+}
+
+TEST(Journal, FailedShortWriteIsStickyAndLeavesNothingPartial) {
+  TempDir tmp;
+  FailingEnv env;
+  const std::string dir = tmp.file("j");
+  {
+    auto j = openOrDie(&env, dir);
+    ASSERT_TRUE(j->append("one").isOk());
+    ASSERT_TRUE(j->commit().isOk());
+    env.fail_append_at = env.appends + 1;
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(j->append(payloadFor(100 + i)).isOk());
+    ASSERT_FALSE(j->commit().isOk());
+    EXPECT_FALSE(j->append("x").isOk());
+  }
+  auto j = openOrDie(posixEnv(), dir);
+  auto r = replayAll(*j);
+  ASSERT_GE(r.records.size(), 1u);
+  EXPECT_EQ(r.records[0].second, "one");
+  for (std::size_t i = 1; i < r.records.size(); ++i) EXPECT_EQ(r.records[i].second, payloadFor(100 + int(i) - 1));
+  EXPECT_FALSE(r.info.corruption);
+}
+
+TEST(Journal, TrimDropsWholeSegmentsAndKeepsPositionsMonotonic) {
+  TempDir tmp;
+  const std::string dir = tmp.file("j");
+  JournalOptions o;
+  o.segment_bytes = 256;  // a new segment every few records
+  {
+    auto j = openOrDie(posixEnv(), dir, o);
+    for (int i = 1; i <= 60; ++i) {
+      ASSERT_TRUE(j->append(payloadFor(i)).isOk());
+      ASSERT_TRUE(j->commit().isOk());
+    }
+    auto before = segmentFiles(dir).size();
+    ASSERT_GT(before, 5u);
+    const auto size_before = j->sizeBytes();
+    ASSERT_TRUE(j->trimUpTo(30).isOk());
+    EXPECT_LT(segmentFiles(dir).size(), before);
+    EXPECT_LT(j->sizeBytes(), size_before);
+    auto r = replayAll(*j);
+    // Whole segments only: everything after 30 is still there, plus maybe a few <= 30.
+    ASSERT_FALSE(r.records.empty());
+    EXPECT_LE(r.records.front().first, 31u);
+    EXPECT_EQ(r.records.back().first, 60u);
+    auto r31 = replayAll(*j, 30);
+    ASSERT_EQ(r31.records.size(), 30u);
+    EXPECT_EQ(r31.records.front().first, 31u);
+    // Trimming everything leaves no records but keeps the numbering.
+    ASSERT_TRUE(j->trimUpTo(60).isOk());
+    EXPECT_EQ(replayAll(*j).records.size(), 0u);
+    EXPECT_EQ(j->sizeBytes(), 0u);
+  }
+  {
+    auto j = openOrDie(posixEnv(), dir, o);
+    EXPECT_EQ(j->durablePosition(), 60u);
+    auto p = j->append("after-restart");
+    ASSERT_TRUE(p.isOk());
+    EXPECT_EQ(p.value(), 61u);
+    ASSERT_TRUE(j->commit().isOk());
+    ASSERT_TRUE(j->trimUpTo(61).isOk());
+    ASSERT_TRUE(j->append("again").isOk());
+    ASSERT_TRUE(j->commit().isOk());
+  }
+  auto j = openOrDie(posixEnv(), dir, o);
+  auto r = replayAll(*j);
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_EQ(r.records[0].first, 62u);
+  EXPECT_EQ(r.records[0].second, "again");
+}
+
+TEST(Journal, TrimNeverDropsUncommittedOrUncoveredRecords) {
+  TempDir tmp;
+  const std::string dir = tmp.file("j");
+  auto j = openOrDie(posixEnv(), dir);
+  for (int i = 1; i <= 5; ++i) ASSERT_TRUE(j->append(payloadFor(i)).isOk());
+  ASSERT_TRUE(j->commit().isOk());
+  ASSERT_TRUE(j->append("pending").isOk());
+  ASSERT_TRUE(j->trimUpTo(1000).isOk());  // clamps to the durable position
+  ASSERT_TRUE(j->commit().isOk());
+  auto r = replayAll(*j);
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_EQ(r.records[0].first, 6u);
+  EXPECT_EQ(r.records[0].second, "pending");
+}
+
+TEST(Journal, OversizedRecordIsRefusedWithoutFailingTheJournal) {
+  TempDir tmp;
+  JournalOptions o;
+  o.max_record_bytes = 100;
+  auto j = openOrDie(posixEnv(), tmp.file("j"), o);
+  auto p = j->append(std::string(101, 'x'));
+  ASSERT_FALSE(p.isOk());
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(j->append(std::string(100, 'y')).isOk());
+  ASSERT_TRUE(j->commit().isOk());
+}
+
+TEST(Journal, ReplayStopsWhenTheCallbackFails) {
+  TempDir tmp;
+  auto j = openOrDie(posixEnv(), tmp.file("j"));
+  for (int i = 1; i <= 5; ++i) ASSERT_TRUE(j->append(payloadFor(i)).isOk());
+  ASSERT_TRUE(j->commit().isOk());
+  int seen = 0;
+  auto info = j->replay(0, [&](JournalPos p, std::string_view) {
+    ++seen;
+    return p == 3 ? Status::aborted("stop") : Status::ok();
+  });
+  ASSERT_FALSE(info.isOk());
+  EXPECT_EQ(info.status().code(), StatusCode::kAborted);
+  EXPECT_EQ(seen, 3);
+}
+
+}  // namespace
+}  // namespace lcc
