@@ -1,9 +1,65 @@
 // uns_service.h — the uns role as lccd runs it (see README.md in this folder).
+//
+// UnsServer is the role without lccd around it (tests build one directly): the
+// listener on listen.uns, CP sessions (session_policy.h), UnsCore (uns_core.h) and
+// the Forwarder to the QM with its spool (forwarder.h).
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/config/config.h"
+#include "common/metrics.h"
 #include "common/service.h"
+#include "lcc/clock.h"
+#include "lcc/env.h"
+#include "lcc/provider_store.h"
+#include "uns/forwarder.h"
+#include "uns/session_policy.h"
+#include "uns/uns_core.h"
 
 namespace lcc::uns {
+
+struct UnsOptions {
+  std::string listen = "127.0.0.1:0";
+  std::int64_t idle_timeout_ms = 30000;
+  std::int64_t session_timeout_ms = 3600000;
+  SessionConfig session;
+  CoreConfig core;
+  ForwarderOptions forwarder;
+};
+
+// Every uns.* key (and listen.uns, accept_mime, qm.slots) read from the config.
+UnsOptions unsOptionsFromConfig(const Config& cfg, const std::string& data_dir, const std::string& machine_id);
+
+class UnsServer {
+ public:
+  UnsServer(boost::asio::io_context& io, UnsOptions options, ProviderStore* providers, Clock* clock, Env* env,
+            Metrics* metrics, std::function<std::uint64_t(ProviderId)> queued_urls = nullptr);
+  ~UnsServer();
+  UnsServer(const UnsServer&) = delete;
+  UnsServer& operator=(const UnsServer&) = delete;
+
+  // Opens the spool, binds the listener, starts the QM link.
+  Status start();
+  // Stops accepting; sets in flight are spooled and answered; sessions are closed.
+  // Call while the io_context still runs on other threads.
+  void stop();
+  std::uint16_t port() const;  // the bound port (listen port 0 picks one)
+
+  UnsCore& core();
+  Forwarder& forwarder();
+  void status(nlohmann::json& out) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Builds the role from the node's config, stores and plugins.
 Result<ServicePtr> makeUnsService(NodeContext& node);

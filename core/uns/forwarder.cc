@@ -1,0 +1,535 @@
+#include "uns/forwarder.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <charconv>
+#include <future>
+#include <spdlog/spdlog.h>
+
+#include "proto/uns_qm.h"
+
+namespace lcc::uns {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+constexpr std::uint64_t kCacheBudget = 64ull << 20;  // spooled sets kept in memory too
+
+bool splitHostPort(const std::string& hp, std::string& host, std::string& port) {
+  auto colon = hp.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == hp.size()) return false;
+  host = hp.substr(0, colon);
+  port = hp.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return true;
+}
+}  // namespace
+
+struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHandler {
+  Impl(asio::io_context& io_, Env* env_, ForwarderOptions o, Metrics* m)
+      : io(io_), strand(asio::make_strand(io_)), env(env_), opt(std::move(o)), metrics(m),
+        retry_timer(strand), ack_timer(strand) {
+    if (metrics) {
+      c_forwarded = &metrics->counter("lcc_uns_sets_forwarded_total", "sets the QM acknowledged directly");
+      c_spooled = &metrics->counter("lcc_uns_sets_spooled_total", "sets written to the UNS spool");
+      c_replayed = &metrics->counter("lcc_uns_sets_replayed_total", "spooled sets the QM acknowledged");
+      c_refused = &metrics->counter("lcc_uns_sets_refused_total", "sets refused with 130 (spool full or failed)");
+      c_link_drops = &metrics->counter("lcc_uns_qm_link_drops_total", "QM connections dropped (error, timeout, refusal)");
+      g_spool_bytes = &metrics->gauge("lcc_uns_spool_bytes", "bytes of sets waiting in the UNS spool");
+      g_spool_sets = &metrics->gauge("lcc_uns_spool_sets", "sets waiting in the UNS spool");
+    }
+  }
+
+  asio::io_context& io;
+  asio::strand<asio::io_context::executor_type> strand;
+  Env* env;
+  ForwarderOptions opt;
+  Metrics* metrics;
+  Counter *c_forwarded = nullptr, *c_spooled = nullptr, *c_replayed = nullptr, *c_refused = nullptr,
+          *c_link_drops = nullptr;
+  Gauge *g_spool_bytes = nullptr, *g_spool_sets = nullptr;
+
+  std::atomic<std::uint64_t> spool_bytes{0}, spool_sets{0}, last_id{0};
+  std::atomic<bool> link_ready{false};
+
+  std::unique_ptr<Journal> journal;
+  std::uint64_t next_id = 1, id_limit = 0;
+
+  struct Spooled {
+    JournalPos pos = 0;
+    std::uint64_t id = 0;
+    std::uint64_t bytes = 0;
+    std::string xml;  // empty: only in the journal
+  };
+  std::deque<Spooled> spool;     // waiting, in order; the first `replay_inflight` are sent
+  std::size_t replay_inflight = 0;
+  std::uint64_t cache_bytes = 0;
+
+  struct Pending {
+    std::uint64_t id = 0;
+    std::string xml;
+    Done done;
+  };
+  std::vector<Pending> to_spool;  // group commit
+  bool flush_posted = false;
+  std::deque<Pending> inflight;   // passed through, waiting for the QM's ack
+
+  std::optional<tcp::socket> sock;
+  std::optional<tcp::resolver> resolver;
+  std::uint64_t gen = 0;
+  bool connecting = false;
+  std::shared_ptr<proto::QmStreamDecoder> decoder;
+  std::deque<std::string> wq;
+  bool writing = false;
+  std::array<char, 16384> rbuf{};
+  asio::steady_timer retry_timer, ack_timer;
+  bool stopped = false;
+
+  // ---- set ids ----
+  std::string idFile() const { return opt.spool_dir + "/set_id"; }
+
+  Status reserveIds() {
+    id_limit = next_id + opt.id_block;
+    return env->writeFileAtomic(idFile(), std::to_string(id_limit) + "\n");
+  }
+
+  Result<std::uint64_t> allocId() {
+    if (next_id >= id_limit) LCC_RETURN_IF_ERROR(reserveIds());
+    last_id = next_id;
+    return next_id++;
+  }
+
+  void updateGauges() {
+    spool_sets = spool.size();
+    if (g_spool_bytes) g_spool_bytes->set(static_cast<std::int64_t>(spool_bytes.load()));
+    if (g_spool_sets) g_spool_sets->set(static_cast<std::int64_t>(spool.size()));
+  }
+
+  Status open() {
+    LCC_RETURN_IF_ERROR(env->createDirs(opt.spool_dir, true));
+    if (env->exists(idFile())) {
+      auto text = env->readFile(idFile());
+      if (!text.isOk()) return text.status();
+      std::uint64_t v = 0;
+      std::string_view t = text.value();
+      while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.remove_suffix(1);
+      if (std::from_chars(t.data(), t.data() + t.size(), v).ec != std::errc()) {
+        return Status::corruption(idFile() + ": not a set id");
+      }
+      next_id = std::max<std::uint64_t>(next_id, v);
+    }
+    auto j = Journal::open(env, opt.spool_dir + "/journal", JournalOptions{4ull << 20, 1ull << 30});
+    if (!j.isOk()) return j.status().withContext("uns spool");
+    journal = std::move(j).value();
+    auto info = journal->replay(0, [&](JournalPos pos, std::string_view payload) {
+      Spooled s;
+      s.pos = pos;
+      s.id = proto::peekSetId(payload);
+      s.bytes = payload.size();
+      if (s.id == 0) {
+        spdlog::error("uns spool: record {} is not a set; skipped", pos);
+        return Status::ok();
+      }
+      next_id = std::max(next_id, s.id + 1);
+      spool_bytes += s.bytes;
+      spool.push_back(std::move(s));
+      return Status::ok();
+    });
+    if (!info.isOk()) return info.status().withContext("uns spool replay");
+    if (info->torn_tail) spdlog::warn("uns spool: a torn last record was dropped ({})", info->detail);
+    if (info->corruption) spdlog::error("uns spool: corruption: {}", info->detail);
+    if (!spool.empty()) {
+      spdlog::info("uns spool: {} sets ({} bytes) wait from an earlier run", spool.size(), spool_bytes.load());
+    }
+    updateGauges();
+    LCC_RETURN_IF_ERROR(reserveIds());
+    return Status::ok();
+  }
+
+  // ---- submit ----
+  void submit(SetSubmission set, Done done) {
+    std::string xml;
+    xml.reserve(set.urls_xml.size() + 96);
+    auto id = allocId();
+    if (!id.isOk()) {
+      spdlog::error("uns: cannot persist set ids: {}", id.status().toString());
+      if (c_refused) c_refused->inc();
+      done(SetOutcome{false, ErrorCode::kInternal, "internal error"});
+      return;
+    }
+    proto::appendSetBegin(xml, {id.value(), set.pid, set.kind, set.count});
+    xml += set.urls_xml;
+    set.urls_xml.clear();
+    set.urls_xml.shrink_to_fit();
+    proto::appendSetEnd(xml);
+    if (!stopped && link_ready && spool.empty() && to_spool.empty()) {
+      send(xml);
+      inflight.push_back(Pending{id.value(), std::move(xml), std::move(done)});
+      armAckTimer(false);
+      return;
+    }
+    std::uint64_t queued = 0;
+    for (const auto& p : to_spool) queued += p.xml.size();
+    if (spool_bytes.load() + queued + xml.size() > opt.spool_limit) {
+      if (c_refused) c_refused->inc();
+      done(SetOutcome{false, ErrorCode::kOffline, "system temporarily off-line, try again later"});
+      return;
+    }
+    queueSpool(Pending{id.value(), std::move(xml), std::move(done)});
+  }
+
+  void queueSpool(Pending p) {
+    to_spool.push_back(std::move(p));
+    if (!flush_posted) {
+      flush_posted = true;
+      asio::post(strand, [self = shared_from_this()] { self->flushSpool(); });
+    }
+  }
+
+  // Appends every queued set and syncs once (group commit), then answers them.
+  void flushSpool() {
+    flush_posted = false;
+    if (to_spool.empty()) return;
+    std::vector<Pending> batch = std::move(to_spool);
+    to_spool.clear();
+    std::vector<Spooled> added;
+    Status st;
+    for (auto& p : batch) {
+      auto pos = journal->append(p.xml);
+      if (!pos.isOk()) {
+        st = pos.status();
+        break;
+      }
+      added.push_back(Spooled{pos.value(), p.id, p.xml.size(), {}});
+    }
+    if (st.isOk()) {
+      auto c = journal->commit();
+      if (!c.isOk()) st = c.status();
+    }
+    if (!st.isOk()) {
+      spdlog::error("uns spool: write failed, refusing sets with 130: {}", st.toString());
+      for (auto& p : batch) {
+        if (c_refused) c_refused->inc();
+        p.done(SetOutcome{false, ErrorCode::kOffline, "system temporarily off-line, try again later"});
+      }
+      return;
+    }
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      Spooled s = std::move(added[i]);
+      if (cache_bytes + s.bytes <= kCacheBudget) {
+        s.xml = std::move(batch[i].xml);
+        cache_bytes += s.bytes;
+      }
+      spool_bytes += s.bytes;
+      spool.push_back(std::move(s));
+      if (c_spooled) c_spooled->inc();
+    }
+    updateGauges();
+    for (auto& p : batch) p.done(SetOutcome{true, ErrorCode::kNone, {}});
+    pump();
+  }
+
+  // ---- replay ----
+  // Makes sure spool[from, from + n) have their text, reading the journal if needed.
+  Status loadTexts(std::size_t from, std::size_t n) {
+    std::size_t end = std::min(spool.size(), from + n);
+    std::size_t first_missing = end;
+    for (std::size_t i = from; i < end; ++i) {
+      if (spool[i].xml.empty()) {
+        first_missing = i;
+        break;
+      }
+    }
+    if (first_missing == end) return Status::ok();
+    std::size_t i = first_missing;
+    auto r = journal->replay(spool[i].pos - 1, [&](JournalPos pos, std::string_view payload) {
+      while (i < end && spool[i].pos < pos) ++i;
+      if (i >= end) return Status::aborted("enough");
+      if (spool[i].pos == pos && spool[i].xml.empty()) spool[i].xml.assign(payload);
+      return Status::ok();
+    });
+    if (!r.isOk() && r.status().code() != StatusCode::kAborted) return r.status();
+    for (std::size_t k = from; k < end; ++k) {
+      if (spool[k].xml.empty()) return Status::corruption("spooled set " + std::to_string(spool[k].id) + " is gone");
+    }
+    return Status::ok();
+  }
+
+  void pump() {
+    if (stopped || !link_ready || spool.empty()) return;
+    while (replay_inflight < opt.replay_window && replay_inflight < spool.size()) {
+      Status s = loadTexts(replay_inflight, opt.replay_window);
+      if (!s.isOk()) {
+        spdlog::error("uns spool: cannot read back spooled sets: {}", s.toString());
+        return;
+      }
+      send(spool[replay_inflight].xml);
+      ++replay_inflight;
+      armAckTimer(false);
+    }
+  }
+
+  // ---- QM link ----
+  void connect() {
+    if (stopped || connecting || sock) return;
+    std::string host, port;
+    if (!splitHostPort(opt.qm_address, host, port)) {
+      spdlog::error("uns: bad QM address '{}'", opt.qm_address);
+      return;
+    }
+    connecting = true;
+    resolver.emplace(strand);
+    const std::uint64_t my_gen = gen;
+    resolver->async_resolve(host, port, [self = shared_from_this(), my_gen](const boost::system::error_code& ec,
+                                                                            tcp::resolver::results_type results) {
+      if (my_gen != self->gen || self->stopped) return;
+      if (ec) return self->connectFailed(ec.message());
+      self->sock.emplace(self->strand);
+      asio::async_connect(*self->sock, results,
+                          [self, my_gen](const boost::system::error_code& ec2, const tcp::endpoint&) {
+                            if (my_gen != self->gen || self->stopped) return;
+                            if (ec2) return self->connectFailed(ec2.message());
+                            self->connected();
+                          });
+    });
+  }
+
+  bool logged_absent = false;
+  void connectFailed(const std::string& why) {
+    connecting = false;
+    sock.reset();
+    if (!logged_absent) {
+      spdlog::warn("uns: QM at {} not reachable ({}); spooling, retrying every {} ms", opt.qm_address, why, opt.retry_ms);
+      logged_absent = true;
+    }
+    scheduleRetry();
+  }
+
+  void scheduleRetry() {
+    if (stopped) return;
+    retry_timer.expires_after(std::chrono::milliseconds(opt.retry_ms));
+    retry_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->connect();
+    });
+  }
+
+  void connected() {
+    connecting = false;
+    boost::system::error_code ignored;
+    sock->set_option(tcp::no_delay(true), ignored);
+    proto::UnsQmLimits limits;
+    limits.max_attribute_length = opt.max_attribute_length;
+    decoder = std::make_shared<proto::QmStreamDecoder>(*this, limits);
+    send(proto::encodeUnsOpen(opt.uns_name));
+    read();
+  }
+
+  void read() {
+    const std::uint64_t my_gen = gen;
+    sock->async_read_some(asio::buffer(rbuf), [self = shared_from_this(), my_gen](const boost::system::error_code& ec,
+                                                                                   std::size_t n) {
+      if (my_gen != self->gen) return;
+      if (ec) return self->linkDown(ec == asio::error::eof ? "the QM closed the connection" : ec.message());
+      auto decoder = self->decoder;  // a handler may drop the link (and the decoder) mid-feed
+      if (!decoder->feed(self->rbuf.data(), n)) {
+        if (self->gen != my_gen) return;  // a handler already dropped the link
+        return self->linkDown(decoder->failed() ? "bad stream from the QM: " + decoder->errorMessage()
+                                                : "the QM ended the stream");
+      }
+      if (my_gen == self->gen) self->read();
+    });
+  }
+
+  void send(std::string bytes) {
+    if (!sock) return;
+    wq.push_back(std::move(bytes));
+    if (!writing) writeNext();
+  }
+
+  void writeNext() {
+    if (wq.empty() || !sock) {
+      writing = false;
+      return;
+    }
+    writing = true;
+    const std::uint64_t my_gen = gen;
+    asio::async_write(*sock, asio::buffer(wq.front()),
+                      [self = shared_from_this(), my_gen](const boost::system::error_code& ec, std::size_t) {
+                        if (my_gen != self->gen) return;
+                        if (ec) return self->linkDown("writing to the QM: " + ec.message());
+                        self->wq.pop_front();
+                        self->writeNext();
+                      });
+  }
+
+  void armAckTimer(bool restart) {
+    if (inflight.empty() && replay_inflight == 0) {
+      ack_timer.cancel();
+      ack_armed = false;
+      return;
+    }
+    if (ack_armed && !restart) return;
+    ack_armed = true;
+    const std::uint64_t my_gen = gen;
+    ack_timer.expires_after(std::chrono::milliseconds(opt.ack_timeout_ms));
+    ack_timer.async_wait([self = shared_from_this(), my_gen](const boost::system::error_code& ec) {
+      if (ec || my_gen != self->gen) return;
+      self->ack_armed = false;
+      self->linkDown("no ack from the QM within " + std::to_string(self->opt.ack_timeout_ms) + " ms");
+    });
+  }
+  bool ack_armed = false;
+
+  // Drops the link: whatever was passed through and not acked goes to the spool, in
+  // order, ahead of anything queued after it; reconnects after retry_ms.
+  void linkDown(const std::string& why) {
+    const bool was_up = link_ready.load();
+    ++gen;
+    if (c_link_drops) c_link_drops->inc();
+    if (was_up || !inflight.empty()) spdlog::warn("uns: QM link down: {}; spooling", why);
+    link_ready = false;
+    connecting = false;
+    logged_absent = was_up ? false : logged_absent;
+    if (sock) {
+      boost::system::error_code ignored;
+      sock->shutdown(tcp::socket::shutdown_both, ignored);
+      sock->close(ignored);
+      sock.reset();
+    }
+    resolver.reset();
+    decoder.reset();
+    wq.clear();
+    writing = false;
+    ack_timer.cancel();
+    ack_armed = false;
+    replay_inflight = 0;
+    if (!inflight.empty()) {
+      std::vector<Pending> moved;
+      for (auto& p : inflight) moved.push_back(std::move(p));
+      inflight.clear();
+      for (auto& p : to_spool) moved.push_back(std::move(p));
+      to_spool = std::move(moved);
+      if (!flush_posted) {
+        flush_posted = true;
+        asio::post(strand, [self = shared_from_this()] { self->flushSpool(); });
+      }
+    }
+    scheduleRetry();
+  }
+
+  // ---- QmStreamHandler ----
+  void onQmOpen() override {
+    link_ready = true;
+    logged_absent = false;
+    spdlog::info("uns: QM link up ({}); {} spooled sets to replay", opt.qm_address, spool.size());
+    pump();
+  }
+
+  void onAck(const proto::UnsQmAck& ack) override {
+    if (replay_inflight > 0) {
+      Spooled& front = spool.front();
+      if (ack.id != front.id) return linkDown("ack for set " + std::to_string(ack.id) + ", expected " + std::to_string(front.id));
+      if (!ack.ok) return linkDown("the QM refused replayed set " + std::to_string(ack.id) + ": " + ack.reason);
+      spool_bytes -= front.bytes;
+      if (!front.xml.empty()) cache_bytes -= std::min(cache_bytes, front.bytes);
+      const JournalPos pos = front.pos;
+      spool.pop_front();
+      --replay_inflight;
+      if (c_replayed) c_replayed->inc();
+      if (Status s = journal->trimUpTo(pos); !s.isOk()) spdlog::warn("uns spool: trim failed: {}", s.toString());
+      updateGauges();
+      if (spool.empty() && to_spool.empty()) spdlog::info("uns: spool replayed; passing sets through again");
+      armAckTimer(true);
+      pump();
+      return;
+    }
+    if (inflight.empty()) return linkDown("ack for set " + std::to_string(ack.id) + " that was not sent");
+    Pending& front = inflight.front();
+    if (ack.id != front.id) return linkDown("ack for set " + std::to_string(ack.id) + ", expected " + std::to_string(front.id));
+    if (!ack.ok) return linkDown("the QM refused set " + std::to_string(ack.id) + " (" + ack.reason + ")");
+    Pending done = std::move(front);
+    inflight.pop_front();
+    if (c_forwarded) c_forwarded->inc();
+    armAckTimer(true);
+    done.done(SetOutcome{true, ErrorCode::kNone, {}});
+  }
+
+  void onPing() override { send(proto::encodePong()); }
+  void onClose() override {}  // read() sees the decoder closed and drops the link
+
+  void stop() {
+    stopped = true;
+    retry_timer.cancel();
+    ack_timer.cancel();
+    ++gen;
+    link_ready = false;
+    if (sock) {
+      boost::system::error_code ignored;
+      asio::write(*sock, asio::buffer(proto::encodeUnsClose()), ignored);
+      sock->close(ignored);
+      sock.reset();
+    }
+    resolver.reset();
+    std::vector<Pending> moved;
+    for (auto& p : inflight) moved.push_back(std::move(p));
+    inflight.clear();
+    for (auto& p : to_spool) moved.push_back(std::move(p));
+    to_spool = std::move(moved);
+    flushSpool();
+  }
+};
+
+Forwarder::Forwarder(asio::io_context& io, Env* env, ForwarderOptions options, Metrics* metrics)
+    : impl_(std::make_shared<Impl>(io, env, std::move(options), metrics)) {}
+
+Forwarder::~Forwarder() = default;
+
+Status Forwarder::open() { return impl_->open(); }
+
+void Forwarder::start() {
+  asio::post(impl_->strand, [self = impl_] { self->connect(); });
+}
+
+void Forwarder::stop() {
+  std::promise<void> done;
+  auto fut = done.get_future();
+  asio::post(impl_->strand, [self = impl_, &done] {
+    self->stop();
+    done.set_value();
+  });
+  if (impl_->io.stopped()) {
+    // No thread runs the io_context: run the stop here.
+    impl_->io.restart();
+    impl_->io.poll();
+  }
+  fut.wait();
+}
+
+void Forwarder::submit(SetSubmission set, Done done) {
+  asio::post(impl_->strand, [self = impl_, set = std::move(set), done = std::move(done)]() mutable {
+    self->submit(std::move(set), std::move(done));
+  });
+}
+
+bool Forwarder::spoolFull() const { return impl_->spool_bytes.load() >= impl_->opt.spool_limit; }
+bool Forwarder::connected() const { return impl_->link_ready.load(); }
+std::uint64_t Forwarder::spooledSets() const { return impl_->spool_sets.load(); }
+std::uint64_t Forwarder::spoolBytes() const { return impl_->spool_bytes.load(); }
+std::uint64_t Forwarder::lastSetId() const { return impl_->last_id.load(); }
+
+void Forwarder::status(nlohmann::json& out) const {
+  out["qm"] = impl_->opt.qm_address;
+  out["qm_connected"] = connected();
+  out["spool_sets"] = spooledSets();
+  out["spool_bytes"] = spoolBytes();
+  out["spool_limit"] = impl_->opt.spool_limit;
+  out["spool_full"] = spoolFull();
+  out["last_set_id"] = lastSetId();
+}
+
+}  // namespace lcc::uns

@@ -1,0 +1,79 @@
+// forwarder.h — the UNS's side of the UNS → QM link (docs/internal-protocols.md §1)
+// and the spool (the "unsdb", design §5, §10, §11).
+//
+// One permanent, pipelined TCP connection to the QM. A set is given a set id
+// (strictly increasing, persisted in blocks in <spool_dir>/set_id) and then either
+//  - passes through: written to the QM, done(accepted) once the QM acks it ok; or
+//  - is spooled: appended to the journal (lcc::Journal in <spool_dir>/journal),
+//    committed (synced), then done(accepted) — when the QM is absent, refuses a set,
+//    does not ack within ack_timeout, or older sets still wait in the spool.
+//    Past spool_limit bytes waiting, done(rejected 130).
+// When the QM is back, the spool is replayed in order (pipelined, `replay_window`
+// sets in flight) while new sets are appended behind; pass-through resumes once the
+// spool is empty, and the journal is trimmed as acks arrive. Sets are sent to the QM
+// in id order, always, so the QM's per-UNS dedup (highest id seen) is exact.
+// THREADS: everything runs on one strand; submit() and the accessors are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/journal.h"
+#include "common/metrics.h"
+#include "lcc/env.h"
+#include "uns/session_policy.h"
+
+namespace lcc::uns {
+
+struct ForwarderOptions {
+  std::string qm_address;          // host:port
+  std::string uns_name;            // <machine_id>/uns
+  std::string spool_dir;           // holds journal/ and set_id
+  std::int64_t retry_ms = 1000;    // uns.qm_retry
+  std::int64_t ack_timeout_ms = 30000;  // uns.qm_ack_timeout
+  std::uint64_t spool_limit = 1ull << 30;  // uns.spool_limit (bytes waiting in the spool)
+  std::size_t max_attribute_length = 8192;
+  std::size_t replay_window = 8;   // spooled sets in flight during replay
+  std::uint64_t id_block = 1024;   // set ids reserved per write of set_id
+};
+
+class Forwarder {
+ public:
+  using Done = std::function<void(const SetOutcome&)>;
+
+  Forwarder(boost::asio::io_context& io, Env* env, ForwarderOptions options, Metrics* metrics);
+  ~Forwarder();
+
+  // Opens the spool (learning what waits in it from an earlier run) and the set-id
+  // state. Call before start().
+  Status open();
+  // Starts connecting to the QM (and replaying the spool once connected).
+  void start();
+  // Stops: sets in flight to the QM are spooled and answered, the link is closed.
+  // Blocks until done (call from a thread that is not running the strand).
+  void stop();
+
+  // Hands a set over. `done` runs on the forwarder's strand, exactly once.
+  void submit(SetSubmission set, Done done);
+
+  // True when new sets would be refused (spool over its limit).
+  bool spoolFull() const;
+  bool connected() const;  // the QM's opening was received and the link is up
+  std::uint64_t spooledSets() const;  // sets waiting in the spool
+  std::uint64_t spoolBytes() const;
+  std::uint64_t lastSetId() const;    // the last id handed out (0: none yet)
+  void status(nlohmann::json& out) const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace lcc::uns

@@ -1,0 +1,261 @@
+#include "uns/session_policy.h"
+
+#include <charconv>
+
+#include "proto/uns_qm.h"
+
+namespace lcc::uns {
+
+namespace {
+
+bool parseProviderId(std::string_view s, ProviderId& out) {
+  if (s.empty() || s.size() > 10) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  std::uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || v == 0 || v > 0xffffffffu) return false;
+  out = static_cast<ProviderId>(v);
+  return true;
+}
+
+// The CP's attributes with c/b/f resolved against urlprefix, for error containers.
+proto::UrlAttrs echoAttrs(const proto::UrlAttrs& attrs, std::string_view urlprefix) {
+  proto::UrlAttrs out = attrs;
+  for (auto& [k, v] : out) {
+    if ((k == "c" || k == "f" || (k == "b" && !v.empty())) && !v.empty()) v = proto::resolveUrl(urlprefix, v);
+  }
+  return out;
+}
+
+}  // namespace
+
+SessionPolicy::SessionPolicy(const SessionConfig& config) : config_(config), decoder_(*this, config.xml) {
+  rules_.accept_mime = config_.accept_mime;
+  rules_.max_url_length = config_.max_url_length;
+  rules_.tod_slots = config_.tod_slots;
+}
+
+SessionPolicy::~SessionPolicy() = default;
+
+void SessionPolicy::write(std::string s) {
+  out_total_ += s.size();
+  out_ += s;
+}
+
+std::string SessionPolicy::takeOutput() {
+  std::string out = std::move(out_);
+  out_.clear();
+  return out;
+}
+
+std::optional<std::pair<std::uint64_t, WrittenAction>> SessionPolicy::takeWrittenAction() {
+  auto a = std::move(written_action_);
+  written_action_.reset();
+  return a;
+}
+
+std::optional<AuthRequest> SessionPolicy::takeAuthRequest() {
+  auto a = std::move(auth_request_);
+  auth_request_.reset();
+  return a;
+}
+
+std::optional<SetSubmission> SessionPolicy::takeSubmission() {
+  auto s = std::move(submission_);
+  submission_.reset();
+  return s;
+}
+
+void SessionPolicy::finish(ErrorCode code) {
+  state_ = State::kDone;
+  end_code_ = code;
+  entries_.clear();
+  index_.clear();
+}
+
+void SessionPolicy::reject(ErrorCode code, std::string_view message) {
+  if (state_ == State::kDone) return;
+  std::string msg = message.empty() ? std::string(errorCodeMessage(code)) : std::string(message);
+  if (!auth_) {
+    write(proto::encodeInitRejected(code, msg));
+  } else {
+    if (!set_result_open_) {
+      write(proto::encodeSetResultBegin());
+      set_result_open_ = true;
+    }
+    write(proto::encodeSetRejected(code, msg));
+  }
+  finish(code);
+}
+
+void SessionPolicy::refuse(ErrorCode code, std::string_view message) { reject(code, message); }
+
+std::size_t SessionPolicy::onData(const char* data, std::size_t n) {
+  std::size_t used = 0;
+  while (used < n) {
+    if (state_ == State::kDone) return n;
+    if (state_ == State::kAuthenticating || state_ == State::kForwarding) return used;
+    std::size_t u = decoder_.feed(data + used, n - used);
+    used += u;
+    if (decoder_.failed()) {
+      if (state_ != State::kDone) reject(decoder_.error(), decoder_.errorMessage());
+      return n;
+    }
+    if (u == 0) break;
+  }
+  return used;
+}
+
+void SessionPolicy::onEof() {
+  if (state_ == State::kDone || state_ == State::kForwarding || state_ == State::kAuthenticating) return;
+  if (state_ == State::kAwaitSet && !decoder_.inDocument()) {
+    finish(ErrorCode::kNone);  // init only: the CP just looked at its status
+    return;
+  }
+  // The CP stopped in the middle of a message: nothing it sent is taken.
+  reject(ErrorCode::kMalformed, "connection closed in the middle of a message");
+}
+
+void SessionPolicy::onTimeout(bool whole_session) {
+  if (state_ == State::kDone) return;
+  reject(ErrorCode::kTimeout, whole_session ? "session took too long" : "timed out waiting for data");
+}
+
+void SessionPolicy::onInit(std::string_view id, std::string_view password) {
+  if (state_ != State::kAwaitInit) {
+    decoder_.fail(ErrorCode::kMalformed, "protocol order violated: a second init");
+    return reject(ErrorCode::kMalformed, "protocol order violated: init after init");
+  }
+  state_ = State::kAuthenticating;
+  auth_request_ = AuthRequest{std::string(id), std::string(password)};
+}
+
+void SessionPolicy::onAuthenticated(AuthResult result) {
+  if (state_ != State::kAuthenticating) return;
+  if (result.code != ErrorCode::kNone) {
+    state_ = State::kAwaitInit;  // so that reject() writes init_rejected
+    return reject(result.code, result.message);
+  }
+  write(proto::encodeInitAccepted(result.info));
+  WrittenAction clear;
+  clear.pid = result.pid;
+  clear.error_total = result.info.error_total;
+  clear.errors = result.reported_errors;
+  if (clear.error_total > 0 || !clear.errors.empty()) written_action_.emplace(out_total_, std::move(clear));
+  rules_.prefixes = result.prefixes;
+  result.reported_errors.clear();
+  auth_ = std::move(result);
+  state_ = State::kAwaitSet;
+}
+
+void SessionPolicy::onSetBegin(std::string_view kind, std::string_view urlprefix) {
+  if (state_ == State::kAwaitInit) {
+    decoder_.fail(ErrorCode::kMalformed, "protocol order violated: set before init");
+    return reject(ErrorCode::kMalformed, "protocol order violated: set before init");
+  }
+  if (state_ != State::kAwaitSet) {
+    decoder_.fail(ErrorCode::kMalformed, "protocol order violated");
+    return reject(ErrorCode::kMalformed, "protocol order violated: a second set");
+  }
+  write(proto::encodeSetResultBegin());
+  set_result_open_ = true;
+  state_ = State::kInSet;
+  if (kind == "full") {
+    kind_ = SetKind::kFull;
+  } else if (kind == "partial" || kind.empty()) {
+    kind_ = SetKind::kPartial;
+  } else {
+    decoder_.fail(ErrorCode::kMalformed, "bad set kind");
+    return reject(ErrorCode::kMalformed, "set must be full or partial");
+  }
+  if (kind_ == SetKind::kFull && !auth_->info.fullset_wanted && auth_->info.fullset_allowed == 0) {
+    decoder_.fail(ErrorCode::kFullSetNotAllowed, "full set not allowed");
+    return reject(ErrorCode::kFullSetNotAllowed, "full set not allowed now");
+  }
+  urlprefix_.assign(urlprefix);
+}
+
+void SessionPolicy::onUrl(proto::UrlAttrs&& attrs) {
+  if (state_ != State::kInSet) return;
+  if (++urls_seen_ > config_.max_set_urls) {
+    decoder_.fail(ErrorCode::kSetTooLarge, "set too large");
+    return reject(ErrorCode::kSetTooLarge,
+                  "set too large (more than " + std::to_string(config_.max_set_urls) + " urls)");
+  }
+  proto::UrlVerdict v = proto::validateUrl(attrs, urlprefix_, auth_->pid, rules_);
+  if (v.code == ErrorCode::kNone && v.notice.op == UrlOp::kUpdate) {
+    // Quota (206): the UNS cannot tell a new URL from a refreshed one, so a partial set
+    // is refused only what certainly cannot fit; a full set replaces everything and is
+    // held to the quota as a whole.
+    const AuthResult& a = *auth_;
+    const std::uint64_t sz = v.notice.size.value_or(0);
+    bool over = a.quota_bytes > 0 && sz > a.quota_bytes;
+    if (kind_ == SetKind::kFull) {
+      over = over || (a.quota_files > 0 && updates_ + 1 > a.quota_files) ||
+             (a.quota_bytes > 0 && declared_bytes_ + sz > a.quota_bytes);
+    } else {
+      over = over || (a.quota_files > 0 && a.used_files >= a.quota_files && !index_.count(encodeUrlKey(v.notice.key))) ||
+             (a.quota_bytes > 0 && a.used_bytes + sz > a.quota_bytes && sz > 0);
+    }
+    if (over) {
+      v.code = ErrorCode::kQuotaExceeded;
+      v.message = "provider quota exceeded";
+    }
+  }
+  if (v.code != ErrorCode::kNone) {
+    write(proto::encodeUrlError(v.code, echoAttrs(attrs, urlprefix_), v.message));
+    return;
+  }
+  ++received_;
+  std::string key = encodeUrlKey(v.notice.key);
+  std::string xml;
+  proto::appendUrl(xml, v.notice);
+  auto [it, inserted] = index_.try_emplace(std::move(key), entries_.size());
+  if (inserted) {
+    entries_.push_back(std::move(xml));
+    if (v.notice.op == UrlOp::kUpdate) {
+      ++updates_;
+      declared_bytes_ += v.notice.size.value_or(0);
+    }
+  } else {
+    entries_[it->second] = std::move(xml);  // last wins
+  }
+}
+
+void SessionPolicy::onSetEnd() {
+  if (state_ != State::kInSet) return;
+  SetSubmission s;
+  s.pid = auth_->pid;
+  s.kind = kind_;
+  s.fullset_wanted = auth_->info.fullset_wanted;
+  s.count = entries_.size();
+  std::size_t total = 0;
+  for (const auto& e : entries_) total += e.size();
+  s.urls_xml.reserve(total);
+  for (const auto& e : entries_) s.urls_xml += e;
+  entries_.clear();
+  entries_.shrink_to_fit();
+  index_.clear();
+  submission_ = std::move(s);
+  state_ = State::kForwarding;
+}
+
+void SessionPolicy::onSetOutcome(const SetOutcome& outcome) {
+  if (state_ != State::kForwarding) return;
+  if (outcome.accepted) {
+    write(proto::encodeSetAccepted(received_));
+    finish(ErrorCode::kNone);
+  } else {
+    reject(outcome.code == ErrorCode::kNone ? ErrorCode::kOffline : outcome.code, outcome.message);
+  }
+}
+
+void SessionPolicy::onUnknownDocument(std::string_view ns, std::string_view local) {
+  std::string what = "unexpected element {" + std::string(ns) + "}" + std::string(local);
+  decoder_.fail(ErrorCode::kMalformed, what);
+  reject(ErrorCode::kMalformed, "protocol order violated: " + what);
+}
+
+}  // namespace lcc::uns

@@ -1,0 +1,151 @@
+// session_policy.h — one CP session as a state machine (protocol.md §1): events in,
+// actions out, no sockets and no clocks, so it runs the same in a unit test.
+//
+//   kAwaitInit ──init──▶ kAuthenticating ──ok──▶ kAwaitSet ──set──▶ kInSet ──</set>──▶
+//   kForwarding ──outcome──▶ kDone.  Any refusal writes its reply and goes to kDone.
+//
+// The owner (core/uns/uns_service.cc, or a test) loops:
+//   used = onData(bytes)   keep bytes[used..] and feed them again after the next event
+//   takeOutput()           bytes to write to the CP, in order
+//   takeAuthRequest()      authenticate (UnsCore::authenticate) and call onAuthenticated
+//   takeSubmission()       hand the set to the forwarder and call onSetOutcome
+//   takeWrittenAction()    after the output written so far is on the wire: what to do
+//   finished()             close once the output is written
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lcc/error_codes.h"
+#include "lcc/types.h"
+#include "proto/cp_uns.h"
+
+namespace lcc::uns {
+
+struct SessionConfig {
+  proto::XmlLimits xml;                  // max_value_length, max_depth, max_elements
+  std::uint64_t max_set_urls = 1'000'000;
+  std::size_t max_url_length = 2048;
+  int tod_slots = 24;
+  std::vector<std::string> accept_mime;
+};
+
+struct AuthRequest {
+  std::string id;        // as sent
+  std::string password;
+};
+
+// What UnsCore::authenticate found.
+struct AuthResult {
+  ErrorCode code = ErrorCode::kNone;  // kNone: accepted
+  std::string message;
+  ProviderId pid = 0;
+  proto::InitAcceptedInfo info;                   // the init_accepted contents
+  std::vector<FetchErrorEntry> reported_errors;   // every error counted in info.error_total
+  std::vector<std::string> prefixes;
+  std::uint64_t quota_files = 0, quota_bytes = 0, used_files = 0, used_bytes = 0;
+};
+
+// A validated set for the forwarder: `urls_xml` is the <url/> elements (uns_qm.h
+// encoding), `count` of them, last-wins already applied.
+struct SetSubmission {
+  ProviderId pid = 0;
+  SetKind kind = SetKind::kPartial;
+  bool fullset_wanted = false;  // the full set answers the LCC's request (not counted)
+  std::uint64_t count = 0;
+  std::string urls_xml;
+};
+
+struct SetOutcome {
+  bool accepted = false;
+  ErrorCode code = ErrorCode::kNone;  // when !accepted
+  std::string message;
+};
+
+// Done once the bytes written before it are on the wire.
+struct WrittenAction {
+  enum class Kind { kClearReportedErrors } kind = Kind::kClearReportedErrors;
+  ProviderId pid = 0;
+  std::uint64_t error_total = 0;
+  std::vector<FetchErrorEntry> errors;
+};
+
+class SessionPolicy : private proto::CpRequestHandler {
+ public:
+  enum class State { kAwaitInit, kAuthenticating, kAwaitSet, kInSet, kForwarding, kDone };
+
+  explicit SessionPolicy(const SessionConfig& config);
+  ~SessionPolicy() override;
+
+  // Bytes from the CP. Returns how many were used; the rest must be fed again after
+  // the next event (authentication or forwarding finished). In kDone everything is
+  // used (and dropped).
+  std::size_t onData(const char* data, std::size_t n);
+  // The CP closed its sending side.
+  void onEof();
+  void onAuthenticated(AuthResult result);
+  void onSetOutcome(const SetOutcome& outcome);
+  // No byte from the CP for uns.idle_timeout, or the session outlived uns.session_timeout.
+  void onTimeout(bool whole_session);
+  // Refuse before reading anything (connection caps, spool full): code 120 or 130.
+  void refuse(ErrorCode code, std::string_view message);
+
+  std::string takeOutput();
+  // Output offsets: the WrittenAction is due once this many bytes of output (counted
+  // from the session's start) are written.
+  std::optional<std::pair<std::uint64_t, WrittenAction>> takeWrittenAction();
+  std::optional<AuthRequest> takeAuthRequest();
+  std::optional<SetSubmission> takeSubmission();
+
+  State state() const { return state_; }
+  bool finished() const { return state_ == State::kDone; }
+  // The CP owes us bytes (idle timer runs).
+  bool waitingForCp() const {
+    return state_ == State::kAwaitInit || state_ == State::kAwaitSet || state_ == State::kInSet;
+  }
+  ProviderId provider() const { return auth_ ? auth_->pid : 0; }
+  bool authenticated() const { return auth_.has_value(); }
+  std::uint64_t received() const { return received_; }
+  // Code of the refusal that ended the session (kNone when it ended well).
+  ErrorCode endCode() const { return end_code_; }
+
+ private:
+  void onInit(std::string_view id, std::string_view password) override;
+  void onSetBegin(std::string_view kind, std::string_view urlprefix) override;
+  void onUrl(proto::UrlAttrs&& attrs) override;
+  void onSetEnd() override;
+  void onUnknownDocument(std::string_view ns, std::string_view local) override;
+
+  void write(std::string s);
+  // Ends the session with `code` in the reply that fits the current state.
+  void reject(ErrorCode code, std::string_view message);
+  void finish(ErrorCode code);
+
+  SessionConfig config_;
+  proto::CpRequestDecoder decoder_;
+  State state_ = State::kAwaitInit;
+  ErrorCode end_code_ = ErrorCode::kNone;
+  std::string out_;
+  std::uint64_t out_total_ = 0;  // bytes produced so far (taken or not)
+  std::optional<std::pair<std::uint64_t, WrittenAction>> written_action_;
+  std::optional<AuthRequest> auth_request_;
+  std::optional<AuthResult> auth_;
+  proto::UrlRules rules_;
+  // The set being read.
+  bool set_result_open_ = false;
+  SetKind kind_ = SetKind::kPartial;
+  std::string urlprefix_;
+  std::uint64_t urls_seen_ = 0;
+  std::uint64_t received_ = 0;
+  std::uint64_t updates_ = 0;            // valid updates so far (quota)
+  std::uint64_t declared_bytes_ = 0;     // sum of declared sz of updates (quota)
+  std::vector<std::string> entries_;     // encoded <url/> per identity, in first-seen order
+  std::unordered_map<std::string, std::size_t> index_;  // encodeUrlKey → entries_ index
+  std::optional<SetSubmission> submission_;
+};
+
+}  // namespace lcc::uns

@@ -1,0 +1,176 @@
+#include "uns/uns_core.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+
+#include <spdlog/spdlog.h>
+
+#include "common/password.h"
+
+namespace lcc::uns {
+
+UnsCore::UnsCore(CoreConfig config, ProviderStore* providers, Clock* clock,
+                 std::function<std::uint64_t(ProviderId)> queued_urls, std::function<std::uint64_t()> free_space)
+    : config_(std::move(config)),
+      providers_(providers),
+      clock_(clock),
+      queued_urls_(std::move(queued_urls)),
+      free_space_(std::move(free_space)) {}
+
+ErrorCode UnsCore::admit(const std::string& ip) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (total_ >= config_.max_connections) return ErrorCode::kTooManyConnections;
+  auto& n = per_ip_[ip];
+  if (n >= config_.max_connections_per_ip) {
+    if (n == 0) per_ip_.erase(ip);
+    return ErrorCode::kTooManyConnections;
+  }
+  ++n;
+  ++total_;
+  return ErrorCode::kNone;
+}
+
+void UnsCore::release(const std::string& ip) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (total_ > 0) --total_;
+  auto it = per_ip_.find(ip);
+  if (it != per_ip_.end() && --it->second == 0) per_ip_.erase(it);
+}
+
+std::uint64_t UnsCore::connections() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return total_;
+}
+
+void UnsCore::releaseProvider(ProviderId pid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = per_provider_.find(pid);
+  if (it != per_provider_.end() && --it->second == 0) per_provider_.erase(it);
+}
+
+AuthResult UnsCore::authenticate(const AuthRequest& request, const std::string& peer_ip) {
+  AuthResult r;
+  auto refuse = [&](ErrorCode code, std::string msg) {
+    r.code = code;
+    r.message = std::move(msg);
+    return r;
+  };
+  ProviderId pid = 0;
+  {
+    std::uint64_t v = 0;
+    const auto& s = request.id;
+    bool digits = !s.empty() && s.size() <= 10 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || std::from_chars(s.data(), s.data() + s.size(), v).ec != std::errc() || v == 0 || v > 0xffffffffu) {
+      return refuse(ErrorCode::kAuthFailed, "authentication failed");
+    }
+    pid = static_cast<ProviderId>(v);
+  }
+  auto got = providers_->get(pid);
+  if (!got.isOk()) {
+    spdlog::warn("uns: provider {}: reading the PIDB failed: {}", pid, got.status().toString());
+    return refuse(ErrorCode::kInternal, "internal error");
+  }
+  if (!got.value() || !verifyPassword(got.value()->password_hash, request.password)) {
+    return refuse(ErrorCode::kAuthFailed, "authentication failed");
+  }
+  if (got.value()->state != ProviderState::kActive) {
+    return refuse(ErrorCode::kNotActive, got.value()->state == ProviderState::kSuspended
+                                             ? "provider not active (suspended)"
+                                             : "provider not active (registration not verified)");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& n = per_provider_[pid];
+    if (n >= config_.max_connections_per_provider) {
+      if (n == 0) per_provider_.erase(pid);
+      return refuse(ErrorCode::kTooManyConnections, "too many connections of this provider");
+    }
+    ++n;
+  }
+  const WallTime now = clock_->now();
+  ProviderRecord rec;
+  Status s = providers_->modify(pid, [&](ProviderRecord& p) {
+    // The init_accepted describes the previous connection, then this one is counted.
+    rec = p;
+    ++p.conn_seq;
+    p.last_ip = peer_ip;
+    p.last_connect = now;
+    if (now - p.fullset_period_start >= Millis(config_.fullset_period_ms)) {
+      p.fullset_period_start = now;
+      p.fullsets_used = 0;
+      rec.fullset_period_start = now;
+      rec.fullsets_used = 0;
+    }
+    rec.conn_seq = p.conn_seq;
+    return Status::ok();
+  });
+  if (!s.isOk()) {
+    releaseProvider(pid);
+    spdlog::warn("uns: provider {}: updating the PIDB failed: {}", pid, s.toString());
+    return refuse(ErrorCode::kInternal, "internal error");
+  }
+  r.pid = pid;
+  auto& info = r.info;
+  info.seq = rec.conn_seq;
+  info.last_ip = rec.last_ip;
+  if (rec.last_connect) info.last_time = toUnixMillis(*rec.last_connect) / 1000;
+  info.mime = config_.accept_mime;
+  info.files_used = rec.used_files;
+  info.space_used = rec.used_bytes;
+  constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
+  info.files_free = rec.quota_files == 0 ? kUnlimited : (rec.quota_files > rec.used_files ? rec.quota_files - rec.used_files : 0);
+  std::uint64_t space_free =
+      rec.quota_bytes == 0 ? kUnlimited : (rec.quota_bytes > rec.used_bytes ? rec.quota_bytes - rec.used_bytes : 0);
+  if (free_space_) space_free = std::min(space_free, free_space_());
+  info.space_free = space_free;
+  info.fullset_allowed =
+      config_.fullsets_per_period > rec.fullsets_used ? config_.fullsets_per_period - rec.fullsets_used : 0;
+  info.fullset_wanted = rec.fullset_wanted;
+  if (rec.fullset_wanted) {
+    info.fullset_reason = std::string(fullSetReasonName(rec.fullset_reason));
+    if (info.fullset_reason.empty()) info.fullset_reason = "admin";
+  }
+  info.error_total = std::max<std::uint64_t>(rec.error_total, rec.errors.size());
+  for (std::size_t i = 0; i < rec.errors.size() && i < config_.report_errors; ++i) info.errors.push_back(rec.errors[i]);
+  r.reported_errors = rec.errors;
+  info.processing = queued_urls_ ? queued_urls_(pid) : 0;
+  r.prefixes = rec.prefixes;
+  r.quota_files = rec.quota_files;
+  r.quota_bytes = rec.quota_bytes;
+  r.used_files = rec.used_files;
+  r.used_bytes = rec.used_bytes;
+  return r;
+}
+
+Status UnsCore::clearReportedErrors(const WrittenAction& action) {
+  return providers_->modify(action.pid, [&](ProviderRecord& p) {
+    p.error_total = p.error_total > action.error_total ? p.error_total - action.error_total : 0;
+    // Drop the entries that were reported; errors that arrived since stay.
+    auto reported = [&](const FetchErrorEntry& e) {
+      return std::find(action.errors.begin(), action.errors.end(), e) != action.errors.end();
+    };
+    p.errors.erase(std::remove_if(p.errors.begin(), p.errors.end(), reported), p.errors.end());
+    return Status::ok();
+  });
+}
+
+Status UnsCore::setAccepted(ProviderId pid, SetKind kind, bool was_wanted) {
+  if (kind != SetKind::kFull) return Status::ok();
+  const WallTime now = clock_->now();
+  return providers_->modify(pid, [&](ProviderRecord& p) {
+    if (p.fullset_wanted || was_wanted) {
+      p.fullset_wanted = false;
+      p.fullset_reason = FullSetReason::kNone;
+    } else {
+      if (now - p.fullset_period_start >= Millis(config_.fullset_period_ms)) {
+        p.fullset_period_start = now;
+        p.fullsets_used = 0;
+      }
+      ++p.fullsets_used;
+    }
+    return Status::ok();
+  });
+}
+
+}  // namespace lcc::uns

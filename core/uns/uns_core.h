@@ -1,0 +1,67 @@
+// uns_core.h — what all CP sessions of one UNS share: authentication against the
+// PIDB, connection caps (total, per address, per provider), the full-set allowance,
+// clearing reported errors. No sockets; thread-safe (a mutex for the counters; the
+// ProviderStore is thread-safe itself).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lcc/clock.h"
+#include "lcc/provider_store.h"
+#include "uns/session_policy.h"
+
+namespace lcc::uns {
+
+struct CoreConfig {
+  std::vector<std::string> accept_mime;
+  std::uint64_t max_connections = 1000;
+  std::uint64_t max_connections_per_ip = 64;
+  std::uint64_t max_connections_per_provider = 4;
+  std::uint64_t report_errors = 20;
+  std::uint64_t fullsets_per_period = 3;
+  std::int64_t fullset_period_ms = 30LL * 24 * 3600 * 1000;
+};
+
+class UnsCore {
+ public:
+  UnsCore(CoreConfig config, ProviderStore* providers, Clock* clock,
+          std::function<std::uint64_t(ProviderId)> queued_urls,
+          std::function<std::uint64_t()> free_space = nullptr);
+
+  // A new connection from `ip`: kNone, or kTooManyConnections (then call nothing else).
+  ErrorCode admit(const std::string& ip);
+  void release(const std::string& ip);
+
+  // init: checks the password and the provider's state, takes a per-provider slot,
+  // counts the connection (seq, last IP and time) and builds the init_accepted data.
+  // Slow on purpose (password hash): call it off the connection's strand.
+  AuthResult authenticate(const AuthRequest& request, const std::string& peer_ip);
+  // The session of an authenticated provider ended.
+  void releaseProvider(ProviderId pid);
+
+  // The init_accepted carrying these errors was written completely.
+  Status clearReportedErrors(const WrittenAction& action);
+  // A set of `pid` was accepted: a full set clears the wanted flag, or uses one of
+  // the period's unsolicited full sets.
+  Status setAccepted(ProviderId pid, SetKind kind, bool was_wanted);
+
+  std::uint64_t connections() const;
+
+ private:
+  CoreConfig config_;
+  ProviderStore* providers_;
+  Clock* clock_;
+  std::function<std::uint64_t(ProviderId)> queued_urls_;
+  std::function<std::uint64_t()> free_space_;
+  mutable std::mutex mu_;
+  std::uint64_t total_ = 0;
+  std::map<std::string, std::uint64_t> per_ip_;
+  std::map<ProviderId, std::uint64_t> per_provider_;
+};
+
+}  // namespace lcc::uns
