@@ -1,0 +1,286 @@
+// The CP session state machine without sockets: golden transcripts
+// (tests/data/cp_uns/NAME.in → NAME.ref), fed whole and one byte at a time.
+// LCC_REGEN_GOLDEN=1 rewrites the .ref files (then read them before committing).
+#include "uns/session_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "proto/uns_qm.h"
+#include "support/sim_clock.h"
+#include "uns/uns_core.h"
+#include "uns/uns_test_util.h"
+
+namespace lcc::uns {
+namespace {
+
+using namespace lcc::uns::testing;
+
+SessionConfig goldenSessionConfig() {
+  SessionConfig c;
+  c.xml.max_value_length = 8192;
+  c.xml.max_depth = 8;
+  c.max_set_urls = 25;
+  c.xml.max_elements = c.max_set_urls + 16;
+  c.max_url_length = 2048;
+  c.tod_slots = 24;
+  c.accept_mime = {"text/*", "application/pdf"};
+  return c;
+}
+
+CoreConfig goldenCoreConfig() {
+  CoreConfig c;
+  c.accept_mime = {"text/*", "application/pdf"};
+  c.report_errors = 1;
+  c.fullsets_per_period = 3;
+  return c;
+}
+
+const SetOutcome kAccepted{true, ErrorCode::kNone, {}};
+
+struct Transcript {
+  std::string reply;
+  std::optional<SetSubmission> forwarded;
+  ErrorCode end = ErrorCode::kNone;
+  std::vector<WrittenAction> written_actions;
+};
+
+// Runs one session over `input`, `chunk` bytes at a time; the forwarder answers `outcome`.
+Transcript runSession(const std::string& input, std::size_t chunk, const SetOutcome& outcome, SessionConfig cfg,
+                      ProviderStore* store, Clock* clock) {
+  UnsCore core(goldenCoreConfig(), store, clock, [](ProviderId pid) { return pid == 1 ? 318u : 0u; });
+  SessionPolicy p(cfg);
+  Transcript t;
+  std::string pending;
+  auto pump = [&] {
+    for (int guard = 0; guard < 100; ++guard) {
+      bool progress = false;
+      if (!pending.empty()) {
+        std::size_t used = p.onData(pending.data(), pending.size());
+        pending.erase(0, used);
+        progress = used > 0;
+      }
+      t.reply += p.takeOutput();
+      if (auto wa = p.takeWrittenAction()) t.written_actions.push_back(wa->second);
+      if (auto req = p.takeAuthRequest()) {
+        p.onAuthenticated(core.authenticate(*req, "127.0.0.1"));
+        progress = true;
+      }
+      if (auto sub = p.takeSubmission()) {
+        t.forwarded = std::move(*sub);
+        p.onSetOutcome(outcome);
+        progress = true;
+      }
+      t.reply += p.takeOutput();
+      if (!progress) break;
+    }
+  };
+  if (chunk == 0) chunk = input.size();
+  for (std::size_t off = 0; off < input.size(); off += chunk) {
+    pending.append(input, off, chunk);
+    pump();
+  }
+  p.onEof();
+  pump();
+  t.end = p.endCode();
+  EXPECT_TRUE(p.finished());
+  return t;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string render(const Transcript& t) {
+  std::string out = t.reply + "\n";
+  if (t.forwarded) {
+    proto::UnsQmSetHeader h{1, t.forwarded->pid, t.forwarded->kind, t.forwarded->count};
+    std::string set;
+    proto::appendSetBegin(set, h);
+    set += t.forwarded->urls_xml;
+    proto::appendSetEnd(set);
+    out += "forwarded: " + set + "\n";
+  }
+  return out;
+}
+
+class GoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenTest, RepliesMatchTheReferenceWholeAndByteByByte) {
+  const std::string dir = std::string(LCC_TEST_DATA) + "/cp_uns/";
+  const std::string name = GetParam();
+  const std::string input = readFile(dir + name + ".in");
+  ASSERT_FALSE(input.empty());
+  SetOutcome outcome{true, ErrorCode::kNone, {}};
+  if (name == "qm_offline") outcome = SetOutcome{false, ErrorCode::kOffline, "system temporarily off-line, try again later"};
+  lcc::testing::SimClock clock;
+  std::string whole_text, bytes_text;
+  {
+    ProviderFixture fx(goldenProviders(clock.now()));
+    whole_text = render(runSession(input, 0, outcome, goldenSessionConfig(), fx.store(), &clock));
+  }
+  {
+    ProviderFixture fx(goldenProviders(clock.now()));
+    bytes_text = render(runSession(input, 1, outcome, goldenSessionConfig(), fx.store(), &clock));
+  }
+  EXPECT_EQ(whole_text, bytes_text);
+  // Every reply is well-formed, namespace-declared XML.
+  auto replies = parseReplies(whole_text.substr(0, whole_text.find("\nforwarded: ")));
+  EXPECT_FALSE(replies.empty());
+  if (std::getenv("LCC_REGEN_GOLDEN")) {
+    std::ofstream(dir + name + ".ref", std::ios::binary) << whole_text;
+  }
+  EXPECT_EQ(whole_text, readFile(dir + name + ".ref")) << "golden " << name;
+}
+
+std::vector<std::string> goldenNames() {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(LCC_TEST_DATA) + "/cp_uns")) {
+    if (e.path().extension() == ".in") names.push_back(e.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(CpUns, GoldenTest, ::testing::ValuesIn(goldenNames()),
+                         [](const auto& info) { return info.param; });
+
+// --- behaviour the transcripts do not show -----------------------------------
+
+class SessionTest : public ::testing::Test {
+ protected:
+  lcc::testing::SimClock clock_;
+  ProviderFixture fx_{goldenProviders(clock_.now())};
+};
+
+TEST_F(SessionTest, InitCountsTheConnectionAndReportsThePreviousOne) {
+  auto t1 = runSession(initXml(1), 0, kAccepted, goldenSessionConfig(), fx_.store(), &clock_);
+  auto r1 = parseReplies(t1.reply);
+  ASSERT_EQ(r1.size(), 1u);
+  EXPECT_EQ(r1[0].init.seq, 42u);
+  EXPECT_EQ(r1[0].init.last_ip, "10.0.0.9");
+  clock_.advance(Millis(5000));
+  auto t2 = runSession(initXml(1), 0, kAccepted, goldenSessionConfig(), fx_.store(), &clock_);
+  auto r2 = parseReplies(t2.reply);
+  ASSERT_EQ(r2.size(), 1u);
+  EXPECT_EQ(r2[0].init.seq, 43u);
+  EXPECT_EQ(r2[0].init.last_ip, "127.0.0.1");
+  ASSERT_TRUE(r2[0].init.last_time.has_value());
+  EXPECT_EQ(*r2[0].init.last_time, toUnixMillis(clock_.now() - Millis(5000)) / 1000);
+  auto rec = fx_.store()->get(1).value();
+  EXPECT_EQ(rec->conn_seq, 43u);
+}
+
+TEST_F(SessionTest, ReportedErrorsAreClearedOnlyAfterTheReplyIsWritten) {
+  UnsCore core(goldenCoreConfig(), fx_.store(), &clock_, nullptr);
+  auto t = runSession(initXml(1), 0, kAccepted, goldenSessionConfig(), fx_.store(), &clock_);
+  auto r = parseReplies(t.reply);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].init.error_total, 2u);
+  EXPECT_EQ(r[0].init_errors.size(), 1u);  // uns.report_errors = 1
+  // Not written yet: still there.
+  EXPECT_EQ(fx_.store()->get(1).value()->error_total, 2u);
+  ASSERT_EQ(t.written_actions.size(), 1u);
+  // A new error arrives between the reply and the clearing: it survives.
+  FetchErrorEntry fresh;
+  fresh.notice.key = {1, "http://www.server.com/new.htm", "text/html"};
+  fresh.code = ErrorCode::kServerError;
+  ASSERT_TRUE(fx_.store()->modify(1, [&](ProviderRecord& p) {
+    p.errors.push_back(fresh);
+    ++p.error_total;
+    return Status::ok();
+  }).isOk());
+  ASSERT_TRUE(core.clearReportedErrors(t.written_actions[0]).isOk());
+  auto rec = fx_.store()->get(1).value();
+  EXPECT_EQ(rec->error_total, 1u);
+  ASSERT_EQ(rec->errors.size(), 1u);
+  EXPECT_EQ(rec->errors[0].notice.key.url, "http://www.server.com/new.htm");
+}
+
+TEST_F(SessionTest, AcceptedFullSetClearsWantedOrUsesTheAllowance) {
+  UnsCore core(goldenCoreConfig(), fx_.store(), &clock_, nullptr);
+  ASSERT_TRUE(core.setAccepted(3, SetKind::kFull, true).isOk());
+  EXPECT_FALSE(fx_.store()->get(3).value()->fullset_wanted);
+  ASSERT_TRUE(core.setAccepted(1, SetKind::kFull, false).isOk());
+  EXPECT_EQ(fx_.store()->get(1).value()->fullsets_used, 2u);
+  // Provider 3 now has no allowance and is no longer wanted: a full set gets 131.
+  std::string in = initXml(3) + setXml({"https://three.net/a"}, true);
+  auto t = runSession(in, 0, kAccepted, goldenSessionConfig(), fx_.store(), &clock_);
+  EXPECT_EQ(t.end, ErrorCode::kFullSetNotAllowed);
+  // A new period restores the allowance.
+  clock_.advance(Millis(goldenCoreConfig().fullset_period_ms));
+  auto t2 = runSession(in, 0, kAccepted, goldenSessionConfig(), fx_.store(), &clock_);
+  EXPECT_EQ(t2.end, ErrorCode::kNone);
+  ASSERT_TRUE(t2.forwarded.has_value());
+}
+
+TEST_F(SessionTest, PerProviderConnectionCap) {
+  CoreConfig cc = goldenCoreConfig();
+  cc.max_connections_per_provider = 1;
+  UnsCore core(cc, fx_.store(), &clock_, nullptr);
+  AuthResult a = core.authenticate({"1", "s3cret"}, "127.0.0.1");
+  EXPECT_EQ(a.code, ErrorCode::kNone);
+  AuthResult b = core.authenticate({"1", "s3cret"}, "127.0.0.1");
+  EXPECT_EQ(b.code, ErrorCode::kTooManyConnections);
+  core.releaseProvider(1);
+  EXPECT_EQ(core.authenticate({"1", "s3cret"}, "127.0.0.1").code, ErrorCode::kNone);
+}
+
+TEST_F(SessionTest, TimeoutsAnswer133InTheReplyThatFits) {
+  SessionPolicy p(goldenSessionConfig());
+  p.onTimeout(false);
+  auto r = parseReplies(p.takeOutput());
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].kind, proto::CpReply::Kind::kInitRejected);
+  EXPECT_EQ(r[0].code, ErrorCode::kTimeout);
+
+  UnsCore core(goldenCoreConfig(), fx_.store(), &clock_, nullptr);
+  SessionPolicy q(goldenSessionConfig());
+  std::string in = initXml(1) + "<lococa:set xmlns:lococa=\"http://www.lococa.org/1.0\"><url c=\"http://www.server.com/a\" m=\"text/html\"/>";
+  std::size_t used = q.onData(in.data(), in.size());
+  q.onAuthenticated(core.authenticate(*q.takeAuthRequest(), "127.0.0.1"));
+  q.onData(in.data() + used, in.size() - used);
+  EXPECT_TRUE(q.waitingForCp());
+  q.onTimeout(true);
+  auto r2 = parseReplies(q.takeOutput());
+  ASSERT_EQ(r2.size(), 2u);
+  EXPECT_EQ(r2[1].kind, proto::CpReply::Kind::kSetResult);
+  EXPECT_FALSE(r2[1].accepted);
+  EXPECT_EQ(r2[1].code, ErrorCode::kTimeout);
+  EXPECT_FALSE(q.takeSubmission().has_value());
+}
+
+TEST_F(SessionTest, LastWinsWithinASet) {
+  std::string in = initXml(1) + proto::encodeSetBegin(false, "http://www.server.com/") +
+                   proto::encodeUrlElement({{"c", "a.htm"}, {"m", "text/html"}, {"sz", "1"}}) +
+                   proto::encodeUrlElement({{"c", "b.htm"}, {"m", "text/html"}}) +
+                   proto::encodeUrlElement({{"c", "a.htm"}, {"m", "text/html"}, {"op", "delete"}}) +
+                   proto::encodeUrlElement({{"c", "a.htm"}, {"m", "text/plain"}}) + proto::encodeSetEnd();
+  auto t = runSession(in, 0, kAccepted, goldenSessionConfig(), fx_.store(), &clock_);
+  ASSERT_TRUE(t.forwarded.has_value());
+  EXPECT_EQ(t.forwarded->count, 3u);
+  std::string set;
+  proto::appendSetBegin(set, {1, 1, SetKind::kPartial, t.forwarded->count});
+  set += t.forwarded->urls_xml;
+  proto::appendSetEnd(set);
+  auto decoded = proto::decodeSet(set);
+  ASSERT_TRUE(decoded.isOk()) << decoded.status().toString();
+  ASSERT_EQ(decoded->urls.size(), 3u);
+  EXPECT_EQ(decoded->urls[0].key.url, "http://www.server.com/a.htm");
+  EXPECT_EQ(decoded->urls[0].op, UrlOp::kDelete);  // the later one replaced the first
+  EXPECT_EQ(decoded->urls[1].key.url, "http://www.server.com/b.htm");
+  EXPECT_EQ(decoded->urls[2].key.mime, "text/plain");
+  auto r = parseReplies(t.reply);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[1].received, 4u);  // every valid <url> is counted
+}
+
+}  // namespace
+}  // namespace lcc::uns

@@ -1,0 +1,421 @@
+// The UNS over real sockets: sessions, hostile clients, connection caps, the QM
+// link, the spool and its replay. A fake QM (uns_test_util.h) speaks
+// docs/internal-protocols.md §1.
+#include "uns/uns_service.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <gtest/gtest.h>
+#include <thread>
+
+#include "common/posix_env.h"
+#include "common/system_clock.h"
+#include "support/temp_dir.h"
+#include "uns/uns_test_util.h"
+
+namespace lcc::uns {
+namespace {
+
+using namespace lcc::uns::testing;
+using lcc::testing::TempDir;
+
+std::uint16_t unusedPort() {
+  // Bind port 0, read the port, close: nothing listens there afterwards.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+UnsOptions testOptions(const std::string& data_dir, std::uint16_t qm_port) {
+  UnsOptions o;
+  o.listen = "127.0.0.1:0";
+  o.idle_timeout_ms = 30000;
+  o.session_timeout_ms = 60000;
+  o.session.xml.max_value_length = 8192;
+  o.session.xml.max_depth = 8;
+  o.session.max_set_urls = 100000;
+  o.session.xml.max_elements = o.session.max_set_urls + 16;
+  o.session.accept_mime = {"text/*", "application/pdf"};
+  o.core.accept_mime = o.session.accept_mime;
+  o.core.max_connections = 1000;
+  o.core.max_connections_per_ip = 1000;
+  o.core.max_connections_per_provider = 1000;
+  o.forwarder.qm_address = "127.0.0.1:" + std::to_string(qm_port);
+  o.forwarder.uns_name = "m1/uns";
+  o.forwarder.spool_dir = data_dir + "/uns";
+  o.forwarder.retry_ms = 50;
+  o.forwarder.ack_timeout_ms = 2000;
+  return o;
+}
+
+// A UNS with its own io_context threads.
+class Harness {
+ public:
+  Harness(UnsOptions opt, ProviderStore* store)
+      : guard_(boost::asio::make_work_guard(io_)), server_(io_, std::move(opt), store, &clock_, posixEnv(), &metrics_) {}
+  ~Harness() { stop(); }
+  Status start() {
+    Status s = server_.start();
+    for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
+    return s;
+  }
+  void stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    server_.stop();
+    guard_.reset();
+    io_.stop();
+    for (auto& t : threads_) t.join();
+  }
+  std::uint16_t port() const { return server_.port(); }
+  UnsServer& server() { return server_; }
+  Metrics& metrics() { return metrics_; }
+
+ private:
+  SystemClock clock_;
+  Metrics metrics_;
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
+  UnsServer server_;
+  std::vector<std::thread> threads_;
+  bool stopped_ = false;
+};
+
+std::vector<std::string> urls(const std::string& tag, int n) {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) out.push_back("http://www.server.com/" + tag + "/" + std::to_string(i) + ".htm");
+  return out;
+}
+
+// Sends init + a partial set of `urls`; true when set_accepted came back.
+bool sendSet(std::uint16_t port, const std::vector<std::string>& u, std::uint64_t* received = nullptr) {
+  auto replies = parseReplies(cpExchange(port, initXml(1) + setXml(u)));
+  if (replies.size() != 2 || replies[1].kind != proto::CpReply::Kind::kSetResult) return false;
+  if (received) *received = replies[1].received;
+  return replies[1].accepted;
+}
+
+class UnsServerTest : public ::testing::Test {
+ protected:
+  lcc::testing::SimClock sim_;
+  ProviderFixture fx_{goldenProviders(sim_.now())};
+  TempDir dir_;
+};
+
+TEST_F(UnsServerTest, SetIsAcceptedOnlyAfterTheQmAcks) {
+  FakeQm qm;
+  Harness h(testOptions(dir_.path(), qm.port()), fx_.store());
+  ASSERT_TRUE(h.start().isOk());
+  ASSERT_TRUE(eventually([&] { return h.server().forwarder().connected(); }));
+  std::uint64_t received = 0;
+  ASSERT_TRUE(sendSet(h.port(), urls("a", 3), &received));
+  EXPECT_EQ(received, 3u);
+  auto applied = qm.applied();
+  ASSERT_EQ(applied.size(), 1u);  // acked before set_accepted was written
+  EXPECT_EQ(applied[0].header.pid, 1u);
+  EXPECT_EQ(applied[0].urls.size(), 3u);
+  EXPECT_EQ(qm.unsNames(), std::vector<std::string>{"m1/uns"});
+  EXPECT_EQ(h.server().forwarder().spooledSets(), 0u);
+}
+
+TEST_F(UnsServerTest, WholeAndByteByByteGiveTheSameReplies) {
+  FakeQm qm;
+  Harness h(testOptions(dir_.path(), qm.port()), fx_.store());
+  ASSERT_TRUE(h.start().isOk());
+  std::string req = initXml(1) + setXml({"http://www.server.com/x.htm", "http://elsewhere/y.htm"});
+  std::string whole = cpExchange(h.port(), req);
+  std::string bytes = cpExchange(h.port(), req, 1);
+  // Only the connection seq and last connect differ between the two sessions.
+  auto a = parseReplies(whole), b = parseReplies(bytes);
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0].init.seq, a[0].init.seq + 1);
+  EXPECT_EQ(whole.substr(whole.find("<mime>")), bytes.substr(bytes.find("<mime>")));
+  EXPECT_TRUE(b[1].accepted);
+  ASSERT_EQ(b[1].set_errors.size(), 1u);
+  EXPECT_EQ(b[1].set_errors[0].code, ErrorCode::kOutsidePrefix);
+}
+
+TEST_F(UnsServerTest, HostileClientsGetTheirCodeWhileARealSessionSucceeds) {
+  FakeQm qm;
+  UnsOptions opt = testOptions(dir_.path(), qm.port());
+  opt.idle_timeout_ms = 300;
+  opt.session_timeout_ms = 1500;
+  Harness h(opt, fx_.store());
+  ASSERT_TRUE(h.start().isOk());
+  const std::uint16_t port = h.port();
+
+  auto rejectCode = [](const std::string& bytes) {
+    auto r = parseReplies(bytes);
+    if (r.empty()) return ErrorCode::kNone;
+    return r.back().code;
+  };
+  std::vector<std::thread> hostile;
+  std::vector<ErrorCode> codes(6, ErrorCode::kNone);
+  // Garbage.
+  hostile.emplace_back([&] { codes[0] = rejectCode(cpExchange(port, "\x01\x02 garbage <<<>>>")); });
+  // DOCTYPE and billion laughs.
+  hostile.emplace_back([&] {
+    std::string lol = "<!DOCTYPE l [<!ENTITY a \"aaaaaaaaaa\">";
+    for (int i = 1; i < 10; ++i) {
+      lol += "<!ENTITY a" + std::to_string(i) + " \"";
+      for (int k = 0; k < 10; ++k) lol += "&a" + (i == 1 ? std::string() : std::to_string(i - 1)) + ";";
+      lol += "\">";
+    }
+    lol += "]><lococa:init xmlns:lococa=\"http://www.lococa.org/1.0\"><provider id=\"1\" passwd=\"&a9;\"/></lococa:init>";
+    codes[1] = rejectCode(cpExchange(port, lol));
+  });
+  // A 2 MB attribute.
+  hostile.emplace_back([&] {
+    std::string big = "<lococa:init xmlns:lococa=\"http://www.lococa.org/1.0\"><provider id=\"1\" passwd=\"" +
+                      std::string(2 << 20, 'x') + "\"/></lococa:init>";
+    codes[2] = rejectCode(cpExchange(port, big));
+  });
+  // A silent client: connects and says nothing (idle timeout).
+  hostile.emplace_back([&] { codes[3] = rejectCode(cpExchange(port, "")); });
+  // A slow trickle: one byte every 20 ms, never idle, outlives the session deadline.
+  hostile.emplace_back([&] {
+    std::string init = initXml(1) + "<lococa:set xmlns:lococa=\"http://www.lococa.org/1.0\">";
+    std::string trickle = init + std::string(4000, ' ');
+    // cpExchange with chunk 1 and a pause per byte: a dedicated client.
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ::send(fd, init.data(), init.size(), MSG_NOSIGNAL);
+    std::string out;
+    for (int i = 0; i < 4000; ++i) {
+      if (::send(fd, " ", 1, MSG_NOSIGNAL) < 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the behaviour under test
+      char buf[4096];
+      ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) out.append(buf, static_cast<std::size_t>(n));
+      if (n == 0) break;
+      if (out.find("</lococa:set_result>") != std::string::npos) break;
+    }
+    ::close(fd);
+    codes[4] = rejectCode(out);
+  });
+  // Too deep.
+  hostile.emplace_back([&] {
+    std::string deep = initXml(1) + "<lococa:set xmlns:lococa=\"http://www.lococa.org/1.0\">";
+    for (int i = 0; i < 50; ++i) deep += "<d>";
+    codes[5] = rejectCode(cpExchange(port, deep));
+  });
+  // Meanwhile a real session succeeds.
+  EXPECT_TRUE(sendSet(port, urls("real", 5)));
+  for (auto& t : hostile) t.join();
+  EXPECT_EQ(codes[0], ErrorCode::kMalformed);
+  EXPECT_EQ(codes[1], ErrorCode::kMalformed);
+  EXPECT_EQ(codes[2], ErrorCode::kLimitExceeded);
+  EXPECT_EQ(codes[3], ErrorCode::kTimeout);
+  EXPECT_EQ(codes[4], ErrorCode::kTimeout);
+  EXPECT_EQ(codes[5], ErrorCode::kLimitExceeded);
+  EXPECT_TRUE(sendSet(port, urls("after", 2)));
+  EXPECT_TRUE(eventually([&] { return h.server().core().connections() == 0; }));
+}
+
+TEST_F(UnsServerTest, ConnectionCapAnswers120AndFreesSlots) {
+  FakeQm qm;
+  UnsOptions opt = testOptions(dir_.path(), qm.port());
+  opt.core.max_connections = 1000;
+  opt.core.max_connections_per_ip = 1000;
+  Harness h(opt, fx_.store());
+  ASSERT_TRUE(h.start().isOk());
+  // 1000 silent connections fill the cap.
+  std::vector<int> fds;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(h.port());
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < 1000; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    fds.push_back(fd);
+  }
+  ASSERT_TRUE(eventually([&] { return h.server().core().connections() == 1000; }));
+  // The next one is refused with 120.
+  auto r = parseReplies(cpExchange(h.port(), initXml(1)));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].kind, proto::CpReply::Kind::kInitRejected);
+  EXPECT_EQ(r[0].code, ErrorCode::kTooManyConnections);
+  for (int fd : fds) ::close(fd);
+  ASSERT_TRUE(eventually([&] { return h.server().core().connections() == 0; }));
+  EXPECT_TRUE(sendSet(h.port(), urls("x", 1)));
+}
+
+TEST_F(UnsServerTest, QmDownSpoolsThenReplaysInOrderWithoutLossOrDuplicates) {
+  const std::uint16_t qm_port = unusedPort();
+  Harness h(testOptions(dir_.path(), qm_port), fx_.store());
+  ASSERT_TRUE(h.start().isOk());
+  // QM absent: sets are spooled and accepted.
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(sendSet(h.port(), urls("s" + std::to_string(i), 2))) << i;
+  EXPECT_EQ(h.server().forwarder().spooledSets(), 5u);
+  // QM comes up: the spool is replayed in order; new sets go behind it.
+  FakeQm qm(qm_port);
+  std::vector<std::thread> more;
+  for (int i = 5; i < 10; ++i) {
+    more.emplace_back([&, i] { EXPECT_TRUE(sendSet(h.port(), urls("s" + std::to_string(i), 2))); });
+  }
+  for (auto& t : more) t.join();
+  ASSERT_TRUE(qm.waitApplied(10));
+  ASSERT_TRUE(eventually([&] { return h.server().forwarder().spooledSets() == 0; }));
+  auto applied = qm.applied();
+  ASSERT_EQ(applied.size(), 10u);
+  for (std::size_t i = 1; i < applied.size(); ++i) EXPECT_LT(applied[i - 1].header.id, applied[i].header.id);
+  std::set<std::string> seen;
+  for (const auto& s : applied) {
+    for (const auto& u : s.urls) EXPECT_TRUE(seen.insert(u.key.url).second) << "twice: " << u.key.url;
+  }
+  EXPECT_EQ(seen.size(), 20u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(applied[static_cast<std::size_t>(i)].urls[0].key.url, urls("s" + std::to_string(i), 1)[0]);
+  // Pass-through again.
+  ASSERT_TRUE(sendSet(h.port(), urls("late", 1)));
+  EXPECT_EQ(qm.applied().size(), 11u);
+}
+
+TEST_F(UnsServerTest, RefusingOrSilentQmMeansSpoolThenAccept) {
+  FakeQm qm(0, FakeQm::Mode::kReject);
+  UnsOptions opt = testOptions(dir_.path(), qm.port());
+  opt.forwarder.ack_timeout_ms = 300;
+  Harness h(opt, fx_.store());
+  ASSERT_TRUE(h.start().isOk());
+  ASSERT_TRUE(eventually([&] { return h.server().forwarder().connected(); }));
+  EXPECT_TRUE(sendSet(h.port(), urls("rej", 1)));  // refused by the QM, spooled
+  qm.setMode(FakeQm::Mode::kSilent);
+  EXPECT_TRUE(sendSet(h.port(), urls("sil", 1)));  // no ack within 300 ms, spooled
+  qm.setMode(FakeQm::Mode::kAck);
+  ASSERT_TRUE(qm.waitApplied(2));
+  auto applied = qm.applied();
+  EXPECT_EQ(applied[0].urls[0].key.url, urls("rej", 1)[0]);
+  EXPECT_EQ(applied[1].urls[0].key.url, urls("sil", 1)[0]);
+}
+
+TEST_F(UnsServerTest, FullSpoolAnswers130) {
+  UnsOptions opt = testOptions(dir_.path(), unusedPort());
+  opt.forwarder.spool_limit = 4096;
+  Harness h(opt, fx_.store());
+  ASSERT_TRUE(h.start().isOk());
+  int accepted = 0;
+  ErrorCode last = ErrorCode::kNone;
+  for (int i = 0; i < 50 && last == ErrorCode::kNone; ++i) {
+    auto r = parseReplies(cpExchange(h.port(), initXml(1) + setXml(urls("f" + std::to_string(i), 10))));
+    ASSERT_FALSE(r.empty());
+    if (r.back().kind == proto::CpReply::Kind::kSetResult && r.back().accepted) {
+      ++accepted;
+    } else {
+      last = r.back().code;
+    }
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_EQ(last, ErrorCode::kOffline);
+  EXPECT_TRUE(h.server().forwarder().spoolFull());
+  // A new connection is refused at init.
+  auto r = parseReplies(cpExchange(h.port(), initXml(1)));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].kind, proto::CpReply::Kind::kInitRejected);
+  EXPECT_EQ(r[0].code, ErrorCode::kOffline);
+}
+
+TEST_F(UnsServerTest, SetIdsKeepIncreasingAcrossRestarts) {
+  FakeQm qm;
+  std::uint64_t first = 0;
+  {
+    Harness h(testOptions(dir_.path(), qm.port()), fx_.store());
+    ASSERT_TRUE(h.start().isOk());
+    ASSERT_TRUE(sendSet(h.port(), urls("r1", 1)));
+    first = h.server().forwarder().lastSetId();
+  }
+  {
+    Harness h(testOptions(dir_.path(), qm.port()), fx_.store());
+    ASSERT_TRUE(h.start().isOk());
+    ASSERT_TRUE(sendSet(h.port(), urls("r2", 1)));
+    EXPECT_GT(h.server().forwarder().lastSetId(), first);
+  }
+  ASSERT_TRUE(qm.waitApplied(2));  // the QM's dedup would have dropped a reused id
+}
+
+// kill -9 while spooling: a child process runs the UNS (QM absent, so every set is
+// spooled); the parent sends sets, kills the child in the middle, then starts a UNS
+// on the same data folder with a QM present and checks that every set that got
+// set_accepted is replayed.
+TEST_F(UnsServerTest, Kill9WhileSpoolingLosesNoAcceptedSet) {
+  const std::uint16_t qm_port = unusedPort();
+  int pipefd[2];
+  ASSERT_EQ(::pipe(pipefd), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(pipefd[0]);
+    lcc::testing::SimClock sim;
+    ProviderFixture fx(goldenProviders(sim.now()));
+    Harness h(testOptions(dir_.path(), qm_port), fx.store());
+    if (!h.start().isOk()) ::_exit(3);
+    std::uint16_t port = h.port();
+    if (::write(pipefd[1], &port, sizeof port) != sizeof port) ::_exit(4);
+    for (;;) ::pause();
+  }
+  ::close(pipefd[1]);
+  std::uint16_t port = 0;
+  ASSERT_EQ(::read(pipefd[0], &port, sizeof port), static_cast<ssize_t>(sizeof port));
+  ::close(pipefd[0]);
+  // Four clients send sets as fast as they can; after a while the child dies.
+  std::mutex mu;
+  std::vector<std::string> accepted;  // first URL of every accepted set
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; !stop; ++i) {
+        auto u = urls("k" + std::to_string(c) + "-" + std::to_string(i), 3);
+        proto::ReplyDecoder d;  // the UNS may die mid-reply: no well-formedness check here
+        auto r = d.feed(cpExchange(port, initXml(1) + setXml(u)));
+        if (r.size() == 2 && r[1].accepted) {
+          std::lock_guard<std::mutex> lock(mu);
+          accepted.push_back(u[0]);
+        }
+        if (r.size() < 2) break;  // the UNS is gone
+      }
+    });
+  }
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return accepted.size() >= 40;
+  }));
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  stop = true;
+  for (auto& t : clients) t.join();
+  std::set<std::string> expected(accepted.begin(), accepted.end());
+  ASSERT_GE(expected.size(), 40u);
+  // Restart on the same data folder, with a QM this time.
+  FakeQm qm(qm_port);
+  Harness h(testOptions(dir_.path(), qm_port), fx_.store());
+  ASSERT_TRUE(h.start().isOk());
+  ASSERT_TRUE(eventually([&] { return h.server().forwarder().spooledSets() == 0 && qm.applied().size() >= expected.size(); }));
+  std::set<std::string> replayed;
+  std::uint64_t last_id = 0;
+  for (const auto& s : qm.applied()) {
+    EXPECT_GT(s.header.id, last_id);
+    last_id = s.header.id;
+    EXPECT_TRUE(replayed.insert(s.urls.at(0).key.url).second);
+  }
+  for (const auto& u : expected) EXPECT_TRUE(replayed.count(u)) << "accepted but lost: " << u;
+}
+
+}  // namespace
+}  // namespace lcc::uns

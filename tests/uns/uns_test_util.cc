@@ -1,0 +1,283 @@
+#include "uns/uns_test_util.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <gtest/gtest.h>
+#include <thread>
+
+#include "common/password.h"
+#include "common/posix_env.h"
+
+namespace lcc::uns::testing {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+const std::string& s3cretHash() {
+  static const std::string h = hashPassword("s3cret").value();
+  return h;
+}
+}  // namespace
+
+std::vector<ProviderRecord> goldenProviders(WallTime now) {
+  std::vector<ProviderRecord> out;
+  ProviderRecord p1;
+  p1.id = 1;
+  p1.state = ProviderState::kActive;
+  p1.password_hash = s3cretHash();
+  p1.prefixes = {"http://www.server.com/"};
+  p1.quota_files = 100;
+  p1.used_files = 10;
+  p1.quota_bytes = 1000000;
+  p1.used_bytes = 5000;
+  p1.conn_seq = 41;
+  p1.last_ip = "10.0.0.9";
+  p1.last_connect = fromUnixMillis(1714561200000);  // 2024-05-01T11:00:00Z
+  p1.fullsets_used = 1;
+  p1.fullset_period_start = now - Millis(24LL * 3600 * 1000);
+  FetchErrorEntry e;
+  e.notice.key = {1, "http://www.server.com/gone.htm", "text/html"};
+  e.code = ErrorCode::kNotFound;
+  e.http_status = 404;
+  e.message = "not found (HTTP 404)";
+  e.when = now - Millis(60000);
+  FetchErrorEntry e2 = e;
+  e2.notice.key.url = "http://www.server.com/secret.htm";
+  e2.code = ErrorCode::kAccessDenied;
+  e2.message = "access denied (HTTP 403)";
+  p1.errors = {e, e2};
+  p1.error_total = 2;
+  out.push_back(p1);
+
+  ProviderRecord p2 = p1;
+  p2.id = 2;
+  p2.state = ProviderState::kPending;
+  p2.errors.clear();
+  p2.error_total = 0;
+  out.push_back(p2);
+
+  ProviderRecord p3;
+  p3.id = 3;
+  p3.state = ProviderState::kActive;
+  p3.password_hash = s3cretHash();
+  p3.prefixes = {"https://three.net/"};
+  p3.fullsets_used = 3;
+  p3.fullset_period_start = now - Millis(3600 * 1000);
+  p3.fullset_wanted = true;
+  p3.fullset_reason = FullSetReason::kCacheCrash;
+  out.push_back(p3);
+
+  ProviderRecord p4 = p3;
+  p4.id = 4;
+  p4.prefixes = {"http://www.four.org/"};
+  p4.fullset_wanted = false;
+  p4.fullset_reason = FullSetReason::kNone;
+  out.push_back(p4);
+  return out;
+}
+
+ProviderFixture::ProviderFixture(const std::vector<ProviderRecord>& records) {
+  HostContext host{&clock_, posixEnv(), nullptr, "/tmp", "m1"};
+  registry_ = std::make_unique<PluginRegistry>(LCC_PLUGIN_DIR, host);
+  auto opts = registry_->defaultOptions("storage-memory");
+  if (!opts.isOk()) throw std::runtime_error(opts.status().toString());
+  auto store = registry_->makeProviderStore("storage-memory", opts.value());
+  if (!store.isOk()) throw std::runtime_error(store.status().toString());
+  store_ = std::move(store).value();
+  ProviderId max_id = 0;
+  for (const auto& r : records) max_id = std::max(max_id, r.id);
+  for (ProviderId i = 1; i <= max_id; ++i) (void)store_->create(ProviderRecord{});
+  for (const auto& r : records) {
+    Status s = store_->put(r);
+    if (!s.isOk()) throw std::runtime_error(s.toString());
+  }
+}
+
+// ---------------------------------------------------------------------------
+// FakeQm
+
+struct FakeQm::Conn : proto::UnsStreamHandler, std::enable_shared_from_this<Conn> {
+  FakeQm* qm;
+  tcp::socket sock;
+  std::string name;
+  proto::UnsStreamDecoder decoder;
+  std::array<char, 8192> buf{};
+  Conn(FakeQm* q, tcp::socket s) : qm(q), sock(std::move(s)), decoder(*this) {}
+
+  void start() {
+    boost::system::error_code ec;
+    asio::write(sock, asio::buffer(proto::encodeQmOpen()), ec);
+    read();
+  }
+  void read() {
+    sock.async_read_some(asio::buffer(buf), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+      if (ec) return;
+      if (!self->decoder.feed(self->buf.data(), n)) {
+        boost::system::error_code ignored;
+        self->sock.close(ignored);
+        return;
+      }
+      self->read();
+    });
+  }
+  void onUnsOpen(std::string_view n) override {
+    name = n;
+    std::lock_guard<std::mutex> lock(qm->mu_);
+    qm->names_.push_back(name);
+  }
+  void onSet(proto::UnsQmSet&& set) override {
+    Mode mode = qm->mode_.load();
+    proto::UnsQmAck ack;
+    ack.id = set.header.id;
+    {
+      std::lock_guard<std::mutex> lock(qm->mu_);
+      ++qm->received_;
+      if (mode == Mode::kAck) {
+        auto& high = qm->highest_[name];
+        if (set.header.id > high) {
+          high = set.header.id;
+          qm->applied_.push_back(std::move(set));
+        }
+      }
+    }
+    if (mode == Mode::kSilent) return;
+    if (mode == Mode::kReject) {
+      ack.ok = false;
+      ack.code = ErrorCode::kOffline;
+      ack.reason = "overloaded";
+    }
+    boost::system::error_code ec;
+    asio::write(sock, asio::buffer(proto::encodeAck(ack)), ec);
+  }
+  void onPing() override {
+    boost::system::error_code ec;
+    asio::write(sock, asio::buffer(proto::encodePong()), ec);
+  }
+};
+
+FakeQm::FakeQm(std::uint16_t port, Mode mode) : acceptor_(io_), mode_(mode) {
+  tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port);
+  acceptor_.open(ep.protocol());
+  acceptor_.set_option(tcp::acceptor::reuse_address(true));
+  acceptor_.bind(ep);
+  acceptor_.listen();
+  port_ = acceptor_.local_endpoint().port();
+  accept();
+  thread_ = std::thread([this] { io_.run(); });
+}
+
+FakeQm::~FakeQm() {
+  asio::post(io_, [this] {
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    for (auto& c : conns_) c->sock.close(ignored);
+    conns_.clear();
+  });
+  thread_.join();
+}
+
+void FakeQm::accept() {
+  acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket sock) {
+    if (ec) return;
+    auto c = std::make_shared<Conn>(this, std::move(sock));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++connections_;
+    }
+    conns_.push_back(c);
+    c->start();
+    accept();
+  });
+}
+
+std::vector<proto::UnsQmSet> FakeQm::applied() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return applied_;
+}
+std::size_t FakeQm::received() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return received_;
+}
+std::size_t FakeQm::connections() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return connections_;
+}
+std::vector<std::string> FakeQm::unsNames() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return names_;
+}
+bool FakeQm::waitApplied(std::size_t n) {
+  return eventually([&] { return applied().size() >= n; });
+}
+bool FakeQm::waitReceived(std::size_t n) {
+  return eventually([&] { return received() >= n; });
+}
+
+bool eventually(const std::function<bool()>& cond) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return cond();
+}
+
+// ---------------------------------------------------------------------------
+// CP client
+
+std::string cpExchange(std::uint16_t port, const std::string& request, std::size_t chunk) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "socket failed";
+  timeval tv{30, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return "connect failed";
+  }
+  if (chunk == 0) chunk = request.size() ? request.size() : 1;
+  for (std::size_t off = 0; off < request.size(); off += chunk) {
+    std::size_t n = std::min(chunk, request.size() - off);
+    if (::send(fd, request.data() + off, n, MSG_NOSIGNAL) < 0) break;
+  }
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+std::vector<proto::CpReply> parseReplies(const std::string& bytes) {
+  proto::ReplyDecoder d;
+  auto replies = d.feed(bytes);
+  EXPECT_FALSE(d.failed()) << d.errorMessage() << " in: " << bytes;
+  return replies;
+}
+
+std::string initXml(ProviderId id, const std::string& password) {
+  return proto::encodeInit(std::to_string(id), password);
+}
+
+std::string setXml(const std::vector<std::string>& urls, bool full, const std::string& urlprefix) {
+  std::string out = proto::encodeSetBegin(full, urlprefix);
+  for (const auto& u : urls) out += proto::encodeUrlElement({{"c", u}, {"m", "text/html"}});
+  out += proto::encodeSetEnd();
+  return out;
+}
+
+}  // namespace lcc::uns::testing

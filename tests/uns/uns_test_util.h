@@ -1,0 +1,94 @@
+// uns_test_util.h — what the UNS tests share: a provider store (storage-memory through
+// the real loader) filled with known providers, a fake QM speaking
+// docs/internal-protocols.md §1, and a blocking CP client.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "common/plugin/plugin_registry.h"
+#include "lcc/provider_store.h"
+#include "proto/cp_uns.h"
+#include "proto/uns_qm.h"
+#include "support/sim_clock.h"
+
+namespace lcc::uns::testing {
+
+// Providers used by the golden transcripts (password "s3cret" for all):
+//  1  active, prefixes http://www.server.com/, quota 100 files / 1 MB, 1 error listed of 2
+//  2  pending (111)
+//  3  active, full set wanted (cache-crash), allowance used up
+//  4  active, allowance used up, not wanted (131)
+std::vector<ProviderRecord> goldenProviders(WallTime now);
+
+// A PluginRegistry + storage-memory ProviderStore holding `records` (ids kept).
+class ProviderFixture {
+ public:
+  explicit ProviderFixture(const std::vector<ProviderRecord>& records);
+  ProviderStore* store() { return store_.get(); }
+
+ private:
+  lcc::testing::SimClock clock_;
+  std::unique_ptr<PluginRegistry> registry_;
+  PluginPtr<ProviderStore> store_;
+};
+
+// A QM for tests: acks sets (deduplicating by the highest id seen per UNS name, as
+// the real QM does), or refuses them, or stays silent.
+class FakeQm {
+ public:
+  enum class Mode { kAck, kReject, kSilent };
+  explicit FakeQm(std::uint16_t port = 0, Mode mode = Mode::kAck);
+  ~FakeQm();
+  std::uint16_t port() const { return port_; }
+  void setMode(Mode m) { mode_ = m; }
+  // Sets in the order the QM applied them (duplicates not applied twice).
+  std::vector<proto::UnsQmSet> applied();
+  std::size_t received();  // every set element read, duplicates included
+  std::size_t connections();
+  std::vector<std::string> unsNames();
+  // Polls (without sleeping on a guess) until `n` sets were applied or ~20 s passed.
+  bool waitApplied(std::size_t n);
+  bool waitReceived(std::size_t n);
+
+ private:
+  struct Conn;
+  void accept();
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::uint16_t port_ = 0;
+  std::atomic<Mode> mode_;
+  std::mutex mu_;
+  std::vector<proto::UnsQmSet> applied_;
+  std::map<std::string, std::uint64_t> highest_;
+  std::size_t received_ = 0;
+  std::size_t connections_ = 0;
+  std::vector<std::string> names_;
+  std::vector<std::shared_ptr<Conn>> conns_;
+  std::thread thread_;
+};
+
+// Connects to 127.0.0.1:port, writes `request` in pieces of `chunk` bytes, and reads
+// until the server closes (or 30 s pass). Returns what the server wrote.
+std::string cpExchange(std::uint16_t port, const std::string& request, std::size_t chunk = 0);
+
+// Parses every reply in `bytes` with the namespace-aware reply decoder; fails the
+// test when one is not well-formed or not in the lococa namespace.
+std::vector<proto::CpReply> parseReplies(const std::string& bytes);
+
+std::string initXml(ProviderId id, const std::string& password = "s3cret");
+std::string setXml(const std::vector<std::string>& urls, bool full = false, const std::string& urlprefix = "");
+
+// Polls `cond` every few ms until it holds or ~20 s passed.
+bool eventually(const std::function<bool()>& cond);
+
+}  // namespace lcc::uns::testing
