@@ -1,11 +1,91 @@
 #include "bot/bot_service.h"
 
-namespace lcc::bot {
+#include <spdlog/spdlog.h>
 
-// Placeholder until the role lands: lccd refuses to run a role it does not have.
+#include <chrono>
+#include <thread>
+
+#include "bot/robot.h"
+
+namespace lcc::bot {
+namespace {
+
+class BotService final : public Service {
+ public:
+  BotService(NodeContext& node, std::string target, RobotOptions opts, int robots)
+      : node_(node), target_(std::move(target)), opts_(std::move(opts)), robots_(robots) {}
+
+  std::string_view name() const override { return "bot"; }
+
+  Status start() override {
+    for (int i = 0; i < robots_; ++i) {
+      RobotOptions o = opts_;
+      o.name = defaultRobotName() + "-r" + std::to_string(i);
+      auto c = std::make_shared<RobotClient>(*node_.io, *node_.clock, *node_.fetcher, *node_.env, target_, o,
+                                             Millis(200), Millis(10000), &counters_);
+      clients_.push_back(c);
+      c->start();
+    }
+    spdlog::info("bot: {} robot(s) with {} slots each, BOT-M at {}", robots_, opts_.slots, target_);
+    return Status::ok();
+  }
+
+  void stop() override {
+    for (auto& c : clients_) c->stop();
+    // Cancelled fetches answer on the fetcher's thread; wait for them (bounded).
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      std::size_t n = 0;
+      for (auto& c : clients_) n += c->inFlight();
+      if (n == 0 || std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  void status(nlohmann::json& out) const override {
+    int connected = 0;
+    std::size_t in_flight = 0;
+    for (const auto& c : clients_) {
+      connected += c->connected() ? 1 : 0;
+      in_flight += c->inFlight();
+    }
+    out["robots"] = robots_;
+    out["connected"] = connected;
+    out["slots_per_robot"] = opts_.slots;
+    out["in_flight"] = in_flight;
+    out["fetched"] = counters_.fetched.load();
+    out["unchanged"] = counters_.unchanged.load();
+    out["failed"] = counters_.failed.load();
+    out["refused"] = counters_.refused.load();
+    out["bytes"] = counters_.bytes.load();
+    out["botm"] = target_;
+  }
+
+ private:
+  NodeContext& node_;
+  std::string target_;
+  RobotOptions opts_;
+  int robots_;
+  RobotCounters counters_;
+  std::vector<std::shared_ptr<RobotClient>> clients_;
+};
+
+}  // namespace
+
 Result<ServicePtr> makeBotService(NodeContext& node) {
-  (void)node;
-  return Status::notSupported("the bot role is not built yet");
+  if (node.fetcher == nullptr) return Status::invalidArgument("the bot role needs a fetcher (config key fetcher)");
+  const Config& cfg = *node.config;
+  std::string target = cfg.getString("bot.connect");
+  RobotOptions o;
+  o.slots = static_cast<std::uint32_t>(cfg.getInt("bot.slots"));
+  o.sync_files = cfg.getBool("bot.sync_files");
+  if (target.empty()) {
+    // Our own BOT-M: its files all lie in its content folder.
+    target = cfg.getString("listen.robots");
+    std::string dir = cfg.getString("botm.content_dir");
+    o.content_root = dir.empty() ? node.data_dir + "/content" : Config::absolutePath(dir);
+  }
+  return ServicePtr(new BotService(node, target, o, static_cast<int>(cfg.getInt("bot.robots"))));
 }
 
 }  // namespace lcc::bot

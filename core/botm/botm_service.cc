@@ -1,11 +1,444 @@
 #include "botm/botm_service.h"
 
-namespace lcc::botm {
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <spdlog/spdlog.h>
 
-// Placeholder until the role lands: lccd refuses to run a role it does not have.
+#include <atomic>
+#include <future>
+#include <map>
+
+#include "bot/stream_socket.h"
+#include "botm/dispatch.h"
+#include "botm/filename_store.h"
+
+namespace lcc::botm {
+namespace {
+
+namespace asio = boost::asio;
+using bot::StreamSocket;
+using tcp = asio::ip::tcp;
+
+std::string encodeUp(const Upstream& u) {
+  return std::visit(
+      [](const auto& m) -> std::string {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, proto::LinkResult>) return proto::encodeResult(m);
+        if constexpr (std::is_same_v<T, proto::LinkDeleted>) return proto::encodeDeleted(m);
+        if constexpr (std::is_same_v<T, proto::LinkCapacity>) return proto::encodeCapacity(m);
+        if constexpr (std::is_same_v<T, proto::LinkMachines>) return proto::encodeMachines(m);
+      },
+      u);
+}
+
+struct Settings {
+  std::string machine;
+  std::string source;        // where the url source listens
+  std::string listen;        // robots (leaf) or child BOT-Ms (parent)
+  std::string content_dir;
+  std::string state_dir;
+  bool parent = false;
+  int child_overload_pct = 150;
+  std::size_t max_queued = 100000;
+  Millis reconnect_min{200}, reconnect_max{30000};
+  std::uint32_t fanout = 256;
+  std::size_t max_value_length = 8192;
+};
+
+class BotmService final : public Service {
+ public:
+  BotmService(NodeContext& node, Settings s)
+      : node_(node), s_(std::move(s)), strand_(asio::make_strand(*node.io)), delay_(s_.reconnect_min) {
+    Metrics& m = *node.metrics;
+    g_capacity_ = &m.gauge("lcc_botm_capacity", "fetches the BOT-M can run at once (robots' or children's slots)");
+    g_peers_ = &m.gauge("lcc_botm_peers", "robots (or child BOT-Ms) connected");
+    g_queued_ = &m.gauge("lcc_botm_queued", "fetches waiting for a free slot");
+    g_source_ = &m.gauge("lcc_botm_source_connected", "1 when the url source connection is up");
+    c_fetches_ = &m.gauge("lcc_botm_fetches", "fetches taken from the url source");
+    c_ok_ = &m.gauge("lcc_botm_results_ok", "stored results sent upstream");
+    c_failed_ = &m.gauge("lcc_botm_results_failed", "failed results sent upstream");
+    c_rehanded_ = &m.gauge("lcc_botm_rehanded", "fetches handed to another robot after theirs went away");
+    c_deletes_ = &m.gauge("lcc_botm_deletes", "deletes received");
+  }
+
+  std::string_view name() const override { return "botm"; }
+
+  Status start() override {
+    if (!s_.parent) {
+      LCC_RETURN_IF_ERROR(node_.env->createDirs(s_.content_dir));
+      FilenameStoreOptions fo;
+      fo.fanout = s_.fanout;
+      LCC_ASSIGN_OR_RETURN(names_, FilenameStore::open(node_.env, s_.state_dir, fo));
+      disp_ = std::make_unique<Dispatcher>(s_.machine, s_.content_dir, names_.get(), node_.env, s_.max_queued);
+    } else {
+      fwd_ = std::make_unique<Forwarder>(s_.child_overload_pct, s_.max_queued);
+    }
+    auto ep = StreamSocket::resolve(*node_.io, s_.listen);
+    if (!ep.isOk()) return ep.status().withContext(s_.parent ? "listen.botm" : "listen.robots");
+    acceptor_ = std::make_unique<tcp::acceptor>(*node_.io);
+    boost::system::error_code ec;
+    tcp::endpoint endpoint = *ep.value().begin();
+    acceptor_->open(endpoint.protocol(), ec);
+    if (!ec) acceptor_->set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_->bind(endpoint, ec);
+    if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return Status::ioError("cannot listen on " + s_.listen + ": " + ec.message());
+    accept();
+    asio::post(strand_, [this] { connectSource(); });
+    spdlog::info("botm: machine {}, {} on {}, url source {}, content in {}", s_.machine,
+                 s_.parent ? "child BOT-Ms" : "robots", s_.listen, s_.source, s_.parent ? "-" : s_.content_dir);
+    return Status::ok();
+  }
+
+  void stop() override {
+    std::promise<void> done;
+    auto fut = done.get_future();
+    asio::post(strand_, [this, &done] {
+      stopping_ = true;
+      if (timer_) node_.clock->cancel(timer_);
+      boost::system::error_code ec;
+      if (acceptor_) acceptor_->close(ec);
+      if (source_) source_->closeAfterFlush(proto::encodeBotmClose());
+      for (auto& [id, p] : peers_) {
+        p->closeAfterFlush(s_.parent ? proto::encodeSourceClose() : proto::encodeBotmRobotClose());
+      }
+      if (names_) {
+        Status s = names_->sync();
+        if (!s.isOk()) spdlog::error("botm: filename state: {}", s.message());
+      }
+      done.set_value();
+    });
+    fut.wait();
+  }
+
+  void status(nlohmann::json& out) const override {
+    out["machine"] = s_.machine;
+    out["mode"] = s_.parent ? "parent" : "robots";
+    out["source"] = s_.source;
+    out["source_connected"] = g_source_->value() == 1;
+    out["capacity"] = g_capacity_->value();
+    out[s_.parent ? "children" : "robots"] = g_peers_->value();
+    out["queued"] = g_queued_->value();
+    out["fetches"] = c_fetches_->value();
+    out["results_ok"] = c_ok_->value();
+    out["results_failed"] = c_failed_->value();
+    out["rehanded"] = c_rehanded_->value();
+    out["deletes"] = c_deletes_->value();
+  }
+
+ private:
+  // ---- on the policy strand ----------------------------------------------------
+  void publish() {
+    const DispatchCounters& c = disp_ ? disp_->counters() : fwd_->counters();
+    g_capacity_->set(static_cast<std::int64_t>(disp_ ? disp_->capacity() : fwd_->capacity()));
+    g_peers_->set(static_cast<std::int64_t>(disp_ ? disp_->robots() : fwd_->children()));
+    g_queued_->set(static_cast<std::int64_t>(disp_ ? disp_->queued() : fwd_->queued()));
+    g_source_->set(source_ ? 1 : 0);
+    c_fetches_->set(static_cast<std::int64_t>(c.fetches));
+    c_ok_->set(static_cast<std::int64_t>(c.results_ok));
+    c_failed_->set(static_cast<std::int64_t>(c.results_failed));
+    c_rehanded_->set(static_cast<std::int64_t>(c.rehanded));
+    c_deletes_->set(static_cast<std::int64_t>(c.deletes));
+  }
+
+  void sendUp(const std::vector<Upstream>& ups) {
+    if (!source_ || ups.empty()) return;
+    std::string bytes;
+    for (const auto& u : ups) bytes += encodeUp(u);
+    source_->send(std::move(bytes));
+  }
+
+  void run(const Actions& a) {
+    std::map<RobotId, std::string> per_robot;
+    for (const auto& [rid, f] : a.to_robots) per_robot[rid] += proto::encodeRobotFetch(f);
+    for (auto& [rid, bytes] : per_robot) {
+      auto it = peers_.find(rid);
+      if (it != peers_.end()) it->second->send(std::move(bytes));
+    }
+    sendUp(a.upstream);
+    publish();
+  }
+
+  void run(const ForwardActions& a) {
+    std::map<ChildId, std::string> per_child;
+    for (const auto& [cid, f] : a.fetches) per_child[cid] += proto::encodeFetch(f);
+    for (const auto& [cid, d] : a.deletes) per_child[cid] += proto::encodeDelete(d);
+    for (auto& [cid, bytes] : per_child) {
+      auto it = peers_.find(cid);
+      if (it != peers_.end()) it->second->send(std::move(bytes));
+    }
+    sendUp(a.upstream);
+    publish();
+  }
+
+  std::uint64_t capacity() const { return disp_ ? disp_->capacity() : fwd_->capacity(); }
+  std::vector<std::string> machines() const { return disp_ ? disp_->machines() : fwd_->machines(); }
+
+  // ---- the url source ----------------------------------------------------------
+  void connectSource() {
+    if (stopping_) return;
+    timer_ = 0;
+    std::string host, port;
+    if (!bot::splitHostPort(s_.source, &host, &port)) {
+      spdlog::error("botm: bad url source address {}", s_.source);
+      return;
+    }
+    auto resolver = std::make_shared<tcp::resolver>(*node_.io);
+    resolver->async_resolve(host, port, asio::bind_executor(strand_, [this, resolver](boost::system::error_code ec,
+                                                                                      tcp::resolver::results_type res) {
+      if (stopping_) return;
+      if (ec) {
+        retrySource("resolve: " + ec.message());
+        return;
+      }
+      auto sock = std::make_shared<tcp::socket>(*node_.io);
+      asio::async_connect(*sock, res, asio::bind_executor(strand_, [this, sock](boost::system::error_code ec2,
+                                                                                const tcp::endpoint&) {
+        if (stopping_) return;
+        if (ec2) {
+          retrySource(ec2.message());
+          return;
+        }
+        sourceConnected(std::make_shared<StreamSocket>(*node_.io, std::move(*sock)));
+      }));
+    }));
+  }
+
+  void retrySource(const std::string& why) {
+    if (stopping_) return;
+    if (!source_warned_) {
+      spdlog::warn("botm: url source {} not reachable ({}); retrying", s_.source, why);
+      source_warned_ = true;
+    }
+    Millis d = delay_;
+    delay_ = std::min(s_.reconnect_max, delay_ * 2);
+    timer_ = node_.clock->schedule(d, [this] { asio::post(strand_, [this] { connectSource(); }); });
+  }
+
+  void sourceConnected(std::shared_ptr<StreamSocket> sock) {
+    source_ = sock;
+    delay_ = s_.reconnect_min;
+    source_warned_ = false;
+    if (disp_) disp_->sourceUp();
+    if (fwd_) fwd_->sourceUp();
+    spdlog::info("botm: connected to url source {} (capacity {})", s_.source, capacity());
+    sock->send(proto::encodeBotmOpen({s_.machine, capacity()}) + proto::encodeMachines({machines()}));
+    auto dec = std::make_shared<proto::SourceStreamDecoder>(proto::linkLimits(s_.max_value_length));
+    std::weak_ptr<StreamSocket> weak = sock;
+    sock->start(
+        [this, dec, weak](std::string_view bytes) {
+          auto msgs = std::make_shared<std::vector<proto::SourceMessage>>();
+          bool ok = dec->feed(bytes, msgs.get());
+          std::string err = ok ? std::string() : dec->errorMessage();
+          asio::post(strand_, [this, msgs, weak, err] {
+            auto s = weak.lock();
+            if (!s || s != source_) return;
+            onSourceMessages(*msgs);
+            if (!err.empty()) {
+              spdlog::warn("botm: url source broke the protocol: {}; disconnecting", err);
+              s->close("protocol error");
+            }
+          });
+        },
+        [this, weak](const std::string& why) {
+          asio::post(strand_, [this, weak, why] {
+            auto s = weak.lock();
+            if (s && s != source_) return;
+            source_.reset();
+            if (disp_) disp_->sourceDown();
+            if (fwd_) fwd_->sourceDown();
+            publish();
+            if (stopping_) return;
+            spdlog::info("botm: url source connection ended: {}", why);
+            retrySource(why);
+          });
+        });
+    publish();
+  }
+
+  void onSourceMessages(const std::vector<proto::SourceMessage>& msgs) {
+    Actions a;
+    ForwardActions fa;
+    for (const auto& m : msgs) {
+      if (const auto* f = std::get_if<proto::LinkFetch>(&m)) {
+        if (disp_) disp_->fetch(*f, &a);
+        if (fwd_) fwd_->fetch(*f, &fa);
+      } else if (const auto* d = std::get_if<proto::LinkDelete>(&m)) {
+        if (disp_) disp_->remove(*d, &a);
+        if (fwd_) fwd_->remove(*d, &fa);
+      } else if (std::holds_alternative<proto::LinkPing>(m)) {
+        if (source_) source_->send(proto::encodeLinkPong());
+      } else if (std::holds_alternative<proto::LinkEnd>(m)) {
+        if (source_) source_->closeAfterFlush(proto::encodeBotmClose());
+      }
+    }
+    if (disp_) run(a);
+    if (fwd_) run(fa);
+  }
+
+  // ---- robots or child BOT-Ms --------------------------------------------------
+  void accept() {
+    acceptor_->async_accept([this](boost::system::error_code ec, tcp::socket sock) {
+      if (ec) {
+        if (ec == asio::error::operation_aborted) return;
+        spdlog::warn("botm: accept on {}: {}", s_.listen, ec.message());
+      } else {
+        auto stream = std::make_shared<StreamSocket>(*node_.io, std::move(sock));
+        if (s_.parent) {
+          startChild(stream);
+        } else {
+          startRobot(stream);
+        }
+      }
+      if (acceptor_->is_open()) accept();
+    });
+  }
+
+  void startRobot(std::shared_ptr<StreamSocket> sock) {
+    const std::uint64_t id = next_peer_.fetch_add(1);
+    auto dec = std::make_shared<proto::RobotStreamDecoder>(proto::linkLimits(s_.max_value_length));
+    std::weak_ptr<StreamSocket> weak = sock;
+    sock->start(
+        [this, id, dec, weak](std::string_view bytes) {
+          auto msgs = std::make_shared<std::vector<proto::FromRobotMessage>>();
+          bool ok = dec->feed(bytes, msgs.get());
+          std::string err = ok ? std::string() : dec->errorMessage();
+          asio::post(strand_, [this, id, msgs, weak, err] {
+            auto s = weak.lock();
+            if (!s) return;
+            Actions a;
+            for (const auto& m : *msgs) {
+              if (const auto* h = std::get_if<proto::RobotHello>(&m)) {
+                if (stopping_ || peers_.count(id)) continue;
+                peers_[id] = s;
+                s->send(proto::encodeBotmRobotOpen({s_.machine}));
+                spdlog::info("botm: robot {} ({}) connected with {} slots", h->name, s->peer(), h->slots);
+                disp_->robotUp(id, h->slots, &a);
+              } else if (const auto* r = std::get_if<proto::RobotResult>(&m)) {
+                if (peers_.count(id)) disp_->robotResult(id, *r, &a);
+              } else if (std::holds_alternative<proto::LinkPing>(m)) {
+                s->send(proto::encodeLinkPong());
+              } else if (std::holds_alternative<proto::RobotEnd>(m)) {
+                s->closeAfterFlush(proto::encodeBotmRobotClose());
+              }
+            }
+            run(a);
+            if (!err.empty()) {
+              spdlog::warn("botm: robot {} broke the protocol: {}; disconnecting", s->peer(), err);
+              s->close("protocol error");
+            }
+          });
+        },
+        [this, id](const std::string& why) {
+          asio::post(strand_, [this, id, why] {
+            if (!peers_.erase(id)) return;
+            spdlog::info("botm: robot connection {} ended: {}", id, why);
+            Actions a;
+            disp_->robotDown(id, &a);
+            run(a);
+          });
+        });
+  }
+
+  void startChild(std::shared_ptr<StreamSocket> sock) {
+    const std::uint64_t id = next_peer_.fetch_add(1);
+    auto dec = std::make_shared<proto::BotmStreamDecoder>(proto::linkLimits(s_.max_value_length));
+    std::weak_ptr<StreamSocket> weak = sock;
+    sock->start(
+        [this, id, dec, weak](std::string_view bytes) {
+          auto msgs = std::make_shared<std::vector<proto::BotmMessage>>();
+          bool ok = dec->feed(bytes, msgs.get());
+          std::string err = ok ? std::string() : dec->errorMessage();
+          asio::post(strand_, [this, id, msgs, weak, err] {
+            auto s = weak.lock();
+            if (!s) return;
+            ForwardActions a;
+            for (const auto& m : *msgs) {
+              if (const auto* h = std::get_if<proto::LinkBotmHello>(&m)) {
+                if (stopping_ || peers_.count(id)) continue;
+                peers_[id] = s;
+                s->send(proto::encodeSourceOpen({"botm:" + s_.machine}));
+                spdlog::info("botm: child BOT-M {} ({}) connected, capacity {}", h->machine, s->peer(), h->capacity);
+                fwd_->childUp(id, h->machine, h->capacity, &a);
+              } else if (!peers_.count(id)) {
+                continue;
+              } else if (const auto* r = std::get_if<proto::LinkResult>(&m)) {
+                fwd_->childResult(id, *r, &a);
+              } else if (const auto* d = std::get_if<proto::LinkDeleted>(&m)) {
+                fwd_->childDeleted(id, *d, &a);
+              } else if (const auto* c = std::get_if<proto::LinkCapacity>(&m)) {
+                fwd_->childCapacity(id, c->slots, &a);
+              } else if (const auto* ms = std::get_if<proto::LinkMachines>(&m)) {
+                fwd_->childMachines(id, ms->ids, &a);
+              } else if (std::holds_alternative<proto::LinkPing>(m)) {
+                s->send(proto::encodeLinkPong());
+              } else if (std::holds_alternative<proto::LinkEnd>(m)) {
+                s->closeAfterFlush(proto::encodeSourceClose());
+              }
+            }
+            run(a);
+            if (!err.empty()) {
+              spdlog::warn("botm: child BOT-M {} broke the protocol: {}; disconnecting", s->peer(), err);
+              s->close("protocol error");
+            }
+          });
+        },
+        [this, id](const std::string& why) {
+          asio::post(strand_, [this, id, why] {
+            if (!peers_.erase(id)) return;
+            spdlog::info("botm: child BOT-M connection {} ended: {}", id, why);
+            ForwardActions a;
+            fwd_->childDown(id, &a);
+            run(a);
+          });
+        });
+  }
+
+  NodeContext& node_;
+  Settings s_;
+  asio::strand<asio::io_context::executor_type> strand_;
+  std::unique_ptr<FilenameStore> names_;
+  std::unique_ptr<Dispatcher> disp_;
+  std::unique_ptr<Forwarder> fwd_;
+  std::unique_ptr<tcp::acceptor> acceptor_;
+  std::shared_ptr<StreamSocket> source_;
+  std::map<std::uint64_t, std::shared_ptr<StreamSocket>> peers_;  // robots or children (policy strand)
+  std::atomic<std::uint64_t> next_peer_{1};
+  bool stopping_ = false;
+  bool source_warned_ = false;
+  TimerId timer_ = 0;
+  Millis delay_;
+  Gauge *g_capacity_, *g_peers_, *g_queued_, *g_source_, *c_fetches_, *c_ok_, *c_failed_, *c_rehanded_, *c_deletes_;
+};
+
+}  // namespace
+
 Result<ServicePtr> makeBotmService(NodeContext& node) {
-  (void)node;
-  return Status::notSupported("the botm role is not built yet");
+  const Config& cfg = *node.config;
+  Settings s;
+  s.machine = node.machine_id;
+  s.parent = cfg.getBool("botm.parent");
+  s.source = cfg.getString("botm.source");
+  if (s.source.empty()) {
+    if (s.parent) {
+      return Status::invalidArgument(
+          "botm.parent is on: botm.source must name the url source (listen.botm is where the children connect)");
+    }
+    s.source = cfg.getString("listen.botm");
+  }
+  s.listen = cfg.getString(s.parent ? "listen.botm" : "listen.robots");
+  std::string dir = cfg.getString("botm.content_dir");
+  s.content_dir = dir.empty() ? node.data_dir + "/content" : Config::absolutePath(dir);
+  s.state_dir = node.data_dir + "/botm";
+  s.child_overload_pct = static_cast<int>(cfg.getInt("botm.child_overload_pct"));
+  s.max_queued = static_cast<std::size_t>(cfg.getInt("botm.max_queued"));
+  s.reconnect_min = Millis(cfg.getInt("botm.reconnect_min"));
+  s.reconnect_max = Millis(std::max(cfg.getInt("botm.reconnect_max"), cfg.getInt("botm.reconnect_min")));
+  s.fanout = static_cast<std::uint32_t>(cfg.getInt("botm.fanout"));
+  return ServicePtr(new BotmService(node, std::move(s)));
 }
 
 }  // namespace lcc::botm

@@ -1,0 +1,174 @@
+// lcc-bot — a robot for a BOT-M (surface.md "Programs", protocol.md §4).
+//
+//   lcc-bot --connect HOST:PORT [--slots N] [-c FILE]   connect (and reconnect) to a BOT-M
+//   lcc-bot --listen PORT [--slots N]                   wait for one connection (nc, tests)
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <filesystem>
+#include <iostream>
+#include <spdlog/spdlog.h>
+
+#include "bot/robot.h"
+#include "common/config/config.h"
+#include "common/logging.h"
+#include "common/plugin/plugin_registry.h"
+#include "common/posix_env.h"
+#include "common/system_clock.h"
+
+namespace {
+
+namespace asio = boost::asio;
+
+// build/bin/lcc-bot -> build/plugins; <prefix>/bin/lcc-bot -> <prefix>/lib/lcc/plugins.
+std::string defaultPluginDir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "./build/plugins";
+  auto bin = exe.parent_path();
+  for (auto candidate : {bin.parent_path() / "plugins", bin.parent_path() / "lib" / "lcc" / "plugins"}) {
+    if (std::filesystem::is_directory(candidate, ec)) return candidate.string();
+  }
+  return "./build/plugins";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string connect, listen, config_file, name, content_dir, plugin_dir, fetcher_name = "fetch-curl";
+  std::uint32_t slots = 8;
+  bool allow_private = false, sync_files = false;
+  CLI::App app{"lcc-bot — an LCC robot: fetches what its BOT-M asks (protocol.md §4)"};
+  auto* c_opt = app.add_option("--connect", connect, "BOT-M robot port to connect to (HOST:PORT)");
+  auto* l_opt = app.add_option("--listen", listen, "wait for one connection on PORT or HOST:PORT (127.0.0.1 by default)");
+  c_opt->excludes(l_opt);
+  app.add_option("--slots", slots, "parallel fetches announced to the BOT-M")->check(CLI::Range(1, 4096));
+  app.add_option("-c,--config", config_file, "an lcc.yaml: fetcher plugin and options, plugin folder, log level");
+  app.add_option("--name", name, "robot name announced (default: host-pid)");
+  app.add_option("--content-dir", content_dir, "refuse files outside this folder");
+  app.add_option("--plugin-dir", plugin_dir, "where <plugin>.so files are (without -c)");
+  app.add_option("--fetcher", fetcher_name, "fetcher plugin (without -c; default fetch-curl)");
+  app.add_flag("--allow-private", allow_private, "let the fetcher reach loopback/private addresses (without -c)");
+  app.add_flag("--sync", sync_files, "fsync each file before answering ok");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  if (connect.empty() && listen.empty()) {
+    std::cerr << "lcc-bot: give --connect HOST:PORT or --listen PORT\n";
+    return 2;
+  }
+
+  std::string log_level = "info", log_file;
+  std::optional<lcc::Config> cfg;
+  if (!config_file.empty()) {
+    std::vector<lcc::ConfigProblem> problems;
+    auto loaded = lcc::Config::load(config_file, {}, &problems);
+    if (!loaded.isOk()) {
+      for (const auto& p : problems) std::cerr << p.toString() << "\n";
+      return 2;
+    }
+    cfg = std::move(loaded).value();
+    log_level = cfg->getString("log.level");
+    log_file = cfg->getString("log.file");
+    if (plugin_dir.empty()) plugin_dir = cfg->getString("storage.plugin_dir");
+    sync_files = sync_files || cfg->getBool("bot.sync_files");
+  }
+  if (lcc::Status s = lcc::initLogging(log_level, log_file); !s.isOk()) {
+    std::cerr << "lcc-bot: " << s.message() << "\n";
+    return 2;
+  }
+  if (plugin_dir.empty()) plugin_dir = defaultPluginDir();
+
+  lcc::SystemClock clock;
+  lcc::Env* env = lcc::posixEnv();
+  const std::string data_dir = cfg ? lcc::Config::absolutePath(cfg->getString("node.data_dir")) : std::string(".");
+  lcc::HostContext host{&clock, env, lcc::pluginLogger("fetcher"), data_dir,
+                        cfg ? cfg->getString("node.machine_id") : std::string("robot")};
+  lcc::PluginRegistry registry(plugin_dir, host);
+  lcc::Result<lcc::PluginPtr<lcc::Fetcher>> made = lcc::Status::internal("no fetcher");
+  if (cfg) {
+    std::vector<lcc::ConfigProblem> problems;
+    made = registry.makeFetcher(*cfg, cfg->getPlugin("fetcher"), &problems);
+    for (const auto& p : problems) std::cerr << p.toString() << "\n";
+  } else {
+    std::map<std::string, std::string> overrides;
+    if (allow_private && fetcher_name == "fetch-curl") overrides["allow_private"] = "true";
+    auto opts = registry.defaultOptions(fetcher_name, overrides);
+    made = opts.isOk() ? registry.makeFetcher(fetcher_name, opts.value()) : lcc::Result<lcc::PluginPtr<lcc::Fetcher>>(opts.status());
+  }
+  if (!made.isOk()) {
+    std::cerr << "lcc-bot: cannot make the fetcher: " << made.status().message() << "\n";
+    return 2;
+  }
+  lcc::PluginPtr<lcc::Fetcher> fetcher = std::move(made).value();
+
+  lcc::bot::RobotOptions ro;
+  ro.slots = slots;
+  ro.name = name;
+  ro.sync_files = sync_files;
+  if (!content_dir.empty()) ro.content_root = lcc::Config::absolutePath(content_dir);
+
+  int rc = 0;
+  {
+    asio::io_context io;
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    std::shared_ptr<lcc::bot::RobotClient> client;
+    std::shared_ptr<lcc::bot::RobotSession> session;
+    std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
+
+    if (!connect.empty()) {
+      client = std::make_shared<lcc::bot::RobotClient>(io, clock, *fetcher, *env, connect, ro,
+                                                       lcc::Millis(200), lcc::Millis(30000));
+      client->start();
+      spdlog::info("lcc-bot: connecting to BOT-M {} with {} slots", connect, slots);
+    } else {
+      std::string host = "127.0.0.1", port = listen;
+      if (listen.find(':') != std::string::npos && !lcc::bot::splitHostPort(listen, &host, &port)) {
+        std::cerr << "lcc-bot: --listen wants PORT or HOST:PORT (got " << listen << ")\n";
+        return 2;
+      }
+      try {
+        asio::ip::tcp::endpoint ep(asio::ip::make_address(host), static_cast<unsigned short>(std::stoi(port)));
+        acceptor = std::make_unique<asio::ip::tcp::acceptor>(io, ep);
+      } catch (const std::exception& e) {
+        std::cerr << "lcc-bot: cannot listen on " << host << ":" << port << ": " << e.what() << "\n";
+        return 1;
+      }
+      std::cerr << "lcc-bot: waiting for one connection on " << host << ":" << acceptor->local_endpoint().port()
+                << "\n";
+      acceptor->async_accept([&](boost::system::error_code ec, asio::ip::tcp::socket sock) {
+        acceptor->close();
+        if (ec) {
+          io.stop();
+          return;
+        }
+        auto stream = std::make_shared<lcc::bot::StreamSocket>(io, std::move(sock));
+        session = std::make_shared<lcc::bot::RobotSession>(stream, *fetcher, *env, ro);
+        session->start([&](const std::string& why) {
+          spdlog::info("lcc-bot: connection ended: {}", why);
+          signals.cancel();
+          // Let cancelled fetches drain, then leave.
+          io.stop();
+        });
+      });
+    }
+    signals.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      spdlog::info("lcc-bot: stopping");
+      if (client) client->stop();
+      if (session) session->stop();
+      if (acceptor) acceptor->close();
+      // The session closes after flushing; give it a moment through the io loop.
+      clock.schedule(lcc::Millis(2000), [&io] { io.stop(); });
+      if (!client && !session) io.stop();
+    });
+    io.run();
+    fetcher->stop();
+  }
+  return rc;
+}

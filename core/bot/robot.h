@@ -1,0 +1,107 @@
+// robot.h — a robot: fetches what its BOT-M asks over the robot protocol
+// (protocol.md §4) through a Fetcher, writes through a temporary name, renames.
+//
+// RobotSession is one connection (either direction: lcc-bot --listen accepts it,
+// RobotClient connects and reconnects). Each session speaks first (<lcc:robot>).
+// THREADS: session state lives on the socket's strand; fetch completions arrive
+// on the fetcher's thread, do the file work there (fsync if asked, rename or
+// remove the temporary file) and post the answer to the strand.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "bot/stream_socket.h"
+#include "lcc/clock.h"
+#include "lcc/env.h"
+#include "lcc/fetcher.h"
+#include "proto/robot.h"
+
+namespace lcc::bot {
+
+struct RobotOptions {
+  std::uint32_t slots = 32;     // announced parallel fetches
+  std::string name;             // announced name (default: host-pid)
+  std::string content_root;     // when set, every file must lie below it
+  bool sync_files = false;      // fsync the file and its folder before answering ok
+  std::size_t max_value_length = 8192;
+};
+
+struct RobotCounters {
+  std::atomic<std::uint64_t> fetched{0}, failed{0}, unchanged{0}, refused{0}, bytes{0};
+};
+
+// The default robot name: "<hostname>-<pid>".
+std::string defaultRobotName();
+// The temporary name a robot writes `file` through (same folder).
+std::string tempNameFor(const std::string& file);
+
+class RobotSession : public std::enable_shared_from_this<RobotSession> {
+ public:
+  RobotSession(std::shared_ptr<StreamSocket> socket, Fetcher& fetcher, Env& env, RobotOptions options,
+               RobotCounters* counters = nullptr);
+  ~RobotSession();
+
+  // Sends the opening and starts reading; on_end(why) runs once when the session ends.
+  void start(std::function<void(const std::string&)> on_end);
+  // Ends the stream (</lcc:robot>) and cancels the fetches in flight.
+  void stop();
+  // Fetches started and not yet answered.
+  std::size_t inFlight() const { return in_flight_.load(); }
+
+ private:
+  void onData(std::string_view bytes);
+  void onFetch(const proto::RobotFetch& f);
+  void answer(std::uint64_t fetcher_id, const proto::RobotResult& r);
+  void ended(const std::string& why);
+  Status checkPath(const std::string& file) const;
+
+  std::shared_ptr<StreamSocket> socket_;
+  Fetcher& fetcher_;
+  Env& env_;
+  RobotOptions opts_;
+  RobotCounters* counters_;
+  proto::BotmRobotStreamDecoder decoder_;
+  bool hello_seen_ = false;
+  bool ended_ = false;
+  std::function<void(const std::string&)> on_end_;
+  std::unordered_map<std::uint64_t, std::uint64_t> running_;  // fetcher id -> BOT-M id (strand)
+  std::atomic<std::size_t> in_flight_{0};
+};
+
+// A robot that connects to a BOT-M's robot port and reconnects with back-off.
+class RobotClient : public std::enable_shared_from_this<RobotClient> {
+ public:
+  RobotClient(boost::asio::io_context& io, Clock& clock, Fetcher& fetcher, Env& env, std::string target,
+              RobotOptions options, Millis retry_min, Millis retry_max, RobotCounters* counters = nullptr);
+  void start();
+  // Stops reconnecting, ends the session, cancels its fetches.
+  void stop();
+  bool connected() const { return connected_.load(); }
+  std::size_t inFlight() const;
+
+ private:
+  void connect();
+  void retryLater();
+
+  boost::asio::io_context& io_;
+  Clock& clock_;
+  Fetcher& fetcher_;
+  Env& env_;
+  std::string target_;
+  RobotOptions opts_;
+  Millis retry_min_, retry_max_, delay_;
+  RobotCounters* counters_;
+  mutable std::mutex mu_;
+  std::shared_ptr<RobotSession> session_;
+  TimerId timer_ = 0;
+  bool stopping_ = false;
+  std::atomic<bool> connected_{false};
+};
+
+}  // namespace lcc::bot

@@ -1,0 +1,467 @@
+#include "botm/dispatch.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace lcc::botm {
+
+namespace {
+proto::LinkResult failed(std::uint64_t id, ErrorCode code, std::string message) {
+  proto::LinkResult r;
+  r.id = id;
+  r.ok = false;
+  r.code = code;
+  r.message = std::move(message);
+  return r;
+}
+}  // namespace
+
+// ============================ Dispatcher (robots) ============================
+
+Dispatcher::Dispatcher(std::string machine_id, std::string content_dir, FilenameStore* names, Env* env,
+                       std::size_t max_queued)
+    : machine_(std::move(machine_id)),
+      content_dir_(std::move(content_dir)),
+      names_(names),
+      env_(env),
+      max_queued_(max_queued) {}
+
+void Dispatcher::sourceUp() {
+  source_up_ = true;
+  ++session_;
+  by_source_id_.clear();
+}
+
+void Dispatcher::sourceDown() {
+  if (!source_up_) return;
+  source_up_ = false;
+  ++session_;  // results of the old session are now stale
+  by_source_id_.clear();
+  // Queued jobs are forgotten (the source hands the URLs out again). A job that was
+  // re-queued after its robot died still holds a name: free it.
+  std::deque<std::uint64_t> keep;
+  for (auto id : queue_) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    if (it->second.name) {
+      names_in_use_.erase(*it->second.name);
+      dropName(*it->second.name, true);
+    }
+    jobs_.erase(it);
+  }
+  queue_.swap(keep);
+}
+
+void Dispatcher::fetch(const proto::LinkFetch& f, Actions* out) {
+  if (!source_up_) return;
+  counters_.fetches++;
+  if (by_source_id_.count(f.id)) {
+    out->upstream.push_back(failed(f.id, ErrorCode::kInternal, "fetch id already in flight on this connection"));
+    counters_.rejected++;
+    return;
+  }
+  if (queue_.size() >= max_queued_) {
+    out->upstream.push_back(failed(f.id, ErrorCode::kOffline, "BOT-M queue full (botm.max_queued)"));
+    counters_.rejected++;
+    return;
+  }
+  const std::uint64_t id = next_job_++;
+  Job j;
+  j.session = session_;
+  j.fetch = f;
+  jobs_.emplace(id, std::move(j));
+  by_source_id_.emplace(f.id, id);
+  queue_.push_back(id);
+  pump(out);
+}
+
+void Dispatcher::pump(Actions* out) {
+  while (!queue_.empty()) {
+    // The robot with the most free slots (spreads the load over robots).
+    Robot* best = nullptr;
+    RobotId best_id = 0;
+    std::size_t best_free = 0;
+    for (auto& [rid, r] : robots_) {
+      std::size_t free = r.slots > r.jobs.size() ? r.slots - r.jobs.size() : 0;
+      if (free > best_free) {
+        best = &r;
+        best_id = rid;
+        best_free = free;
+      }
+    }
+    if (best == nullptr) return;
+    const std::uint64_t id = queue_.front();
+    queue_.pop_front();
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    Job& j = it->second;
+    if (!j.name) {
+      auto n = names_->allocate();
+      if (!n.isOk()) {
+        spdlog::error("botm: cannot hand out a filename: {}", n.status().message());
+        out->upstream.push_back(failed(j.fetch.id, ErrorCode::kInternal, "BOT-M filename state failed"));
+        by_source_id_.erase(j.fetch.id);
+        jobs_.erase(it);
+        continue;
+      }
+      j.name = n.value();
+    }
+    names_in_use_.insert(*j.name);
+    j.robot = best_id;
+    best->jobs.insert(id);
+    proto::RobotFetch rf;
+    rf.id = id;
+    rf.url = j.fetch.url;
+    rf.file = pathOf(*j.name);
+    rf.mime = j.fetch.mime;
+    rf.since = j.fetch.since;
+    rf.max_size = j.fetch.max_size;
+    out->to_robots.emplace_back(best_id, std::move(rf));
+  }
+}
+
+void Dispatcher::capacityChanged(Actions* out) {
+  std::uint64_t cap = 0;
+  for (const auto& [rid, r] : robots_) cap += r.slots;
+  if (cap == capacity_) return;
+  capacity_ = cap;
+  if (source_up_) out->upstream.push_back(proto::LinkCapacity{cap});
+}
+
+void Dispatcher::robotUp(RobotId robot, std::uint32_t slots, Actions* out) {
+  Robot r;
+  r.slots = std::max<std::uint32_t>(1, slots);
+  robots_[robot] = std::move(r);
+  capacityChanged(out);
+  pump(out);
+}
+
+void Dispatcher::robotDown(RobotId robot, Actions* out) {
+  auto it = robots_.find(robot);
+  if (it == robots_.end()) return;
+  // Its unanswered fetches go first to another robot, with the same filenames.
+  std::vector<std::uint64_t> ids(it->second.jobs.begin(), it->second.jobs.end());
+  robots_.erase(it);
+  for (auto rit = ids.rbegin(); rit != ids.rend(); ++rit) {
+    auto jt = jobs_.find(*rit);
+    if (jt == jobs_.end()) continue;
+    jt->second.robot = 0;
+    if (jt->second.name) names_in_use_.erase(*jt->second.name);
+    if (jt->second.session != session_) {  // nobody waits for it any more
+      if (jt->second.name) dropName(*jt->second.name, true);
+      jobs_.erase(jt);
+      continue;
+    }
+    counters_.rehanded++;
+    queue_.push_front(*rit);
+  }
+  capacityChanged(out);
+  pump(out);
+}
+
+void Dispatcher::dropName(std::uint64_t name, bool unlink_file) {
+  if (unlink_file) {
+    Status s = env_->removeFile(pathOf(name));
+    if (!s.isOk() && s.code() != StatusCode::kNotFound) {
+      spdlog::warn("botm: cannot unlink {}: {}; the name is not reused", pathOf(name), s.message());
+      return;
+    }
+  }
+  names_->release(name);
+}
+
+void Dispatcher::robotResult(RobotId robot, const proto::RobotResult& r, Actions* out) {
+  auto jt = jobs_.find(r.id);
+  if (jt == jobs_.end() || jt->second.robot != robot) {
+    spdlog::warn("botm: robot {} answered fetch {} it does not hold; ignored", robot, r.id);
+    return;
+  }
+  Job j = std::move(jt->second);
+  jobs_.erase(jt);
+  if (auto rit = robots_.find(robot); rit != robots_.end()) rit->second.jobs.erase(r.id);
+  const std::uint64_t name = *j.name;
+  names_in_use_.erase(name);
+  const bool stale = !source_up_ || j.session != session_;
+  if (!stale) by_source_id_.erase(j.fetch.id);
+  proto::LinkResult up;
+  up.id = j.fetch.id;
+  up.ok = r.ok;
+  up.http = r.http;
+  up.retry_after = r.retry_after;
+  if (r.ok && !r.unchanged) {
+    if (stale) {
+      counters_.stale++;
+      dropName(name, true);
+    } else {
+      counters_.results_ok++;
+      up.machine = machine_;
+      up.file = names_->format(name);
+      up.mime = r.mime;
+      up.size = r.size;
+      up.md5 = r.md5;
+      up.mtime = r.mtime;
+    }
+  } else {
+    // Unchanged or failed: no file is referenced, the name is free again. A failed
+    // robot removed its temporary file; the final name was never written.
+    dropName(name, false);
+    if (r.ok) {
+      counters_.unchanged++;
+      up.unchanged = true;
+    } else {
+      counters_.results_failed++;
+      up.code = r.code;
+      up.message = r.message;
+    }
+    if (stale) counters_.stale++;
+  }
+  if (!stale) out->upstream.push_back(std::move(up));
+  pump(out);
+}
+
+void Dispatcher::remove(const proto::LinkDelete& d, Actions* out) {
+  if (!source_up_) return;
+  counters_.deletes++;
+  if (d.machine != machine_) {
+    counters_.deletes_unknown_machine++;
+    out->upstream.push_back(proto::LinkDeleted{d.id, false, std::string(proto::kReasonUnknownMachine)});
+    return;
+  }
+  auto n = names_->parse(d.file);
+  if (!n) {
+    out->upstream.push_back(proto::LinkDeleted{d.id, false, "bad-file"});
+    return;
+  }
+  if (names_in_use_.count(*n)) {
+    out->upstream.push_back(proto::LinkDeleted{d.id, false, "in-use"});
+    return;
+  }
+  if (names_->isFree(*n)) {  // already deleted (a repeated delete): nothing to do
+    out->upstream.push_back(proto::LinkDeleted{d.id, true, ""});
+    return;
+  }
+  Status s = env_->removeFile(pathOf(*n));
+  if (!s.isOk() && s.code() != StatusCode::kNotFound) {
+    out->upstream.push_back(proto::LinkDeleted{d.id, false, "io-error: " + s.message()});
+    return;
+  }
+  names_->release(*n);
+  out->upstream.push_back(proto::LinkDeleted{d.id, true, ""});
+}
+
+// ============================ Forwarder (children) ============================
+
+Forwarder::Forwarder(int child_overload_pct, std::size_t max_queued)
+    : overload_pct_(std::max(100, child_overload_pct)), max_queued_(max_queued) {}
+
+void Forwarder::sourceUp() {
+  source_up_ = true;
+  ++session_;
+  by_source_id_.clear();
+}
+
+void Forwarder::sourceDown() {
+  if (!source_up_) return;
+  source_up_ = false;
+  ++session_;
+  by_source_id_.clear();
+  for (auto id : queue_) jobs_.erase(id);
+  queue_.clear();
+}
+
+std::uint64_t Forwarder::limitOf(const Child& c) const {
+  return c.capacity * static_cast<std::uint64_t>(overload_pct_) / 100;
+}
+
+std::uint64_t Forwarder::capacity() const {
+  std::uint64_t cap = 0;
+  for (const auto& [id, c] : children_) cap += c.capacity;
+  return cap;
+}
+
+std::vector<std::string> Forwarder::machines() const {
+  std::set<std::string> all;
+  for (const auto& [id, c] : children_) {
+    all.insert(c.machine);
+    all.insert(c.machines.begin(), c.machines.end());
+  }
+  all.erase("");
+  return {all.begin(), all.end()};
+}
+
+void Forwarder::announce(ForwardActions* out, std::uint64_t old_capacity, const std::vector<std::string>& old_machines) {
+  if (!source_up_) return;
+  if (capacity() != old_capacity) out->upstream.push_back(proto::LinkCapacity{capacity()});
+  auto now = machines();
+  if (now != old_machines) out->upstream.push_back(proto::LinkMachines{now});
+}
+
+void Forwarder::fetch(const proto::LinkFetch& f, ForwardActions* out) {
+  if (!source_up_) return;
+  counters_.fetches++;
+  if (by_source_id_.count(f.id)) {
+    out->upstream.push_back(failed(f.id, ErrorCode::kInternal, "fetch id already in flight on this connection"));
+    counters_.rejected++;
+    return;
+  }
+  if (queue_.size() >= max_queued_) {
+    out->upstream.push_back(failed(f.id, ErrorCode::kOffline, "BOT-M queue full (botm.max_queued)"));
+    counters_.rejected++;
+    return;
+  }
+  const std::uint64_t id = next_id_++;
+  jobs_.emplace(id, Job{session_, f, 0});
+  by_source_id_.emplace(f.id, id);
+  queue_.push_back(id);
+  pump(out);
+}
+
+void Forwarder::pump(ForwardActions* out) {
+  while (!queue_.empty()) {
+    Child* best = nullptr;
+    ChildId best_id = 0;
+    std::uint64_t best_room = 0;
+    for (auto& [cid, c] : children_) {
+      std::uint64_t limit = limitOf(c);
+      std::uint64_t room = limit > c.jobs.size() ? limit - c.jobs.size() : 0;
+      if (room > best_room) {
+        best = &c;
+        best_id = cid;
+        best_room = room;
+      }
+    }
+    if (best == nullptr) return;
+    const std::uint64_t id = queue_.front();
+    queue_.pop_front();
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    it->second.child = best_id;
+    best->jobs.insert(id);
+    proto::LinkFetch f = it->second.fetch;
+    f.id = id;  // our id on the child's connection
+    out->fetches.emplace_back(best_id, std::move(f));
+  }
+}
+
+void Forwarder::remove(const proto::LinkDelete& d, ForwardActions* out) {
+  if (!source_up_) return;
+  counters_.deletes++;
+  for (auto& [cid, c] : children_) {
+    bool has = c.machine == d.machine || std::find(c.machines.begin(), c.machines.end(), d.machine) != c.machines.end();
+    if (!has) continue;
+    const std::uint64_t id = next_id_++;
+    deletes_.emplace(id, PendingDelete{session_, d.id, cid});
+    proto::LinkDelete fwd = d;
+    fwd.id = id;
+    out->deletes.emplace_back(cid, std::move(fwd));
+    return;
+  }
+  counters_.deletes_unknown_machine++;
+  out->upstream.push_back(proto::LinkDeleted{d.id, false, std::string(proto::kReasonUnknownMachine)});
+}
+
+void Forwarder::childUp(ChildId child, const std::string& machine, std::uint64_t capacity, ForwardActions* out) {
+  const auto old_cap = this->capacity();
+  const auto old_machines = machines();
+  Child c;
+  c.machine = machine;
+  c.machines = {machine};
+  c.capacity = capacity;
+  children_[child] = std::move(c);
+  announce(out, old_cap, old_machines);
+  pump(out);
+}
+
+void Forwarder::childCapacity(ChildId child, std::uint64_t capacity, ForwardActions* out) {
+  auto it = children_.find(child);
+  if (it == children_.end()) return;
+  const auto old_cap = this->capacity();
+  const auto old_machines = machines();
+  it->second.capacity = capacity;
+  announce(out, old_cap, old_machines);
+  pump(out);
+}
+
+void Forwarder::childMachines(ChildId child, const std::vector<std::string>& ids, ForwardActions* out) {
+  auto it = children_.find(child);
+  if (it == children_.end()) return;
+  const auto old_cap = this->capacity();
+  const auto old_machines = machines();
+  it->second.machines = ids;
+  announce(out, old_cap, old_machines);
+}
+
+void Forwarder::childResult(ChildId child, const proto::LinkResult& r, ForwardActions* out) {
+  auto jt = jobs_.find(r.id);
+  if (jt == jobs_.end() || jt->second.child != child) {
+    spdlog::warn("botm: child {} answered fetch {} it does not hold; ignored", child, r.id);
+    return;
+  }
+  Job j = std::move(jt->second);
+  jobs_.erase(jt);
+  if (auto cit = children_.find(child); cit != children_.end()) cit->second.jobs.erase(r.id);
+  if (source_up_ && j.session == session_) {
+    by_source_id_.erase(j.fetch.id);
+    proto::LinkResult up = r;  // machine and file pass through unchanged
+    up.id = j.fetch.id;
+    if (r.ok && !r.unchanged) {
+      counters_.results_ok++;
+    } else if (r.ok) {
+      counters_.unchanged++;
+    } else {
+      counters_.results_failed++;
+    }
+    out->upstream.push_back(std::move(up));
+  } else {
+    counters_.stale++;
+  }
+  pump(out);
+}
+
+void Forwarder::childDeleted(ChildId child, const proto::LinkDeleted& d, ForwardActions* out) {
+  auto it = deletes_.find(d.id);
+  if (it == deletes_.end() || it->second.child != child) return;
+  PendingDelete p = it->second;
+  deletes_.erase(it);
+  if (!source_up_ || p.session != session_) return;
+  proto::LinkDeleted up = d;
+  up.id = p.source_id;
+  out->upstream.push_back(std::move(up));
+}
+
+void Forwarder::childDown(ChildId child, ForwardActions* out) {
+  auto it = children_.find(child);
+  if (it == children_.end()) return;
+  const auto old_cap = this->capacity();
+  const auto old_machines = machines();
+  std::vector<std::uint64_t> ids(it->second.jobs.begin(), it->second.jobs.end());
+  children_.erase(it);
+  for (auto rit = ids.rbegin(); rit != ids.rend(); ++rit) {
+    auto jt = jobs_.find(*rit);
+    if (jt == jobs_.end()) continue;
+    if (jt->second.session != session_) {
+      jobs_.erase(jt);
+      continue;
+    }
+    jt->second.child = 0;
+    counters_.rehanded++;
+    queue_.push_front(*rit);
+  }
+  // Deletes it did not answer: the machine is unreachable now; the source keeps them.
+  for (auto dit = deletes_.begin(); dit != deletes_.end();) {
+    if (dit->second.child != child) {
+      ++dit;
+      continue;
+    }
+    if (source_up_ && dit->second.session == session_) {
+      out->upstream.push_back(
+          proto::LinkDeleted{dit->second.source_id, false, std::string(proto::kReasonUnknownMachine)});
+    }
+    dit = deletes_.erase(dit);
+  }
+  announce(out, old_cap, old_machines);
+  pump(out);
+}
+
+}  // namespace lcc::botm

@@ -1,0 +1,171 @@
+// dispatch.h — the BOT-M's policy, without sockets (architecture.md rule 8).
+//
+// Dispatcher: a BOT-M with robots (design §7). Takes the events of its url source
+// and its robots, returns what to send where. It owns the jobs (fetches taken from
+// the source), the robots' slots and the filename management (FilenameStore); it
+// unlinks content files itself, through the Env.
+//
+// Forwarder: a parent BOT-M (botm.parent, design §7 "When Talking to Other
+// BOT-Ms"). No filename management: it forwards fetches to child BOT-Ms (each
+// loaded up to capacity x botm.child_overload_pct), routes deletes by machine id and
+// passes results up unchanged.
+//
+// Guarantees (both): exactly one result goes upstream per fetch taken in the
+// current source session; a robot or child that goes away has its fetches handed
+// to another one (a robot's with the same filenames); results for a source session
+// that ended are dropped (and their files unlinked, their names freed).
+// THREADS: one thread at a time (the BOT-M's dispatch strand).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "botm/filename_store.h"
+#include "lcc/env.h"
+#include "proto/botm_link.h"
+#include "proto/robot.h"
+
+namespace lcc::botm {
+
+using Upstream = std::variant<proto::LinkResult, proto::LinkDeleted, proto::LinkCapacity, proto::LinkMachines>;
+using RobotId = std::uint64_t;
+using ChildId = std::uint64_t;
+
+struct DispatchCounters {
+  std::uint64_t fetches = 0, results_ok = 0, results_failed = 0, unchanged = 0, rehanded = 0, stale = 0,
+                deletes = 0, deletes_unknown_machine = 0, rejected = 0;
+};
+
+struct Actions {
+  std::vector<std::pair<RobotId, proto::RobotFetch>> to_robots;
+  std::vector<Upstream> upstream;
+  bool empty() const { return to_robots.empty() && upstream.empty(); }
+};
+
+class Dispatcher {
+ public:
+  Dispatcher(std::string machine_id, std::string content_dir, FilenameStore* names, Env* env,
+             std::size_t max_queued = 100000);
+
+  // The url source connected (a new session) or went away.
+  void sourceUp();
+  void sourceDown();
+  void fetch(const proto::LinkFetch& f, Actions* out);
+  void remove(const proto::LinkDelete& d, Actions* out);
+
+  void robotUp(RobotId robot, std::uint32_t slots, Actions* out);
+  void robotDown(RobotId robot, Actions* out);
+  void robotResult(RobotId robot, const proto::RobotResult& r, Actions* out);
+
+  std::uint64_t capacity() const { return capacity_; }
+  std::vector<std::string> machines() const { return {machine_}; }
+  std::size_t queued() const { return queue_.size(); }
+  std::size_t inFlight() const { return jobs_.size() - queue_.size(); }
+  std::size_t robots() const { return robots_.size(); }
+  const DispatchCounters& counters() const { return counters_; }
+  std::string pathOf(std::uint64_t name) const { return content_dir_ + "/" + names_->format(name); }
+
+ private:
+  struct Job {
+    std::uint64_t session = 0;
+    proto::LinkFetch fetch;             // fetch.id is the source's id
+    std::optional<std::uint64_t> name;  // kept when the job is handed to another robot
+    RobotId robot = 0;                  // 0: waiting in the queue
+  };
+  struct Robot {
+    std::uint32_t slots = 1;
+    std::set<std::uint64_t> jobs;
+  };
+
+  void pump(Actions* out);
+  void capacityChanged(Actions* out);
+  void dropName(std::uint64_t name, bool unlink_file);
+
+  std::string machine_;
+  std::string content_dir_;
+  FilenameStore* names_;
+  Env* env_;
+  std::size_t max_queued_;
+  bool source_up_ = false;
+  std::uint64_t session_ = 0;
+  std::uint64_t next_job_ = 1;
+  std::uint64_t capacity_ = 0;
+  std::unordered_map<std::uint64_t, Job> jobs_;          // job id -> job (queued or running)
+  std::unordered_map<std::uint64_t, std::uint64_t> by_source_id_;  // current session: source id -> job id
+  std::deque<std::uint64_t> queue_;                      // job ids waiting for a slot
+  std::map<RobotId, Robot> robots_;
+  std::set<std::uint64_t> names_in_use_;                 // names of running jobs
+  DispatchCounters counters_;
+};
+
+struct ForwardActions {
+  std::vector<std::pair<ChildId, proto::LinkFetch>> fetches;
+  std::vector<std::pair<ChildId, proto::LinkDelete>> deletes;
+  std::vector<Upstream> upstream;
+};
+
+class Forwarder {
+ public:
+  explicit Forwarder(int child_overload_pct = 150, std::size_t max_queued = 100000);
+
+  void sourceUp();
+  void sourceDown();
+  void fetch(const proto::LinkFetch& f, ForwardActions* out);
+  void remove(const proto::LinkDelete& d, ForwardActions* out);
+
+  void childUp(ChildId child, const std::string& machine, std::uint64_t capacity, ForwardActions* out);
+  void childCapacity(ChildId child, std::uint64_t capacity, ForwardActions* out);
+  void childMachines(ChildId child, const std::vector<std::string>& ids, ForwardActions* out);
+  void childResult(ChildId child, const proto::LinkResult& r, ForwardActions* out);
+  void childDeleted(ChildId child, const proto::LinkDeleted& d, ForwardActions* out);
+  void childDown(ChildId child, ForwardActions* out);
+
+  std::uint64_t capacity() const;
+  std::vector<std::string> machines() const;
+  std::size_t queued() const { return queue_.size(); }
+  std::size_t children() const { return children_.size(); }
+  const DispatchCounters& counters() const { return counters_; }
+
+ private:
+  struct Job {
+    std::uint64_t session = 0;
+    proto::LinkFetch fetch;  // the source's id
+    ChildId child = 0;
+  };
+  struct PendingDelete {
+    std::uint64_t session = 0;
+    std::uint64_t source_id = 0;
+    ChildId child = 0;
+  };
+  struct Child {
+    std::string machine;                  // from its opening
+    std::vector<std::string> machines;    // from <machines> (includes its own)
+    std::uint64_t capacity = 0;
+    std::set<std::uint64_t> jobs;
+  };
+
+  void pump(ForwardActions* out);
+  void announce(ForwardActions* out, std::uint64_t old_capacity, const std::vector<std::string>& old_machines);
+  std::uint64_t limitOf(const Child& c) const;
+
+  int overload_pct_;
+  std::size_t max_queued_;
+  bool source_up_ = false;
+  std::uint64_t session_ = 0;
+  std::uint64_t next_id_ = 1;
+  std::unordered_map<std::uint64_t, Job> jobs_;  // our id -> job
+  std::unordered_map<std::uint64_t, std::uint64_t> by_source_id_;
+  std::deque<std::uint64_t> queue_;
+  std::unordered_map<std::uint64_t, PendingDelete> deletes_;  // our delete id -> where it came from
+  std::map<ChildId, Child> children_;
+  DispatchCounters counters_;
+};
+
+}  // namespace lcc::botm
