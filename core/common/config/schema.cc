@@ -93,10 +93,14 @@ const std::vector<KeySpec>& Config::schema() {
       {"botm.reconnect_max", KeyType::kDuration, "30s", 10, kDay, "longest reconnect delay"},
       {"botm.parent", KeyType::kBool, "false", kNoMin, kNoMax,
        "this BOT-M serves other BOT-Ms (forwards, no filename management)"},
+      {"botm.max_queued", KeyType::kInt, "100000", 1, 100000000,
+       "fetches a BOT-M holds waiting for a slot; more are answered 130"},
       // --- bot ---
       {"bot.robots", KeyType::kInt, "1", 0, 1024, "robots run inside lccd when the bot role is on"},
       {"bot.slots", KeyType::kInt, "32", 1, 4096, "parallel fetches per robot"},
       {"bot.connect", KeyType::kString, "", 0, 300, "BOT-M robot port (empty: listen.robots)"},
+      {"bot.sync_files", KeyType::kBool, "false", kNoMin, kNoMax,
+       "fsync each content file and its folder before reporting it stored (slower; see core/bot/README.md)"},
       // --- cu ---
       {"cu.max_connections", KeyType::kInt, "64", 1, 100000, "CU connections at once"},
       {"cu.idle_timeout", KeyType::kDuration, "30s", 100, kDay, "wait for a query"},
@@ -117,10 +121,19 @@ const std::vector<KeySpec>& Config::schema() {
       {"rs.default_bandwidth", KeyType::kSize, "0", 0, 1LL << 40, "bytes/s of new providers (0: unlimited)"},
       {"rs.default_quota_files", KeyType::kInt, "100000", 0, 1LL << 40, "file quota of new providers (0: unlimited)"},
       {"rs.default_quota_bytes", KeyType::kSize, "1GiB", 0, 1LL << 50, "byte quota of new providers (0: unlimited)"},
+      {"rs.verify_timeout", KeyType::kDuration, "20s", 100, kDay, "longest wait for the secret file fetch at verification"},
+      {"rs.secret_max_size", KeyType::kSize, "4KiB", 64, kMiB, "largest secret file the RS reads"},
+      {"rs.sweep_interval", KeyType::kDuration, "1h", 1000, kDay, "how often expired pending registrations are removed"},
+      {"rs.max_pending", KeyType::kInt, "1000", 1, 10000000, "registrations waiting for verification at once (more: 503)"},
       // --- http ---
       {"http.admin_remote", KeyType::kBool, "false", kNoMin, kNoMax, "allow the admin API from non-loopback peers"},
       {"http.max_body", KeyType::kSize, "1MiB", 1024, kGiB, "largest request body"},
       {"http.idle_timeout", KeyType::kDuration, "30s", 100, kDay, "keep-alive and read timeout"},
+      {"http.max_connections", KeyType::kInt, "256", 1, 1000000, "HTTP connections at once (more: 503)"},
+      {"http.workers", KeyType::kInt, "4", 1, 1024, "threads running HTTP handlers"},
+      {"http.stream_workers", KeyType::kInt, "4", 1, 1024, "threads producing streamed answers (/cu/query)"},
+      {"http.stream_buffer", KeyType::kSize, "256KiB", 4096, 64 * kMiB, "streamed answer bytes queued per connection"},
+      {"http.max_header", KeyType::kSize, "16KiB", 1024, kMiB, "request line and header fields (more: 431)"},
   };
   return kSchema;
 }
