@@ -1,0 +1,486 @@
+#include "kv_engine.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <kchashdb.h>
+#include <kcplantdb.h>
+
+#include <sstream>
+
+#include "record_codec.h"
+
+namespace lcc::plugins::kyoto {
+namespace {
+
+namespace kc = kyotocabinet;
+
+constexpr std::size_t kScanChunk = 256;
+
+const char* kMetaMagic = "lcc-store-meta 1";
+
+std::string kcError(kc::BasicDB& db, const std::string& path, const char* what) {
+  const kc::BasicDB::Error e = db.error();
+  return path + ": Kyoto Cabinet " + what + " failed: " + e.name() + " (" + e.message() + ")";
+}
+
+Status fsyncPath(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::ioError(path + ": open for fsync failed");
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return Status::ioError(path + ": fsync failed");
+  return Status::ok();
+}
+
+std::string encodeBatch(const KvEngine::Batch& batch) {
+  Writer w;
+  w.u8(1);  // redo record format
+  w.varint(batch.size());
+  for (const auto& op : batch) {
+    w.u8(static_cast<std::uint8_t>(op.table | (op.value ? 0x80 : 0)));
+    w.str(op.key);
+    if (op.value) w.str(*op.value);
+  }
+  return w.take();
+}
+
+std::optional<KvEngine::Batch> decodeBatch(std::string_view bytes, std::size_t table_count) {
+  Reader r(bytes);
+  if (r.u8() != 1) return std::nullopt;
+  std::uint64_t n = r.varint();
+  if (!r.ok() || n > bytes.size()) return std::nullopt;
+  KvEngine::Batch batch;
+  batch.reserve(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    KvEngine::Op op;
+    std::uint8_t t = r.u8();
+    op.table = t & 0x7f;
+    if (op.table >= table_count) return std::nullopt;
+    op.key = r.str();
+    if (t & 0x80) op.value = r.str();
+    if (!r.ok()) return std::nullopt;
+    batch.push_back(std::move(op));
+  }
+  if (!r.done()) return std::nullopt;
+  return batch;
+}
+
+struct Meta {
+  std::string plugin;
+  int format = 0;
+  std::string store;
+  bool clean = false;
+  std::string boot;
+};
+
+std::optional<Meta> parseMeta(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line) || line != kMetaMagic) return std::nullopt;
+  Meta m;
+  while (std::getline(in, line)) {
+    auto sp = line.find(' ');
+    std::string k = line.substr(0, sp);
+    std::string v = sp == std::string::npos ? "" : line.substr(sp + 1);
+    if (k == "plugin") m.plugin = v;
+    else if (k == "format") m.format = std::atoi(v.c_str());
+    else if (k == "store") m.store = v;
+    else if (k == "clean") m.clean = v == "1";
+    else if (k == "boot") m.boot = v;
+  }
+  return m;
+}
+
+std::string readBootId(Env* env) {
+  auto b = env->readFile("/proc/sys/kernel/random/boot_id");
+  if (!b.isOk()) return "unknown";
+  std::string s = b.value();
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s.empty() ? "unknown" : s;
+}
+
+}  // namespace
+
+const OptionSpec kOptionSpecs[] = {
+    {"buckets", OptionType::kInt, "2000000", 1024, 4000000000ll,
+     "hash buckets of the big hash files (queue rows); fixed when a file is created; ~0.5-1x the expected rows"},
+    {"mmap_size", OptionType::kSize, "64MiB", 0, 1ll << 40, "Kyoto Cabinet memory-mapped region per file"},
+    {"page_cache", OptionType::kSize, "64MiB", 1ll << 20, 1ll << 40, "page cache of each ordered (B+ tree) file"},
+    {"checkpoint_size", OptionType::kSize, "64MiB", 64ll << 10, 1ll << 40,
+     "redo journal bytes after which the Kyoto files are synced and the journal trimmed"},
+    {"max_unsynced", OptionType::kSize, "64MiB", 64ll << 10, 1ll << 40,
+     "bytes of applied but unsynced batches held in memory before a sync is forced"},
+    {"dir", OptionType::kString, "", 0, 4096, "folder of the store files; empty: node.data_dir; relative: under it"},
+};
+const std::size_t kOptionCount = sizeof(kOptionSpecs) / sizeof(kOptionSpecs[0]);
+
+EngineOptions engineOptions(const OptionsView& o) {
+  EngineOptions e;
+  e.buckets = o.getInt("buckets", e.buckets);
+  e.mmap_size = o.getInt("mmap_size", e.mmap_size);
+  e.page_cache = o.getInt("page_cache", e.page_cache);
+  e.checkpoint_size = static_cast<std::uint64_t>(o.getInt("checkpoint_size", static_cast<std::int64_t>(e.checkpoint_size)));
+  e.max_unsynced = static_cast<std::uint64_t>(o.getInt("max_unsynced", static_cast<std::int64_t>(e.max_unsynced)));
+  e.dir = o.getString("dir", "");
+  return e;
+}
+
+Result<std::unique_ptr<KvEngine>> KvEngine::open(const HostContext& host, const std::string& name,
+                                                  std::vector<TableSpec> tables, const EngineOptions& options) {
+  std::unique_ptr<KvEngine> e(new KvEngine());
+  Status s = e->openImpl(host, name, std::move(tables), options);
+  if (!s.isOk()) return s.withContext(std::string(kPluginName) + " " + name + " store");
+  return e;
+}
+
+KvEngine::~KvEngine() {
+  // Without close() the store stays marked unclean; Kyoto's destructor closes the files.
+  for (auto& t : tables_) t.db.reset();
+}
+
+Status KvEngine::openImpl(const HostContext& host, const std::string& name, std::vector<TableSpec> tables,
+                          const EngineOptions& options) {
+  env_ = host.env;
+  logger_ = host.logger;
+  name_ = name;
+  options_ = options;
+  if (env_ == nullptr) return Status::invalidArgument("no Env in the host context");
+  dir_ = options.dir;
+  if (dir_.empty() || dir_.front() != '/') {
+    if (host.data_dir.empty()) return Status::invalidArgument("node.data_dir is empty");
+    dir_ = dir_.empty() ? host.data_dir : host.data_dir + "/" + dir_;
+  }
+  LCC_RETURN_IF_ERROR(env_->createDirs(dir_));
+  meta_path_ = dir_ + "/" + name + ".meta";
+  boot_id_ = readBootId(env_);
+  info_ = StoreOpenInfo{};
+  info_.engine = "kyoto";
+  info_.persistent = true;
+
+  // --- who wrote what is here? ---
+  std::optional<Meta> meta;
+  if (env_->exists(meta_path_)) {
+    LCC_ASSIGN_OR_RETURN(std::string text, env_->readFile(meta_path_));
+    meta = parseMeta(text);
+    if (!meta) return Status::invalidArgument(meta_path_ + ": not an LCC store meta file; refusing to open");
+    if (meta->plugin != kPluginName) {
+      return Status::invalidArgument(meta_path_ + ": this " + name + " store was written by plugin '" + meta->plugin +
+                                     "'; " + kPluginName + " refuses to open it (configure that plugin, or move " +
+                                     dir_ + " away)");
+    }
+    if (meta->format != kFormatVersion) {
+      return Status::invalidArgument(meta_path_ + ": store format " + std::to_string(meta->format) + ", this " +
+                                     kPluginName + " reads format " + std::to_string(kFormatVersion) + " only");
+    }
+    if (meta->store != name) {
+      return Status::invalidArgument(meta_path_ + ": holds a '" + meta->store + "' store, expected '" + name + "'");
+    }
+  } else {
+    for (const auto& t : tables) {
+      if (env_->exists(dir_ + "/" + t.file)) {
+        return Status::invalidArgument(dir_ + "/" + t.file + " exists but " + meta_path_ +
+                                       " does not: not made by " + kPluginName + ", or damaged; refusing to open");
+      }
+    }
+    for (const char* foreign : {".sqlite", ".db"}) {
+      std::string p = dir_ + "/" + name + foreign;
+      if (env_->exists(p)) {
+        return Status::invalidArgument(p + ": this folder holds a " + name + " store of another plugin; " +
+                                       kPluginName + " refuses to start an empty one beside it");
+      }
+    }
+    info_.created = true;
+  }
+  info_.clean_shutdown = !meta || meta->clean;
+
+  // --- Kyoto files (Kyoto repairs a file that was not closed while opening it) ---
+  for (auto& spec : tables) {
+    Table t;
+    t.spec = spec;
+    t.path = dir_ + "/" + spec.file;
+    const std::uint32_t mode = kc::BasicDB::OWRITER | kc::BasicDB::OCREATE | kc::BasicDB::OTRYLOCK;
+    if (spec.ordered) {
+      auto db = std::make_unique<kc::TreeDB>();
+      db->tune_map(options.mmap_size);
+      db->tune_page_cache(options.page_cache);
+      db->tune_buckets(std::max<std::int64_t>(1024, options.buckets / 64));
+      if (!db->open(t.path, mode)) return Status::ioError(kcError(*db, t.path, "open"));
+      t.db = std::move(db);
+    } else {
+      auto db = std::make_unique<kc::HashDB>();
+      db->tune_map(options.mmap_size);
+      db->tune_buckets(options.buckets);
+      if (!db->open(t.path, mode)) return Status::ioError(kcError(*db, t.path, "open"));
+      t.db = std::move(db);
+    }
+    tables_.push_back(std::move(t));
+  }
+
+  // --- redo: re-apply every synced batch since the last checkpoint ---
+  LCC_ASSIGN_OR_RETURN(redo_, Journal::open(env_, dir_ + "/" + name + ".redo"));
+  std::uint64_t redone = 0;
+  LCC_ASSIGN_OR_RETURN(JournalReplayInfo rinfo, redo_->replay(0, [&](JournalPos pos, std::string_view rec) -> Status {
+    auto batch = decodeBatch(rec, tables_.size());
+    if (!batch) return Status::corruption("redo record " + std::to_string(pos) + " does not decode");
+    ++redone;
+    return applyToKyoto(*batch);
+  }));
+  if (rinfo.corruption) {
+    info_.may_have_lost_synced = true;
+    if (logger_) logger_->error(dir_ + ": redo journal damaged, synced batches after it are lost: " + rinfo.detail);
+  }
+  if (!info_.clean_shutdown) {
+    // After a process crash the page cache held every Kyoto write, and the redo
+    // records restore whatever the interrupted flush left half done. After an OS
+    // crash or power loss Kyoto's rebuild may have dropped rows written before the
+    // last checkpoint: report that (the QM raises cache-crash).
+    if (!meta || meta->boot != boot_id_ || boot_id_ == "unknown") info_.may_have_lost_synced = true;
+    if (logger_) {
+      logger_->warn(dir_ + "/" + name + ": not closed cleanly; redid " + std::to_string(redone) +
+                    " synced batches" + (info_.may_have_lost_synced ? "; the machine restarted since, so synced rows may be lost" : ""));
+    }
+  }
+  if (redone > 0 || !info_.clean_shutdown) {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    LCC_RETURN_IF_ERROR(checkpointLocked());
+  }
+  LCC_RETURN_IF_ERROR(writeMeta(false));
+  return Status::ok();
+}
+
+Status KvEngine::writeMeta(bool clean) {
+  std::string text = std::string(kMetaMagic) + "\nplugin " + kPluginName + "\nformat " + std::to_string(kFormatVersion) +
+                     "\nstore " + name_ + "\nclean " + (clean ? "1" : "0") + "\nboot " + boot_id_ + "\n";
+  return env_->writeFileAtomic(meta_path_, text);
+}
+
+Status KvEngine::fail(Status s) {
+  failed_ = s.withContext(std::string(kPluginName) + " " + name_ + " store failed (sticky)");
+  if (logger_) logger_->error(failed_.message());
+  return failed_;
+}
+
+Status KvEngine::writable() const {
+  if (closed_) return Status::aborted(std::string(kPluginName) + " " + name_ + " store is closed");
+  return failed_;
+}
+
+Status KvEngine::applyToKyoto(const Batch& batch) {
+  for (const auto& op : batch) {
+    Table& t = tables_[op.table];
+    if (fail_next_kc_write_) {
+      fail_next_kc_write_ = false;
+      return Status::ioError(t.path + ": injected Kyoto write failure");
+    }
+    if (op.value) {
+      if (!t.db->set(op.key, *op.value)) return Status::ioError(kcError(*t.db, t.path, "set"));
+    } else if (!t.db->remove(op.key) && t.db->error().code() != kc::BasicDB::Error::NOREC) {
+      return Status::ioError(kcError(*t.db, t.path, "remove"));
+    }
+  }
+  return Status::ok();
+}
+
+Status KvEngine::apply(const Batch& batch) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  LCC_RETURN_IF_ERROR(writable());
+  if (batch.empty()) return Status::ok();
+  for (const auto& op : batch) {
+    if (op.table >= tables_.size()) return Status::internal("batch names table " + std::to_string(op.table));
+  }
+  auto pos = redo_->append(encodeBatch(batch));
+  if (!pos.isOk()) {
+    if (pos.status().code() == StatusCode::kInvalidArgument) return pos.status();  // refused, nothing changed
+    return fail(pos.status());
+  }
+  {
+    std::unique_lock<std::shared_mutex> wl(mu_);
+    for (const auto& op : batch) {
+      overlay_bytes_ += op.key.size() + (op.value ? op.value->size() : 0) + 64;
+      tables_[op.table].overlay[op.key] = op.value;
+    }
+  }
+  if (overlay_bytes_ >= options_.max_unsynced) {
+    // Hold at most max_unsynced bytes in memory: make them durable now.
+    auto c = redo_->commit();
+    if (!c.isOk()) return fail(c.status());
+    std::unique_lock<std::shared_mutex> wl(mu_);
+    LCC_RETURN_IF_ERROR(flushOverlayLocked());
+  }
+  return Status::ok();
+}
+
+Status KvEngine::flushOverlayLocked() {
+  for (std::uint8_t i = 0; i < tables_.size(); ++i) {
+    Table& t = tables_[i];
+    for (auto& [key, value] : t.overlay) {
+      if (fail_next_kc_write_) {
+        fail_next_kc_write_ = false;
+        return fail(Status::ioError(t.path + ": injected Kyoto write failure"));
+      }
+      if (value) {
+        if (!t.db->set(key, *value)) return fail(Status::ioError(kcError(*t.db, t.path, "set")));
+      } else if (!t.db->remove(key) && t.db->error().code() != kc::BasicDB::Error::NOREC) {
+        return fail(Status::ioError(kcError(*t.db, t.path, "remove")));
+      }
+    }
+    t.overlay.clear();
+  }
+  overlay_bytes_ = 0;
+  return Status::ok();
+}
+
+Status KvEngine::checkpointLocked() {
+  for (auto& t : tables_) {
+    if (!t.db->synchronize(true)) return fail(Status::ioError(kcError(*t.db, t.path, "synchronize")));
+  }
+  Status s = redo_->trimUpTo(redo_->durablePosition());
+  if (!s.isOk()) return fail(s);
+  return Status::ok();
+}
+
+Status KvEngine::sync() {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  LCC_RETURN_IF_ERROR(writable());
+  auto c = redo_->commit();
+  if (!c.isOk()) return fail(c.status());
+  {
+    std::unique_lock<std::shared_mutex> wl(mu_);
+    LCC_RETURN_IF_ERROR(flushOverlayLocked());
+  }
+  if (redo_->sizeBytes() >= options_.checkpoint_size) LCC_RETURN_IF_ERROR(checkpointLocked());
+  return Status::ok();
+}
+
+Status KvEngine::close() {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  if (closed_) return failed_;  // a second close() changes nothing
+  Status result = failed_;
+  if (result.isOk()) {
+    auto c = redo_->commit();
+    if (!c.isOk()) result = fail(c.status());
+  }
+  if (result.isOk()) {
+    std::unique_lock<std::shared_mutex> wl(mu_);
+    result = flushOverlayLocked();
+  }
+  if (result.isOk()) result = checkpointLocked();
+  for (auto& t : tables_) {
+    if (!t.db->close() && result.isOk()) result = fail(Status::ioError(kcError(*t.db, t.path, "close")));
+    if (result.isOk()) {
+      Status s = fsyncPath(t.path);
+      if (!s.isOk()) result = fail(s);
+    }
+  }
+  if (result.isOk()) {
+    Status s = writeMeta(true);
+    if (!s.isOk()) result = fail(s);
+  }
+  closed_ = true;
+  return result;
+}
+
+Result<std::optional<std::string>> KvEngine::get(std::uint8_t table, std::string_view key) {
+  std::shared_lock<std::shared_mutex> rl(mu_);
+  if (closed_) return writable();
+  Table& t = tables_.at(table);
+  if (auto it = t.overlay.find(key); it != t.overlay.end()) return it->second;
+  std::string value;
+  if (t.db->get(std::string(key), &value)) return std::optional<std::string>(std::move(value));
+  if (t.db->error().code() == kc::BasicDB::Error::NOREC) return std::optional<std::string>();
+  return Status::ioError(kcError(*t.db, t.path, "get"));
+}
+
+Status KvEngine::scanRange(std::uint8_t table, const std::string& from, const std::string& to, const RowFn& fn) {
+  std::vector<std::pair<std::string, std::string>> chunk;
+  std::string resume = from;
+  bool inclusive = true;
+  for (;;) {
+    chunk.clear();
+    bool exhausted = false;
+    {
+      std::shared_lock<std::shared_mutex> rl(mu_);
+      if (closed_) return writable();
+      Table& t = tables_.at(table);
+      std::unique_ptr<kc::BasicDB::Cursor> cur(t.db->cursor());
+      std::string kkey, kval;
+      bool kc_valid = cur->jump(resume) && cur->get(&kkey, &kval, false);
+      if (kc_valid && !inclusive && kkey == resume) kc_valid = cur->get(&kkey, &kval, true) && cur->get(&kkey, &kval, false);
+      if (kc_valid && !to.empty() && kkey >= to) kc_valid = false;
+      auto ov = inclusive ? t.overlay.lower_bound(resume) : t.overlay.upper_bound(resume);
+      auto ov_valid = [&] { return ov != t.overlay.end() && (to.empty() || ov->first < to); };
+      while (chunk.size() < kScanChunk) {
+        bool o = ov_valid();
+        if (!kc_valid && !o) {
+          exhausted = true;
+          break;
+        }
+        if (o && (!kc_valid || ov->first <= kkey)) {
+          if (kc_valid && ov->first == kkey) {
+            kc_valid = cur->step() && cur->get(&kkey, &kval, false) && (to.empty() || kkey < to);
+          }
+          if (ov->second) chunk.emplace_back(ov->first, *ov->second);  // a removed row is skipped
+          ++ov;
+        } else {
+          chunk.emplace_back(kkey, kval);
+          kc_valid = cur->step() && cur->get(&kkey, &kval, false) && (to.empty() || kkey < to);
+        }
+      }
+    }
+    for (const auto& [k, v] : chunk) {
+      if (!fn(k, v)) return Status::ok();
+    }
+    if (exhausted) return Status::ok();
+    if (!chunk.empty()) {
+      resume = chunk.back().first;
+      inclusive = false;
+    }
+  }
+}
+
+Status KvEngine::scanAll(std::uint8_t table, const RowFn& fn) {
+  if (tables_.at(table).spec.ordered) return scanRange(table, "", "", fn);
+  std::unique_ptr<kc::BasicDB::Cursor> cur;
+  {
+    std::shared_lock<std::shared_mutex> rl(mu_);
+    if (closed_) return writable();
+    cur.reset(tables_[table].db->cursor());
+    if (!cur->jump()) cur.reset();
+  }
+  std::vector<std::pair<std::string, std::string>> chunk;
+  while (cur) {
+    chunk.clear();
+    {
+      std::shared_lock<std::shared_mutex> rl(mu_);
+      Table& t = tables_[table];
+      std::string k, v;
+      while (chunk.size() < kScanChunk) {
+        if (!cur->get(&k, &v, true)) {
+          cur.reset();
+          break;
+        }
+        if (t.overlay.find(k) != t.overlay.end()) continue;  // the overlay's version comes below
+        chunk.emplace_back(std::move(k), std::move(v));
+      }
+    }
+    for (const auto& [k, v] : chunk) {
+      if (!fn(k, v)) return Status::ok();
+    }
+  }
+  chunk.clear();
+  {
+    std::shared_lock<std::shared_mutex> rl(mu_);
+    for (const auto& [k, v] : tables_[table].overlay) {
+      if (v) chunk.emplace_back(k, *v);
+    }
+  }
+  for (const auto& [k, v] : chunk) {
+    if (!fn(k, v)) return Status::ok();
+  }
+  return Status::ok();
+}
+
+std::uint64_t KvEngine::redoBytes() const { return redo_ ? redo_->sizeBytes() : 0; }
+
+}  // namespace lcc::plugins::kyoto

@@ -1,0 +1,145 @@
+// kv_engine.h — what the three Kyoto stores share: a few Kyoto Cabinet files, a redo
+// journal, an in-memory overlay of not-yet-synced batches, the meta file and the
+// sticky failure.
+//
+// HOW A BATCH BECOMES DURABLE AND ATOMIC (the store's guarantee; README.md):
+//  apply(batch)  encodes the whole batch as ONE redo record and appends it to the
+//                redo journal (lcc::Journal, CRC32C per record; buffered, not yet
+//                written) and to the overlay (a sorted map per table). Readers see
+//                overlay-then-Kyoto. Kyoto files are not touched.
+//  sync()        journal commit: one write + one fdatasync for every batch since the
+//                last sync. Only then are the batches written into Kyoto (plain
+//                sets/removes, no Kyoto transaction) and dropped from the overlay.
+//  checkpoint    when the journal holds more than `checkpoint_size` bytes (and at
+//                close): Kyoto synchronize(hard) on every file, then the journal is
+//                trimmed. So Kyoto on disk = state at the last checkpoint plus some
+//                unordered subset of the writes of synced batches after it.
+//  open          Kyoto's own repair runs on a file that was not closed (it rebuilds
+//                the file from its records), then every redo record in the journal
+//                is applied again. Records are blind puts/removes of whole values,
+//                so re-applying a suffix of the history in order gives exactly the
+//                state after the last synced batch. A torn last redo record (a crash
+//                during the write) fails its checksum and is dropped whole.
+//  So: a batch is in Kyoto only after its redo record is durable; a crash loses
+//  either the whole batch (not synced) or nothing (synced, redone).
+//
+// THREADS: writes (apply/sync/close) are serialised by an internal mutex; reads may
+// run concurrently with them (a shared lock over overlay + Kyoto; scans of ordered
+// tables take the lock per chunk of rows, so a long scan never blocks the writer).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/journal.h"
+#include "lcc/host.h"
+#include "lcc/options.h"
+#include "lcc/status.h"
+#include "lcc/store_common.h"
+
+namespace kyotocabinet {
+class BasicDB;
+}
+
+namespace lcc::plugins::kyoto {
+
+inline constexpr const char* kPluginName = "storage-kyoto";
+inline constexpr int kFormatVersion = 1;
+
+struct EngineOptions {
+  std::int64_t buckets = 2000000;          // HashDB buckets (fixed when the file is made)
+  std::int64_t mmap_size = 64ll << 20;     // Kyoto mmap per file
+  std::int64_t page_cache = 64ll << 20;    // TreeDB page cache per file
+  std::uint64_t checkpoint_size = 64ull << 20;  // journal bytes that trigger a checkpoint
+  std::uint64_t max_unsynced = 64ull << 20;     // overlay bytes that force a sync
+  std::string dir;                         // "" = host.data_dir
+};
+
+// Reads the plugin's options (already validated against the descriptor table).
+EngineOptions engineOptions(const OptionsView& options);
+extern const OptionSpec kOptionSpecs[];
+extern const std::size_t kOptionCount;
+
+struct TableSpec {
+  std::string file;  // file name under the store dir: "queue.kch", "queue.kct"
+  bool ordered;      // TreeDB (ordered scans) or HashDB
+};
+
+class KvEngine {
+ public:
+  struct Op {
+    std::uint8_t table = 0;
+    std::string key;
+    std::optional<std::string> value;  // nullopt: remove
+  };
+  using Batch = std::vector<Op>;
+  using RowFn = std::function<bool(std::string_view key, std::string_view value)>;
+
+  // `name` is the store ("queue", "content", "providers"): files are
+  // <dir>/<name>.meta, <dir>/<name>.redo/ and the tables' files.
+  static Result<std::unique_ptr<KvEngine>> open(const HostContext& host, const std::string& name,
+                                                std::vector<TableSpec> tables, const EngineOptions& options);
+  ~KvEngine();
+
+  const StoreOpenInfo& openInfo() const { return info_; }
+
+  Status apply(const Batch& batch);
+  Status sync();
+  Status close();
+  // OK, or the sticky failure / "closed".
+  Status writable() const;
+
+  Result<std::optional<std::string>> get(std::uint8_t table, std::string_view key);
+  // Ordered tables: rows with from <= key < to (to empty: no bound), ascending.
+  Status scanRange(std::uint8_t table, const std::string& from, const std::string& to, const RowFn& fn);
+  // Any table, no particular order.
+  Status scanAll(std::uint8_t table, const RowFn& fn);
+
+  std::uint64_t redoBytes() const;
+  // Test hook: fails the next Kyoto write as if the disk had refused it.
+  void failNextKyotoWriteForTest() { fail_next_kc_write_ = true; }
+
+ private:
+  KvEngine() = default;
+  Status openImpl(const HostContext& host, const std::string& name, std::vector<TableSpec> tables,
+                  const EngineOptions& options);
+  Status applyToKyoto(const Batch& batch);
+  Status flushOverlayLocked();
+  Status checkpointLocked();
+  Status fail(Status s);
+  Status writeMeta(bool clean);
+
+  struct Table {
+    TableSpec spec;
+    std::string path;
+    std::unique_ptr<kyotocabinet::BasicDB> db;
+    std::map<std::string, std::optional<std::string>, std::less<>> overlay;
+  };
+
+  Env* env_ = nullptr;
+  Logger* logger_ = nullptr;
+  std::string name_;
+  std::string dir_;
+  std::string meta_path_;
+  std::string boot_id_;
+  EngineOptions options_;
+  std::vector<Table> tables_;
+  std::unique_ptr<Journal> redo_;
+  StoreOpenInfo info_;
+  std::uint64_t overlay_bytes_ = 0;
+  bool closed_ = false;
+  bool fail_next_kc_write_ = false;
+  Status failed_;
+  std::mutex write_mu_;
+  mutable std::shared_mutex mu_;
+};
+
+}  // namespace lcc::plugins::kyoto

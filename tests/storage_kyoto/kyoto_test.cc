@@ -1,0 +1,399 @@
+// kyoto_test.cc — storage-kyoto beyond the shared contract suite: persistence across
+// reopen, atomic batches, the clean-shutdown flag, identity checks, sticky failure,
+// orders of the scans, redo after an unclean stop, checkpoints.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "common/plugin/plugin_registry.h"
+#include "common/posix_env.h"
+#include "support/sim_clock.h"
+#include "support/temp_dir.h"
+
+namespace lcc::testing {
+namespace {
+
+// Fails the n-th WritableFile::sync() (1-based, counted from arm()).
+class SyncFailEnv final : public Env {
+ public:
+  void arm(int nth) {
+    countdown_ = nth;
+  }
+  class File final : public WritableFile {
+   public:
+    File(SyncFailEnv* env, std::unique_ptr<WritableFile> f) : env_(env), f_(std::move(f)) {}
+    Status append(std::string_view d) override { return f_->append(d); }
+    Status sync() override {
+      if (env_->countdown_ > 0 && --env_->countdown_ == 0) return Status::ioError("injected fdatasync failure");
+      return f_->sync();
+    }
+    Status close() override { return f_->close(); }
+    std::uint64_t size() const override { return f_->size(); }
+
+   private:
+    SyncFailEnv* env_;
+    std::unique_ptr<WritableFile> f_;
+  };
+  Result<std::unique_ptr<WritableFile>> openWritable(const std::string& p, OpenMode m) override {
+    LCC_ASSIGN_OR_RETURN(auto f, base_->openWritable(p, m));
+    return std::unique_ptr<WritableFile>(new File(this, std::move(f)));
+  }
+  Result<std::unique_ptr<ReadableFile>> openReadable(const std::string& p) override { return base_->openReadable(p); }
+  Status rename(const std::string& a, const std::string& b) override { return base_->rename(a, b); }
+  Status removeFile(const std::string& p) override { return base_->removeFile(p); }
+  Status truncate(const std::string& p, std::uint64_t s) override { return base_->truncate(p, s); }
+  Status createDirs(const std::string& p, bool priv) override { return base_->createDirs(p, priv); }
+  Status syncDir(const std::string& d) override { return base_->syncDir(d); }
+  Result<std::vector<std::string>> listDir(const std::string& d) override { return base_->listDir(d); }
+  bool exists(const std::string& p) override { return base_->exists(p); }
+  Result<std::uint64_t> fileSize(const std::string& p) override { return base_->fileSize(p); }
+  Result<std::uint64_t> freeSpace(const std::string& p) override { return base_->freeSpace(p); }
+
+ private:
+  Env* base_ = posixEnv();
+  int countdown_ = 0;
+};
+
+class KyotoTest : public ::testing::Test {
+ protected:
+  KyotoTest() : registry_(LCC_PLUGIN_DIR, HostContext{&clock_, &env_, nullptr, dir_.path(), "m1"}) {}
+
+  OptionsView options(const std::map<std::string, std::string>& overrides = {}) {
+    std::map<std::string, std::string> o = {{"buckets", "4096"}, {"mmap_size", "1MiB"}, {"page_cache", "1MiB"}};
+    for (auto& [k, v] : overrides) o[k] = v;
+    auto v = registry_.defaultOptions("storage-kyoto", o);
+    EXPECT_TRUE(v.isOk()) << v.status().toString();
+    return v.isOk() ? *v : OptionsView();
+  }
+  PluginPtr<QueueStore> openQueue(const std::map<std::string, std::string>& o = {}) {
+    auto s = registry_.makeQueueStore("storage-kyoto", options(o));
+    EXPECT_TRUE(s.isOk()) << s.status().toString();
+    return s.isOk() ? std::move(*s) : nullptr;
+  }
+  PluginPtr<ContentStore> openContent(const std::map<std::string, std::string>& o = {}) {
+    auto s = registry_.makeContentStore("storage-kyoto", options(o));
+    EXPECT_TRUE(s.isOk()) << s.status().toString();
+    return s.isOk() ? std::move(*s) : nullptr;
+  }
+  PluginPtr<ProviderStore> openProviders(const std::map<std::string, std::string>& o = {}) {
+    auto s = registry_.makeProviderStore("storage-kyoto", options(o));
+    EXPECT_TRUE(s.isOk()) << s.status().toString();
+    return s.isOk() ? std::move(*s) : nullptr;
+  }
+
+  TempDir dir_;
+  SimClock clock_;
+  SyncFailEnv env_;
+  PluginRegistry registry_;
+};
+
+QueueEntry makeEntry(ProviderId pid, const std::string& url, PSetId pset = 1, TimeSlot slot = kSlotNow) {
+  QueueEntry e;
+  e.notice.key = UrlKey{pid, url, "text/html"};
+  e.notice.view_tag = "v";
+  e.notice.browse = "";
+  e.notice.md5 = "0123456789abcdef0123456789abcdef";
+  e.notice.mtime = 1714564800;
+  e.notice.size = 5120;
+  e.notice.tod = "0-8,22-24";
+  e.pset = pset;
+  e.slot = slot;
+  e.bad_count = 3;
+  e.next = encodeUrlKey(UrlKey{pid, url + "/next", "text/html"});
+  e.queued = fromUnixMillis(1714564800123);
+  return e;
+}
+
+ContentRecord makeRecord(ProviderId pid, const std::string& url, ChangeSeq seq) {
+  ContentRecord r;
+  r.key = UrlKey{pid, url, "text/html"};
+  r.seq = seq;
+  r.view_tag = "t";
+  r.fetch = url + "?f";
+  r.mtime = 1714564800;
+  r.size = 100 + seq;
+  r.md5 = "0123456789abcdef0123456789abcdef";
+  r.machine = "m1";
+  r.filename = "00/00/" + std::to_string(seq);
+  r.stored = fromUnixMillis(1714564800000 + static_cast<std::int64_t>(seq));
+  r.refreshed = r.stored;
+  r.declared_size = 100;
+  return r;
+}
+
+std::string key(ProviderId pid, const std::string& url) { return encodeUrlKey(UrlKey{pid, url, "text/html"}); }
+
+TEST_F(KyotoTest, QueueRowsSurviveCloseAndReopenWithEveryField) {
+  auto e1 = makeEntry(7, "http://a/1");
+  auto e2 = makeEntry(7, "http://a/2", 2, 5);
+  e2.op = QueueOp::kNothing;
+  {
+    auto q = openQueue();
+    ASSERT_NE(q, nullptr);
+    EXPECT_TRUE(q->openInfo().created);
+    EXPECT_TRUE(q->openInfo().clean_shutdown);
+    EXPECT_EQ(q->openInfo().engine, "kyoto");
+    QueueBatch b;
+    b.putEntry(e1);
+    b.putEntry(e2);
+    b.putPSet(PSetRecord{2, 5, 7, 3, key(7, "http://a/2"), key(7, "http://a/2"), 1});
+    b.putDelete(DeleteRequest{"m1", "00/01", fromUnixMillis(5)});
+    b.putMeta("journal_pos", "42");
+    ASSERT_TRUE(q->apply(b).isOk());
+    // Visible before sync.
+    auto got = q->getEntry(key(7, "http://a/2"));
+    ASSERT_TRUE(got.isOk());
+    ASSERT_TRUE(got.value().has_value());
+    EXPECT_EQ(*got.value(), e2);
+    ASSERT_TRUE(q->sync().isOk());
+    ASSERT_TRUE(q->close().isOk());
+    EXPECT_FALSE(q->apply(b).isOk());  // closed
+  }
+  auto q = openQueue();
+  ASSERT_NE(q, nullptr);
+  EXPECT_FALSE(q->openInfo().created);
+  EXPECT_TRUE(q->openInfo().clean_shutdown);
+  EXPECT_FALSE(q->openInfo().may_have_lost_synced);
+  EXPECT_EQ(*q->getEntry(key(7, "http://a/1")).value(), e1);
+  EXPECT_EQ(*q->getEntry(key(7, "http://a/2")).value(), e2);
+  EXPECT_EQ(q->entryCount().value(), 2u);
+  auto p = q->getPSet(2, 5);
+  ASSERT_TRUE(p.isOk() && p.value().has_value());
+  EXPECT_EQ(p.value()->pid, 7u);
+  EXPECT_EQ(q->getMeta("journal_pos").value(), std::optional<std::string>("42"));
+  int deletes = 0;
+  ASSERT_TRUE(q->scanDeletes("m1", [&](const DeleteRequest& d) {
+    EXPECT_EQ(d.filename, "00/01");
+    ++deletes;
+    return true;
+  }).isOk());
+  EXPECT_EQ(deletes, 1);
+}
+
+TEST_F(KyotoTest, PSetScansAreOrderedAndFilteredBySlot) {
+  auto q = openQueue();
+  QueueBatch b;
+  for (PSetId p : {9, 3, 5, 1}) {
+    for (TimeSlot s : {kSlotNow, 4, 2}) b.putPSet(PSetRecord{p, s, 1, 0, "", "", 0});
+  }
+  ASSERT_TRUE(q->apply(b).isOk());
+  auto collect = [&](std::optional<TimeSlot> slot) {
+    std::vector<std::pair<PSetId, TimeSlot>> out;
+    EXPECT_TRUE(q->scanPSets(slot, [&](const PSetRecord& r) {
+      out.emplace_back(r.pset, r.slot);
+      return true;
+    }).isOk());
+    return out;
+  };
+  // Half in the overlay, half in Kyoto: the merge must keep the order.
+  EXPECT_EQ(collect(4), (std::vector<std::pair<PSetId, TimeSlot>>{{1, 4}, {3, 4}, {5, 4}, {9, 4}}));
+  ASSERT_TRUE(q->sync().isOk());
+  QueueBatch b2;
+  b2.removePSet(3, 4);
+  b2.putPSet(PSetRecord{4, 4, 1, 0, "", "", 0});
+  ASSERT_TRUE(q->apply(b2).isOk());
+  EXPECT_EQ(collect(4), (std::vector<std::pair<PSetId, TimeSlot>>{{1, 4}, {4, 4}, {5, 4}, {9, 4}}));
+  EXPECT_EQ(collect(kSlotNow), (std::vector<std::pair<PSetId, TimeSlot>>{{1, -1}, {3, -1}, {5, -1}, {9, -1}}));
+  auto all = collect(std::nullopt);
+  ASSERT_EQ(all.size(), 12u);
+  EXPECT_EQ(all[0], (std::pair<PSetId, TimeSlot>{1, -1}));
+  EXPECT_EQ(all[1], (std::pair<PSetId, TimeSlot>{1, 2}));
+  EXPECT_EQ(all[2], (std::pair<PSetId, TimeSlot>{1, 4}));
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
+}
+
+TEST_F(KyotoTest, AnUnsyncedBatchVanishesWholeAndASyncedOneStaysWhole) {
+  {
+    auto q = openQueue();
+    QueueBatch a;
+    for (int i = 0; i < 100; ++i) a.putEntry(makeEntry(1, "http://a/" + std::to_string(i)));
+    a.putMeta("pos", "1");
+    ASSERT_TRUE(q->apply(a).isOk());
+    ASSERT_TRUE(q->sync().isOk());
+    QueueBatch b;
+    for (int i = 100; i < 200; ++i) b.putEntry(makeEntry(1, "http://a/" + std::to_string(i)));
+    b.removeEntry(key(1, "http://a/0"));
+    b.putMeta("pos", "2");
+    ASSERT_TRUE(q->apply(b).isOk());
+    // Dropped without close(): what a crash does to the unsynced batch b.
+  }
+  auto q = openQueue();
+  EXPECT_FALSE(q->openInfo().clean_shutdown);
+  EXPECT_FALSE(q->openInfo().may_have_lost_synced);  // same boot: nothing synced was lost
+  EXPECT_EQ(q->getMeta("pos").value(), std::optional<std::string>("1"));
+  EXPECT_EQ(q->entryCount().value(), 100u);
+  EXPECT_TRUE(q->getEntry(key(1, "http://a/0")).value().has_value());
+  EXPECT_FALSE(q->getEntry(key(1, "http://a/150")).value().has_value());
+  std::size_t scanned = 0;
+  ASSERT_TRUE(q->scanEntries([&](const QueueEntry&) { return ++scanned, true; }).isOk());
+  EXPECT_EQ(scanned, 100u);
+}
+
+TEST_F(KyotoTest, SyncedBatchesAreRedoneWhenKyotoLostThem) {
+  // Synced batches live in the redo journal until a checkpoint; the Kyoto files may
+  // hold any part of them after a crash. Simulate the worst case: Kyoto files from
+  // before the batches, redo journal after them.
+  {
+    auto q = openQueue();
+    QueueBatch a;
+    a.putEntry(makeEntry(1, "http://base"));
+    ASSERT_TRUE(q->apply(a).isOk());
+    ASSERT_TRUE(q->close().isOk());  // checkpoint: Kyoto holds "base", the journal is empty
+  }
+  const std::string kch = dir_.file("queue.kch"), kct = dir_.file("queue.kct");
+  std::string kch_before = posixEnv()->readFile(kch).value();
+  std::string kct_before = posixEnv()->readFile(kct).value();
+  {
+    auto q = openQueue();
+    for (int n = 0; n < 5; ++n) {
+      QueueBatch b;
+      for (int i = 0; i < 20; ++i) b.putEntry(makeEntry(2, "http://b/" + std::to_string(n * 20 + i)));
+      b.putMeta("pos", std::to_string(n));
+      ASSERT_TRUE(q->apply(b).isOk());
+      ASSERT_TRUE(q->sync().isOk());
+    }
+  }
+  ASSERT_TRUE(posixEnv()->writeFileAtomic(kch, kch_before).isOk());
+  ASSERT_TRUE(posixEnv()->writeFileAtomic(kct, kct_before).isOk());
+  auto q = openQueue();
+  EXPECT_FALSE(q->openInfo().clean_shutdown);
+  EXPECT_EQ(q->entryCount().value(), 101u);
+  EXPECT_EQ(q->getMeta("pos").value(), std::optional<std::string>("4"));
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(q->getEntry(key(2, "http://b/" + std::to_string(i))).value().has_value());
+}
+
+TEST_F(KyotoTest, CheckpointTrimsTheRedoJournal) {
+  auto q = openQueue({{"checkpoint_size", "64KiB"}});
+  auto redo_size = [&] {
+    std::uint64_t total = 0;
+    auto names = posixEnv()->listDir(dir_.file("queue.redo"));
+    for (auto& n : names.value()) total += posixEnv()->fileSize(dir_.file("queue.redo/" + n)).value();
+    return total;
+  };
+  for (int n = 0; n < 50; ++n) {
+    QueueBatch b;
+    for (int i = 0; i < 20; ++i) b.putEntry(makeEntry(3, "http://c/" + std::to_string(n * 20 + i)));
+    ASSERT_TRUE(q->apply(b).isOk());
+    ASSERT_TRUE(q->sync().isOk());
+    EXPECT_LT(redo_size(), 64u * 1024 + 16 * 1024);
+  }
+  EXPECT_EQ(q->entryCount().value(), 1000u);
+}
+
+TEST_F(KyotoTest, FailedSyncIsStickyAndReported) {
+  auto q = openQueue();
+  QueueBatch b;
+  b.putEntry(makeEntry(1, "http://x"));
+  ASSERT_TRUE(q->apply(b).isOk());
+  env_.arm(1);
+  Status s = q->sync();
+  ASSERT_FALSE(s.isOk());
+  EXPECT_TRUE(s.isIOError());
+  EXPECT_NE(s.message().find("sticky"), std::string::npos) << s.message();
+  // Every later write fails the same way, although the disk works again.
+  EXPECT_EQ(q->apply(b), s);
+  EXPECT_EQ(q->sync(), s);
+  EXPECT_FALSE(q->close().isOk());
+}
+
+TEST_F(KyotoTest, ProviderWritesAreDurableAtOnce) {
+  ProviderRecord r;
+  r.state = ProviderState::kActive;
+  r.password_hash = "$argon2id$x";
+  r.prefixes = {"http://a/", "http://b/"};
+  r.priority = -3;
+  r.last_connect = fromUnixMillis(77);
+  FetchErrorEntry fe;
+  fe.notice.key = UrlKey{1, "http://a/x", "text/html"};
+  fe.code = ErrorCode::kMalformed;
+  fe.http_status = 404;
+  fe.message = "gone";
+  r.errors = {fe};
+  ProviderId id;
+  {
+    auto p = openProviders();
+    auto created = p->create(r);
+    ASSERT_TRUE(created.isOk());
+    id = created.value();
+    EXPECT_EQ(id, 1u);
+    ASSERT_TRUE(p->modify(id, [](ProviderRecord& rec) {
+      rec.conn_seq = 9;
+      return Status::ok();
+    }).isOk());
+    // No close(): create and modify were synced.
+  }
+  auto p = openProviders();
+  EXPECT_FALSE(p->openInfo().clean_shutdown);
+  auto got = p->get(id);
+  ASSERT_TRUE(got.isOk() && got.value().has_value());
+  r.id = id;
+  r.conn_seq = 9;
+  EXPECT_EQ(*got.value(), r);
+  EXPECT_EQ(p->create(r).value(), 2u);  // ids never reused
+  EXPECT_TRUE(p->remove(1).isOk());
+  EXPECT_TRUE(p->remove(1).isNotFound());
+  EXPECT_EQ(p->create(r).value(), 3u);
+}
+
+TEST_F(KyotoTest, ContentSequenceOrderAndIndexFollowReplacements) {
+  auto c = openContent();
+  ContentBatch b;
+  b.put(makeRecord(1, "http://a/1", 1));
+  b.put(makeRecord(1, "http://a/2", 2));
+  b.put(makeRecord(2, "http://b/1", 3));
+  ASSERT_TRUE(c->apply(b).isOk());
+  ASSERT_TRUE(c->sync().isOk());
+  ContentBatch b2;
+  b2.put(makeRecord(1, "http://a/1", 4));  // replaces seq 1
+  b2.erase(key(1, "http://a/2"));
+  ASSERT_TRUE(c->apply(b2).isOk());
+  std::vector<ChangeSeq> seqs;
+  ASSERT_TRUE(c->scanSince(0, ContentFilter{}, [&](const ContentRecord& r) {
+    seqs.push_back(r.seq);
+    return true;
+  }).isOk());
+  EXPECT_EQ(seqs, (std::vector<ChangeSeq>{3, 4}));
+  EXPECT_EQ(c->maxSeq().value(), 4u);
+  EXPECT_EQ(c->count().value(), 2u);
+  std::vector<std::string> urls;
+  ASSERT_TRUE(c->scanProvider(1, [&](const ContentRecord& r) {
+    urls.push_back(r.key.url);
+    return true;
+  }).isOk());
+  EXPECT_EQ(urls, (std::vector<std::string>{"http://a/1"}));
+  // A seq that does not grow is refused, and the store is failed from then on.
+  ContentBatch bad;
+  bad.put(makeRecord(3, "http://c", 4));
+  EXPECT_EQ(c->apply(bad).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c->apply(b2).code(), StatusCode::kInvalidArgument);  // sticky
+}
+
+TEST_F(KyotoTest, StoreOfAnotherPluginOrFormatIsRefused) {
+  ASSERT_TRUE(posixEnv()->writeFileAtomic(dir_.file("queue.meta"),
+                                          "lcc-store-meta 1\nplugin storage-sqlite\nformat 1\nstore queue\nclean 1\n")
+                  .isOk());
+  auto s = registry_.makeQueueStore("storage-kyoto", options());
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.status().message().find("storage-sqlite"), std::string::npos) << s.status().message();
+  ASSERT_TRUE(posixEnv()->writeFileAtomic(dir_.file("queue.meta"),
+                                          "lcc-store-meta 1\nplugin storage-kyoto\nformat 99\nstore queue\nclean 1\n")
+                  .isOk());
+  auto s2 = registry_.makeQueueStore("storage-kyoto", options());
+  ASSERT_FALSE(s2.isOk());
+  EXPECT_NE(s2.status().message().find("format 99"), std::string::npos) << s2.status().message();
+  // A SQLite store file beside an empty Kyoto folder is not silently ignored.
+  ASSERT_TRUE(posixEnv()->writeFileAtomic(dir_.file("content.sqlite"), "x").isOk());
+  auto s3 = registry_.makeContentStore("storage-kyoto", options());
+  ASSERT_FALSE(s3.isOk());
+  EXPECT_NE(s3.status().message().find("content.sqlite"), std::string::npos) << s3.status().message();
+}
+
+TEST_F(KyotoTest, UnknownOptionsAndBadValuesAreRefusedByTheCore) {
+  EXPECT_FALSE(registry_.defaultOptions("storage-kyoto", {{"no_such", "1"}}).isOk());
+  EXPECT_FALSE(registry_.defaultOptions("storage-kyoto", {{"buckets", "5"}}).isOk());
+  EXPECT_TRUE(registry_.defaultOptions("storage-kyoto", {{"mmap_size", "256MiB"}}).isOk());
+}
+
+}  // namespace
+}  // namespace lcc::testing
