@@ -1,11 +1,91 @@
 #include "cu/cu_service.h"
 
-namespace lcc::cu {
+#include <spdlog/spdlog.h>
 
-// Placeholder until the role lands: lccd refuses to run a role it does not have.
+#include "cu/cu_http.h"
+#include "cu/cu_server.h"
+#include "cu/query_engine.h"
+#include "http/http_server.h"
+
+namespace lcc::cu {
+namespace {
+
+class CuService final : public Service {
+ public:
+  CuService(NodeContext& node, EngineOptions eopts, CuServerOptions sopts)
+      : node_(node),
+        engine_(*node.content, node.exporters, *node.env, std::move(eopts), node.metrics),
+        server_(*node.io, engine_, *node.clock, std::move(sopts)) {
+    if (node.http) addCuRoutes(*node.http, engine_);
+  }
+
+  std::string_view name() const override { return "cu"; }
+
+  Status start() override {
+    const std::string& tmp = engine_.options().temp_dir;
+    LCC_RETURN_IF_ERROR(node_.env->createDirs(tmp, true).withContext("cu temp_dir"));
+    // Exporters' files left by a crash.
+    if (auto names = node_.env->listDir(tmp); names.isOk()) {
+      for (const auto& n : *names) {
+        if (n.rfind("cu-", 0) == 0) (void)node_.env->removeFile(tmp + "/" + n);
+      }
+    }
+    LCC_RETURN_IF_ERROR(server_.start());
+    spdlog::info("cu: listening on {} (formats:{})", node_.config->getString("listen.cu"), formatList());
+    return Status::ok();
+  }
+
+  void stop() override { server_.stop(); }
+
+  void status(nlohmann::json& out) const override {
+    out["listen"] = node_.config->getString("listen.cu");
+    out["connections"] = server_.connections();
+    auto& st = const_cast<QueryEngine&>(engine_).stats();
+    out["answers_running"] = st.running.value();
+    out["answers_total"] = st.queries.value();
+    out["rejected_total"] = st.rejected.value();
+    out["records_total"] = st.records.value();
+    out["content_missing_total"] = st.content_missing.value();
+    out["formats"] = engine_.formats();
+  }
+
+ private:
+  std::string formatList() const {
+    std::string s;
+    for (const auto& f : engine_.formats()) s += " " + f;
+    return s;
+  }
+
+  NodeContext& node_;
+  QueryEngine engine_;
+  CuServer server_;
+};
+
+}  // namespace
+
 Result<ServicePtr> makeCuService(NodeContext& node) {
-  (void)node;
-  return Status::notSupported("the cu role is not built yet");
+  if (node.content == nullptr) return Status::invalidArgument("the cu role needs the content store");
+  if (node.exporters.empty()) return Status::invalidArgument("the cu role needs at least one exporter (exporters:)");
+  const Config& cfg = *node.config;
+  EngineOptions e;
+  e.machine_id = node.machine_id;
+  const std::string content_dir = cfg.getString("botm.content_dir");
+  e.content_dir = content_dir.empty() ? node.data_dir + "/content" : Config::absolutePath(content_dir);
+  const std::string temp_dir = cfg.getString("cu.temp_dir");
+  e.temp_dir = temp_dir.empty() ? node.data_dir + "/tmp" : Config::absolutePath(temp_dir);
+  e.default_limit = static_cast<std::uint64_t>(cfg.getInt("cu.default_limit"));
+  e.url_order_formats = cfg.getList("cu.url_order_formats");
+  e.url_order_scan_factor = static_cast<std::uint64_t>(cfg.getInt("cu.url_order_scan_factor"));
+
+  CuServerOptions s;
+  s.listen = cfg.getString("listen.cu");
+  s.max_connections = static_cast<std::size_t>(cfg.getInt("cu.max_connections"));
+  s.idle_timeout_ms = cfg.getInt("cu.idle_timeout");
+  s.max_query_bytes = static_cast<std::size_t>(cfg.getInt("cu.max_query_bytes"));
+  s.write_timeout_ms = cfg.getInt("cu.write_timeout");
+  s.pipe_buffer = static_cast<std::size_t>(cfg.getInt("cu.pipe_buffer"));
+  s.export_threads = static_cast<std::size_t>(cfg.getInt("cu.export_threads"));
+  return ServicePtr(new CuService(node, std::move(e), std::move(s)));
 }
 
 }  // namespace lcc::cu

@@ -1,0 +1,52 @@
+// cu_server.h — the CU port (listen.cu): one XML query per connection, the answer
+// streamed until the server closes (protocol.md §3).
+//
+// Per connection, on its strand: read the query (CuQueryParser; cu.max_query_bytes,
+// cu.idle_timeout -> 133), then hand it to an export worker, which runs the query
+// engine into a BoundedPipe (cu.pipe_buffer) while the strand writes the pipe's
+// chunks to the socket. A client that takes no bytes for cu.write_timeout is
+// dropped. Past cu.max_connections a new connection gets query_rejected 120.
+// Bad queries get query_rejected 100 (101 for limits), store failures 140.
+// THREADS: Asio io threads carry bytes; cu.export_threads workers run exports.
+// Timers go through lcc::Clock (SimClock in tests).
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <string>
+
+#include "cu/query_engine.h"
+#include "lcc/clock.h"
+
+namespace lcc::cu {
+
+struct CuServerOptions {
+  std::string listen = "127.0.0.1:7704";
+  std::size_t max_connections = 64;
+  std::int64_t idle_timeout_ms = 30000;
+  std::size_t max_query_bytes = 64 * 1024;
+  std::int64_t write_timeout_ms = 300000;
+  std::size_t pipe_buffer = 256 * 1024;
+  std::size_t export_threads = 8;
+};
+
+class CuServer {
+ public:
+  CuServer(boost::asio::io_context& io, QueryEngine& engine, Clock& clock, CuServerOptions options);
+  ~CuServer();
+  CuServer(const CuServer&) = delete;
+  CuServer& operator=(const CuServer&) = delete;
+
+  Status start();  // binds and accepts; port() is then known (port 0 in tests)
+  // Closes the listener and every connection; waits for the export workers.
+  void stop();
+  std::uint16_t port() const;
+  std::size_t connections() const;
+
+  struct Impl;  // shared with the connections (cu_server.cc)
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace lcc::cu

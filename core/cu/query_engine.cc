@@ -1,0 +1,289 @@
+#include "cu/query_engine.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+namespace lcc::cu {
+namespace {
+
+// Reads a content file as exactly `size` bytes: if the file shrinks while it is read
+// (a robot rewrote it in place), the rest is zero-filled and a warning logged, so that
+// formats that announced the size stay readable.
+class FileContentSource final : public ContentSource {
+ public:
+  FileContentSource(std::unique_ptr<ReadableFile> file, std::uint64_t size, std::string path, Counter& bytes)
+      : file_(std::move(file)), size_(size), path_(std::move(path)), bytes_(bytes) {}
+
+  std::uint64_t size() const override { return size_; }
+
+  Result<std::size_t> read(char* buf, std::size_t n) override {
+    const std::uint64_t left = size_ - offset_;
+    if (n > left) n = static_cast<std::size_t>(left);
+    if (n == 0) return std::size_t{0};
+    std::size_t got = 0;
+    if (!short_) {
+      auto r = file_->read(offset_, n, buf);
+      if (!r.isOk()) {
+        spdlog::warn("cu: reading {}: {}; the rest is zero-filled", path_, r.status().toString());
+        short_ = true;
+      } else if (*r == 0) {
+        spdlog::warn("cu: {} is shorter than its record says ({} of {} bytes); the rest is zero-filled", path_,
+                     offset_, size_);
+        short_ = true;
+      } else {
+        got = *r;
+      }
+    }
+    if (short_) {
+      std::memset(buf, 0, n);
+      got = n;
+    }
+    offset_ += got;
+    bytes_.inc(got);
+    return got;
+  }
+
+ private:
+  std::unique_ptr<ReadableFile> file_;
+  const std::uint64_t size_;
+  const std::string path_;
+  Counter& bytes_;
+  std::uint64_t offset_ = 0;
+  bool short_ = false;
+};
+
+constexpr std::size_t kScanChunk = 256;
+
+}  // namespace
+
+bool safeContentName(std::string_view name) {
+  if (name.empty() || name.front() == '/' || name.find('\0') != std::string_view::npos) return false;
+  std::size_t start = 0;
+  for (;;) {
+    auto slash = name.find('/', start);
+    std::string_view part = name.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    if (slash == std::string_view::npos) return true;
+    start = slash + 1;
+  }
+}
+
+EngineStats::EngineStats(Metrics& m)
+    : queries(m.counter("lcc_cu_queries_total", "CU answers started")),
+      rejected(m.counter("lcc_cu_queries_rejected_total", "CU queries answered with query_rejected")),
+      records(m.counter("lcc_cu_records_total", "records handed to CU exporters")),
+      content_bytes(m.counter("lcc_cu_content_bytes_total", "content bytes read for CU answers")),
+      content_missing(m.counter("lcc_cu_content_missing_total", "stored records whose content a CU answer lacks")),
+      failed(m.counter("lcc_cu_exports_failed_total", "CU answers that ended early")),
+      running(m.gauge("lcc_cu_exports_running", "CU answers streaming now")) {}
+
+QueryEngine::QueryEngine(ContentStore& store, std::vector<Exporter*> exporters, Env& env, EngineOptions options,
+                         Metrics* metrics)
+    : store_(store),
+      exporters_(std::move(exporters)),
+      env_(env),
+      options_(std::move(options)),
+      own_metrics_(metrics ? nullptr : std::make_unique<Metrics>()),
+      stats_(metrics ? *metrics : *own_metrics_) {}
+
+Exporter* QueryEngine::exporterFor(std::string_view format) const {
+  for (Exporter* e : exporters_) {
+    if (e->format() == format) return e;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> QueryEngine::formats() const {
+  std::vector<std::string> out;
+  for (Exporter* e : exporters_) out.emplace_back(e->format());
+  return out;
+}
+
+std::unique_ptr<ContentSource> QueryEngine::openContent(const ContentRecord& r) {
+  if (r.deleted) return nullptr;
+  if (r.machine != options_.machine_id) {
+    stats_.content_missing.inc();
+    return nullptr;  // another machine's BOT-M holds it: not supported yet (README.md)
+  }
+  if (!safeContentName(r.filename)) {
+    spdlog::warn("cu: record {} has an unsafe content file name '{}'; content omitted", r.key.url, r.filename);
+    stats_.content_missing.inc();
+    return nullptr;
+  }
+  const std::string path = options_.content_dir + "/" + r.filename;
+  auto file = env_.openReadable(path);
+  if (!file.isOk()) {
+    spdlog::warn("cu: content of {}: {}; content omitted", r.key.url, file.status().toString());
+    stats_.content_missing.inc();
+    return nullptr;
+  }
+  auto size = (*file)->size();
+  if (!size.isOk() || *size != r.size) {
+    // The file was replaced (a newer fetch, or the name was reused) since the record
+    // was read: its bytes are not this record's.
+    spdlog::warn("cu: content file {} has {} bytes, its record {} says {}; content omitted", path,
+                 size.isOk() ? std::to_string(*size) : size.status().toString(), r.key.url, r.size);
+    stats_.content_missing.inc();
+    return nullptr;
+  }
+  return std::make_unique<FileContentSource>(std::move(file).value(), r.size, path, stats_.content_bytes);
+}
+
+Result<std::unique_ptr<PreparedExport>> QueryEngine::prepare(const proto::CuQuery& q) {
+  if (auto e = proto::validateCuQuery(q)) {
+    stats_.rejected.inc();
+    return Status::invalidArgument(e->message);
+  }
+  Exporter* exporter = exporterFor(q.format);
+  if (exporter == nullptr) {
+    stats_.rejected.inc();
+    std::string known;
+    for (const auto& f : formats()) known += (known.empty() ? "" : ", ") + f;
+    return Status::invalidArgument("unknown format '" + q.format + "' (known: " + known + ")");
+  }
+  ContentFilter filter;
+  filter.providers = q.providers;
+  filter.mime_patterns = q.mimes;
+  filter.url_prefixes = q.prefixes;
+  filter.include_deleted = q.deleted;
+  if (q.since_time) filter.stored_since = fromUnixMillis(*q.since_time * 1000);
+  const ChangeSeq after = q.since_seq.value_or(0);
+
+  auto max_seq = store_.maxSeq();
+  if (!max_seq.isOk()) return max_seq.status().withContext("reading the LCC DB");
+  const ChangeSeq top = *max_seq;
+  std::optional<std::uint64_t> limit = q.limit;
+  if (!limit && options_.default_limit > 0) limit = options_.default_limit;
+
+  // Counting pass: matching records with after < seq <= top.
+  std::uint64_t count = 0;
+  ChangeSeq cut_seq = 0;
+  bool truncated = false;
+  std::set<ProviderId> pids;
+  Status s = store_.scanSince(after, filter, [&](const ContentRecord& r) {
+    if (r.seq > top) return false;
+    if (limit && count == *limit) {
+      truncated = true;  // one more match exists within this answer's range
+      return false;
+    }
+    ++count;
+    cut_seq = r.seq;
+    pids.insert(r.key.pid);
+    return true;
+  });
+  if (!s.isOk()) return s.withContext("reading the LCC DB");
+
+  ExportHeader header;
+  header.count = count;
+  header.last_seq = truncated ? (count == 0 ? after : cut_seq) : top;
+  header.with_content = q.content || exporter->alwaysContent();
+  header.temp_dir = options_.temp_dir;
+
+  // URL order (better compression) when the format asks for it and scanning whole
+  // providers costs at most `factor` times the answer.
+  std::vector<ProviderId> url_pids;
+  const auto& fmts = options_.url_order_formats;
+  if (count > 0 && options_.url_order_scan_factor > 0 &&
+      std::find(fmts.begin(), fmts.end(), q.format) != fmts.end()) {
+    auto total = store_.count();
+    if (total.isOk() && *total <= options_.url_order_scan_factor * count) url_pids.assign(pids.begin(), pids.end());
+  }
+  return std::make_unique<PreparedExport>(*this, *exporter, q, std::move(filter), header, after, std::move(url_pids));
+}
+
+Status QueryEngine::run(const proto::CuQuery& query, ByteSink& sink) {
+  LCC_ASSIGN_OR_RETURN(auto prepared, prepare(query));
+  return prepared->stream(sink);
+}
+
+PreparedExport::PreparedExport(QueryEngine& engine, Exporter& exporter, proto::CuQuery query, ContentFilter filter,
+                               ExportHeader header, ChangeSeq after, std::vector<ProviderId> url_order_pids)
+    : engine_(engine),
+      exporter_(exporter),
+      query_(std::move(query)),
+      filter_(std::move(filter)),
+      header_(std::move(header)),
+      after_(after),
+      url_order_pids_(std::move(url_order_pids)) {}
+
+PreparedExport::~PreparedExport() = default;
+
+Status PreparedExport::emit(ExportStream& out, const ContentRecord& r) {
+  std::unique_ptr<ContentSource> content;
+  if (header_.with_content && !r.deleted) content = engine_.openContent(r);
+  LCC_RETURN_IF_ERROR(out.add(r, content.get()));
+  ++sent_;
+  engine_.stats().records.inc();
+  return Status::ok();
+}
+
+Status PreparedExport::stream(ByteSink& sink) {
+  EngineStats& stats = engine_.stats();
+  stats.queries.inc();
+  stats.running.add(1);
+  struct Running {
+    Gauge& g;
+    ~Running() { g.add(-1); }
+  } running{stats.running};
+
+  auto begun = exporter_.begin(sink, header_);
+  if (!begun.isOk()) {
+    stats.failed.inc();
+    return begun.status();
+  }
+  ExportStream& out = **begun;
+  const ChangeSeq last = header_.last_seq;
+  const std::uint64_t count = header_.count;
+  Status failure;  // the first error, from the exporter (sink) or the store
+
+  if (!url_order_pids_.empty()) {
+    for (ProviderId pid : url_order_pids_) {
+      Status s = engine_.store().scanProvider(pid, [&](const ContentRecord& r) {
+        if (sent_ >= count) return false;
+        if (r.seq <= after_ || r.seq > last || !filter_.matches(r)) return true;
+        failure = emit(out, r);
+        return failure.isOk();
+      });
+      if (failure.isOk() && !s.isOk()) failure = s.withContext("reading the LCC DB");
+      if (!failure.isOk() || sent_ >= count) break;
+    }
+  } else {
+    // Seq order, in chunks: no exporter (and so no client) runs inside a store scan.
+    ChangeSeq from = after_;
+    std::vector<ContentRecord> chunk;
+    bool more = count > 0;
+    while (more && failure.isOk()) {
+      chunk.clear();
+      bool reached_end = true;
+      Status s = engine_.store().scanSince(from, filter_, [&](const ContentRecord& r) {
+        if (r.seq > last) return false;
+        chunk.push_back(r);
+        if (chunk.size() >= kScanChunk) {
+          reached_end = false;
+          return false;
+        }
+        return true;
+      });
+      if (!s.isOk()) {
+        failure = s.withContext("reading the LCC DB");
+        break;
+      }
+      for (const auto& r : chunk) {
+        if (sent_ >= count) break;
+        failure = emit(out, r);
+        if (!failure.isOk()) break;
+        from = r.seq;
+      }
+      more = !reached_end && sent_ < count;
+    }
+  }
+  if (failure.isOk()) failure = out.finish();
+  if (!failure.isOk()) stats.failed.inc();
+  return failure;
+}
+
+}  // namespace lcc::cu

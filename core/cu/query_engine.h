@@ -1,0 +1,118 @@
+// query_engine.h — the CU query engine: a query over the LCC DB (ContentStore), handed
+// to an exporter record by record with the content read from this machine's files.
+//
+// A query runs in two passes (README.md has the full semantics):
+//  1. prepare(): validation, then a counting pass up to the store's maxSeq() taken at
+//     the start, which fixes ExportHeader.count and last_seq before a byte is sent.
+//  2. PreparedExport::stream(): the records of the counting pass, to the exporter.
+// last_seq is the store's maxSeq() at prepare() unless the limit cut the answer; then
+// it is the seq of the last record in the answer. Passing it back as `since seq`
+// never misses and never repeats a change: every record in the answer has
+// since < seq <= last_seq, and a record changed later gets a new seq > last_seq.
+// THREADS: QueryEngine is thread-safe (queries run at once on worker threads); a
+// PreparedExport is used by one thread. Both block on the store and on the sink: run
+// them off the io threads.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/metrics.h"
+#include "lcc/content_store.h"
+#include "lcc/env.h"
+#include "lcc/exporter.h"
+#include "proto/cu_query.h"
+
+namespace lcc::cu {
+
+struct EngineOptions {
+  std::string machine_id;                  // node.machine_id: content of other machines is not read
+  std::string content_dir;                 // botm.content_dir or <data_dir>/content
+  std::string temp_dir;                    // handed to exporters (ExportHeader.temp_dir)
+  std::uint64_t default_limit = 0;         // cu.default_limit (0: no limit)
+  std::vector<std::string> url_order_formats{"tar.gz"};  // cu.url_order_formats
+  std::uint64_t url_order_scan_factor = 4;                // cu.url_order_scan_factor
+};
+
+// Counters in /metrics (and /status): lcc_cu_*.
+struct EngineStats {
+  explicit EngineStats(Metrics& m);
+  Counter& queries;          // answers started
+  Counter& rejected;         // query_rejected answers
+  Counter& records;          // records handed to exporters
+  Counter& content_bytes;    // content bytes read
+  Counter& content_missing;  // stored records whose content could not be given
+  Counter& failed;           // answers that ended early (client gone, store error)
+  Gauge& running;            // answers streaming now
+};
+
+class QueryEngine;
+
+class PreparedExport {
+ public:
+  PreparedExport(QueryEngine& engine, Exporter& exporter, proto::CuQuery query, ContentFilter filter,
+                 ExportHeader header, ChangeSeq after, std::vector<ProviderId> url_order_pids);
+  ~PreparedExport();
+
+  const ExportHeader& header() const { return header_; }
+  Exporter& exporter() const { return exporter_; }
+  // True when records come in URL order (providers ascending) rather than seq order.
+  bool urlOrder() const { return !url_order_pids_.empty(); }
+  // Runs the streaming pass into `sink`. At most header().count records; fewer when
+  // records were replaced or erased since prepare() (they come back, with a new seq,
+  // in the next answer). A failed sink write ends it with that error.
+  Status stream(ByteSink& sink);
+  std::uint64_t recordsSent() const { return sent_; }
+
+ private:
+  Status emit(ExportStream& out, const ContentRecord& r);
+
+  QueryEngine& engine_;
+  Exporter& exporter_;
+  const proto::CuQuery query_;
+  const ContentFilter filter_;
+  const ExportHeader header_;
+  const ChangeSeq after_;
+  const std::vector<ProviderId> url_order_pids_;
+  std::uint64_t sent_ = 0;
+};
+
+class QueryEngine {
+ public:
+  // `metrics` may be null (the engine then keeps its own).
+  QueryEngine(ContentStore& store, std::vector<Exporter*> exporters, Env& env, EngineOptions options,
+              Metrics* metrics = nullptr);
+
+  // A bad query (unknown format, bad values) is InvalidArgument with a message for
+  // <reason code="100">; a store failure is another code (answer 140).
+  Result<std::unique_ptr<PreparedExport>> prepare(const proto::CuQuery& query);
+  // prepare() and stream() in one.
+  Status run(const proto::CuQuery& query, ByteSink& sink);
+
+  Exporter* exporterFor(std::string_view format) const;
+  std::vector<std::string> formats() const;
+  const EngineOptions& options() const { return options_; }
+  EngineStats& stats() { return stats_; }
+  ContentStore& store() { return store_; }
+
+  // The content of a stored record of this machine, or null (another machine, a
+  // missing or unsafe file name, a file whose size is not the record's). Its size()
+  // is the record's size and read() returns exactly that many bytes.
+  std::unique_ptr<ContentSource> openContent(const ContentRecord& r);
+
+ private:
+  ContentStore& store_;
+  const std::vector<Exporter*> exporters_;
+  Env& env_;
+  const EngineOptions options_;
+  std::unique_ptr<Metrics> own_metrics_;
+  EngineStats stats_;
+};
+
+// Content file names are relative to the content folder: no leading '/', no empty,
+// `.` or `..` component, no NUL.
+bool safeContentName(std::string_view filename);
+
+}  // namespace lcc::cu
