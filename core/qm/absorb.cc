@@ -1,0 +1,358 @@
+#include "qm/absorb.h"
+
+namespace lcc::qm {
+
+// ---------------------------------------------------------------------------
+// StoreTxn
+
+Result<std::optional<QueueEntry>> StoreTxn::entry(const std::string& key) {
+  if (auto it = entries_.find(key); it != entries_.end()) return it->second;
+  return queue_.getEntry(key);
+}
+
+void StoreTxn::putEntry(const QueueEntry& e) {
+  std::string key = encodeUrlKey(e.notice.key);
+  entries_[key] = e;
+  qbatch_.putEntry(e);
+}
+
+void StoreTxn::removeEntry(const std::string& key) {
+  entries_[key] = std::nullopt;
+  qbatch_.removeEntry(key);
+}
+
+Result<std::optional<PSetRecord>> StoreTxn::pset(PSetId pset, TimeSlot slot) {
+  if (auto it = psets_.find({pset, slot}); it != psets_.end()) return it->second;
+  return queue_.getPSet(pset, slot);
+}
+
+void StoreTxn::putPSet(const PSetRecord& p) {
+  psets_[{p.pset, p.slot}] = p;
+  qbatch_.putPSet(p);
+}
+
+void StoreTxn::removePSet(PSetId pset, TimeSlot slot) {
+  psets_[{pset, slot}] = std::nullopt;
+  qbatch_.removePSet(pset, slot);
+}
+
+Result<std::optional<ContentRecord>> StoreTxn::content(const std::string& key) {
+  if (auto it = content_overlay_.find(key); it != content_overlay_.end()) return it->second;
+  return content_.get(key);
+}
+
+void StoreTxn::putContent(const ContentRecord& r) {
+  content_overlay_[encodeUrlKey(r.key)] = r;
+  cbatch_.put(r);
+}
+
+void StoreTxn::eraseContent(const std::string& key) {
+  content_overlay_[key] = std::nullopt;
+  cbatch_.erase(key);
+}
+
+Result<std::optional<std::string>> StoreTxn::meta(const std::string& key) {
+  if (auto it = meta_.find(key); it != meta_.end()) return it->second;
+  return queue_.getMeta(key);
+}
+
+void StoreTxn::putMeta(const std::string& key, const std::string& value) {
+  meta_[key] = value;
+  qbatch_.putMeta(key, value);
+}
+
+void StoreTxn::putDelete(const DeleteRequest& d) { qbatch_.putDelete(d); }
+
+void StoreTxn::removeDelete(const std::string& machine, const std::string& filename) {
+  qbatch_.removeDelete(machine, filename);
+}
+
+Status StoreTxn::commit() {
+  if (!cbatch_.empty()) LCC_RETURN_IF_ERROR(content_.apply(cbatch_).withContext("content store"));
+  if (!qbatch_.empty()) LCC_RETURN_IF_ERROR(queue_.apply(qbatch_).withContext("queue store"));
+  cbatch_.clear();
+  qbatch_.clear();
+  entries_.clear();
+  psets_.clear();
+  content_overlay_.clear();
+  meta_.clear();
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------
+// Lists
+
+Status appendToList(StoreTxn& t, QueueEntry e, std::int32_t priority) {
+  const std::string key = encodeUrlKey(e.notice.key);
+  e.next.clear();
+  LCC_ASSIGN_OR_RETURN(auto rec, t.pset(e.pset, e.slot));
+  if (rec) {
+    LCC_ASSIGN_OR_RETURN(auto tail, t.entry(rec->last));
+    if (tail) {
+      tail->next = key;
+      t.putEntry(*tail);
+      rec->last = key;
+      rec->count += 1;
+    } else {
+      // The tail row is gone (a damaged list): start the list again from this row.
+      rec->first = rec->last = key;
+      rec->count = 1;
+    }
+    t.putPSet(*rec);
+  } else {
+    PSetRecord p;
+    p.pset = e.pset;
+    p.slot = e.slot;
+    p.pid = e.notice.key.pid;
+    p.priority = priority;
+    p.first = p.last = key;
+    p.count = 1;
+    t.putPSet(p);
+    if (p.slot == kSlotNow) t.effects.ready_psets.emplace_back(p.pid, p.pset);
+  }
+  t.putEntry(e);
+  return Status::ok();
+}
+
+Status unlinkFromList(StoreTxn& t, const std::string& key, ListId list) {
+  LCC_ASSIGN_OR_RETURN(auto rec, t.pset(list.pset, list.slot));
+  if (!rec) return Status::ok();
+  LCC_ASSIGN_OR_RETURN(auto row, t.entry(key));
+  const std::string next = row ? row->next : std::string();
+  if (rec->first == key) {
+    rec->first = next;
+  } else {
+    // Walk to the predecessor. Rows being unlinked are near the head (in flight).
+    std::string cur = rec->first;
+    std::uint64_t steps = 0;
+    bool found = false;
+    while (!cur.empty() && steps++ <= rec->count) {
+      LCC_ASSIGN_OR_RETURN(auto e, t.entry(cur));
+      if (!e) break;
+      if (e->next == key) {
+        e->next = next;
+        t.putEntry(*e);
+        if (rec->last == key) rec->last = cur;
+        found = true;
+        break;
+      }
+      cur = e->next;
+    }
+    if (!found) return Status::ok();  // not on this list
+  }
+  if (rec->count > 0) rec->count -= 1;
+  if (rec->first.empty() || rec->count == 0) {
+    t.removePSet(list.pset, list.slot);
+  } else {
+    if (rec->last == key) rec->last = rec->first;  // only when it was the head and the last
+    t.putPSet(*rec);
+  }
+  return Status::ok();
+}
+
+Status dropRow(StoreTxn& t, const std::string& key, ListId list) {
+  LCC_ASSIGN_OR_RETURN(auto row, t.entry(key));
+  if (!row) return Status::ok();
+  LCC_RETURN_IF_ERROR(unlinkFromList(t, key, list));
+  t.removeEntry(key);
+  t.effects.queued_delta[row->notice.key.pid] -= 1;
+  return Status::ok();
+}
+
+Status moveToTail(StoreTxn& t, const std::string& key, ListId list, std::uint16_t bad_count) {
+  LCC_ASSIGN_OR_RETURN(auto rec, t.pset(list.pset, list.slot));
+  LCC_RETURN_IF_ERROR(unlinkFromList(t, key, list));
+  LCC_ASSIGN_OR_RETURN(auto row, t.entry(key));
+  if (!row) return Status::ok();
+  row->bad_count = bad_count;
+  row->pset = list.pset;
+  row->slot = list.slot;
+  return appendToList(t, *row, rec ? rec->priority : 0);
+}
+
+Status moveToSlot(StoreTxn& t, const std::string& key, ListId from, TimeSlot slot) {
+  LCC_ASSIGN_OR_RETURN(auto rec, t.pset(from.pset, from.slot));
+  LCC_RETURN_IF_ERROR(unlinkFromList(t, key, from));
+  LCC_ASSIGN_OR_RETURN(auto row, t.entry(key));
+  if (!row) return Status::ok();
+  row->pset = from.pset;
+  row->slot = slot;
+  return appendToList(t, *row, rec ? rec->priority : 0);
+}
+
+Status mergeIntoNow(StoreTxn& t, PSetId pset, TimeSlot slot) {
+  if (slot == kSlotNow) return Status::ok();
+  LCC_ASSIGN_OR_RETURN(auto src, t.pset(pset, slot));
+  if (!src) return Status::ok();
+  LCC_ASSIGN_OR_RETURN(auto dst, t.pset(pset, kSlotNow));
+  t.removePSet(pset, slot);
+  if (dst) {
+    LCC_ASSIGN_OR_RETURN(auto tail, t.entry(dst->last));
+    if (tail) {
+      tail->next = src->first;
+      t.putEntry(*tail);
+      dst->last = src->last;
+      dst->count += src->count;
+      t.putPSet(*dst);
+      return Status::ok();
+    }
+  }
+  PSetRecord p = *src;
+  p.slot = kSlotNow;
+  t.putPSet(p);
+  t.effects.ready_psets.emplace_back(p.pid, p.pset);
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------
+// Content
+
+Result<bool> removeContent(StoreTxn& t, const std::string& key, WallTime now) {
+  LCC_ASSIGN_OR_RETURN(auto rec, t.content(key));
+  if (!rec || rec->deleted) return false;
+  if (!rec->filename.empty()) {
+    DeleteRequest d{rec->machine, rec->filename, now};
+    t.putDelete(d);
+    t.effects.deletes.push_back(d);
+  }
+  auto& u = t.effects.usage_delta[rec->key.pid];
+  u.files -= 1;
+  u.bytes -= static_cast<std::int64_t>(rec->size);
+  ContentRecord tomb;
+  tomb.key = rec->key;
+  tomb.seq = t.nextSeq();
+  tomb.deleted = true;
+  tomb.view_tag = rec->view_tag;
+  tomb.browse = rec->browse;
+  tomb.fetch = rec->fetch;
+  tomb.stored = now;
+  tomb.refreshed = now;
+  t.putContent(tomb);
+  t.effects.removals += 1;
+  return true;
+}
+
+Status storeContent(StoreTxn& t, ContentRecord rec) {
+  const std::string key = encodeUrlKey(rec.key);
+  LCC_ASSIGN_OR_RETURN(auto old, t.content(key));
+  auto& u = t.effects.usage_delta[rec.key.pid];
+  if (old && !old->deleted) {
+    u.files -= 1;
+    u.bytes -= static_cast<std::int64_t>(old->size);
+    if (!old->filename.empty() && (old->machine != rec.machine || old->filename != rec.filename)) {
+      DeleteRequest d{old->machine, old->filename, rec.stored};
+      t.putDelete(d);
+      t.effects.deletes.push_back(d);
+    }
+  }
+  u.files += 1;
+  u.bytes += static_cast<std::int64_t>(rec.size);
+  rec.deleted = false;
+  rec.seq = t.nextSeq();
+  t.putContent(rec);
+  return Status::ok();
+}
+
+bool declaredMatches(const UrlNotice& n, const ContentRecord& r) {
+  if (!n.mtime && !n.size && n.md5.empty()) return false;
+  return n.mtime == r.declared_mtime && n.size == r.declared_size && n.md5 == r.declared_md5;
+}
+
+// ---------------------------------------------------------------------------
+// Notifications
+
+Status insertUpdate(StoreTxn& t, const UrlNotice& n, const AbsorbContext& ctx) {
+  const std::string key = encodeUrlKey(n.key);
+  LCC_ASSIGN_OR_RETURN(auto row, t.entry(key));
+  if (row) {
+    // Last wins, at the first one's place.
+    if (row->notice == n && row->op == QueueOp::kFetch) return Status::ok();
+    row->notice = n;
+    row->op = QueueOp::kFetch;
+    row->bad_count = 0;
+    t.putEntry(*row);
+    return Status::ok();
+  }
+  LCC_ASSIGN_OR_RETURN(auto rec, t.content(key));
+  if (rec && !rec->deleted && declaredMatches(n, *rec)) {
+    // Not fetched; the record is confirmed (ageing) and takes the notice's other fields.
+    t.effects.fetches_skipped += 1;
+    if (rec->view_tag == n.view_tag && rec->browse == n.browse && rec->fetch == n.fetch &&
+        rec->refreshed >= ctx.now) {
+      return Status::ok();  // a replay: nothing to change
+    }
+    rec->view_tag = n.view_tag;
+    rec->browse = n.browse;
+    rec->fetch = n.fetch;
+    rec->refreshed = ctx.now;
+    rec->seq = t.nextSeq();
+    t.putContent(*rec);
+    return Status::ok();
+  }
+  QueueEntry e;
+  e.notice = n;
+  e.op = QueueOp::kFetch;
+  e.pset = ctx.pset;
+  e.slot = ctx.slots ? ctx.slots->startSlot(n.tod, ctx.now) : kSlotNow;
+  e.queued = ctx.now;
+  t.effects.queued_delta[n.key.pid] += 1;
+  return appendToList(t, std::move(e), ctx.priority);
+}
+
+Status insertRemoval(StoreTxn& t, const UrlNotice& n, WallTime now) {
+  const std::string key = encodeUrlKey(n.key);
+  LCC_ASSIGN_OR_RETURN(auto row, t.entry(key));
+  bool look_at_content = true;
+  if (row) {
+    look_at_content = row->op == QueueOp::kFetch;
+    if (row->op != QueueOp::kNothing) {
+      row->op = QueueOp::kNothing;
+      t.putEntry(*row);
+    }
+  }
+  if (look_at_content) {
+    LCC_ASSIGN_OR_RETURN(bool removed, removeContent(t, key, now));
+    (void)removed;
+  }
+  return Status::ok();
+}
+
+Status sweepFullSet(StoreTxn& t, ProviderId pid, const std::unordered_set<std::string>& keep, WallTime now) {
+  // Collect first: the store is not called again from inside its own scan. Records
+  // this txn already removed are skipped by removeContent (it reads the overlay).
+  std::vector<std::string> gone;
+  LCC_RETURN_IF_ERROR(t.scanProvider(pid, [&](const ContentRecord& r) {
+    if (!r.deleted) {
+      std::string key = encodeUrlKey(r.key);
+      if (!keep.count(key)) gone.push_back(std::move(key));
+    }
+    return true;
+  }));
+  // Queued fetches of URLs the set lacks go too: walk the provider's lists.
+  std::vector<PSetRecord> lists;
+  LCC_RETURN_IF_ERROR(t.scanPSets([&](const PSetRecord& p) {
+    if (p.pid == pid) lists.push_back(p);
+    return true;
+  }));
+  for (const auto& p : lists) {
+    std::string cur = p.first;
+    std::uint64_t steps = 0;
+    while (!cur.empty() && steps++ <= p.count) {
+      LCC_ASSIGN_OR_RETURN(auto row, t.entry(cur));
+      if (!row) break;
+      if (row->op == QueueOp::kFetch && !keep.count(cur)) gone.push_back(cur);
+      cur = row->next;
+    }
+  }
+  for (const auto& key : gone) {
+    auto k = decodeUrlKey(key);
+    if (!k) continue;
+    UrlNotice n;
+    n.key = *k;
+    n.op = UrlOp::kDelete;
+    LCC_RETURN_IF_ERROR(insertRemoval(t, n, now));
+  }
+  return Status::ok();
+}
+
+}  // namespace lcc::qm

@@ -1,0 +1,156 @@
+// absorb.h — the queue logic of design §6, written once for every storage plugin.
+//
+// StoreTxn gathers the changes of one step (absorbing a set, a fetch result, a slot
+// merge) as a QueueBatch and a ContentBatch, with a read-your-writes overlay so a
+// step sees its own earlier changes (a set naming the same URL twice, a list whose
+// tail was just appended to). commit() applies the ContentBatch first, then the
+// QueueBatch (architecture.md rule 2: catalog, then queue), unsynced; the QM syncs
+// both at checkpoints.
+//
+// The functions below are the design's operations: "insert an update notification",
+// "insert a removal notification", list linking per (pset, start slot), moving a row
+// to the end of its set or to a time slot, merging a slot list into fetch-now, and
+// storing or removing a content record. Applying the same set twice changes nothing.
+// THREADS: one StoreTxn at a time, on the QM's store strand.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "lcc/content_store.h"
+#include "lcc/queue_store.h"
+#include "qm/time_slots.h"
+
+namespace lcc::qm {
+
+// Meta keys the QM keeps in the QueueStore.
+inline constexpr const char* kMetaAppliedPos = "qm.applied_journal_pos";  // last journal record applied
+inline constexpr const char* kMetaNextPSet = "qm.next_pset";
+inline std::string metaUnsKey(const std::string& uns) { return "qm.uns." + uns; }  // highest set id applied
+
+// What a committed step asks of the rest of the QM.
+struct TxnEffects {
+  std::vector<DeleteRequest> deletes;                      // also put into the FSMDB by the step
+  std::vector<std::pair<ProviderId, PSetId>> ready_psets;  // (pset, kSlotNow) lists that appeared
+  std::map<ProviderId, std::int64_t> queued_delta;         // QDB rows added (+) / removed (-)
+  struct Usage {
+    std::int64_t files = 0;
+    std::int64_t bytes = 0;
+  };
+  std::map<ProviderId, Usage> usage_delta;                 // stored content added / removed
+  std::uint64_t fetches_skipped = 0;                       // updates matching the stored record
+  std::uint64_t removals = 0;                              // tombstones written
+  void clear() { *this = TxnEffects{}; }
+};
+
+class StoreTxn {
+ public:
+  // `seq` is the QM's copy of ContentStore::maxSeq(); nextSeq() advances it.
+  StoreTxn(QueueStore& queue, ContentStore& content, ChangeSeq& seq) : queue_(queue), content_(content), seq_(seq) {}
+
+  Result<std::optional<QueueEntry>> entry(const std::string& key);
+  void putEntry(const QueueEntry& e);
+  void removeEntry(const std::string& key);
+
+  Result<std::optional<PSetRecord>> pset(PSetId pset, TimeSlot slot);
+  void putPSet(const PSetRecord& p);
+  void removePSet(PSetId pset, TimeSlot slot);
+
+  Result<std::optional<ContentRecord>> content(const std::string& key);
+  void putContent(const ContentRecord& r);
+  void eraseContent(const std::string& key);
+
+  Result<std::optional<std::string>> meta(const std::string& key);
+  void putMeta(const std::string& key, const std::string& value);
+
+  void putDelete(const DeleteRequest& d);
+  void removeDelete(const std::string& machine, const std::string& filename);
+
+  // Reads the ContentStore itself (not the overlay).
+  Status scanProvider(ProviderId pid, const std::function<bool(const ContentRecord&)>& fn) {
+    return content_.scanProvider(pid, fn);
+  }
+
+  // Every QPSDB row of the QueueStore itself (not the overlay).
+  Status scanPSets(const std::function<bool(const PSetRecord&)>& fn) { return queue_.scanPSets(std::nullopt, fn); }
+
+  ChangeSeq nextSeq() { return ++seq_; }
+
+  std::size_t pendingOps() const { return qbatch_.size() + cbatch_.size(); }
+  // Applies the content batch, then the queue batch; clears the overlay. Effects stay.
+  Status commit();
+
+  TxnEffects effects;
+
+ private:
+  QueueStore& queue_;
+  ContentStore& content_;
+  ChangeSeq& seq_;
+  QueueBatch qbatch_;
+  ContentBatch cbatch_;
+  std::unordered_map<std::string, std::optional<QueueEntry>> entries_;
+  std::map<std::pair<PSetId, TimeSlot>, std::optional<PSetRecord>> psets_;
+  std::unordered_map<std::string, std::optional<ContentRecord>> content_overlay_;
+  std::unordered_map<std::string, std::optional<std::string>> meta_;
+};
+
+// One list of the QPSDB: (pset, start slot).
+struct ListId {
+  PSetId pset = 0;
+  TimeSlot slot = kSlotNow;
+  friend bool operator==(const ListId&, const ListId&) = default;
+};
+
+// --- list operations ---------------------------------------------------------
+// Appends a new row (e.next is cleared) at the end of list (e.pset, e.slot); creates
+// the QPSDB record when the list does not exist.
+Status appendToList(StoreTxn& t, QueueEntry e, std::int32_t priority);
+// Takes row `key` out of `list` (head or not); the row itself is not removed. Removes
+// the QPSDB record when the list becomes empty.
+Status unlinkFromList(StoreTxn& t, const std::string& key, ListId list);
+// Removes the row and unlinks it.
+Status dropRow(StoreTxn& t, const std::string& key, ListId list);
+// Moves a row to the end of the same list (a retryable failure: "marked bad").
+Status moveToTail(StoreTxn& t, const std::string& key, ListId list, std::uint16_t bad_count);
+// Moves a row to the end of (pset, slot).
+Status moveToSlot(StoreTxn& t, const std::string& key, ListId from, TimeSlot slot);
+// Joins list (pset, slot) onto (pset, kSlotNow) (or renames it when there is none).
+Status mergeIntoNow(StoreTxn& t, PSetId pset, TimeSlot slot);
+
+// --- content -------------------------------------------------------------------
+// Writes a tombstone for `key` when a live record exists (a delete request for its
+// file goes to the FSMDB and effects). Returns true when something was removed.
+Result<bool> removeContent(StoreTxn& t, const std::string& key, WallTime now);
+// Stores a fetched record; deletes the old file when it changed.
+Status storeContent(StoreTxn& t, ContentRecord rec);
+
+// True when the notice declares something and all it declares equals what was
+// declared at the last fetch (design: "if none are different, the url is not fetched").
+bool declaredMatches(const UrlNotice& n, const ContentRecord& r);
+
+// --- notifications ---------------------------------------------------------------
+struct AbsorbContext {
+  PSetId pset = 0;
+  std::int32_t priority = 0;
+  WallTime now{};
+  const TimeSlots* slots = nullptr;
+};
+
+// "Insert an update notification".
+Status insertUpdate(StoreTxn& t, const UrlNotice& n, const AbsorbContext& ctx);
+// "Insert a removal notification".
+Status insertRemoval(StoreTxn& t, const UrlNotice& n, WallTime now);
+// The full-set sweep: removes every live record of `pid` whose key is not in `keep`,
+// and turns every queued fetch of `pid` not in `keep` into "nothing".
+// Reads the ContentStore (records put earlier in the same txn are never swept: they
+// are in `keep`).
+Status sweepFullSet(StoreTxn& t, ProviderId pid, const std::unordered_set<std::string>& keep, WallTime now);
+
+}  // namespace lcc::qm

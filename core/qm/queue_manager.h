@@ -1,0 +1,272 @@
+// queue_manager.h — the QM's engine: intake, absorb, fetching, results, deletes,
+// checkpoints, ageing, overload and cache-crash (design §6; architecture.md rules 1–6).
+//
+// No sockets: the intake server hands it sets, the BOT-M server hands it link events
+// and results, and it talks back through BotmPort. Every method runs on one thread at
+// a time (the QM's store strand in lccd; the test thread in tests). Periodic work
+// (bandwidth wheel, slot merging, checkpoints, ageing) runs from Clock timers that
+// are posted to that thread through `post`.
+//
+// Durability (rule 1): submit() buffers a set; commitPending() appends every buffered
+// set to the intake journal, syncs once (group commit), acks them in order, then
+// applies them to the stores in unsynced batches that record the last applied journal
+// position. checkpoint() syncs the ContentStore, then the QueueStore, then the PIDB,
+// and trims the journal. open() replays the journal past the recorded position.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "common/journal.h"
+#include "common/metrics.h"
+#include "lcc/clock.h"
+#include "lcc/content_store.h"
+#include "lcc/provider_store.h"
+#include "lcc/queue_store.h"
+#include "qm/absorb.h"
+#include "qm/intake_set.h"
+#include "qm/scheduler.h"
+#include "qm/time_slots.h"
+
+namespace lcc {
+class Config;
+}
+
+namespace lcc::qm {
+
+struct QmOptions {
+  std::uint64_t queue_high = 10'000'000;
+  std::uint64_t queue_low = 8'000'000;
+  std::int32_t slots = 24;
+  Millis slot_period{24 * 3600 * 1000};
+  Millis merge_interval{3600 * 1000};
+  Millis bandwidth_tick{4000};
+  Millis bandwidth_horizon{3600 * 1000};
+  std::uint32_t provider_inflight = 1;
+  std::uint32_t botm_overload_pct = 150;
+  std::uint32_t max_retries = 3;
+  Millis retry_delay{60 * 1000};
+  Millis provider_error_delay{10 * 60 * 1000};
+  std::uint32_t max_errors_kept = 100;
+  Millis age_warn{90LL * 24 * 3600 * 1000};
+  Millis age_expire{180LL * 24 * 3600 * 1000};
+  Millis age_check_interval{6 * 3600 * 1000};
+  Millis tombstone_keep{30LL * 24 * 3600 * 1000};
+  Millis checkpoint_interval{2000};
+  std::uint64_t checkpoint_bytes = 64ull << 20;
+  Millis group_commit_delay{0};
+  std::uint64_t max_fetch_size = 50ull << 20;
+  std::size_t apply_chunk_ops = 20000;  // a large set is applied in batches of this many ops
+  std::size_t delete_window = 64;       // deletes outstanding per BOT-M link
+
+  static QmOptions fromConfig(const Config& config);
+};
+
+using LinkId = std::uint64_t;
+
+// A fetch handed to a BOT-M (internal-protocols.md §2 <fetch>).
+struct FetchOrder {
+  std::uint64_t id = 0;
+  std::string url;
+  std::string mime;
+  std::optional<std::int64_t> since;  // seconds since the epoch
+  std::uint64_t max_size = 0;
+};
+
+// A BOT-M's <result>.
+struct FetchOutcome {
+  std::uint64_t id = 0;
+  bool ok = false;
+  ErrorCode code = ErrorCode::kNone;
+  int http = 0;
+  std::string machine;
+  std::string file;
+  std::string mime;
+  std::uint64_t size = 0;
+  std::string md5;
+  std::optional<std::int64_t> mtime;
+  bool unchanged = false;
+  std::optional<std::int64_t> retry_after;  // seconds
+  std::string message;
+};
+
+class BotmPort {
+ public:
+  virtual ~BotmPort() = default;
+  virtual void sendFetch(LinkId link, const FetchOrder& order) = 0;
+  virtual void sendDelete(LinkId link, std::uint64_t id, const std::string& machine, const std::string& file) = 0;
+};
+
+struct QmDeps {
+  QueueStore* queue = nullptr;
+  ContentStore* content = nullptr;
+  ProviderStore* providers = nullptr;
+  Journal* journal = nullptr;  // null: no intake journal (benchmarks of the queue only)
+  Clock* clock = nullptr;
+  Metrics* metrics = nullptr;  // optional
+  BotmPort* botm = nullptr;    // optional until a BOT-M connects
+  // Runs a closure on the QM's thread later (timers, group commit). Null: inline.
+  std::function<void(std::function<void()>)> post;
+};
+
+class QueueManager {
+ public:
+  QueueManager(QmDeps deps, QmOptions options);
+  ~QueueManager();
+
+  // Checks the stores (rule 3), replays the journal, rebuilds the in-memory tables
+  // from the QPSDB (rebuilding the QPSDB from the QDB when their counts disagree).
+  Status open();
+  // Stops timers, checkpoints. The stores and journal stay open (their owner closes them).
+  Status close();
+  // Starts the periodic timers (wheel, merge, checkpoint, ageing).
+  void startTimers();
+  void stopTimers();
+
+  // --- intake (docs/internal-protocols.md §1) ---
+  using AckFn = std::function<void(bool ok, ErrorCode code, const std::string& reason)>;
+  // Buffers a set; `ack` runs once, in submission order, from commitPending().
+  void submit(IntakeSet set, AckFn ack);
+  // Group commit of everything submitted so far (posted automatically by submit()).
+  void commitPending();
+
+  // --- BOT-M links (docs/internal-protocols.md §2) ---
+  void linkUp(LinkId link, const std::string& machine, std::uint64_t capacity);
+  void linkCapacity(LinkId link, std::uint64_t capacity);
+  void linkMachines(LinkId link, const std::vector<std::string>& machines);
+  void linkDown(LinkId link);
+  void onResult(LinkId link, const FetchOutcome& outcome);
+  void onDeleted(LinkId link, std::uint64_t id, bool ok, const std::string& reason);
+
+  // Hands out fetches and deletes while there is room.
+  void pump();
+
+  // --- periodic work (also callable from commands and tests) ---
+  void tick();           // bandwidth wheel
+  Status mergeSlots();   // ready time-slot lists into fetch-now
+  Status checkpoint();
+  Status age();
+  // Rebuilds the QPSDB from the QDB's `next` chains and reloads the tables.
+  Status rebuildPSets();
+
+  // --- state ---
+  std::uint64_t queued() const { return queued_total_; }
+  std::uint64_t queued(ProviderId pid) const;
+  std::uint64_t inFlight() const { return inflight_.size(); }
+  bool overloaded() const { return overloaded_; }
+  bool cacheCrash() const { return cache_crash_; }
+  bool failed() const { return !failed_.isOk(); }
+  JournalPos appliedPosition() const { return applied_pos_; }
+  ChangeSeq maxSeq() const { return seq_; }
+  const Scheduler& scheduler() const { return sched_; }
+  // Called with false when the QM stops taking sets (overload, failure) and true when
+  // it takes them again: the intake server closes / reopens its listener.
+  void setIntakeListener(std::function<void(bool accepting)> fn) { intake_listener_ = std::move(fn); }
+  nlohmann::json status() const;
+  // Copies the counters into deps.metrics (/metrics); done at every checkpoint.
+
+  // Raises the sticky cache-crash flag: every provider is asked for a full set.
+  void raiseCacheCrash(const std::string& why);
+
+ private:
+  struct Pending {
+    IntakeSet set;
+    AckFn ack;
+    enum class Kind { kApply, kDuplicate, kRejected } kind = Kind::kApply;
+    std::string reason;
+    JournalPos pos = 0;
+  };
+  struct InFlight {
+    ProviderId pid = 0;
+    std::string key;
+    PSetId pset = 0;
+    LinkId link = 0;
+    UrlNotice notice;
+  };
+  struct Link {
+    std::string machine;
+    std::uint64_t capacity = 0;
+    std::uint64_t in_flight = 0;
+    std::vector<std::string> machines;
+    std::uint64_t deletes_out = 0;
+  };
+  struct OutDelete {
+    LinkId link = 0;
+    std::string machine;
+    std::string file;
+  };
+  struct ProviderInfo {
+    std::int32_t priority = 0;
+    std::uint64_t bandwidth = 0;
+  };
+
+  Status applySet(const IntakeSet& set, JournalPos pos);
+  Status finishTxn(StoreTxn& t);  // commit + effects
+  void applyEffects(TxnEffects& e);
+  ProviderInfo providerInfo(ProviderId pid);
+  Status loadTables();
+  bool dispatchOne(ProviderId pid);  // false: nothing more can go now
+  std::optional<LinkId> pickLink() const;
+  void pumpDeletes();
+  Status moveProviderToSlot(ProviderId pid, Millis delay);
+  void recordError(ProviderId pid, const UrlNotice& n, const FetchOutcome& o);
+  void flushProviderDeltas();
+  void storeFailed(const Status& s);
+  void updateOverload();
+  Status handleResult(const InFlight& f, const FetchOutcome& o);
+  void deleteFileNow(const std::string& machine, const std::string& file);
+  void schedule(Millis every, std::function<void()> fn, TimerId* id);
+  void post(std::function<void()> fn);
+  void publishMetrics();
+
+  QmDeps deps_;
+  QmOptions options_;
+  TimeSlots slots_;
+  Scheduler sched_;
+  Status failed_;
+  bool opened_ = false;
+  bool cache_crash_ = false;
+  bool overloaded_ = false;
+  ChangeSeq seq_ = 0;
+  JournalPos applied_pos_ = 0;
+  PSetId next_pset_ = 1;
+  std::uint64_t queued_total_ = 0;
+  std::unordered_map<ProviderId, std::uint64_t> queued_;
+  std::unordered_map<ProviderId, ProviderInfo> provider_info_;
+  std::unordered_map<std::string, std::uint64_t> uns_seen_;
+  std::deque<Pending> pending_;
+  bool commit_posted_ = false;
+  // Fetches in flight: bounded by the BOT-M capacity, not by the queue.
+  std::unordered_map<std::uint64_t, InFlight> inflight_;
+  std::unordered_set<std::string> inflight_keys_;
+  std::uint64_t next_fetch_id_ = 1;
+  std::map<LinkId, Link> links_;
+  std::unordered_map<std::uint64_t, OutDelete> deletes_out_;
+  std::set<std::pair<std::string, std::string>> deletes_out_keys_;
+  std::set<std::string> machines_blocked_;
+  std::uint64_t next_delete_id_ = 1;
+  // PIDB changes gathered between checkpoints (quota use).
+  std::map<ProviderId, TxnEffects::Usage> usage_pending_;
+  std::function<void(bool)> intake_listener_;
+  std::shared_ptr<bool> alive_;
+  TimerId tick_timer_ = 0, merge_timer_ = 0, checkpoint_timer_ = 0, age_timer_ = 0, commit_timer_ = 0;
+  bool timers_on_ = false;
+  // Counters (also in /metrics when deps_.metrics is set).
+  struct Stats {
+    std::uint64_t sets = 0, sets_duplicate = 0, sets_rejected = 0, urls = 0, dispatched = 0, fetched = 0,
+                  unchanged = 0, errors = 0, retries = 0, skipped = 0, removals = 0, deletes_sent = 0,
+                  deletes_done = 0, checkpoints = 0, journal_syncs = 0;
+  } stats_, published_;
+};
+
+}  // namespace lcc::qm

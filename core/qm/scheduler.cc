@@ -1,0 +1,203 @@
+#include "qm/scheduler.h"
+
+#include <algorithm>
+
+namespace lcc::qm {
+
+Scheduler::Scheduler(Clock& clock, SchedulerOptions options) : clock_(clock), options_(options) {
+  if (options_.provider_inflight == 0) options_.provider_inflight = 1;
+  if (options_.bandwidth_tick.count() <= 0) options_.bandwidth_tick = Millis(1);
+  if (options_.bandwidth_horizon < options_.bandwidth_tick) options_.bandwidth_horizon = options_.bandwidth_tick;
+  std::size_t n = static_cast<std::size_t>((options_.bandwidth_horizon.count() + options_.bandwidth_tick.count() - 1) /
+                                           options_.bandwidth_tick.count()) + 2;
+  wheel_.resize(n);
+  wheel_time_ = clock_.monoNow();
+}
+
+Scheduler::Provider& Scheduler::get(ProviderId pid) { return providers_[pid]; }
+
+void Scheduler::reindex(ProviderId pid, Provider& p) {
+  if (p.indexed) {
+    eligible_.erase(*p.indexed);
+    p.indexed.reset();
+  }
+  bool ok = !p.ready.empty() && !p.delayed_until && !p.blocked && p.in_flight < options_.provider_inflight;
+  if (ok) {
+    IndexKey k{-static_cast<std::int64_t>(p.priority), *p.ready.begin(), pid};
+    eligible_.insert(k);
+    p.indexed = k;
+  }
+}
+
+void Scheduler::setProvider(ProviderId pid, std::int32_t priority, std::uint64_t bandwidth) {
+  Provider& p = get(pid);
+  p.priority = priority;
+  p.bandwidth = bandwidth;
+  reindex(pid, p);
+}
+
+void Scheduler::addReadySet(ProviderId pid, PSetId pset) {
+  Provider& p = get(pid);
+  p.ready.insert(pset);
+  p.blocked = false;
+  reindex(pid, p);
+}
+
+void Scheduler::removeReadySet(ProviderId pid, PSetId pset) {
+  auto it = providers_.find(pid);
+  if (it == providers_.end()) return;
+  it->second.ready.erase(pset);
+  reindex(pid, it->second);
+}
+
+std::vector<PSetId> Scheduler::readySets(ProviderId pid) const {
+  auto it = providers_.find(pid);
+  if (it == providers_.end()) return {};
+  return {it->second.ready.begin(), it->second.ready.end()};
+}
+
+void Scheduler::setCapacity(std::uint64_t slots) { capacity_ = slots; }
+
+std::uint64_t Scheduler::limit() const {
+  if (capacity_ == 0) return 0;
+  return std::max<std::uint64_t>(capacity_, capacity_ * options_.overload_pct / 100);
+}
+
+std::uint32_t Scheduler::inFlight(ProviderId pid) const {
+  auto it = providers_.find(pid);
+  return it == providers_.end() ? 0 : it->second.in_flight;
+}
+
+std::optional<ProviderId> Scheduler::pick() const {
+  if (in_flight_ >= limit() || eligible_.empty()) return std::nullopt;
+  return std::get<2>(*eligible_.begin());
+}
+
+void Scheduler::dispatched(ProviderId pid) {
+  Provider& p = get(pid);
+  p.in_flight += 1;
+  in_flight_ += 1;
+  reindex(pid, p);
+}
+
+void Scheduler::blocked(ProviderId pid) {
+  Provider& p = get(pid);
+  p.blocked = true;
+  reindex(pid, p);
+}
+
+Scheduler::After Scheduler::finished(ProviderId pid, std::uint64_t bytes) {
+  Provider& p = get(pid);
+  if (p.in_flight > 0) {
+    p.in_flight -= 1;
+    in_flight_ -= 1;
+  }
+  p.blocked = false;
+  After after = After::kReady;
+  if (p.bandwidth > 0 && bytes > 0) {
+    const MonoTime now = clock_.monoNow();
+    const auto cost = Millis(static_cast<std::int64_t>((bytes * 1000 + p.bandwidth - 1) / p.bandwidth));
+    p.allowed_at = std::max(p.allowed_at, now) + cost;
+    auto owed = std::chrono::duration_cast<Millis>(p.allowed_at - now);
+    // Small debts accumulate in allowed_at; the wheel is used once a tick is owed.
+    if (owed >= options_.bandwidth_tick) after = delay(pid, owed);
+  }
+  reindex(pid, p);
+  return after;
+}
+
+void Scheduler::lost(ProviderId pid) {
+  Provider& p = get(pid);
+  if (p.in_flight > 0) {
+    p.in_flight -= 1;
+    in_flight_ -= 1;
+  }
+  p.blocked = false;
+  reindex(pid, p);
+}
+
+Scheduler::After Scheduler::delay(ProviderId pid, Millis d) {
+  Provider& p = get(pid);
+  if (d.count() <= 0) return After::kReady;
+  if (d > options_.bandwidth_horizon) {
+    p.allowed_at = MonoTime{};
+    p.beyond = d;
+    return After::kBeyondHorizon;
+  }
+  const MonoTime now = clock_.monoNow();
+  const MonoTime until = now + d;
+  if (p.delayed_until && *p.delayed_until >= until) return After::kDelayed;  // already held longer
+  // Bucket k is released when the wheel reaches wheel_time_ + k × tick; pick the first
+  // bucket not earlier than `until`.
+  const std::int64_t tick = options_.bandwidth_tick.count();
+  std::int64_t from_base = std::chrono::duration_cast<Millis>(until - wheel_time_).count();
+  std::int64_t ticks = std::max<std::int64_t>(1, (from_base + tick - 1) / tick);
+  ticks = std::min<std::int64_t>(ticks, static_cast<std::int64_t>(wheel_.size()) - 1);
+  p.delay_gen += 1;
+  p.delayed_until = until;
+  wheel_[(wheel_pos_ + static_cast<std::size_t>(ticks)) % wheel_.size()].emplace_back(pid, p.delay_gen);
+  reindex(pid, p);
+  return After::kDelayed;
+}
+
+bool Scheduler::isDelayed(ProviderId pid) const {
+  auto it = providers_.find(pid);
+  return it != providers_.end() && it->second.delayed_until.has_value();
+}
+
+Millis Scheduler::lastBeyond(ProviderId pid) const {
+  auto it = providers_.find(pid);
+  return it == providers_.end() ? Millis(0) : it->second.beyond;
+}
+
+void Scheduler::setRetryAt(ProviderId pid, MonoTime t) { get(pid).retry_at = t; }
+
+std::optional<MonoTime> Scheduler::retryAt(ProviderId pid) const {
+  auto it = providers_.find(pid);
+  if (it == providers_.end()) return std::nullopt;
+  return it->second.retry_at;
+}
+
+std::vector<ProviderId> Scheduler::tick() {
+  std::vector<ProviderId> released;
+  const MonoTime now = clock_.monoNow();
+  const Millis tick = options_.bandwidth_tick;
+  while (now >= wheel_time_ + tick) {
+    wheel_pos_ = (wheel_pos_ + 1) % wheel_.size();
+    wheel_time_ += tick;
+    auto bucket = std::move(wheel_[wheel_pos_]);
+    wheel_[wheel_pos_].clear();
+    for (auto [pid, gen] : bucket) {
+      auto it = providers_.find(pid);
+      if (it == providers_.end() || it->second.delay_gen != gen || !it->second.delayed_until) continue;
+      it->second.delayed_until.reset();
+      reindex(pid, it->second);
+      released.push_back(pid);
+    }
+  }
+  return released;
+}
+
+void Scheduler::forgetIfIdle(ProviderId pid) {
+  auto it = providers_.find(pid);
+  if (it == providers_.end()) return;
+  const Provider& p = it->second;
+  if (p.ready.empty() && p.in_flight == 0 && !p.delayed_until) {
+    if (p.indexed) eligible_.erase(*p.indexed);
+    providers_.erase(it);
+  }
+}
+
+std::size_t Scheduler::delayedCount() const {
+  std::size_t n = 0;
+  for (const auto& [pid, p] : providers_) n += p.delayed_until ? 1 : 0;
+  return n;
+}
+
+std::size_t Scheduler::readySetCount() const {
+  std::size_t n = 0;
+  for (const auto& [pid, p] : providers_) n += p.ready.size();
+  return n;
+}
+
+}  // namespace lcc::qm
