@@ -66,7 +66,8 @@ void RobotSession::start(std::function<void(const std::string&)> on_end) {
 void RobotSession::stop() {
   auto self = shared_from_this();
   asio::post(socket_->strand(), [self] {
-    if (self->ended_) return;
+    if (self->ended_ || self->closing_) return;
+    self->closing_ = true;
     for (const auto& [fid, botm_id] : self->running_) self->fetcher_.cancel(fid);
     self->socket_->closeAfterFlush(proto::encodeRobotClose());
   });
@@ -87,7 +88,7 @@ void RobotSession::onData(std::string_view bytes) {
   std::vector<proto::ToRobotMessage> msgs;
   bool ok = decoder_.feed(bytes, &msgs);
   for (auto& m : msgs) {
-    if (ended_ || socket_->closed()) return;
+    if (ended_ || closing_ || socket_->closed()) return;
     if (auto* h = std::get_if<proto::RobotBotmHello>(&m)) {
       hello_seen_ = true;
       spdlog::info("robot {}: BOT-M {} (machine {}) accepted us", opts_.name, socket_->peer(), h->machine);
@@ -96,6 +97,7 @@ void RobotSession::onData(std::string_view bytes) {
     } else if (std::holds_alternative<proto::LinkPing>(m)) {
       socket_->send(proto::encodeLinkPong());
     } else if (std::holds_alternative<proto::RobotEnd>(m)) {
+      closing_ = true;
       for (const auto& [fid, botm_id] : running_) fetcher_.cancel(fid);
       socket_->closeAfterFlush(proto::encodeRobotClose());
       return;
@@ -215,7 +217,9 @@ void RobotSession::answer(std::uint64_t fid, const proto::RobotResult& r) {
   asio::post(socket_->strand(), [self, fid, r] {
     self->running_.erase(fid);
     self->in_flight_--;
-    if (!self->ended_ && !self->socket_->closed()) self->socket_->send(proto::encodeRobotResult(r));
+    if (!self->ended_ && !self->closing_ && !self->socket_->closed()) {
+      self->socket_->send(proto::encodeRobotResult(r));
+    }
   });
 }
 

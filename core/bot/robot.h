@@ -69,6 +69,7 @@ class RobotSession : public std::enable_shared_from_this<RobotSession> {
   proto::BotmRobotStreamDecoder decoder_;
   bool hello_seen_ = false;
   bool ended_ = false;
+  bool closing_ = false;  // we are ending the stream: cancelled fetches are not answered
   std::function<void(const std::string&)> on_end_;
   std::unordered_map<std::uint64_t, std::uint64_t> running_;  // fetcher id -> BOT-M id (strand)
   std::atomic<std::size_t> in_flight_{0};

@@ -1,0 +1,383 @@
+// The BOT-M role over real sockets: a fake url source, robots (an lcc-bot process
+// killed mid-fetch, in-process robots with fetch-stub on simulated time), deletes,
+// and a parent BOT-M forwarding to a child.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "bot/robot.h"
+#include "botm/botm_service.h"
+#include "common/plugin/plugin_registry.h"
+#include "common/posix_env.h"
+#include "proto/botm_link.h"
+#include "support/sim_clock.h"
+#include "support/temp_dir.h"
+
+namespace lcc {
+namespace {
+
+using testing::SimClock;
+using testing::TempDir;
+using namespace std::chrono_literals;
+
+std::uint16_t freePort() {
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
+
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::milliseconds limit = 20s) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
+// A url source (what the QM is to a BOT-M): accepts one BOT-M, records what it says.
+class FakeSource {
+ public:
+  FakeSource() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(fd_, 4);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~FakeSource() {
+    ::shutdown(fd_, SHUT_RDWR);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (conn_ >= 0) ::shutdown(conn_, SHUT_RDWR);
+    }
+    thread_.join();
+    ::close(fd_);
+    if (conn_ >= 0) ::close(conn_);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  void send(const std::string& bytes) {
+    std::lock_guard<std::mutex> l(mu_);
+    ASSERT_GE(conn_, 0);
+    ASSERT_EQ(::send(conn_, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  }
+  template <typename Pred>
+  bool waitFor(Pred pred, std::chrono::milliseconds limit = 20s) {
+    std::unique_lock<std::mutex> l(mu_);
+    return cv_.wait_for(l, limit, [&] { return pred(msgs_); });
+  }
+  template <typename T>
+  std::vector<T> all() {
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<T> out;
+    for (const auto& m : msgs_) {
+      if (const T* t = std::get_if<T>(&m)) out.push_back(*t);
+    }
+    return out;
+  }
+  template <typename T>
+  static std::size_t count(const std::vector<proto::BotmMessage>& ms) {
+    std::size_t n = 0;
+    for (const auto& m : ms) n += std::holds_alternative<T>(m) ? 1 : 0;
+    return n;
+  }
+  template <typename T>
+  static std::optional<T> last(const std::vector<proto::BotmMessage>& ms) {
+    for (auto it = ms.rbegin(); it != ms.rend(); ++it) {
+      if (const T* t = std::get_if<T>(&*it)) return *t;
+    }
+    return std::nullopt;
+  }
+  // Round trip: everything the BOT-M sent before the pong has arrived.
+  void sync() {
+    std::size_t pongs = all<proto::LinkPong>().size();
+    send(proto::encodeLinkPing());
+    ASSERT_TRUE(waitFor([&](const auto& ms) { return count<proto::LinkPong>(ms) > pongs; }));
+  }
+
+ private:
+  void run() {
+    int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) return;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      conn_ = c;
+    }
+    std::string open = proto::encodeSourceOpen({"qm"});
+    ::send(c, open.data(), open.size(), MSG_NOSIGNAL);
+    proto::BotmStreamDecoder dec;
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::recv(c, buf, sizeof buf, 0);
+      if (n <= 0) return;
+      std::vector<proto::BotmMessage> got;
+      bool ok = dec.feed(std::string_view(buf, static_cast<std::size_t>(n)), &got);
+      std::lock_guard<std::mutex> l(mu_);
+      for (auto& m : got) msgs_.push_back(std::move(m));
+      if (!ok) msgs_.push_back(proto::LinkEnd{});
+      cv_.notify_all();
+      if (!ok) return;
+    }
+  }
+
+  int fd_ = -1;
+  int conn_ = -1;
+  std::uint16_t port_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<proto::BotmMessage> msgs_;
+  std::thread thread_;
+};
+
+// One lccd-like node running only the botm role.
+class BotmNode {
+ public:
+  BotmNode(SimClock& clock, const std::string& yaml) {
+    std::vector<ConfigProblem> problems;
+    auto cfg = Config::loadText(yaml, "test.yaml", {}, &problems);
+    for (const auto& p : problems) ADD_FAILURE() << p.toString();
+    cfg_ = std::make_unique<Config>(std::move(cfg).value());
+    node_.config = cfg_.get();
+    node_.io = &io_;
+    node_.clock = &clock;
+    node_.env = posixEnv();
+    node_.metrics = &metrics_;
+    node_.data_dir = dir_.path();
+    node_.machine_id = cfg_->getString("node.machine_id");
+    auto made = botm::makeBotmService(node_);
+    EXPECT_TRUE(made.isOk()) << made.status().toString();
+    service_ = std::move(made).value();
+    Status s = service_->start();
+    EXPECT_TRUE(s.isOk()) << s.toString();
+    guard_.emplace(io_.get_executor());
+    for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
+  }
+  ~BotmNode() {
+    service_->stop();
+    guard_.reset();
+    io_.stop();
+    for (auto& t : threads_) t.join();
+    service_.reset();
+  }
+  std::int64_t gauge(const std::string& name) { return metrics_.gauge(name, "").value(); }
+  std::string content() const { return dir_.path() + "/content"; }
+  const std::string& dataDir() const { return dir_.path(); }
+  boost::asio::io_context& io() { return io_; }
+
+ private:
+  TempDir dir_;
+  boost::asio::io_context io_;
+  Metrics metrics_;
+  std::unique_ptr<Config> cfg_;
+  NodeContext node_;
+  ServicePtr service_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
+  std::vector<std::thread> threads_;
+};
+
+std::string leafYaml(const std::string& machine, const std::string& source, std::uint16_t robots) {
+  return "node:\n  machine_id: " + machine + "\nlisten:\n  robots: 127.0.0.1:" + std::to_string(robots) +
+         "\nbotm:\n  source: " + source + "\n  reconnect_min: 20ms\n  reconnect_max: 50ms\n";
+}
+
+class BotmServiceTest : public ::testing::Test {
+ protected:
+  BotmServiceTest() : registry_(LCC_PLUGIN_DIR, HostContext{&clock_, posixEnv(), nullptr, tmp_.path(), "m1"}) {}
+
+  PluginPtr<Fetcher> stub() {
+    auto opts = registry_.defaultOptions("fetch-stub");
+    EXPECT_TRUE(opts.isOk()) << opts.status().toString();
+    auto f = registry_.makeFetcher("fetch-stub", opts.value());
+    EXPECT_TRUE(f.isOk()) << f.status().toString();
+    return std::move(f).value();
+  }
+
+  std::shared_ptr<bot::RobotClient> robot(BotmNode& node, Fetcher& f, std::uint16_t port, std::uint32_t slots) {
+    bot::RobotOptions o;
+    o.slots = slots;
+    o.name = "test-robot";
+    auto c = std::make_shared<bot::RobotClient>(node.io(), clock_, f, *posixEnv(), "127.0.0.1:" + std::to_string(port),
+                                                o, Millis(20), Millis(50));
+    c->start();
+    return c;
+  }
+
+  SimClock clock_;
+  TempDir tmp_;
+  PluginRegistry registry_;
+};
+
+TEST_F(BotmServiceTest, ARobotKilledMidFetchHasItsFetchRehandedWithTheSameFileAndOneResultGoesUp) {
+  FakeSource source;
+  const std::uint16_t robots = freePort();
+  BotmNode node(clock_, leafYaml("m1", source.address(), robots));
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkBotmHello>(ms) == 1; }));
+  EXPECT_EQ(source.all<proto::LinkBotmHello>()[0], (proto::LinkBotmHello{"m1", 0}));
+  EXPECT_EQ(source.all<proto::LinkMachines>().at(0).ids, std::vector<std::string>{"m1"});
+
+  // Robot A: a real lcc-bot process whose fetch hangs (fetch-stub, real-time delay).
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::string bin = std::string(LCC_BIN_DIR) + "/lcc-bot";
+    std::string target = "127.0.0.1:" + std::to_string(robots);
+    ::execl(bin.c_str(), bin.c_str(), "--connect", target.c_str(), "--slots", "1", "--fetcher", "fetch-stub",
+            "--plugin-dir", LCC_PLUGIN_DIR, "--name", "robot-a", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_TRUE(source.waitFor([](const auto& ms) {
+    auto c = FakeSource::last<proto::LinkCapacity>(ms);
+    return c && c->slots == 1;
+  })) << "lcc-bot did not connect";
+  source.send(proto::encodeFetch({1, "http://provider.test/a.htm?stub_delay=60s&stub_size=100", "text/html",
+                                  std::nullopt, 0, ""}));
+  ASSERT_TRUE(eventually([&] { return node.gauge("lcc_botm_fetches") == 1 && node.gauge("lcc_botm_queued") == 0; }));
+  ::kill(pid, SIGKILL);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  ASSERT_TRUE(source.waitFor([](const auto& ms) {
+    auto c = FakeSource::last<proto::LinkCapacity>(ms);
+    return c && c->slots == 0;
+  }));
+  EXPECT_EQ(node.gauge("lcc_botm_queued"), 1);
+
+  // Robot B (in process, fetch-stub on simulated time) takes it over.
+  auto f = stub();
+  auto b = robot(node, *f, robots, 4);
+  ASSERT_TRUE(eventually([&] { return b->inFlight() == 1; }));
+  clock_.advance(60s);
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkResult>(ms) >= 1; }));
+  source.sync();
+  auto results = source.all<proto::LinkResult>();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].id, 1u);
+  EXPECT_TRUE(results[0].ok) << results[0].message;
+  EXPECT_EQ(results[0].machine, "m1");
+  EXPECT_EQ(results[0].file, "00/00/0");  // the name robot A had
+  EXPECT_EQ(results[0].size, 100u);
+  EXPECT_EQ(node.gauge("lcc_botm_rehanded"), 1);
+  auto body = posixEnv()->readFile(node.content() + "/00/00/0");
+  ASSERT_TRUE(body.isOk());
+  EXPECT_EQ(body.value().size(), 100u);
+  b->stop();
+  ASSERT_TRUE(eventually([&] { return b->inFlight() == 0; }));
+}
+
+TEST_F(BotmServiceTest, ResultsAndDeletesOverTheWire) {
+  FakeSource source;
+  const std::uint16_t robots = freePort();
+  BotmNode node(clock_, leafYaml("m1", source.address(), robots));
+  auto f = stub();
+  auto r = robot(node, *f, robots, 2);
+  ASSERT_TRUE(source.waitFor([](const auto& ms) {
+    auto c = FakeSource::last<proto::LinkCapacity>(ms);
+    return c && c->slots == 2;
+  }));
+  source.send(proto::encodeFetch({10, "http://p.test/ok?stub_size=10", "text/html", std::nullopt, 0, ""}) +
+              proto::encodeFetch({11, "http://p.test/gone?stub_status=404", "text/html", std::nullopt, 0, ""}) +
+              proto::encodeFetch({12, "http://p.test/same?stub_lm=1714564680", "text/html", 1714564680, 0, ""}));
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkResult>(ms) == 3; }));
+  std::map<std::uint64_t, proto::LinkResult> by_id;
+  for (auto& res : source.all<proto::LinkResult>()) by_id[res.id] = res;
+  ASSERT_TRUE(by_id[10].ok);
+  EXPECT_FALSE(by_id[11].ok);
+  EXPECT_EQ(by_id[11].code, ErrorCode::kNotFound);
+  EXPECT_EQ(by_id[11].http, 404);
+  EXPECT_TRUE(by_id[12].unchanged);
+  const std::string file = node.content() + "/" + by_id[10].file;
+  ASSERT_TRUE(posixEnv()->exists(file));
+
+  source.send(proto::encodeDelete({1, "m7", by_id[10].file}) + proto::encodeDelete({2, "m1", by_id[10].file}) +
+              proto::encodeDelete({3, "m1", "../../../etc/passwd"}));
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkDeleted>(ms) == 3; }));
+  auto del = source.all<proto::LinkDeleted>();
+  EXPECT_EQ(del[0], (proto::LinkDeleted{1, false, "unknown-machine"}));
+  EXPECT_EQ(del[1], (proto::LinkDeleted{2, true, ""}));
+  EXPECT_FALSE(del[2].ok);
+  EXPECT_FALSE(posixEnv()->exists(file));
+  r->stop();
+}
+
+TEST_F(BotmServiceTest, AProtocolBreakingRobotIsDisconnectedAndTheBotmGoesOn) {
+  FakeSource source;
+  const std::uint16_t robots = freePort();
+  BotmNode node(clock_, leafYaml("m1", source.address(), robots));
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkBotmHello>(ms) == 1; }));
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(robots);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  std::string bad = "<!DOCTYPE x [<!ENTITY e \"boom\">]><lcc:robot xmlns:lcc=\"http://www.lococa.org/1.0/robot\" slots=\"9\">";
+  ::send(s, bad.data(), bad.size(), MSG_NOSIGNAL);
+  char buf[256];
+  EXPECT_LE(::recv(s, buf, sizeof buf, 0), 0);  // closed on us
+  ::close(s);
+  auto f = stub();
+  auto r = robot(node, *f, robots, 3);
+  ASSERT_TRUE(source.waitFor([](const auto& ms) {
+    auto c = FakeSource::last<proto::LinkCapacity>(ms);
+    return c && c->slots == 3;
+  }));
+  r->stop();
+}
+
+TEST_F(BotmServiceTest, AParentForwardsToItsChildAndRoutesDeletesByMachine) {
+  FakeSource source;
+  const std::uint16_t children = freePort();
+  const std::uint16_t robots = freePort();
+  BotmNode parent(clock_, "node:\n  machine_id: central\nlisten:\n  botm: 127.0.0.1:" + std::to_string(children) +
+                              "\nbotm:\n  parent: true\n  source: " + source.address() +
+                              "\n  reconnect_min: 20ms\n  reconnect_max: 50ms\n");
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkBotmHello>(ms) == 1; }));
+  BotmNode child(clock_, leafYaml("m2", "127.0.0.1:" + std::to_string(children), robots));
+  auto f = stub();
+  auto r = robot(child, *f, robots, 2);
+  ASSERT_TRUE(source.waitFor([](const auto& ms) {
+    auto c = FakeSource::last<proto::LinkCapacity>(ms);
+    auto m = FakeSource::last<proto::LinkMachines>(ms);
+    return c && c->slots == 2 && m && m->ids == std::vector<std::string>{"m2"};
+  }));
+  source.send(proto::encodeFetch({5, "http://p.test/x?stub_size=7", "text/html", std::nullopt, 0, ""}));
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkResult>(ms) == 1; }));
+  auto res = source.all<proto::LinkResult>().at(0);
+  EXPECT_EQ(res.id, 5u);
+  ASSERT_TRUE(res.ok) << res.message;
+  EXPECT_EQ(res.machine, "m2");
+  ASSERT_TRUE(posixEnv()->exists(child.content() + "/" + res.file));
+  source.send(proto::encodeDelete({1, "m9", res.file}) + proto::encodeDelete({2, "m2", res.file}));
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkDeleted>(ms) == 2; }));
+  auto del = source.all<proto::LinkDeleted>();
+  EXPECT_EQ(del[0], (proto::LinkDeleted{1, false, "unknown-machine"}));
+  EXPECT_EQ(del[1], (proto::LinkDeleted{2, true, ""}));
+  EXPECT_FALSE(posixEnv()->exists(child.content() + "/" + res.file));
+  r->stop();
+  ASSERT_TRUE(eventually([&] { return r->inFlight() == 0; }));
+}
+
+}  // namespace
+}  // namespace lcc

@@ -1,0 +1,336 @@
+// The BOT-M policy without sockets: hand-out, re-hand-out, results, deletes, hierarchy.
+#include <gtest/gtest.h>
+
+#include "botm/dispatch.h"
+#include "common/posix_env.h"
+#include "support/temp_dir.h"
+
+namespace lcc::botm {
+namespace {
+
+using testing::TempDir;
+
+proto::LinkFetch fetchOf(std::uint64_t id, std::string url = "http://s/a.htm") {
+  proto::LinkFetch f;
+  f.id = id;
+  f.url = std::move(url);
+  f.mime = "text/html";
+  f.max_size = 1000;
+  return f;
+}
+
+proto::RobotResult okResult(std::uint64_t job) {
+  proto::RobotResult r;
+  r.id = job;
+  r.ok = true;
+  r.http = 200;
+  r.mime = "text/html";
+  r.size = 5;
+  r.md5 = "5d41402abc4b2a76b9719d911017c592";
+  return r;
+}
+
+template <typename T>
+std::vector<T> upstreamOf(const std::vector<Upstream>& ups) {
+  std::vector<T> out;
+  for (const auto& u : ups) {
+    if (const T* t = std::get_if<T>(&u)) out.push_back(*t);
+  }
+  return out;
+}
+
+class DispatcherTest : public ::testing::Test {
+ protected:
+  DispatcherTest() {
+    names_ = FilenameStore::open(posixEnv(), dir_.file("state")).value();
+    content_ = dir_.file("content");
+    disp_ = std::make_unique<Dispatcher>("m1", content_, names_.get(), posixEnv());
+    disp_->sourceUp();
+  }
+  void writeFile(const std::string& path) {
+    ASSERT_TRUE(posixEnv()->createDirs(path.substr(0, path.rfind('/'))).isOk());
+    ASSERT_TRUE(posixEnv()->writeFileAtomic(path, "hello").isOk());
+  }
+
+  TempDir dir_;
+  std::unique_ptr<FilenameStore> names_;
+  std::string content_;
+  std::unique_ptr<Dispatcher> disp_;
+};
+
+TEST_F(DispatcherTest, ReportsCapacityAndHandsFetchesToFreeSlotsWithNewNames) {
+  Actions a;
+  disp_->robotUp(1, 2, &a);
+  ASSERT_EQ(upstreamOf<proto::LinkCapacity>(a.upstream).size(), 1u);
+  EXPECT_EQ(upstreamOf<proto::LinkCapacity>(a.upstream)[0].slots, 2u);
+  Actions b;
+  for (std::uint64_t id = 100; id < 103; ++id) disp_->fetch(fetchOf(id), &b);
+  ASSERT_EQ(b.to_robots.size(), 2u);  // two slots; the third waits
+  EXPECT_EQ(disp_->queued(), 1u);
+  EXPECT_EQ(b.to_robots[0].second.file, content_ + "/00/00/0");
+  EXPECT_EQ(b.to_robots[1].second.file, content_ + "/00/00/1");
+  EXPECT_EQ(b.to_robots[0].second.url, "http://s/a.htm");
+  EXPECT_EQ(b.to_robots[0].second.max_size, 1000u);
+  // A result frees a slot: the waiting fetch goes out, the result goes up.
+  writeFile(b.to_robots[0].second.file);
+  Actions c;
+  disp_->robotResult(1, okResult(b.to_robots[0].second.id), &c);
+  auto res = upstreamOf<proto::LinkResult>(c.upstream);
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_EQ(res[0].id, 100u);
+  EXPECT_TRUE(res[0].ok);
+  EXPECT_EQ(res[0].machine, "m1");
+  EXPECT_EQ(res[0].file, "00/00/0");
+  EXPECT_EQ(res[0].md5, "5d41402abc4b2a76b9719d911017c592");
+  ASSERT_EQ(c.to_robots.size(), 1u);
+  EXPECT_EQ(c.to_robots[0].second.file, content_ + "/00/00/2");
+}
+
+TEST_F(DispatcherTest, ARobotThatDiesHasItsFetchesRehandedWithTheSameNamesAndOneResultGoesUp) {
+  Actions a;
+  disp_->robotUp(1, 4, &a);
+  disp_->fetch(fetchOf(7), &a);
+  ASSERT_EQ(a.to_robots.size(), 1u);
+  const auto first = a.to_robots[0].second;
+  EXPECT_EQ(a.to_robots[0].first, 1u);
+  Actions b;
+  disp_->robotDown(1, &b);
+  EXPECT_TRUE(b.to_robots.empty());  // nobody to take it yet
+  EXPECT_EQ(upstreamOf<proto::LinkCapacity>(b.upstream)[0].slots, 0u);
+  Actions c;
+  disp_->robotUp(2, 4, &c);
+  ASSERT_EQ(c.to_robots.size(), 1u);
+  EXPECT_EQ(c.to_robots[0].first, 2u);
+  EXPECT_EQ(c.to_robots[0].second.file, first.file);
+  EXPECT_EQ(c.to_robots[0].second.url, first.url);
+  EXPECT_EQ(disp_->counters().rehanded, 1u);
+  // The dead robot's late answer is ignored; robot 2's answer goes up, once.
+  Actions d;
+  disp_->robotResult(1, okResult(first.id), &d);
+  EXPECT_TRUE(d.upstream.empty());
+  disp_->robotResult(2, okResult(c.to_robots[0].second.id), &d);
+  disp_->robotResult(2, okResult(c.to_robots[0].second.id), &d);
+  auto res = upstreamOf<proto::LinkResult>(d.upstream);
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_EQ(res[0].id, 7u);
+  EXPECT_EQ(res[0].file, first.file.substr(content_.size() + 1));
+}
+
+TEST_F(DispatcherTest, FailuresAndUnchangedFreeTheNameForReuse) {
+  Actions a;
+  disp_->robotUp(1, 1, &a);
+  disp_->fetch(fetchOf(1), &a);
+  const auto f1 = a.to_robots.at(0).second;
+  proto::RobotResult nf;
+  nf.id = f1.id;
+  nf.ok = false;
+  nf.code = ErrorCode::kNotFound;
+  nf.http = 404;
+  nf.message = "not found";
+  Actions b;
+  disp_->robotResult(1, nf, &b);
+  auto res = upstreamOf<proto::LinkResult>(b.upstream);
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_FALSE(res[0].ok);
+  EXPECT_EQ(res[0].code, ErrorCode::kNotFound);
+  EXPECT_TRUE(res[0].file.empty());
+  EXPECT_TRUE(names_->isFree(*names_->parse(f1.file.substr(content_.size() + 1))));
+  Actions c;
+  disp_->fetch(fetchOf(2), &c);
+  EXPECT_EQ(c.to_robots.at(0).second.file, f1.file);  // reused
+  proto::RobotResult same;
+  same.id = c.to_robots[0].second.id;
+  same.ok = true;
+  same.unchanged = true;
+  same.http = 304;
+  Actions d;
+  disp_->robotResult(1, same, &d);
+  auto r2 = upstreamOf<proto::LinkResult>(d.upstream);
+  ASSERT_EQ(r2.size(), 1u);
+  EXPECT_TRUE(r2[0].unchanged);
+  EXPECT_TRUE(r2[0].file.empty());
+  EXPECT_EQ(names_->freeCount(), 1u);
+}
+
+TEST_F(DispatcherTest, DeletesUnlinkAndFreeOwnFilesAndRefuseOthers) {
+  Actions a;
+  disp_->robotUp(1, 1, &a);
+  disp_->fetch(fetchOf(1), &a);
+  const auto f = a.to_robots.at(0).second;
+  writeFile(f.file);
+  disp_->robotResult(1, okResult(f.id), &a);
+  const std::string rel = f.file.substr(content_.size() + 1);
+  Actions b;
+  disp_->remove({9, "m2", rel}, &b);
+  disp_->remove({10, "m1", "../../etc/passwd"}, &b);
+  disp_->remove({11, "m1", rel}, &b);
+  disp_->remove({12, "m1", rel}, &b);  // repeated: harmless
+  auto del = upstreamOf<proto::LinkDeleted>(b.upstream);
+  ASSERT_EQ(del.size(), 4u);
+  EXPECT_EQ(del[0], (proto::LinkDeleted{9, false, "unknown-machine"}));
+  EXPECT_EQ(del[1], (proto::LinkDeleted{10, false, "bad-file"}));
+  EXPECT_EQ(del[2], (proto::LinkDeleted{11, true, ""}));
+  EXPECT_EQ(del[3], (proto::LinkDeleted{12, true, ""}));
+  EXPECT_FALSE(posixEnv()->exists(f.file));
+  EXPECT_TRUE(names_->isFree(*names_->parse(rel)));
+}
+
+TEST_F(DispatcherTest, AFileStillBeingFetchedCannotBeDeleted) {
+  Actions a;
+  disp_->robotUp(1, 1, &a);
+  disp_->fetch(fetchOf(1), &a);
+  Actions b;
+  disp_->remove({1, "m1", a.to_robots.at(0).second.file.substr(content_.size() + 1)}, &b);
+  EXPECT_EQ(upstreamOf<proto::LinkDeleted>(b.upstream).at(0).reason, "in-use");
+}
+
+TEST_F(DispatcherTest, ResultsOfALostSourceSessionAreDroppedAndTheirFilesRemoved) {
+  Actions a;
+  disp_->robotUp(1, 1, &a);
+  disp_->fetch(fetchOf(1), &a);
+  disp_->fetch(fetchOf(2), &a);  // waits
+  const auto f = a.to_robots.at(0).second;
+  disp_->sourceDown();
+  EXPECT_EQ(disp_->queued(), 0u);
+  disp_->sourceUp();
+  writeFile(f.file);
+  Actions b;
+  disp_->robotResult(1, okResult(f.id), &b);
+  EXPECT_TRUE(upstreamOf<proto::LinkResult>(b.upstream).empty());
+  EXPECT_FALSE(posixEnv()->exists(f.file));
+  EXPECT_EQ(disp_->counters().stale, 1u);
+}
+
+TEST_F(DispatcherTest, DuplicateIdsAndAFullQueueAreAnsweredNotQueued) {
+  Dispatcher small("m1", content_, names_.get(), posixEnv(), 2);
+  small.sourceUp();
+  Actions a;
+  small.fetch(fetchOf(1), &a);
+  small.fetch(fetchOf(1), &a);
+  small.fetch(fetchOf(2), &a);
+  small.fetch(fetchOf(3), &a);
+  auto res = upstreamOf<proto::LinkResult>(a.upstream);
+  ASSERT_EQ(res.size(), 2u);
+  EXPECT_EQ(res[0].code, ErrorCode::kInternal);
+  EXPECT_EQ(res[1].id, 3u);
+  EXPECT_EQ(res[1].code, ErrorCode::kOffline);
+}
+
+TEST_F(DispatcherTest, RestartNeverReusesANameStillReferenced) {
+  std::set<std::string> referenced;
+  Actions a;
+  disp_->robotUp(1, 8, &a);
+  for (std::uint64_t i = 1; i <= 5; ++i) disp_->fetch(fetchOf(i), &a);
+  for (const auto& [rid, f] : a.to_robots) {
+    writeFile(f.file);
+    Actions r;
+    disp_->robotResult(1, okResult(f.id), &r);
+    referenced.insert(upstreamOf<proto::LinkResult>(r.upstream).at(0).file);
+  }
+  Actions d;
+  disp_->remove({1, "m1", *referenced.begin()}, &d);
+  const std::string freed = *referenced.begin();
+  referenced.erase(referenced.begin());
+  disp_.reset();
+  names_.reset();
+  // Restart.
+  names_ = FilenameStore::open(posixEnv(), dir_.file("state")).value();
+  Dispatcher again("m1", content_, names_.get(), posixEnv());
+  again.sourceUp();
+  Actions b;
+  again.robotUp(1, 100, &b);
+  for (std::uint64_t i = 1; i <= 50; ++i) again.fetch(fetchOf(i), &b);
+  ASSERT_EQ(b.to_robots.size(), 50u);
+  EXPECT_EQ(b.to_robots[0].second.file, content_ + "/" + freed);  // the free list survived
+  for (const auto& [rid, f] : b.to_robots) {
+    EXPECT_EQ(referenced.count(f.file.substr(content_.size() + 1)), 0u) << f.file;
+  }
+}
+
+// ---- Forwarder (a parent BOT-M) ----
+
+TEST(Forwarder, LoadsChildrenByOverloadedCapacityAndPassesResultsThrough) {
+  Forwarder fw(150);
+  fw.sourceUp();
+  ForwardActions a;
+  fw.childUp(1, "m1", 2, &a);
+  fw.childUp(2, "m2", 4, &a);
+  auto caps = upstreamOf<proto::LinkCapacity>(a.upstream);
+  ASSERT_FALSE(caps.empty());
+  EXPECT_EQ(caps.back().slots, 6u);
+  EXPECT_EQ(upstreamOf<proto::LinkMachines>(a.upstream).back().ids, (std::vector<std::string>{"m1", "m2"}));
+  ForwardActions b;
+  for (std::uint64_t i = 1; i <= 12; ++i) fw.fetch(fetchOf(i), &b);
+  std::map<ChildId, int> per;
+  for (const auto& [cid, f] : b.fetches) per[cid]++;
+  EXPECT_EQ(per[1], 3);  // 2 x 150%
+  EXPECT_EQ(per[2], 6);  // 4 x 150%
+  EXPECT_EQ(fw.queued(), 3u);
+  proto::LinkResult r;
+  r.id = b.fetches[0].second.id;
+  r.ok = true;
+  r.http = 200;
+  r.machine = "m2";
+  r.file = "00/00/2a";
+  ForwardActions c;
+  fw.childResult(b.fetches[0].first, r, &c);
+  auto up = upstreamOf<proto::LinkResult>(c.upstream);
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(up[0].machine, "m2");
+  EXPECT_EQ(up[0].file, "00/00/2a");
+  EXPECT_EQ(c.fetches.size(), 1u);  // a freed place is used at once
+}
+
+TEST(Forwarder, RoutesDeletesByMachineAndAnswersUnknownMachines) {
+  Forwarder fw(100);
+  fw.sourceUp();
+  ForwardActions a;
+  fw.childUp(1, "m1", 1, &a);
+  fw.childUp(2, "m2", 1, &a);
+  fw.childMachines(2, {"m2", "m3"}, &a);  // m2 is itself a parent of m3
+  EXPECT_EQ(upstreamOf<proto::LinkMachines>(a.upstream).back().ids, (std::vector<std::string>{"m1", "m2", "m3"}));
+  ForwardActions b;
+  fw.remove({5, "m3", "00/00/01"}, &b);
+  fw.remove({6, "m1", "00/00/02"}, &b);
+  fw.remove({7, "m9", "00/00/03"}, &b);
+  ASSERT_EQ(b.deletes.size(), 2u);
+  EXPECT_EQ(b.deletes[0].first, 2u);
+  EXPECT_EQ(b.deletes[0].second.machine, "m3");
+  EXPECT_EQ(b.deletes[1].first, 1u);
+  EXPECT_EQ(upstreamOf<proto::LinkDeleted>(b.upstream).at(0), (proto::LinkDeleted{7, false, "unknown-machine"}));
+  ForwardActions c;
+  fw.childDeleted(2, {b.deletes[0].second.id, true, ""}, &c);
+  EXPECT_EQ(upstreamOf<proto::LinkDeleted>(c.upstream).at(0), (proto::LinkDeleted{5, true, ""}));
+  // A child that goes away: its pending delete is answered unknown-machine.
+  ForwardActions d;
+  fw.childDown(1, &d);
+  EXPECT_EQ(upstreamOf<proto::LinkDeleted>(d.upstream).at(0), (proto::LinkDeleted{6, false, "unknown-machine"}));
+  EXPECT_EQ(upstreamOf<proto::LinkMachines>(d.upstream).back().ids, (std::vector<std::string>{"m2", "m3"}));
+}
+
+TEST(Forwarder, AChildThatGoesAwayHasItsFetchesGivenToAnother) {
+  Forwarder fw(100);
+  fw.sourceUp();
+  ForwardActions a;
+  fw.childUp(1, "m1", 1, &a);
+  fw.fetch(fetchOf(42), &a);
+  ASSERT_EQ(a.fetches.size(), 1u);
+  ForwardActions b;
+  fw.childDown(1, &b);
+  fw.childUp(2, "m2", 1, &b);
+  ASSERT_EQ(b.fetches.size(), 1u);
+  EXPECT_EQ(b.fetches[0].first, 2u);
+  EXPECT_EQ(b.fetches[0].second.url, "http://s/a.htm");
+  proto::LinkResult r;
+  r.id = b.fetches[0].second.id;
+  r.ok = false;
+  r.code = ErrorCode::kNotFound;
+  ForwardActions c;
+  fw.childResult(1, r, &c);  // from the gone child: ignored
+  fw.childResult(2, r, &c);
+  ASSERT_EQ(upstreamOf<proto::LinkResult>(c.upstream).size(), 1u);
+  EXPECT_EQ(upstreamOf<proto::LinkResult>(c.upstream)[0].id, 42u);
+}
+
+}  // namespace
+}  // namespace lcc::botm

@@ -1,0 +1,133 @@
+// The BOT-M's filename state: spelling, batching of syncs, restart and crash safety.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "botm/filename_store.h"
+#include "common/posix_env.h"
+#include "support/fault_env.h"
+#include "support/temp_dir.h"
+
+namespace lcc::botm {
+namespace {
+
+using testing::FaultEnv;
+using testing::TempDir;
+
+std::unique_ptr<FilenameStore> openStore(Env* env, const std::string& dir, FilenameStoreOptions o = {}) {
+  auto s = FilenameStore::open(env, dir, o);
+  EXPECT_TRUE(s.isOk()) << s.status().toString();
+  return std::move(s).value();
+}
+
+TEST(FilenameStore, SpellsNamesAsATwoLevelFanOutAndParsesOnlyItsOwnSpelling) {
+  TempDir dir;
+  auto s = openStore(posixEnv(), dir.path());
+  EXPECT_EQ(s->format(123), "00/00/7b");
+  EXPECT_EQ(s->format(42), "00/00/2a");
+  EXPECT_EQ(s->format(256), "00/01/100");
+  EXPECT_EQ(s->format(65536 + 2 * 256 + 5), "01/02/10205");
+  EXPECT_EQ(*s->parse("00/00/7b"), 123u);
+  EXPECT_EQ(*s->parse("01/02/10205"), 65536u + 2 * 256 + 5);
+  for (const char* bad : {"../../etc/passwd", "00/00/7B", "0/0/7b", "00/01/7b", "00/00/", "/00/00/7b", "00/00/7b/..",
+                          "00/00/007b", "", "00/00/zz"}) {
+    EXPECT_FALSE(s->parse(bad).has_value()) << bad;
+  }
+  FilenameStoreOptions small;
+  small.fanout = 16;
+  auto t = openStore(posixEnv(), dir.path() + "/16", small);
+  EXPECT_EQ(t->format(0x123), "1/2/123");
+}
+
+TEST(FilenameStore, HandsOutDistinctNamesWithOneSyncPerBatch) {
+  TempDir dir;
+  FaultEnv env(posixEnv());
+  FilenameStoreOptions o;
+  o.reserve_batch = 1000;
+  auto s = openStore(&env, dir.path(), o);
+  const auto before = env.syncCount();
+  std::set<std::uint64_t> seen;
+  for (int i = 0; i < 2500; ++i) {
+    auto n = s->allocate();
+    ASSERT_TRUE(n.isOk());
+    EXPECT_TRUE(seen.insert(n.value()).second);
+  }
+  EXPECT_LE(env.syncCount() - before, 3u);  // three reservations of 1000, not 2500 syncs
+}
+
+TEST(FilenameStore, RestartKeepsTheFreeListAndNeverReusesAHandedOutName) {
+  TempDir dir;
+  std::set<std::uint64_t> referenced;
+  {
+    auto s = openStore(posixEnv(), dir.path());
+    for (int i = 0; i < 10; ++i) referenced.insert(s->allocate().value());
+    s->release(3);
+    s->release(7);
+    referenced.erase(3);
+    referenced.erase(7);
+  }
+  auto s = openStore(posixEnv(), dir.path());
+  EXPECT_EQ(s->freeCount(), 2u);
+  std::set<std::uint64_t> reused;
+  for (int i = 0; i < 20; ++i) {
+    auto n = s->allocate().value();
+    EXPECT_EQ(referenced.count(n), 0u) << "name " << n << " is still referenced";
+    if (i < 2) reused.insert(n);
+  }
+  EXPECT_EQ(reused, (std::set<std::uint64_t>{3, 7}));  // the free list is used first
+}
+
+TEST(FilenameStore, ACrashNeverBringsBackANameThatWasHandedOut) {
+  TempDir dir;
+  FaultEnv env(posixEnv());
+  std::set<std::uint64_t> handed;
+  {
+    auto s = openStore(&env, dir.path());
+    for (int i = 0; i < 50; ++i) handed.insert(s->allocate().value());
+    for (std::uint64_t n : {5, 6, 7}) {
+      s->release(n);
+      handed.erase(n);
+    }
+    // Reuse two freed names (synced as taken), free another (not synced), crash.
+    handed.insert(s->allocate().value());
+    handed.insert(s->allocate().value());
+    s->release(20);
+    handed.erase(20);
+    env.crash();
+  }
+  env.forgetUnsynced();
+  auto s = openStore(&env, dir.path());
+  for (int i = 0; i < 200; ++i) {
+    auto n = s->allocate().value();
+    EXPECT_EQ(handed.count(n), 0u) << "name " << n << " handed out twice";
+  }
+}
+
+TEST(FilenameStore, AFailedSyncStopsHandingOutNames) {
+  TempDir dir;
+  FaultEnv env(posixEnv());
+  FilenameStoreOptions o;
+  o.reserve_batch = 4;
+  auto s = openStore(&env, dir.path(), o);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(s->allocate().isOk());
+  env.failNthSync(1);
+  EXPECT_FALSE(s->allocate().isOk());
+  EXPECT_TRUE(s->failed());
+  env.clearFaults();
+  EXPECT_FALSE(s->allocate().isOk());  // sticky
+}
+
+TEST(FilenameStore, ADamagedLogSkipsFarAhead) {
+  TempDir dir;
+  std::uint64_t last = 0;
+  {
+    auto s = openStore(posixEnv(), dir.path());
+    for (int i = 0; i < 10; ++i) last = s->allocate().value();
+  }
+  ASSERT_TRUE(posixEnv()->writeFileAtomic(dir.file("filenames.log"), "R 4096\nX garbage\nR 999999\n").isOk());
+  auto s = openStore(posixEnv(), dir.path());
+  EXPECT_GT(s->allocate().value(), last);
+}
+
+}  // namespace
+}  // namespace lcc::botm
