@@ -175,7 +175,8 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     }
     std::uint64_t queued = 0;
     for (const auto& p : to_spool) queued += p.xml.size();
-    if (spool_bytes.load() + queued + xml.size() > opt.spool_limit) {
+    // Past the limit nothing more is spooled (the set that crossed it was taken).
+    if (spool_bytes.load() + queued >= opt.spool_limit) {
       if (c_refused) c_refused->inc();
       done(SetOutcome{false, ErrorCode::kOffline, "system temporarily off-line, try again later"});
       return;

@@ -11,6 +11,8 @@
 #include <chrono>
 #include <gtest/gtest.h>
 #include <thread>
+#include <cstdio>
+#include <cstdlib>
 
 #include "common/password.h"
 #include "common/posix_env.h"
@@ -133,8 +135,12 @@ struct FakeQm::Conn : proto::UnsStreamHandler, std::enable_shared_from_this<Conn
     std::lock_guard<std::mutex> lock(qm->mu_);
     qm->names_.push_back(name);
   }
+  // Like a real QM: once it refused or hung on a connection, every later set on that
+  // connection is refused or ignored too (acks never skip a set).
+  Mode sticky = Mode::kAck;
   void onSet(proto::UnsQmSet&& set) override {
-    Mode mode = qm->mode_.load();
+    Mode mode = sticky != Mode::kAck ? sticky : qm->mode_.load();
+    sticky = mode;
     proto::UnsQmAck ack;
     ack.id = set.header.id;
     {
