@@ -220,12 +220,26 @@ Status KvEngine::openImpl(const HostContext& host, const std::string& name, std:
   // --- redo: re-apply every synced batch since the last checkpoint ---
   LCC_ASSIGN_OR_RETURN(redo_, Journal::open(env_, dir_ + "/" + name + ".redo"));
   std::uint64_t redone = 0;
-  LCC_ASSIGN_OR_RETURN(JournalReplayInfo rinfo, redo_->replay(0, [&](JournalPos pos, std::string_view rec) -> Status {
+  std::string undecodable;
+  auto replayed = redo_->replay(0, [&](JournalPos pos, std::string_view rec) -> Status {
     auto batch = decodeBatch(rec, tables_.size());
-    if (!batch) return Status::corruption("redo record " + std::to_string(pos) + " does not decode");
+    if (!batch) {
+      // Checksum-valid but unreadable: stop here, as at a damaged record.
+      undecodable = "redo record " + std::to_string(pos) + " does not decode";
+      return Status::aborted(undecodable);
+    }
     ++redone;
     return applyToKyoto(*batch);
-  }));
+  });
+  JournalReplayInfo rinfo;
+  if (replayed.isOk()) {
+    rinfo = replayed.value();
+  } else if (!undecodable.empty()) {
+    rinfo.corruption = true;
+    rinfo.detail = undecodable;
+  } else {
+    return replayed.status();
+  }
   if (rinfo.corruption) {
     info_.may_have_lost_synced = true;
     if (logger_) logger_->error(dir_ + ": redo journal damaged, synced batches after it are lost: " + rinfo.detail);
@@ -290,10 +304,7 @@ Status KvEngine::apply(const Batch& batch) {
     if (op.table >= tables_.size()) return Status::internal("batch names table " + std::to_string(op.table));
   }
   auto pos = redo_->append(encodeBatch(batch));
-  if (!pos.isOk()) {
-    if (pos.status().code() == StatusCode::kInvalidArgument) return pos.status();  // refused, nothing changed
-    return fail(pos.status());
-  }
+  if (!pos.isOk()) return fail(pos.status());  // nothing changed, but the interface makes it sticky
   {
     std::unique_lock<std::shared_mutex> wl(mu_);
     for (const auto& op : batch) {
@@ -379,6 +390,17 @@ Status KvEngine::close() {
   }
   closed_ = true;
   return result;
+}
+
+Result<bool> KvEngine::contains(std::uint8_t table, std::string_view key) {
+  std::shared_lock<std::shared_mutex> rl(mu_);
+  if (closed_) return writable();
+  Table& t = tables_.at(table);
+  if (auto it = t.overlay.find(key); it != t.overlay.end()) return it->second.has_value();
+  const std::string k(key);
+  if (t.db->check(k) >= 0) return true;
+  if (t.db->error().code() == kc::BasicDB::Error::NOREC) return false;
+  return Status::ioError(kcError(*t.db, t.path, "check"));
 }
 
 Result<std::optional<std::string>> KvEngine::get(std::uint8_t table, std::string_view key) {

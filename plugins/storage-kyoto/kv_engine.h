@@ -98,6 +98,7 @@ class KvEngine {
   Status writable() const;
 
   Result<std::optional<std::string>> get(std::uint8_t table, std::string_view key);
+  Result<bool> contains(std::uint8_t table, std::string_view key);
   // Ordered tables: rows with from <= key < to (to empty: no bound), ascending.
   Status scanRange(std::uint8_t table, const std::string& from, const std::string& to, const RowFn& fn);
   // Any table, no particular order.

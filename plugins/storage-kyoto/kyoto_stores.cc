@@ -90,8 +90,7 @@ Status KyotoQueueStore::apply(const QueueBatch& batch) {
   std::map<std::string, bool, std::less<>> present;  // rows touched by this batch
   auto exists = [&](const std::string& key) -> Result<bool> {
     if (auto it = present.find(key); it != present.end()) return it->second;
-    LCC_ASSIGN_OR_RETURN(auto v, engine_->get(kQRows, key));
-    return v.has_value();
+    return engine_->contains(kQRows, key);
   };
   KvEngine::Batch kv;
   kv.reserve(batch.size() + 1);

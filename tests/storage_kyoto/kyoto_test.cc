@@ -263,6 +263,32 @@ TEST_F(KyotoTest, SyncedBatchesAreRedoneWhenKyotoLostThem) {
   for (int i = 0; i < 100; ++i) EXPECT_TRUE(q->getEntry(key(2, "http://b/" + std::to_string(i))).value().has_value());
 }
 
+TEST_F(KyotoTest, DamagedRedoJournalIsReportedAsPossiblyLostSyncedData) {
+  {
+    auto q = openQueue();
+    for (int n = 0; n < 3; ++n) {
+      QueueBatch b;
+      b.putEntry(makeEntry(4, "http://d/" + std::to_string(n)));
+      ASSERT_TRUE(q->apply(b).isOk());
+      ASSERT_TRUE(q->sync().isOk());
+    }
+  }
+  auto names = posixEnv()->listDir(dir_.file("queue.redo"));
+  ASSERT_TRUE(names.isOk());
+  std::string seg;
+  for (auto& n : names.value()) {
+    if (posixEnv()->fileSize(dir_.file("queue.redo/" + n)).value() > 0) seg = dir_.file("queue.redo/" + n);
+  }
+  ASSERT_FALSE(seg.empty());
+  std::string bytes = posixEnv()->readFile(seg).value();
+  bytes[30] = static_cast<char>(bytes[30] ^ 0x01);  // inside the first record, two more follow
+  ASSERT_TRUE(posixEnv()->writeFileAtomic(seg, bytes).isOk());
+  auto q = openQueue();
+  ASSERT_NE(q, nullptr);
+  EXPECT_FALSE(q->openInfo().clean_shutdown);
+  EXPECT_TRUE(q->openInfo().may_have_lost_synced);
+}
+
 TEST_F(KyotoTest, CheckpointTrimsTheRedoJournal) {
   auto q = openQueue({{"checkpoint_size", "64KiB"}});
   auto redo_size = [&] {
