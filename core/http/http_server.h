@@ -85,6 +85,8 @@ class Router {
  public:
   // Exact path match, or every path under `path` when it ends with '/'.
   void add(const std::string& method, const std::string& path, Handler handler);
+  // Exactly `path`, even when it ends with '/' (GET / is the home page, not a catch-all).
+  void addExact(const std::string& method, const std::string& path, Handler handler);
   // The handler for a request; a 404/405 handler when none.
   Response dispatch(const Request& req) const;
   bool empty() const { return routes_.empty(); }
@@ -94,6 +96,7 @@ class Router {
     std::string method;
     std::string path;
     Handler handler;
+    bool exact = false;
   };
   std::vector<Route> routes_;
 };

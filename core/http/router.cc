@@ -3,7 +3,11 @@
 namespace lcc::http {
 
 void Router::add(const std::string& method, const std::string& path, Handler handler) {
-  routes_.push_back({method, path, std::move(handler)});
+  routes_.push_back({method, path, std::move(handler), false});
+}
+
+void Router::addExact(const std::string& method, const std::string& path, Handler handler) {
+  routes_.push_back({method, path, std::move(handler), true});
 }
 
 Response Router::dispatch(const Request& req) const {
@@ -11,7 +15,7 @@ Response Router::dispatch(const Request& req) const {
   bool path_known = false;
   for (const auto& r : routes_) {
     bool match = r.path == req.path ||
-                 (!r.path.empty() && r.path.back() == '/' && req.path.compare(0, r.path.size(), r.path) == 0);
+                 (!r.exact && !r.path.empty() && r.path.back() == '/' && req.path.compare(0, r.path.size(), r.path) == 0);
     if (!match) continue;
     path_known = true;
     if (r.method != req.method && !(r.method == "GET" && req.method == "HEAD")) continue;

@@ -63,4 +63,69 @@ std::string percentEncode(std::string_view in) {
   return out;
 }
 
+bool isHttpUrl(std::string_view url, std::string* why, std::size_t max_length) {
+  auto fail = [&](const std::string& w) {
+    if (why) *why = w;
+    return false;
+  };
+  if (url.empty()) return fail("empty URL");
+  if (url.size() > max_length) return fail("URL longer than " + std::to_string(max_length) + " characters");
+  for (unsigned char c : url) {
+    if (c <= 0x20 || c == 0x7f) return fail("URL contains a space or control character");
+  }
+  std::string lower;
+  for (char c : url.substr(0, 8)) lower.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c));
+  std::size_t rest;
+  if (lower.rfind("http://", 0) == 0) {
+    rest = 7;
+  } else if (lower.rfind("https://", 0) == 0) {
+    rest = 8;
+  } else {
+    return fail("not an http:// or https:// URL");
+  }
+  std::string_view authority = url.substr(rest);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (auto at = authority.rfind('@'); at != std::string_view::npos) return fail("URL must not carry user information");
+  std::string_view host = authority;
+  if (!host.empty() && host.front() == '[') {
+    auto close = host.find(']');
+    if (close == std::string_view::npos) return fail("URL has a bad IPv6 host");
+    std::string_view after = host.substr(close + 1);
+    if (!after.empty() && after.front() != ':') return fail("URL has a bad host");
+    host = host.substr(0, close + 1);
+    authority = after;
+  } else {
+    auto colon = host.find(':');
+    authority = colon == std::string_view::npos ? std::string_view() : host.substr(colon);
+    host = host.substr(0, colon);
+  }
+  if (host.empty() || host == "[]") return fail("URL has no host");
+  if (!authority.empty()) {  // ":port"
+    std::string_view port = authority.substr(1);
+    if (port.empty() || port.size() > 5) return fail("URL has a bad port");
+    for (char c : port) {
+      if (c < '0' || c > '9') return fail("URL has a bad port");
+    }
+    if (std::stoi(std::string(port)) > 65535) return fail("URL has a bad port");
+  }
+  if (url.find('#') != std::string_view::npos) return fail("URL must not have a fragment");
+  return true;
+}
+
+std::string htmlEscape(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  for (char c : in) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace lcc::http

@@ -1,11 +1,447 @@
 #include "rs/rs_service.h"
 
-namespace lcc::rs {
+#include <boost/asio/post.hpp>
+#include <condition_variable>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
-// Placeholder until the role lands: lccd refuses to run a role it does not have.
+#include "common/time_util.h"
+#include "http/admin_api.h"
+#include "http/url_codec.h"
+
+namespace lcc::rs {
+namespace {
+
+using nlohmann::json;
+
+std::string trimWs(std::string_view s) {
+  auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (!s.empty() && ws(s.front())) s.remove_prefix(1);
+  while (!s.empty() && ws(s.back())) s.remove_suffix(1);
+  return std::string(s);
+}
+
+std::string fetchOutcome(const FetchResult& r) {
+  std::string out = std::to_string(static_cast<int>(r.code)) + " " + std::string(errorCodeMessage(r.code));
+  if (r.http_status != 0) out += ", HTTP " + std::to_string(r.http_status);
+  if (!r.message.empty() && r.message != errorCodeMessage(r.code)) out += ": " + r.message;
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> normalizePrefix(const std::string& url) {
+  std::string why;
+  if (!http::isHttpUrl(url, &why)) return Status::invalidArgument(why);
+  if (url.find('?') != std::string::npos) return Status::invalidArgument("a prefix must not have a query string");
+  std::size_t scheme_end = url.find("://") + 3;
+  std::size_t path = url.find('/', scheme_end);
+  std::string out = url;
+  if (path == std::string::npos) out += '/';
+  else if (out.back() != '/') out += '/';
+  return out;
+}
+
+Registrar::Registrar(ProviderStore& providers, Fetcher& fetcher, Clock& clock, Env& env, RsOptions options)
+    : providers_(providers), fetcher_(fetcher), clock_(clock), env_(env), options_(std::move(options)),
+      // High ids: the fetcher may be shared with robots of this process.
+      next_fetch_id_((1ull << 62) + 1) {}
+
+Result<Registration> Registrar::registerProvider(const std::string& prefix_in, const std::string& contact_in) {
+  auto prefix = normalizePrefix(trimWs(prefix_in));
+  if (!prefix.isOk()) return Status::invalidArgument("prefix: " + prefix.status().message());
+  std::string contact = trimWs(contact_in);
+  if (contact.size() > 256) return Status::invalidArgument("contact: longer than 256 characters");
+  for (unsigned char c : contact) {
+    if (c < 0x20 || c == 0x7f) return Status::invalidArgument("contact: contains a control character");
+  }
+  sweepExpired();  // lazily: expired registrations do not count against max_pending
+  std::uint64_t pending = 0;
+  LCC_RETURN_IF_ERROR(providers_.scan([&](const ProviderRecord& p) {
+    if (p.state == ProviderState::kPending) ++pending;
+    return true;
+  }));
+  if (pending >= options_.max_pending) {
+    return Status::busy("too many registrations are waiting for verification; try again later");
+  }
+  Registration reg;
+  reg.prefix = prefix.value();
+  reg.secret = randomHex(16);
+  reg.secret_file = options_.secret_file;
+  reg.secret_url = reg.prefix + options_.secret_file;
+  reg.password = generatePassword();
+  reg.expires = clock_.now() + options_.secret_ttl;
+  LCC_ASSIGN_OR_RETURN(std::string hash, hashPassword(reg.password, options_.hash_cost));
+  ProviderRecord rec;
+  rec.state = ProviderState::kPending;
+  rec.password_hash = std::move(hash);
+  rec.prefixes = {reg.prefix};
+  rec.priority = options_.default_priority;
+  rec.bandwidth = options_.default_bandwidth;
+  rec.quota_files = options_.default_quota_files;
+  rec.quota_bytes = options_.default_quota_bytes;
+  rec.secret = reg.secret;
+  rec.secret_url = reg.secret_url;
+  rec.contact = contact;
+  rec.reg_expires = reg.expires;
+  rec.created = clock_.now();
+  LCC_ASSIGN_OR_RETURN(reg.id, providers_.create(rec));
+  spdlog::info("rs: registration {} for {} (expires {})", reg.id, reg.prefix, formatRfc3339(reg.expires));
+  return reg;
+}
+
+Verification Registrar::verify(ProviderId id, const std::string& password) {
+  Verification v;
+  auto fail = [&](int status, std::string reason) {
+    v.http_status = status;
+    v.reason = std::move(reason);
+    return v;
+  };
+  auto got = providers_.get(id);
+  if (!got.isOk()) return fail(503, "the provider database is unavailable: " + got.status().message());
+  if (!got.value()) return fail(404, "there is no registration with this id (unverified registrations are removed when they expire)");
+  ProviderRecord rec = *got.value();
+  const bool expired = rec.state == ProviderState::kPending && clock_.now() >= rec.reg_expires;
+  if (!verifyPassword(rec.password_hash, password)) {
+    if (expired) (void)providers_.remove(id);
+    return fail(403, "wrong id or password");
+  }
+  if (rec.state == ProviderState::kActive) {
+    v.active = true;
+    return fail(200, "provider " + std::to_string(id) + " is already verified and active");
+  }
+  if (rec.state == ProviderState::kSuspended) return fail(403, "this provider is suspended by an administrator");
+  if (expired) {
+    (void)providers_.remove(id);
+    spdlog::info("rs: registration {} expired, removed", id);
+    return fail(410, "this registration expired at " + formatRfc3339(rec.reg_expires) + " and was removed; register again");
+  }
+
+  // Fetch the secret now.
+  const std::uint64_t fid = next_fetch_id_++;
+  FetchRequest req;
+  req.id = fid;
+  req.url = rec.secret_url;
+  req.path = options_.work_dir + "/secret-" + std::to_string(id) + "-" + std::to_string(fid) + ".tmp";
+  req.max_size = options_.secret_max_size;
+  struct Wait {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    FetchResult result;
+  };
+  auto wait = std::make_shared<Wait>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return fail(503, "the registration server is stopping");
+    in_flight_.insert(fid);
+  }
+  Status started = fetcher_.start(req, [wait](const FetchResult& r) {
+    std::lock_guard<std::mutex> lock(wait->mu);
+    wait->result = r;
+    wait->done = true;
+    wait->cv.notify_all();
+  });
+  if (!started.isOk()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_.erase(fid);
+    return fail(502, "could not fetch " + rec.secret_url + ": " + started.message());
+  }
+  bool timed_out = false;
+  {
+    std::unique_lock<std::mutex> lock(wait->mu);
+    if (!wait->cv.wait_for(lock, options_.verify_timeout, [&] { return wait->done; })) {
+      timed_out = true;
+      lock.unlock();
+      fetcher_.cancel(fid);
+      lock.lock();
+      // `done` runs exactly once, also on cancel.
+      wait->cv.wait_for(lock, std::chrono::seconds(10), [&] { return wait->done; });
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_.erase(fid);
+  }
+  FetchResult result;
+  {
+    std::lock_guard<std::mutex> lock(wait->mu);
+    result = wait->result;
+  }
+  auto cleanup = [&] {
+    if (env_.exists(req.path)) (void)env_.removeFile(req.path);
+  };
+  if (timed_out) {
+    cleanup();
+    v.fetch_code = ErrorCode::kFetchTimeout;
+    return fail(504, "fetching " + rec.secret_url + " took longer than " +
+                         std::to_string(options_.verify_timeout.count() / 1000.0).substr(0, 4) + " s");
+  }
+  if (!result.ok()) {
+    cleanup();
+    v.fetch_code = result.code;
+    v.fetch_http_status = result.http_status;
+    if (result.code == ErrorCode::kNotFound) {
+      return fail(422, "the secret file was not found at " + rec.secret_url + " (" + fetchOutcome(result) + ")");
+    }
+    return fail(422, "could not fetch " + rec.secret_url + ": " + fetchOutcome(result));
+  }
+  v.fetch_http_status = result.http_status;
+  auto body = env_.readFile(req.path);
+  cleanup();
+  if (!body.isOk()) return fail(500, "could not read the fetched secret: " + body.status().message());
+  if (!http::constantTimeEquals(trimWs(body.value()), rec.secret)) {
+    return fail(422, "the file at " + rec.secret_url + " does not hold the secret of this registration");
+  }
+  Status s = providers_.modify(id, [&](ProviderRecord& p) {
+    if (p.state == ProviderState::kActive) return Status::ok();
+    if (p.state != ProviderState::kPending) return Status::aborted("the provider is no longer pending");
+    p.state = ProviderState::kActive;
+    p.secret.clear();
+    p.reg_expires = WallTime{};
+    return Status::ok();
+  });
+  if (s.code() == StatusCode::kNotFound) return fail(404, "the registration was removed meanwhile");
+  if (!s.isOk()) return fail(503, "could not activate the provider: " + s.message());
+  spdlog::info("rs: provider {} verified ({}), active", id, rec.secret_url);
+  v.active = true;
+  return fail(200, "verified: provider " + std::to_string(id) +
+                       " is active; you may delete the secret file and start sending notifications");
+}
+
+std::size_t Registrar::sweepExpired() {
+  const WallTime now = clock_.now();
+  std::vector<ProviderId> expired;
+  Status s = providers_.scan([&](const ProviderRecord& p) {
+    if (p.state == ProviderState::kPending && now >= p.reg_expires) expired.push_back(p.id);
+    return true;
+  });
+  if (!s.isOk()) {
+    spdlog::warn("rs: sweep of expired registrations: {}", s.toString());
+    return 0;
+  }
+  std::size_t removed = 0;
+  for (ProviderId id : expired) {
+    // Re-check: a verification may have activated it meanwhile.
+    auto cur = providers_.get(id);
+    const bool still_expired = cur.isOk() && cur.value() && cur.value()->state == ProviderState::kPending &&
+                               now >= cur.value()->reg_expires;
+    if (still_expired && providers_.remove(id).isOk()) ++removed;
+  }
+  if (removed > 0) spdlog::info("rs: removed {} expired registration(s)", removed);
+  return removed;
+}
+
+void Registrar::startSweeping(std::function<void(std::function<void()>)> post) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    post_ = std::move(post);
+  }
+  scheduleSweep();
+}
+
+void Registrar::scheduleSweep() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_) return;
+  std::weak_ptr<Registrar> weak = weak_from_this();
+  sweep_timer_ = clock_.schedule(options_.sweep_interval, [weak] {
+    auto self = weak.lock();
+    if (!self) return;
+    std::function<void(std::function<void()>)> post;
+    {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      if (self->stopped_) return;
+      post = self->post_;
+    }
+    auto work = [weak] {
+      if (auto s = weak.lock()) {
+        s->sweepExpired();
+        s->scheduleSweep();
+      }
+    };
+    if (post) post(work);
+    else work();
+  });
+}
+
+void Registrar::stop() {
+  std::set<std::uint64_t> in_flight;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    if (sweep_timer_ != 0) clock_.cancel(sweep_timer_);
+    sweep_timer_ = 0;
+    in_flight = in_flight_;
+  }
+  for (auto fid : in_flight) fetcher_.cancel(fid);
+}
+
+// ---------------------------------------------------------------------------
+// HTTP pages.
+namespace {
+
+bool wantsJson(const http::Request& req) {
+  return req.param("format") == "json" || req.header("accept").find("application/json") != std::string::npos;
+}
+
+std::string page(const std::string& title, const std::string& body) {
+  return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + http::htmlEscape(title) +
+         "</title></head>\n<body>\n<h1>" + http::htmlEscape(title) + "</h1>\n" + body +
+         "<p><a href=\"/\">LCC home</a> · <a href=\"/register\">register</a></p>\n</body></html>\n";
+}
+
+std::string formPage(const RsOptions& o) {
+  return page("Register as a content provider",
+              "<p>Step one: give the URL prefix of your site (the folder your notifications will cover) and a "
+              "contact. You get a provider id, a password and a secret. Put the secret in a file named <code>" +
+                  http::htmlEscape(o.secret_file) +
+                  "</code> at the top of that prefix, then come back for step two within " +
+                  std::to_string(o.secret_ttl.count() / 3600000) +
+                  " hours.</p>\n"
+                  "<form method=\"post\" action=\"/register\">\n"
+                  "<p><label>URL prefix <input name=\"prefix\" size=\"60\" placeholder=\"http://www.example.com/docs/\"></label></p>\n"
+                  "<p><label>Contact (e-mail) <input name=\"contact\" size=\"40\"></label></p>\n"
+                  "<p><button type=\"submit\">Register</button></p>\n</form>\n"
+                  "<h2>Step two: verify</h2>\n"
+                  "<form method=\"post\" action=\"/register/verify\">\n"
+                  "<p><label>Provider id <input name=\"id\" size=\"8\"></label> "
+                  "<label>Password <input name=\"password\" type=\"password\" size=\"24\"></label></p>\n"
+                  "<p><button type=\"submit\">Fetch my secret file now</button></p>\n</form>\n");
+}
+
+http::Response errorAnswer(const http::Request& req, int status, const std::string& why) {
+  if (wantsJson(req)) return http::Response::json(status, json{{"ok", false}, {"error", why}}.dump() + "\n");
+  return http::Response::html(status, page("Registration refused", "<p>" + http::htmlEscape(why) + "</p>\n"));
+}
+
+http::Response registerAnswer(const http::Request& req, Registrar& reg) {
+  auto r = reg.registerProvider(req.param("prefix"), req.param("contact"));
+  if (!r.isOk()) {
+    int status = r.status().code() == StatusCode::kInvalidArgument ? 400
+                 : r.status().code() == StatusCode::kBusy         ? 503
+                                                                  : 500;
+    return errorAnswer(req, status, r.status().message());
+  }
+  const Registration& g = r.value();
+  if (wantsJson(req)) {
+    return http::Response::json(200, json{{"ok", true},
+                                          {"id", g.id},
+                                          {"prefix", g.prefix},
+                                          {"secret", g.secret},
+                                          {"secret_file", g.secret_file},
+                                          {"secret_url", g.secret_url},
+                                          {"password", g.password},
+                                          {"expires", formatRfc3339(g.expires)}}
+                                         .dump() +
+                                         "\n");
+  }
+  std::string e = http::htmlEscape(formatRfc3339(g.expires));
+  return http::Response::html(
+      200, page("Registration step one done",
+                "<p>Your provider id: <b id=\"id\">" + std::to_string(g.id) + "</b></p>\n"
+                "<p>Your password: <b id=\"password\">" + http::htmlEscape(g.password) +
+                    "</b> (keep it: it is shown only now)</p>\n"
+                    "<p>Put this secret, alone, in a file named <code id=\"secret_file\">" +
+                    http::htmlEscape(g.secret_file) + "</code>:</p>\n<pre id=\"secret\">" +
+                    http::htmlEscape(g.secret) + "</pre>\n<p>so that it can be fetched from <code id=\"secret_url\">" +
+                    http::htmlEscape(g.secret_url) + "</code>, then verify before <b id=\"expires\">" + e +
+                    "</b>; unverified registrations are removed then.</p>\n"
+                    "<form method=\"post\" action=\"/register/verify\">\n"
+                    "<input type=\"hidden\" name=\"id\" value=\"" + std::to_string(g.id) + "\">\n"
+                    "<p><label>Password <input name=\"password\" type=\"password\"></label> "
+                    "<button type=\"submit\">Verify now</button></p>\n</form>\n"));
+}
+
+http::Response verifyAnswer(const http::Request& req, Registrar& reg) {
+  std::string id_text = req.param("id");
+  std::uint64_t id = 0;
+  bool ok_id = !id_text.empty() && id_text.size() <= 10;
+  for (char c : id_text) {
+    if (c < '0' || c > '9') ok_id = false;
+    else id = id * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (!ok_id || id == 0 || id > 0xffffffffull) return errorAnswer(req, 400, "id must be the provider id you were given");
+  if (req.param("password").empty()) return errorAnswer(req, 400, "the password is required");
+  Verification v = reg.verify(static_cast<ProviderId>(id), req.param("password"));
+  if (wantsJson(req)) {
+    json j{{"ok", v.active}, {"id", id}, {"reason", v.reason}};
+    if (!v.active) j["error"] = v.reason;
+    if (v.fetch_code != ErrorCode::kNone) j["fetch_code"] = static_cast<int>(v.fetch_code);
+    if (v.fetch_http_status != 0) j["fetch_http_status"] = v.fetch_http_status;
+    return http::Response::json(v.http_status, j.dump() + "\n");
+  }
+  return http::Response::html(v.http_status, page(v.active ? "Registration verified" : "Verification failed",
+                                                  "<p>" + http::htmlEscape(v.reason) + "</p>\n"));
+}
+
+class RsService final : public Service {
+ public:
+  RsService(std::shared_ptr<Registrar> reg, boost::asio::io_context* io) : reg_(std::move(reg)), io_(io) {}
+  std::string_view name() const override { return "rs"; }
+  Status start() override {
+    boost::asio::io_context* io = io_;
+    reg_->startSweeping([io](std::function<void()> fn) {
+      if (io) boost::asio::post(*io, std::move(fn));
+      else fn();
+    });
+    return Status::ok();
+  }
+  void stop() override { reg_->stop(); }
+  void status(nlohmann::json& out) const override {
+    out["secret_file"] = reg_->options().secret_file;
+    out["secret_ttl_s"] = reg_->options().secret_ttl.count() / 1000;
+  }
+
+ private:
+  std::shared_ptr<Registrar> reg_;
+  boost::asio::io_context* io_;
+};
+
+}  // namespace
+
+void registerRsRoutes(http::Router& router, std::shared_ptr<Registrar> registrar) {
+  router.addExact("GET", "/register", [r = registrar](const http::Request& req) {
+    if (wantsJson(req)) {
+      return http::Response::json(200, json{{"secret_file", r->options().secret_file},
+                                            {"secret_ttl_s", r->options().secret_ttl.count() / 1000},
+                                            {"fields", {"prefix", "contact"}}}
+                                           .dump() +
+                                           "\n");
+    }
+    return http::Response::html(200, formPage(r->options()));
+  });
+  router.addExact("POST", "/register", [r = registrar](const http::Request& req) { return registerAnswer(req, *r); });
+  router.addExact("POST", "/register/verify",
+                  [r = registrar](const http::Request& req) { return verifyAnswer(req, *r); });
+}
+
 Result<ServicePtr> makeRsService(NodeContext& node) {
-  (void)node;
-  return Status::notSupported("the rs role is not built yet");
+  if (node.providers == nullptr) return Status::invalidArgument("the rs role needs storage.providers");
+  if (node.fetcher == nullptr) return Status::invalidArgument("the rs role needs a fetcher");
+  if (node.http == nullptr || node.clock == nullptr || node.env == nullptr || node.config == nullptr) {
+    return Status::invalidArgument("the rs role needs the HTTP port, a clock, an Env and the config");
+  }
+  const Config& cfg = *node.config;
+  RsOptions o;
+  o.secret_ttl = Millis(cfg.getInt("rs.secret_ttl"));
+  o.secret_file = cfg.getString("rs.secret_file");
+  if (o.secret_file.find('/') != std::string::npos || o.secret_file == "." || o.secret_file == "..") {
+    return Status::invalidArgument("rs.secret_file must be a plain file name (got " + o.secret_file + ")");
+  }
+  o.default_priority = static_cast<std::int32_t>(cfg.getInt("rs.default_priority"));
+  o.default_bandwidth = static_cast<std::uint64_t>(cfg.getInt("rs.default_bandwidth"));
+  o.default_quota_files = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_files"));
+  o.default_quota_bytes = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_bytes"));
+  o.verify_timeout = Millis(cfg.getInt("rs.verify_timeout"));
+  o.secret_max_size = static_cast<std::uint64_t>(cfg.getInt("rs.secret_max_size"));
+  o.sweep_interval = Millis(cfg.getInt("rs.sweep_interval"));
+  o.max_pending = static_cast<std::uint64_t>(cfg.getInt("rs.max_pending"));
+  LCC_ASSIGN_OR_RETURN(o.hash_cost, parseHashCost(cfg.getString("uns.password_hash_ops")));
+  o.work_dir = node.data_dir + "/rs";
+  LCC_RETURN_IF_ERROR(node.env->createDirs(o.work_dir, true));
+  auto reg = std::make_shared<Registrar>(*node.providers, *node.fetcher, *node.clock, *node.env, std::move(o));
+  registerRsRoutes(*node.http, reg);
+  return ServicePtr(new RsService(reg, node.io));
 }
 
 }  // namespace lcc::rs

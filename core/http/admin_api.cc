@@ -1,0 +1,350 @@
+#include "http/admin_api.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/time_util.h"
+#include "http/url_codec.h"
+
+namespace lcc::http {
+namespace {
+
+using nlohmann::json;
+
+Response jsonError(int status, const std::string& why) {
+  return Response::json(status, json{{"error", why}}.dump() + "\n");
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
+    s.remove_suffix(1);
+  }
+  return std::string(s);
+}
+
+// Parses an unsigned decimal within [0, max]; nullopt otherwise.
+std::optional<std::uint64_t> parseUnsigned(const std::string& s, std::uint64_t max) {
+  if (s.empty() || s.size() > 20) return std::nullopt;
+  std::uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    if (v > (max - static_cast<std::uint64_t>(c - '0')) / 10) return std::nullopt;
+    v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return v;
+}
+
+std::optional<std::int64_t> parseSigned(const std::string& s, std::int64_t min, std::int64_t max) {
+  if (s.empty()) return std::nullopt;
+  bool neg = s[0] == '-';
+  auto mag = parseUnsigned(neg ? s.substr(1) : s, static_cast<std::uint64_t>(neg ? -min : max));
+  if (!mag) return std::nullopt;
+  std::int64_t v = neg ? -static_cast<std::int64_t>(*mag) : static_cast<std::int64_t>(*mag);
+  if (v < min || v > max) return std::nullopt;
+  return v;
+}
+
+json timeOrNull(WallTime t) { return t == WallTime{} ? json(nullptr) : json(formatRfc3339(t)); }
+
+// The admin context shared by the handlers.
+struct Admin {
+  AdminContext ctx;
+
+  std::optional<Response> guard(const Request& req) const {
+    std::string token = ctx.env ? readAdminToken(*ctx.env, ctx.options.token_file) : std::string();
+    if (auto refused = checkAdminAccess(req, token, ctx.options.allow_remote)) {
+      spdlog::warn("admin: refused {} {} from {}: HTTP {}", req.method, req.path, req.remote_ip, refused->status);
+      return refused;
+    }
+    if (ctx.providers == nullptr) return jsonError(503, "no provider store on this node");
+    return std::nullopt;
+  }
+
+  Response add(const Request& req) const {
+    std::vector<std::string> prefixes = req.params("prefix");
+    if (prefixes.empty()) return jsonError(400, "at least one prefix is required (prefix=URL)");
+    if (prefixes.size() > 64) return jsonError(400, "at most 64 prefixes");
+    for (const auto& p : prefixes) {
+      std::string why;
+      if (!isHttpUrl(p, &why)) return jsonError(400, "prefix " + p + ": " + why);
+    }
+    ProviderRecord rec;
+    rec.state = ProviderState::kActive;
+    rec.prefixes = prefixes;
+    rec.priority = ctx.options.default_priority;
+    rec.bandwidth = ctx.options.default_bandwidth;
+    rec.quota_files = ctx.options.default_quota_files;
+    rec.quota_bytes = ctx.options.default_quota_bytes;
+    if (std::string v = req.param("priority"); !v.empty()) {
+      auto n = parseSigned(v, -1000, 1000);
+      if (!n) return jsonError(400, "priority must be an integer from -1000 to 1000 (got " + v + ")");
+      rec.priority = static_cast<std::int32_t>(*n);
+    }
+    if (std::string v = req.param("bandwidth"); !v.empty()) {
+      auto n = parseUnsigned(v, 1ull << 40);
+      if (!n) return jsonError(400, "bandwidth must be bytes per second, 0 to 2^40 (got " + v + ")");
+      rec.bandwidth = *n;
+    }
+    std::string password = req.param("password");
+    if (req.query.count("password") && password.empty()) return jsonError(400, "password must not be empty");
+    if (password.size() > 256) return jsonError(400, "password longer than 256 characters");
+    for (unsigned char c : password) {
+      if (c < 0x20 || c == 0x7f) return jsonError(400, "password contains a control character");
+    }
+    if (password.empty()) password = generatePassword();
+    auto hash = hashPassword(password, ctx.options.hash_cost);
+    if (!hash.isOk()) return jsonError(500, hash.status().message());
+    rec.password_hash = std::move(hash).value();
+    if (ctx.clock) rec.created = ctx.clock->now();
+    auto id = ctx.providers->create(rec);
+    if (!id.isOk()) {
+      spdlog::error("admin: provider create failed: {}", id.status().toString());
+      return jsonError(503, "provider store: " + id.status().message());
+    }
+    spdlog::info("admin: provider {} added from {} ({} prefixes)", id.value(), req.remote_ip, prefixes.size());
+    return Response::json(201, json{{"id", id.value()}, {"password", password}}.dump() + "\n");
+  }
+
+  Response list() const {
+    json arr = json::array();
+    Status s = ctx.providers->scan([&](const ProviderRecord& p) {
+      arr.push_back(providerToJson(p));
+      return true;
+    });
+    if (!s.isOk()) return jsonError(503, "provider store: " + s.message());
+    return Response::json(200, json{{"providers", arr}}.dump(2) + "\n");
+  }
+
+  // /admin/providers/<id>[/<action>]
+  Response one(const Request& req) const {
+    static const std::string kBase = "/admin/providers/";
+    std::string tail = req.path.substr(kBase.size());
+    std::string action;
+    if (auto slash = tail.find('/'); slash != std::string::npos) {
+      action = tail.substr(slash + 1);
+      tail = tail.substr(0, slash);
+    }
+    auto id = parseUnsigned(tail, 0xffffffffull);
+    if (!id || *id == 0) return jsonError(400, "provider id must be a positive integer (got " + tail + ")");
+    const auto pid = static_cast<ProviderId>(*id);
+    if (req.method == "GET" || req.method == "HEAD") {
+      if (!action.empty()) return jsonError(404, "no such admin resource");
+      auto rec = ctx.providers->get(pid);
+      if (!rec.isOk()) return jsonError(503, "provider store: " + rec.status().message());
+      if (!rec.value()) return jsonError(404, "no provider " + tail);
+      return Response::json(200, providerToJson(*rec.value()).dump(2) + "\n");
+    }
+    if (req.method == "DELETE") {
+      if (!action.empty()) return jsonError(404, "no such admin resource");
+      Status s = ctx.providers->remove(pid);
+      if (s.code() == StatusCode::kNotFound) return jsonError(404, "no provider " + tail);
+      if (!s.isOk()) return jsonError(503, "provider store: " + s.message());
+      spdlog::info("admin: provider {} removed from {}", pid, req.remote_ip);
+      return Response::json(200, json{{"removed", pid}}.dump() + "\n");
+    }
+    if (req.method == "POST" && action == "want-full-set") {
+      Status s = ctx.providers->modify(pid, [](ProviderRecord& p) {
+        p.fullset_wanted = true;
+        p.fullset_reason = FullSetReason::kAdmin;
+        return Status::ok();
+      });
+      if (s.code() == StatusCode::kNotFound) return jsonError(404, "no provider " + tail);
+      if (!s.isOk()) return jsonError(503, "provider store: " + s.message());
+      spdlog::info("admin: provider {}: full set wanted (admin) from {}", pid, req.remote_ip);
+      return Response::json(200, json{{"id", pid}, {"fullset_wanted", true}, {"reason", "admin"}}.dump() + "\n");
+    }
+    return jsonError(404, "no such admin resource");
+  }
+
+  Response status() const {
+    json out = json::object();
+    if (ctx.router) {
+      Request inner;
+      inner.method = "GET";
+      inner.path = inner.target = "/status";
+      inner.remote_loopback = true;
+      inner.remote_ip = "127.0.0.1";
+      Response r = ctx.router->dispatch(inner);
+      if (r.status == 200 && !r.stream) {
+        auto parsed = json::parse(r.body, nullptr, false);
+        if (!parsed.is_discarded() && parsed.is_object()) out = std::move(parsed);
+      }
+    }
+    json summary{{"total", 0}, {"active", 0}, {"pending", 0}, {"suspended", 0}, {"fullset_wanted", 0},
+                 {"errors_unreported", 0}};
+    json wanted = json::array();
+    Status s = ctx.providers->scan([&](const ProviderRecord& p) {
+      summary["total"] = summary["total"].get<int>() + 1;
+      std::string state(providerStateName(p.state));
+      summary[state] = summary[state].get<int>() + 1;
+      if (p.fullset_wanted) {
+        summary["fullset_wanted"] = summary["fullset_wanted"].get<int>() + 1;
+        wanted.push_back(p.id);
+      }
+      summary["errors_unreported"] = summary["errors_unreported"].get<std::uint64_t>() + p.errors.size();
+      return true;
+    });
+    if (!s.isOk()) summary["error"] = s.message();
+    summary["fullset_wanted_ids"] = wanted;
+    out["providers"] = summary;
+    return Response::json(200, out.dump(2) + "\n");
+  }
+};
+
+}  // namespace
+
+std::string_view providerStateName(ProviderState s) {
+  switch (s) {
+    case ProviderState::kPending: return "pending";
+    case ProviderState::kActive: return "active";
+    case ProviderState::kSuspended: return "suspended";
+  }
+  return "unknown";
+}
+
+json providerToJson(const ProviderRecord& p) {
+  json errors = json::array();
+  for (const auto& e : p.errors) {
+    errors.push_back({{"url", e.notice.key.url},
+                      {"mime", e.notice.key.mime},
+                      {"code", static_cast<int>(e.code)},
+                      {"http", e.http_status},
+                      {"message", e.message},
+                      {"when", timeOrNull(e.when)}});
+  }
+  return json{
+      {"id", p.id},
+      {"state", providerStateName(p.state)},
+      {"prefixes", p.prefixes},
+      {"priority", p.priority},
+      {"bandwidth", p.bandwidth},
+      {"quota_files", p.quota_files},
+      {"quota_bytes", p.quota_bytes},
+      {"used_files", p.used_files},
+      {"used_bytes", p.used_bytes},
+      {"secret", p.secret},
+      {"secret_url", p.secret_url},
+      {"contact", p.contact},
+      {"reg_expires", timeOrNull(p.reg_expires)},
+      {"conn_seq", p.conn_seq},
+      {"last_ip", p.last_ip},
+      {"last_connect", p.last_connect ? timeOrNull(*p.last_connect) : json(nullptr)},
+      {"fullsets_used", p.fullsets_used},
+      {"fullset_period_start", timeOrNull(p.fullset_period_start)},
+      {"fullset_wanted", p.fullset_wanted},
+      {"fullset_reason", std::string(fullSetReasonName(p.fullset_reason))},
+      {"error_total", p.error_total},
+      {"errors", errors},
+      {"created", timeOrNull(p.created)},
+  };
+}
+
+bool constantTimeEquals(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  // Always walk the expected length so the time depends on lengths only.
+  const std::size_t n = b.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ static_cast<unsigned char>(b[i]));
+  }
+  return diff == 0;
+}
+
+std::optional<Response> checkAdminAccess(const Request& req, std::string_view expected_token, bool allow_remote) {
+  if (!req.remote_loopback && !allow_remote) {
+    return jsonError(403, "the admin API only answers loopback peers (http.admin_remote is false)");
+  }
+  if (expected_token.empty()) return jsonError(503, "the admin token is not available on this node");
+  std::string auth = req.header("authorization");
+  static constexpr std::string_view kBearer = "Bearer ";
+  if (auth.size() <= kBearer.size() || !std::equal(kBearer.begin(), kBearer.end(), auth.begin(), [](char x, char y) {
+        return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+      })) {
+    Response r = jsonError(401, "missing admin token (Authorization: Bearer <token from data_dir/admin.token>)");
+    r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"lcc-admin\"");
+    return r;
+  }
+  std::string given = trim(std::string_view(auth).substr(kBearer.size()));
+  if (!constantTimeEquals(given, expected_token)) {
+    Response r = jsonError(401, "wrong admin token");
+    r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"lcc-admin\", error=\"invalid_token\"");
+    return r;
+  }
+  return std::nullopt;
+}
+
+std::string readAdminToken(Env& env, const std::string& path) {
+  auto text = env.readFile(path);
+  if (!text.isOk()) return {};
+  return trim(text.value());
+}
+
+void registerAdminRoutes(Router& router, AdminContext ctx) {
+  auto admin = std::make_shared<Admin>();
+  admin->ctx = std::move(ctx);
+  auto guarded = [admin](Response (*fn)(const Admin&, const Request&)) {
+    return [admin, fn](const Request& req) -> Response {
+      if (auto refused = admin->guard(req)) return *refused;
+      return fn(*admin, req);
+    };
+  };
+  router.add("POST", "/admin/providers", guarded([](const Admin& a, const Request& r) { return a.add(r); }));
+  router.add("GET", "/admin/providers", guarded([](const Admin& a, const Request&) { return a.list(); }));
+  router.add("GET", "/admin/providers/", guarded([](const Admin& a, const Request& r) { return a.one(r); }));
+  router.add("DELETE", "/admin/providers/", guarded([](const Admin& a, const Request& r) { return a.one(r); }));
+  router.add("POST", "/admin/providers/", guarded([](const Admin& a, const Request& r) { return a.one(r); }));
+  router.add("GET", "/admin/status", guarded([](const Admin& a, const Request&) { return a.status(); }));
+  // Anything else under /admin/ is refused the same way before it is "not found".
+  for (const char* m : {"GET", "POST", "DELETE", "PUT"}) {
+    router.add(m, "/admin/", guarded([](const Admin&, const Request&) { return jsonError(404, "no such admin resource"); }));
+  }
+}
+
+std::string homePage(const std::string& machine_id, const std::vector<std::string>& roles) {
+  auto has = [&](const char* r) { return std::find(roles.begin(), roles.end(), r) != roles.end(); };
+  std::string role_list;
+  for (const auto& r : roles) role_list += (role_list.empty() ? "" : ", ") + htmlEscape(r);
+  std::string out =
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Local Content Cache " + htmlEscape(machine_id) +
+      "</title></head>\n<body>\n<h1>Local Content Cache</h1>\n"
+      "<p>This is an LCC node (machine <b>" + htmlEscape(machine_id) + "</b>). Content providers tell it which of "
+      "their URLs changed; it fetches and stores that content, and content users (search engines, archives, "
+      "mirrors) take what changed as XML or tar.gz.</p>\n"
+      "<p>Roles running here: " + (role_list.empty() ? std::string("none") : role_list) + ".</p>\n<ul>\n";
+  if (has("rs")) out += "<li><a href=\"/register\">/register</a> — register as a content provider</li>\n";
+  out += "<li><a href=\"/status\">/status</a> — queues, providers, robots, spool, overload state (JSON)</li>\n";
+  out += "<li><a href=\"/metrics\">/metrics</a> — counters (Prometheus text)</li>\n";
+  if (has("cu")) {
+    out += "<li><a href=\"/cu/query?limit=10\">/cu/query</a> — what changed: parameters provider, since_seq or "
+           "since (RFC 3339), mime, prefix, deleted, limit, format=xml|tar.gz, content</li>\n";
+  }
+  out += "</ul>\n<p>Administrators: <code>lcc provider ...</code> and <code>lcc status</code> "
+         "(token in data_dir/admin.token).</p>\n</body></html>\n";
+  return out;
+}
+
+void registerNodeRoutes(NodeContext& node) {
+  if (node.http == nullptr) return;
+  const Config& cfg = *node.config;
+  AdminContext ctx;
+  ctx.providers = node.providers;
+  ctx.env = node.env;
+  ctx.clock = node.clock;
+  ctx.router = node.http;
+  ctx.options.token_file = node.data_dir + "/admin.token";
+  ctx.options.allow_remote = cfg.getBool("http.admin_remote");
+  ctx.options.default_priority = static_cast<std::int32_t>(cfg.getInt("rs.default_priority"));
+  ctx.options.default_bandwidth = static_cast<std::uint64_t>(cfg.getInt("rs.default_bandwidth"));
+  ctx.options.default_quota_files = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_files"));
+  ctx.options.default_quota_bytes = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_bytes"));
+  if (auto cost = parseHashCost(cfg.getString("uns.password_hash_ops")); cost.isOk()) {
+    ctx.options.hash_cost = cost.value();
+  }
+  registerAdminRoutes(*node.http, std::move(ctx));
+  std::string page = homePage(node.machine_id, cfg.getList("roles"));
+  node.http->addExact("GET", "/", [page](const Request&) { return Response::html(200, page); });
+}
+
+}  // namespace lcc::http

@@ -1,0 +1,72 @@
+// admin_api.h — the administrator's HTTP API under /admin/ (what `lcc provider` and
+// `lcc status` use) and the node's home page GET / (surface.md "HTTP port").
+//
+// Every /admin/ request needs `Authorization: Bearer <token>`, the token being the
+// content of <data_dir>/admin.token (read on each request, compared in constant
+// time), and comes from a loopback peer unless http.admin_remote is true.
+//
+//   POST   /admin/providers                     prefix=URL (repeatable), priority, bandwidth,
+//                                               password (optional): 201 {"id","password"}
+//   GET    /admin/providers                     {"providers": [provider...]}
+//   GET    /admin/providers/<id>                provider (everything but the hash)
+//   DELETE /admin/providers/<id>                {"removed": id}
+//   POST   /admin/providers/<id>/want-full-set  {"id", "fullset_wanted": true, "reason": "admin"}
+//   GET    /admin/status                        GET /status plus a "providers" summary
+// Errors: {"error": "..."} with 400 (bad input), 401 (token), 403 (peer), 404, 503.
+// THREADS: handlers run on the HTTP worker threads; the ProviderStore is thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/password.h"
+#include "common/service.h"
+#include "http/http_server.h"
+#include "lcc/env.h"
+#include "lcc/provider_store.h"
+
+namespace lcc::http {
+
+struct AdminOptions {
+  std::string token_file;     // <data_dir>/admin.token
+  bool allow_remote = false;  // http.admin_remote
+  std::int32_t default_priority = 0;       // rs.default_priority
+  std::uint64_t default_bandwidth = 0;     // rs.default_bandwidth
+  std::uint64_t default_quota_files = 0;   // rs.default_quota_files
+  std::uint64_t default_quota_bytes = 0;   // rs.default_quota_bytes
+  HashCost hash_cost = HashCost::kInteractive;  // uns.password_hash_ops
+};
+
+// What the admin routes use. `providers` may be null (then they answer 503).
+struct AdminContext {
+  ProviderStore* providers = nullptr;
+  Env* env = nullptr;
+  Clock* clock = nullptr;
+  const Router* router = nullptr;  // to answer /admin/status from GET /status
+  AdminOptions options;
+};
+
+// Registers GET / and the /admin/ routes for the daemon (reads the keys above from
+// node.config). Call once, after the roles registered their routes.
+void registerNodeRoutes(NodeContext& node);
+// Registers the /admin/ routes on `router` (tests build the context themselves).
+void registerAdminRoutes(Router& router, AdminContext ctx);
+// The home page: what this LCC is, its roles, links.
+std::string homePage(const std::string& machine_id, const std::vector<std::string>& roles);
+
+// Equal contents, in time that depends only on the lengths.
+bool constantTimeEquals(std::string_view a, std::string_view b);
+// nullopt when the request may use the admin API, else the refusal to send:
+// 403 for a non-loopback peer without allow_remote, 401 for a missing or wrong token,
+// 503 when there is no token to compare with (`expected_token` empty).
+std::optional<Response> checkAdminAccess(const Request& req, std::string_view expected_token, bool allow_remote);
+// The token in `path`, trimmed; empty when unreadable.
+std::string readAdminToken(Env& env, const std::string& path);
+
+// A provider as the admin API shows it: every field but password_hash.
+nlohmann::json providerToJson(const ProviderRecord& p);
+std::string_view providerStateName(ProviderState s);
+
+}  // namespace lcc::http

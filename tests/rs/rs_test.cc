@@ -1,0 +1,462 @@
+// The registration server: step one (secret + password, pending), step two (fetch
+// the secret now, activate), expiry (lazy and swept), over storage-memory through
+// the real plugin loader, a scripted Fetcher, fetch-stub, and real HTTP.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "../http/http_test_client.h"
+#include "common/logging.h"
+#include "common/password.h"
+#include "common/plugin/plugin_registry.h"
+#include "common/posix_env.h"
+#include "http/url_codec.h"
+#include "rs/rs_service.h"
+#include "support/sim_clock.h"
+#include "support/temp_dir.h"
+
+namespace lcc::rs {
+namespace {
+
+using nlohmann::json;
+
+// A Fetcher whose answers a test scripts per URL; `done` runs on its own thread.
+class ScriptedFetcher final : public Fetcher {
+ public:
+  struct Answer {
+    std::string body;
+    ErrorCode code = ErrorCode::kNone;
+    int http = 200;
+    bool hang = false;
+  };
+  ~ScriptedFetcher() override { stop(); }
+
+  void set(const std::string& url, Answer a) {
+    std::lock_guard<std::mutex> lock(mu_);
+    answers_[url] = std::move(a);
+  }
+  int cancels() const { return cancels_.load(); }
+  std::vector<std::string> urls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return urls_;
+  }
+
+  Status start(const FetchRequest& req, FetchDone done) override {
+    Answer a;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_) return Status::aborted("stopped");
+      urls_.push_back(req.url);
+      auto it = answers_.find(req.url);
+      if (it == answers_.end()) {
+        a.code = ErrorCode::kConnectFailure;
+        a.http = 0;
+      } else {
+        a = it->second;
+      }
+      if (a.hang) {
+        hanging_[req.id] = std::move(done);
+        return Status::ok();
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    threads_.emplace_back([req, a, done = std::move(done)] {
+      FetchResult r;
+      r.id = req.id;
+      r.code = a.code;
+      r.http_status = a.http;
+      if (a.code == ErrorCode::kNone) {
+        if (a.body.size() > req.max_size) {
+          r.code = ErrorCode::kTooLarge;
+        } else {
+          std::ofstream(req.path, std::ios::binary) << a.body;
+          r.size = a.body.size();
+        }
+      }
+      done(r);
+    });
+    return Status::ok();
+  }
+  void cancel(std::uint64_t id) override {
+    FetchDone done;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = hanging_.find(id);
+      if (it == hanging_.end()) return;
+      done = std::move(it->second);
+      hanging_.erase(it);
+    }
+    cancels_++;
+    FetchResult r;
+    r.id = id;
+    r.code = ErrorCode::kInternal;
+    r.message = "cancelled";
+    std::lock_guard<std::mutex> lock(mu_);
+    threads_.emplace_back([done, r] { done(r); });
+  }
+  std::size_t inFlight() const override { return 0; }
+  void stop() override {
+    std::vector<std::uint64_t> ids;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopped_ = true;
+      for (auto& [id, d] : hanging_) ids.push_back(id);
+    }
+    for (auto id : ids) cancel(id);
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      threads.swap(threads_);
+    }
+    for (auto& t : threads) t.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, Answer> answers_;
+  std::map<std::uint64_t, FetchDone> hanging_;
+  std::vector<std::string> urls_;
+  std::vector<std::thread> threads_;  // joined in stop()
+  std::atomic<int> cancels_{0};
+  bool stopped_ = false;
+};
+
+class RsTest : public ::testing::Test {
+ protected:
+  RsTest()
+      : registry_(LCC_PLUGIN_DIR, HostContext{&clock_, posixEnv(), pluginLogger("test"), dir_.path(), "m1"}) {
+    auto store = registry_.makeProviderStore("storage-memory", OptionsView());
+    EXPECT_TRUE(store.isOk()) << store.status().toString();
+    if (store.isOk()) store_ = std::move(store).value();
+    options_.secret_ttl = Millis(3600 * 1000);
+    options_.sweep_interval = Millis(600 * 1000);
+    options_.verify_timeout = Millis(5000);
+    options_.default_quota_files = 500;
+    options_.work_dir = dir_.file("rs");
+    EXPECT_TRUE(posixEnv()->createDirs(options_.work_dir, true).isOk());
+  }
+
+  std::shared_ptr<Registrar> makeRegistrar(Fetcher& f) {
+    return std::make_shared<Registrar>(*store_, f, clock_, *posixEnv(), options_);
+  }
+
+  ProviderRecord stored(ProviderId id) {
+    auto r = store_->get(id);
+    EXPECT_TRUE(r.isOk());
+    return r.isOk() && r.value() ? *r.value() : ProviderRecord{};
+  }
+  bool exists(ProviderId id) {
+    auto r = store_->get(id);
+    return r.isOk() && r.value().has_value();
+  }
+
+  testing::TempDir dir_;
+  testing::SimClock clock_;
+  PluginRegistry registry_;
+  PluginPtr<ProviderStore> store_;
+  RsOptions options_;
+};
+
+TEST(RsPrefix, IsNormalisedToAFolderAndBadOnesAreRefused) {
+  EXPECT_EQ(normalizePrefix("http://www.server.com").value(), "http://www.server.com/");
+  EXPECT_EQ(normalizePrefix("https://www.server.com/docs").value(), "https://www.server.com/docs/");
+  EXPECT_EQ(normalizePrefix("http://h:8080/a/b/").value(), "http://h:8080/a/b/");
+  for (const char* bad : {"", "ftp://h/", "http://", "http:///x", "http://h/a?x=1", "http://h/a b", "www.server.com",
+                          "http://user@h/", "http://h:99999/"}) {
+    EXPECT_FALSE(normalizePrefix(bad).isOk()) << bad;
+  }
+}
+
+TEST_F(RsTest, StepOneStoresAPendingProviderWithSecretPasswordAndExpiry) {
+  ScriptedFetcher f;
+  auto reg = makeRegistrar(f);
+  auto r = reg->registerProvider(" http://www.server.com/docs ", "webmaster@server.com");
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  const Registration& g = r.value();
+  EXPECT_GE(g.id, 1u);
+  EXPECT_EQ(g.prefix, "http://www.server.com/docs/");
+  EXPECT_EQ(g.secret_file, "lococa-secret.txt");
+  EXPECT_EQ(g.secret_url, "http://www.server.com/docs/lococa-secret.txt");
+  EXPECT_EQ(g.secret.size(), 32u);
+  EXPECT_GE(g.password.size(), 12u);
+  EXPECT_EQ(g.expires, clock_.now() + Millis(3600 * 1000));
+
+  ProviderRecord p = stored(g.id);
+  EXPECT_EQ(p.state, ProviderState::kPending);
+  EXPECT_EQ(p.secret, g.secret);
+  EXPECT_EQ(p.secret_url, g.secret_url);
+  EXPECT_EQ(p.contact, "webmaster@server.com");
+  EXPECT_EQ(p.reg_expires, g.expires);
+  EXPECT_EQ(p.prefixes, std::vector<std::string>{"http://www.server.com/docs/"});
+  EXPECT_EQ(p.quota_files, 500u);
+  EXPECT_NE(p.password_hash, g.password);
+  EXPECT_TRUE(verifyPassword(p.password_hash, g.password));
+  EXPECT_FALSE(verifyPassword(p.password_hash, g.password + "x"));
+
+  // Two registrations never share a secret or a password.
+  auto r2 = reg->registerProvider("http://www.server.com/docs/", "");
+  ASSERT_TRUE(r2.isOk());
+  EXPECT_NE(r2.value().secret, g.secret);
+  EXPECT_NE(r2.value().password, g.password);
+  EXPECT_NE(r2.value().id, g.id);
+
+  EXPECT_EQ(reg->registerProvider("gopher://x/", "").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(reg->registerProvider("http://x/", std::string(300, 'c')).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(reg->registerProvider("http://x/", "a\nb").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(RsTest, StepTwoFetchesTheSecretAndActivatesTheProvider) {
+  ScriptedFetcher f;
+  auto reg = makeRegistrar(f);
+  auto g = reg->registerProvider("http://site.example/", "").value();
+  f.set(g.secret_url, {"\n  " + g.secret + "  \r\n"});
+  Verification v = reg->verify(g.id, g.password);
+  EXPECT_EQ(v.http_status, 200) << v.reason;
+  EXPECT_TRUE(v.active);
+  EXPECT_EQ(f.urls(), std::vector<std::string>{"http://site.example/lococa-secret.txt"});
+  ProviderRecord p = stored(g.id);
+  EXPECT_EQ(p.state, ProviderState::kActive);
+  EXPECT_TRUE(p.secret.empty());
+  // The fetched file did not stay behind.
+  EXPECT_TRUE(posixEnv()->listDir(options_.work_dir).value().empty());
+  // Verifying again is harmless and says so; a later expiry no longer matters.
+  clock_.advance(Millis(2 * 3600 * 1000));
+  Verification again = reg->verify(g.id, g.password);
+  EXPECT_EQ(again.http_status, 200);
+  EXPECT_TRUE(again.active);
+  EXPECT_NE(again.reason.find("already"), std::string::npos);
+  EXPECT_EQ(reg->sweepExpired(), 0u);
+  EXPECT_TRUE(exists(g.id));
+}
+
+TEST_F(RsTest, StepTwoSaysWhyNot) {
+  ScriptedFetcher f;
+  auto reg = makeRegistrar(f);
+  auto g = reg->registerProvider("http://site.example/a/", "").value();
+
+  f.set(g.secret_url, {"not the secret\n"});
+  Verification wrong = reg->verify(g.id, g.password);
+  EXPECT_EQ(wrong.http_status, 422);
+  EXPECT_FALSE(wrong.active);
+  EXPECT_NE(wrong.reason.find("does not hold the secret"), std::string::npos) << wrong.reason;
+
+  f.set(g.secret_url, {"", ErrorCode::kNotFound, 404});
+  Verification missing = reg->verify(g.id, g.password);
+  EXPECT_EQ(missing.http_status, 422);
+  EXPECT_EQ(missing.fetch_code, ErrorCode::kNotFound);
+  EXPECT_EQ(missing.fetch_http_status, 404);
+  EXPECT_NE(missing.reason.find("not found"), std::string::npos) << missing.reason;
+
+  f.set(g.secret_url, {"", ErrorCode::kDnsFailure, 0});
+  Verification dns = reg->verify(g.id, g.password);
+  EXPECT_EQ(dns.fetch_code, ErrorCode::kDnsFailure);
+  EXPECT_NE(dns.reason.find("305"), std::string::npos) << dns.reason;
+
+  f.set(g.secret_url, {std::string(10000, 'x')});  // larger than secret_max_size
+  Verification big = reg->verify(g.id, g.password);
+  EXPECT_EQ(big.http_status, 422);
+  EXPECT_EQ(big.fetch_code, ErrorCode::kTooLarge);
+
+  f.set(g.secret_url, {g.secret});
+  Verification bad_pw = reg->verify(g.id, "guess");
+  EXPECT_EQ(bad_pw.http_status, 403);
+  EXPECT_EQ(reg->verify(g.id + 100, g.password).http_status, 404);
+  EXPECT_EQ(stored(g.id).state, ProviderState::kPending);
+  // The wrong password fetched nothing.
+  EXPECT_EQ(f.urls().size(), 4u);
+}
+
+TEST_F(RsTest, AFetchThatNeverEndsTimesOutAndIsCancelled) {
+  options_.verify_timeout = Millis(100);
+  ScriptedFetcher f;
+  auto reg = makeRegistrar(f);
+  auto g = reg->registerProvider("http://slow.example/", "").value();
+  ScriptedFetcher::Answer hang;
+  hang.hang = true;
+  f.set(g.secret_url, hang);
+  Verification v = reg->verify(g.id, g.password);
+  EXPECT_EQ(v.http_status, 504);
+  EXPECT_EQ(v.fetch_code, ErrorCode::kFetchTimeout);
+  EXPECT_EQ(f.cancels(), 1);
+  EXPECT_EQ(stored(g.id).state, ProviderState::kPending);
+}
+
+TEST_F(RsTest, AnExpiredRegistrationIsRemovedWhenVerified) {
+  ScriptedFetcher f;
+  auto reg = makeRegistrar(f);
+  auto g = reg->registerProvider("http://late.example/", "").value();
+  f.set(g.secret_url, {g.secret});
+  clock_.advance(Millis(3600 * 1000));  // exactly the TTL: expired
+  Verification v = reg->verify(g.id, g.password);
+  EXPECT_EQ(v.http_status, 410);
+  EXPECT_NE(v.reason.find("expired"), std::string::npos);
+  EXPECT_FALSE(exists(g.id));
+  EXPECT_TRUE(f.urls().empty());
+  EXPECT_EQ(reg->verify(g.id, g.password).http_status, 404);
+}
+
+TEST_F(RsTest, ThePeriodicSweepRemovesExpiredPendingRegistrationsOnly) {
+  ScriptedFetcher f;
+  auto reg = makeRegistrar(f);
+  auto old1 = reg->registerProvider("http://a.example/", "").value();
+  auto old2 = reg->registerProvider("http://b.example/", "").value();
+  auto verified = reg->registerProvider("http://c.example/", "").value();
+  f.set(verified.secret_url, {verified.secret});
+  ASSERT_TRUE(reg->verify(verified.id, verified.password).active);
+  reg->startSweeping(nullptr);  // every 10 min, on the clock's thread (here: inside advance())
+  clock_.advance(Millis(30 * 60 * 1000));
+  auto young = reg->registerProvider("http://d.example/", "").value();  // expires at 90 min
+  clock_.advance(Millis(29 * 60 * 1000));  // 59 min: nothing expired yet
+  EXPECT_TRUE(exists(old1.id));
+  EXPECT_TRUE(exists(old2.id));
+  clock_.advance(Millis(1 * 60 * 1000));  // the sweep at 60 min
+  EXPECT_FALSE(exists(old1.id));
+  EXPECT_FALSE(exists(old2.id));
+  EXPECT_TRUE(exists(verified.id));
+  EXPECT_TRUE(exists(young.id));
+  clock_.advance(Millis(30 * 60 * 1000));  // the sweep at 90 min
+  EXPECT_FALSE(exists(young.id));
+  EXPECT_TRUE(exists(verified.id));
+  reg->stop();
+  EXPECT_EQ(clock_.pendingTimers(), 0u);
+}
+
+TEST_F(RsTest, TooManyWaitingRegistrationsAreRefused) {
+  options_.max_pending = 2;
+  ScriptedFetcher f;
+  auto reg = makeRegistrar(f);
+  ASSERT_TRUE(reg->registerProvider("http://a.example/", "").isOk());
+  ASSERT_TRUE(reg->registerProvider("http://b.example/", "").isOk());
+  auto third = reg->registerProvider("http://c.example/", "");
+  EXPECT_EQ(third.status().code(), StatusCode::kBusy);
+  // Once the others expire, there is room again (they are removed lazily).
+  clock_.advance(Millis(3600 * 1000));
+  EXPECT_TRUE(reg->registerProvider("http://c.example/", "").isOk());
+}
+
+// fetch-stub through the real loader: its bodies never hold a secret, and it can
+// pretend a 404 or hang — the outcomes a provider sees most.
+TEST_F(RsTest, WithFetchStubMissingAndWrongFilesAreExplained) {
+  std::ofstream(dir_.file("stub.script")) << "http://missing.example/ status=404\n"
+                                             "http://hangs.example/ hang=yes\n";
+  auto opts = registry_.defaultOptions("fetch-stub", {{"script", dir_.file("stub.script")}});
+  ASSERT_TRUE(opts.isOk()) << opts.status().toString();
+  auto fetcher = registry_.makeFetcher("fetch-stub", opts.value());
+  ASSERT_TRUE(fetcher.isOk()) << fetcher.status().toString();
+  options_.verify_timeout = Millis(200);
+  auto reg = makeRegistrar(*fetcher.value());
+
+  auto missing = reg->registerProvider("http://missing.example/", "").value();
+  Verification v1 = reg->verify(missing.id, missing.password);
+  EXPECT_EQ(v1.http_status, 422);
+  EXPECT_EQ(v1.fetch_code, ErrorCode::kNotFound);
+  EXPECT_EQ(v1.fetch_http_status, 404);
+
+  auto wrong = reg->registerProvider("http://present.example/", "").value();
+  Verification v2 = reg->verify(wrong.id, wrong.password);
+  EXPECT_EQ(v2.http_status, 422);
+  EXPECT_NE(v2.reason.find("does not hold the secret"), std::string::npos) << v2.reason;
+
+  auto hangs = reg->registerProvider("http://hangs.example/", "").value();
+  Verification v3 = reg->verify(hangs.id, hangs.password);
+  EXPECT_EQ(v3.http_status, 504);
+  EXPECT_EQ(fetcher.value()->inFlight(), 0u);
+  for (auto id : {missing.id, wrong.id, hangs.id}) EXPECT_EQ(stored(id).state, ProviderState::kPending);
+  fetcher.value()->stop();
+}
+
+// The pages over real HTTP: form, step one, step two.
+TEST_F(RsTest, RegistrationOverHttp) {
+  ScriptedFetcher f;
+  auto reg = makeRegistrar(f);
+  http::Router router;
+  registerRsRoutes(router, reg);
+  http::testing::ServerFixture fx(router);
+  ASSERT_TRUE(fx.startStatus().isOk());
+  http::testing::Client c(fx.port());
+
+  auto form = c.request("GET", "/register");
+  EXPECT_EQ(form.result_int(), 200);
+  EXPECT_NE(form.body().find("name=\"prefix\""), std::string::npos);
+  EXPECT_NE(form.body().find("lococa-secret.txt"), std::string::npos);
+
+  const std::vector<std::pair<std::string, std::string>> kForm = {
+      {"Content-Type", "application/x-www-form-urlencoded"}};
+  // HTML answer of step one carries everything the provider needs.
+  auto html = c.request("POST", "/register",
+                        "prefix=" + http::percentEncode("http://site.example/x/") + "&contact=me%40site.example", kForm);
+  EXPECT_EQ(html.result_int(), 200);
+  for (const char* id : {"id=\"id\"", "id=\"password\"", "id=\"secret\"", "id=\"secret_file\"", "id=\"expires\""}) {
+    EXPECT_NE(html.body().find(id), std::string::npos) << id;
+  }
+  EXPECT_NE(html.body().find("http://site.example/x/lococa-secret.txt"), std::string::npos);
+
+  auto one = c.request("POST", "/register?format=json", "prefix=" + http::percentEncode("http://site.example/y"), kForm);
+  ASSERT_EQ(one.result_int(), 200) << one.body();
+  json j = json::parse(one.body());
+  EXPECT_EQ(j["secret_url"], "http://site.example/y/lococa-secret.txt");
+  EXPECT_EQ(j["secret_file"], "lococa-secret.txt");
+  EXPECT_EQ(j["expires"], "2024-05-01T13:00:00Z");
+  const ProviderId id = j["id"].get<ProviderId>();
+  const std::string password = j["password"];
+  f.set(j["secret_url"], {j["secret"].get<std::string>() + "\n"});
+
+  auto bad = c.request("POST", "/register/verify?format=json", "id=" + std::to_string(id) + "&password=nope", kForm);
+  EXPECT_EQ(bad.result_int(), 403);
+  EXPECT_EQ(json::parse(bad.body())["ok"], false);
+  auto good = c.request("POST", "/register/verify", "id=" + std::to_string(id) + "&password=" + http::percentEncode(password),
+                        kForm);
+  EXPECT_EQ(good.result_int(), 200);
+  EXPECT_NE(good.body().find("verified"), std::string::npos);
+  EXPECT_EQ(stored(id).state, ProviderState::kActive);
+
+  auto refused = c.request("POST", "/register", "prefix=ftp%3A%2F%2Fx%2F", {{"Content-Type", "application/x-www-form-urlencoded"},
+                                                                          {"Accept", "application/json"}});
+  EXPECT_EQ(refused.result_int(), 400);
+  EXPECT_NE(json::parse(refused.body())["error"].get<std::string>().find("prefix"), std::string::npos);
+  EXPECT_EQ(c.request("POST", "/register/verify", "id=abc&password=x", kForm).result_int(), 400);
+}
+
+TEST_F(RsTest, TheServiceIsBuiltFromTheConfigAndSweepsWhileRunning) {
+  std::vector<ConfigProblem> problems;
+  auto cfg = Config::loadText("rs:\n  secret_ttl: 1h\n  sweep_interval: 10m\n  secret_file: verify-me.txt\n",
+                              dir_.file("lcc.yaml"), {}, &problems);
+  ASSERT_TRUE(cfg.isOk()) << (problems.empty() ? cfg.status().toString() : problems[0].toString());
+  ScriptedFetcher f;
+  http::Router router;
+  NodeContext node;
+  node.config = &cfg.value();
+  node.clock = &clock_;
+  node.env = posixEnv();
+  node.providers = store_.get();
+  node.fetcher = &f;
+  node.http = &router;
+  node.data_dir = dir_.path();
+  auto svc = makeRsService(node);
+  ASSERT_TRUE(svc.isOk()) << svc.status().toString();
+  ASSERT_TRUE(svc.value()->start().isOk());
+  http::Request req;
+  req.method = "POST";
+  req.path = "/register";
+  req.query = {{"prefix", "http://svc.example/"}, {"format", "json"}};
+  http::Response r = router.dispatch(req);
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["secret_url"], "http://svc.example/verify-me.txt");
+  const ProviderId id = j["id"];
+  clock_.advance(Millis(70 * 60 * 1000));
+  EXPECT_FALSE(exists(id));
+  svc.value()->stop();
+  EXPECT_EQ(clock_.pendingTimers(), 0u);
+
+  NodeContext missing = node;
+  missing.fetcher = nullptr;
+  EXPECT_FALSE(makeRsService(missing).isOk());
+}
+
+}  // namespace
+}  // namespace lcc::rs
