@@ -18,6 +18,10 @@ inline std::map<std::string, std::string> smallOptions(const std::string& plugin
     // A small checkpoint size so that kills also land in checkpoints and trims.
     return {{"buckets", "4096"}, {"mmap_size", "1MiB"}, {"page_cache", "1MiB"}, {"checkpoint_size", "256KiB"}};
   }
+  if (plugin == "storage-sqlite") {
+    // Frequent WAL checkpoints, so that kills also land in checkpoints.
+    return {{"wal_autocheckpoint", "16"}, {"cache_size", "256KiB"}};
+  }
   return {};
 }
 
