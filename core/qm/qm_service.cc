@@ -1,11 +1,190 @@
 #include "qm/qm_service.h"
 
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <future>
+#include <mutex>
+
+#include "common/journal.h"
+#include "qm/botm_server.h"
+#include "qm/intake_server.h"
+#include "qm/queue_manager.h"
+
 namespace lcc::qm {
 
-// Placeholder until the role lands: lccd refuses to run a role it does not have.
+namespace asio = boost::asio;
+
+namespace {
+
+// The qm role: the engine on one strand (the store writer), the intake server on
+// listen.qm and the BOT-M server on listen.botm. Everything that reaches the engine
+// is posted to its strand; /status reads a snapshot refreshed there.
+class QmService final : public Service, public BotmLinkHandler {
+ public:
+  explicit QmService(NodeContext& node) : node_(node), strand_(asio::make_strand(*node.io)) {}
+
+  ~QmService() override {
+    if (timer_) node_.clock->cancel(timer_);
+  }
+
+  std::string_view name() const override { return "qm"; }
+
+  Status start() override {
+    const Config& cfg = *node_.config;
+    QmOptions options = QmOptions::fromConfig(cfg);
+    const std::string dir = node_.data_dir + "/qm";
+    LCC_RETURN_IF_ERROR(node_.env->createDirs(dir, true));
+    auto j = Journal::open(node_.env, dir + "/journal");
+    if (!j.isOk()) return j.status().withContext("qm intake journal");
+    journal_ = std::move(j).value();
+
+    BotmServerOptions bo;
+    bo.listen = cfg.getString("listen.botm");
+    bo.max_value_length = static_cast<std::size_t>(cfg.getInt("uns.max_attribute_length"));
+    botm_ = std::make_unique<BotmServer>(*node_.io, bo, *this);
+
+    QmDeps deps;
+    deps.queue = node_.queue;
+    deps.content = node_.content;
+    deps.providers = node_.providers;
+    deps.journal = journal_.get();
+    deps.clock = node_.clock;
+    deps.metrics = node_.metrics;
+    deps.botm = botm_.get();
+    deps.post = [this](std::function<void()> fn) { asio::post(strand_, std::move(fn)); };
+    qm_ = std::make_unique<QueueManager>(deps, options);
+
+    IntakeServerOptions io;
+    io.listen = cfg.getString("listen.qm");
+    io.max_attribute_length = static_cast<std::size_t>(cfg.getInt("uns.max_attribute_length"));
+    io.max_set_urls = static_cast<std::uint64_t>(cfg.getInt("uns.max_set_urls"));
+    intake_ = std::make_unique<IntakeServer>(*node_.io, io, [this](IntakeSet set, IntakeServer::AckFn ack) {
+      asio::post(strand_, [this, set = std::move(set), ack = std::move(ack)]() mutable {
+        qm_->submit(std::move(set), std::move(ack));
+        refresh(false);
+      });
+    });
+    qm_->setIntakeListener([this](bool accepting) {
+      if (intake_) intake_->setAccepting(accepting);
+    });
+
+    // Replay and table rebuild run here, before the io threads start.
+    LCC_RETURN_IF_ERROR(qm_->open().withContext("qm"));
+    LCC_RETURN_IF_ERROR(intake_->start());
+    LCC_RETURN_IF_ERROR(botm_->start());
+    if (qm_->overloaded() || qm_->failed()) intake_->setAccepting(false);
+    qm_->startTimers();
+    refresh(true);
+    scheduleRefresh();
+    spdlog::info("qm: {} URLs queued; UNSes on {} (port {}), BOT-Ms on {} (port {})", qm_->queued(), io.listen,
+                 intake_->port(), bo.listen, botm_->port());
+    return Status::ok();
+  }
+
+  void stop() override {
+    if (!qm_) return;
+    stopping_ = true;
+    if (timer_) node_.clock->cancel(timer_);
+    if (intake_) intake_->stop();
+    if (botm_) botm_->stop();
+    std::promise<Status> done;
+    auto fut = done.get_future();
+    asio::post(strand_, [this, &done] {
+      qm_->stopTimers();
+      done.set_value(qm_->close());
+    });
+    Status s = fut.wait_for(std::chrono::seconds(60)) == std::future_status::ready
+                   ? fut.get()
+                   : Status::aborted("the QM strand did not finish in 60 s");
+    if (!s.isOk()) spdlog::error("qm: stopping: {}", s.toString());
+  }
+
+  void status(nlohmann::json& out) const override {
+    std::lock_guard<std::mutex> lk(mu_);
+    out = snapshot_;
+    if (intake_) {
+      out["uns_connections"] = intake_->connections();
+      out["listening"] = intake_->listening();
+      out["uns_port"] = intake_->port();
+    }
+    if (botm_) {
+      out["botm_connections"] = botm_->connections();
+      out["botm_port"] = botm_->port();
+    }
+  }
+
+  std::uint64_t queuedUrls(ProviderId pid) const { return qm_ ? qm_->queued(pid) : 0; }
+
+ private:
+  // BotmLinkHandler: from connection strands to the engine's.
+  void linkUp(LinkId link, const std::string& machine, std::uint64_t capacity) override {
+    asio::post(strand_, [this, link, machine, capacity] { qm_->linkUp(link, machine, capacity); });
+  }
+  void linkCapacity(LinkId link, std::uint64_t capacity) override {
+    asio::post(strand_, [this, link, capacity] { qm_->linkCapacity(link, capacity); });
+  }
+  void linkMachines(LinkId link, const std::vector<std::string>& machines) override {
+    asio::post(strand_, [this, link, machines] { qm_->linkMachines(link, machines); });
+  }
+  void linkDown(LinkId link) override {
+    asio::post(strand_, [this, link] { qm_->linkDown(link); });
+  }
+  void result(LinkId link, const FetchOutcome& outcome) override {
+    asio::post(strand_, [this, link, outcome] {
+      qm_->onResult(link, outcome);
+      refresh(false);
+    });
+  }
+  void deleted(LinkId link, std::uint64_t id, bool ok, const std::string& reason) override {
+    asio::post(strand_, [this, link, id, ok, reason] { qm_->onDeleted(link, id, ok, reason); });
+  }
+
+  // On the strand.
+  void refresh(bool force) {
+    auto now = node_.clock->monoNow();
+    if (!force && now - last_refresh_ < Millis(250)) return;
+    last_refresh_ = now;
+    nlohmann::json j = qm_->status();
+    std::lock_guard<std::mutex> lk(mu_);
+    snapshot_ = std::move(j);
+  }
+  void scheduleRefresh() {
+    timer_ = node_.clock->schedule(Millis(1000), [this] {
+      if (stopping_) return;
+      asio::post(strand_, [this] {
+        if (stopping_) return;
+        refresh(true);
+        scheduleRefresh();
+      });
+    });
+  }
+
+  NodeContext& node_;
+  asio::strand<asio::io_context::executor_type> strand_;
+  std::unique_ptr<Journal> journal_;
+  std::unique_ptr<BotmServer> botm_;
+  std::unique_ptr<QueueManager> qm_;
+  std::unique_ptr<IntakeServer> intake_;
+  mutable std::mutex mu_;
+  nlohmann::json snapshot_ = nlohmann::json::object();
+  MonoTime last_refresh_{};
+  TimerId timer_ = 0;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace
+
 Result<ServicePtr> makeQmService(NodeContext& node) {
-  (void)node;
-  return Status::notSupported("the qm role is not built yet");
+  if (!node.queue || !node.content || !node.providers) {
+    return Status::invalidArgument("the qm role needs the queue, content and provider stores");
+  }
+  if (!node.io || !node.clock || !node.env || !node.config) return Status::invalidArgument("qm: incomplete node context");
+  auto svc = std::make_unique<QmService>(node);
+  QmService* raw = svc.get();
+  node.queued_urls = [raw](ProviderId pid) { return raw->queuedUrls(pid); };
+  return ServicePtr(std::move(svc));
 }
 
 }  // namespace lcc::qm

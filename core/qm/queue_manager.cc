@@ -171,6 +171,7 @@ Status QueueManager::open() {
 }
 
 Status QueueManager::loadTables() {
+  std::unique_lock<std::mutex> lk(queued_mu_);
   queued_.clear();
   queued_total_ = 0;
   std::uint64_t sum = 0;
@@ -183,6 +184,7 @@ Status QueueManager::loadTables() {
   }));
   LCC_ASSIGN_OR_RETURN(std::uint64_t rows, deps_.queue->entryCount());
   if (rows != sum) {
+    lk.unlock();
     spdlog::warn("qm: QPSDB lists hold {} rows but the QDB has {}; rebuilding the QPSDB", sum, rows);
     return rebuildPSets();
   }
@@ -278,10 +280,14 @@ Status QueueManager::rebuildPSets() {
     if (id.second == kSlotNow) sched_.removeReadySet(p.pid, p.pset);
   }
   std::vector<ProviderId> known;
-  for (const auto& [pid, n] : queued_) known.push_back(pid);
+  {
+    std::lock_guard<std::mutex> lk(queued_mu_);
+    for (const auto& [pid, n] : queued_) known.push_back(pid);
+  }
   for (ProviderId pid : known) {
     for (PSetId ps : sched_.readySets(pid)) sched_.removeReadySet(pid, ps);
   }
+  std::lock_guard<std::mutex> lk(queued_mu_);
   queued_.clear();
   queued_total_ = 0;
   for (const auto& [id, p] : lists) {
@@ -514,6 +520,7 @@ Status QueueManager::finishTxn(StoreTxn& t) {
 }
 
 void QueueManager::applyEffects(TxnEffects& e) {
+  std::unique_lock<std::mutex> lk(queued_mu_);
   for (auto [pid, d] : e.queued_delta) {
     auto& q = queued_[pid];
     if (d < 0 && static_cast<std::uint64_t>(-d) > q) d = -static_cast<std::int64_t>(q);
@@ -521,6 +528,7 @@ void QueueManager::applyEffects(TxnEffects& e) {
     queued_total_ = static_cast<std::uint64_t>(std::max<std::int64_t>(0, static_cast<std::int64_t>(queued_total_) + d));
     if (q == 0) queued_.erase(pid);
   }
+  lk.unlock();
   for (auto [pid, pset] : e.ready_psets) {
     if (!sched_.hasProvider(pid)) {
       ProviderInfo info = providerInfo(pid);
@@ -550,6 +558,7 @@ void QueueManager::updateOverload() {
 }
 
 std::uint64_t QueueManager::queued(ProviderId pid) const {
+  std::lock_guard<std::mutex> lk(queued_mu_);
   auto it = queued_.find(pid);
   return it == queued_.end() ? 0 : it->second;
 }

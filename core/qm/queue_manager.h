@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -161,7 +162,7 @@ class QueueManager {
 
   // --- state ---
   std::uint64_t queued() const { return queued_total_; }
-  std::uint64_t queued(ProviderId pid) const;
+  std::uint64_t queued(ProviderId pid) const;  // thread-safe (the UNS asks it)
   std::uint64_t inFlight() const { return inflight_.size(); }
   bool overloaded() const { return overloaded_; }
   bool cacheCrash() const { return cache_crash_; }
@@ -241,6 +242,7 @@ class QueueManager {
   JournalPos applied_pos_ = 0;
   PSetId next_pset_ = 1;
   std::uint64_t queued_total_ = 0;
+  mutable std::mutex queued_mu_;  // guards queued_ (writes on the QM thread, reads anywhere)
   std::unordered_map<ProviderId, std::uint64_t> queued_;
   std::unordered_map<ProviderId, ProviderInfo> provider_info_;
   std::unordered_map<std::string, std::uint64_t> uns_seen_;

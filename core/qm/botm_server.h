@@ -1,0 +1,57 @@
+// botm_server.h — the QM's listen.botm port: BOT-Ms connect to their url source
+// (docs/internal-protocols.md §2). Bytes only: link events and results go to a
+// BotmLinkHandler (the service posts them to the QM's strand); the QM's fetches and
+// deletes come back through the BotmPort this server implements.
+// A BOT-M that breaks the framing is logged and disconnected; its fetches are lost
+// (linkDown) and handed out again.
+// THREADS: thread-safe; one strand per connection.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "qm/queue_manager.h"
+
+namespace lcc::qm {
+
+class BotmLinkHandler {
+ public:
+  virtual ~BotmLinkHandler() = default;
+  virtual void linkUp(LinkId link, const std::string& machine, std::uint64_t capacity) = 0;
+  virtual void linkCapacity(LinkId link, std::uint64_t capacity) = 0;
+  virtual void linkMachines(LinkId link, const std::vector<std::string>& machines) = 0;
+  virtual void linkDown(LinkId link) = 0;
+  virtual void result(LinkId link, const FetchOutcome& outcome) = 0;
+  virtual void deleted(LinkId link, std::uint64_t id, bool ok, const std::string& reason) = 0;
+};
+
+struct BotmServerOptions {
+  std::string listen = "127.0.0.1:7702";
+  std::size_t max_value_length = 8192;
+  std::string source_name = "qm";
+};
+
+class BotmServer final : public BotmPort {
+ public:
+  BotmServer(boost::asio::io_context& io, BotmServerOptions options, BotmLinkHandler& handler);
+  ~BotmServer() override;
+
+  Status start();
+  void stop();
+  std::uint16_t port() const;
+  std::size_t connections() const;
+
+  // BotmPort: thread-safe; a fetch for a link that is gone is dropped (its linkDown
+  // has been or will be reported).
+  void sendFetch(LinkId link, const FetchOrder& order) override;
+  void sendDelete(LinkId link, std::uint64_t id, const std::string& machine, const std::string& file) override;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace lcc::qm
