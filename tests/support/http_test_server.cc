@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace lcc::testing {
@@ -275,6 +276,52 @@ void HttpTestServer::serveConnection(int fd) {
   while (::recv(fd, buf, sizeof buf, 0) > 0) {
   }
   finish();
+}
+
+HttpTestReply httpTestRequest(std::uint16_t port, const std::string& method, const std::string& target,
+                              const std::vector<std::pair<std::string, std::string>>& headers,
+                              const std::string& body) {
+  HttpTestReply reply;
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return reply;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return reply;
+  }
+  std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\n";
+  for (const auto& [k, v] : headers) req += k + ": " + v + "\r\n";
+  if (!body.empty()) req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  req += "Connection: close\r\n\r\n" + body;
+  if (!sendAll(fd, req)) {
+    ::close(fd);
+    return reply;
+  }
+  std::string data;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  const std::size_t head_end = data.find("\r\n\r\n");
+  if (data.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos) return reply;
+  reply.status = std::atoi(data.c_str() + 9);
+  std::size_t pos = data.find("\r\n") + 2;
+  while (pos < head_end) {
+    std::size_t e = data.find("\r\n", pos);
+    std::string line = data.substr(pos, e - pos);
+    pos = e + 2;
+    auto colon = line.find(':');
+    if (colon != std::string::npos) reply.headers[lower(trim(line.substr(0, colon)))] = trim(line.substr(colon + 1));
+  }
+  reply.body = data.substr(head_end + 4);
+  return reply;
 }
 
 }  // namespace lcc::testing

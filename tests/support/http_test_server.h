@@ -101,4 +101,16 @@ class HttpTestServer {
   std::vector<HttpTestRequest> requests_;
 };
 
+// A blocking one-shot HTTP/1.1 client for tests: sends `method target` to
+// 127.0.0.1:port with "Connection: close" and reads the whole answer. Status 0 when
+// the connection failed. The body is returned as sent (chunked bodies are not decoded).
+struct HttpTestReply {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names in lower case
+  std::string body;
+};
+HttpTestReply httpTestRequest(std::uint16_t port, const std::string& method, const std::string& target,
+                              const std::vector<std::pair<std::string, std::string>>& headers = {},
+                              const std::string& body = "");
+
 }  // namespace lcc::testing

@@ -1,0 +1,197 @@
+// lccd as a process: it starts with only the HTTP port (roles: []), writes
+// <data_dir>/admin.token with mode 0600, keeps running on SIGHUP and exits 0 on
+// SIGTERM. Readiness and exit are polled with deadlines, never slept for.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "support/http_test_server.h"
+#include "support/temp_dir.h"
+
+namespace lcc {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+constexpr auto kDeadline = std::chrono::seconds(20);
+
+std::uint16_t freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Polls `cond` until it holds or the deadline passes (short pauses between tries).
+template <typename F>
+bool pollUntil(F&& cond) {
+  const auto end = Clock::now() + kDeadline;
+  while (!cond()) {
+    if (Clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+class LccdProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    lccd_ = std::string(LCC_BIN_DIR) + "/lccd";
+    if (!fs::exists(lccd_)) GTEST_SKIP() << lccd_ << " is not built";
+    // Private plugin folder with safe modes (the loader refuses group-writable files).
+    const std::string plugins = dir_.path() + "/plugins";
+    fs::create_directories(plugins);
+    for (const char* name : {"storage-memory", "fetch-stub"}) {
+      const std::string to = plugins + "/" + name + ".so";
+      fs::copy_file(std::string(LCC_PLUGIN_DIR) + "/" + name + ".so", to);
+      fs::permissions(to, fs::perms(0755), fs::perm_options::replace);
+    }
+    port_ = freePort();
+    data_dir_ = dir_.path() + "/data";
+    config_ = dir_.file("lcc.yaml");
+    std::ofstream(config_) << "node:\n  data_dir: " << data_dir_ << "\n  machine_id: m1\n"
+                           << "roles: []\n"
+                           << "log:\n  level: debug\n"
+                           << "listen:\n  http: 127.0.0.1:" << port_ << "\n"
+                           << "storage:\n  plugin_dir: " << plugins << "\n"
+                           << "  queue: storage-memory\n  content: storage-memory\n  providers: storage-memory\n"
+                           << "fetcher: fetch-stub\n"
+                           << "exporters: []\n";
+  }
+
+  void TearDown() override {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  void start() {
+    const std::string log = dir_.file("lccd.log");
+    pid_ = ::fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execl(lccd_.c_str(), lccd_.c_str(), "-c", config_.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+
+  std::string log() const {
+    std::ifstream in(dir_.file("lccd.log"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  bool running() {
+    int status = 0;
+    pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      exit_status_ = status;
+      pid_ = -1;
+      return false;
+    }
+    return r == 0;
+  }
+
+  bool httpUp() { return testing::httpTestRequest(port_, "GET", "/status").status != 0; }
+
+  // Waits for the process to end; returns its exit code, or -1 (killed, or timeout).
+  int waitExit() {
+    if (!pollUntil([&] { return !running(); })) return -1;
+    return WIFEXITED(exit_status_) ? WEXITSTATUS(exit_status_) : -1;
+  }
+
+  testing::TempDir dir_;
+  std::string lccd_, config_, data_dir_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+  int exit_status_ = 0;
+};
+
+// Needs core/http/server.cc (the HTTP server) to listen: until it is in, lccd cannot
+// come up and this fails with lccd's log.
+TEST_F(LccdProcessTest, StartsWithOnlyTheHttpPortAndStopsOnSigterm) {
+  start();
+  ASSERT_TRUE(pollUntil([&] { return httpUp() || !running(); })) << log();
+  ASSERT_TRUE(running()) << "lccd exited early:\n" << log();
+  EXPECT_EQ(testing::httpTestRequest(port_, "GET", "/status").status, 200);
+  ASSERT_EQ(::kill(pid_, SIGTERM), 0);
+  EXPECT_EQ(waitExit(), 0) << log();
+  EXPECT_FALSE(httpUp()) << "the port is closed after exit";
+}
+
+TEST_F(LccdProcessTest, WritesAPrivateAdminToken) {
+  start();
+  ASSERT_TRUE(pollUntil([&] { return fs::exists(data_dir_ + "/admin.token") || !running(); })) << log();
+  const std::string token_file = data_dir_ + "/admin.token";
+  ASSERT_TRUE(fs::exists(token_file)) << log();
+  struct stat st {};
+  ASSERT_EQ(::stat(token_file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::ifstream in(token_file);
+  std::string token;
+  std::getline(in, token);
+  EXPECT_GE(token.size(), 32u) << "a long random token";
+  EXPECT_EQ(token.find_first_not_of("0123456789abcdef"), std::string::npos) << token;
+  ASSERT_TRUE(pollUntil([&] { return httpUp() || !running(); })) << log();
+  ::kill(pid_, SIGTERM);
+  EXPECT_EQ(waitExit(), 0) << log();
+
+  // A second start keeps the same token.
+  start();
+  ASSERT_TRUE(pollUntil([&] { return httpUp() || !running(); })) << log();
+  std::ifstream again(token_file);
+  std::string token2;
+  std::getline(again, token2);
+  EXPECT_EQ(token2, token);
+  ::kill(pid_, SIGTERM);
+  EXPECT_EQ(waitExit(), 0) << log();
+}
+
+TEST_F(LccdProcessTest, RefusesAnAdminTokenOthersCanRead) {
+  fs::create_directories(data_dir_);
+  fs::permissions(data_dir_, fs::perms(0700), fs::perm_options::replace);
+  const std::string token_file = data_dir_ + "/admin.token";
+  std::ofstream(token_file) << "0123456789abcdef0123456789abcdef\n";
+  fs::permissions(token_file, fs::perms(0644), fs::perm_options::replace);
+  start();
+  EXPECT_NE(waitExit(), 0) << log();
+  EXPECT_NE(log().find("admin.token"), std::string::npos) << log();
+}
+
+TEST_F(LccdProcessTest, SighupKeepsItRunning) {
+  start();
+  ASSERT_TRUE(pollUntil([&] { return httpUp() || !running(); })) << log();
+  ASSERT_TRUE(running()) << log();
+  ASSERT_EQ(::kill(pid_, SIGHUP), 0);
+  ASSERT_TRUE(pollUntil([&] { return log().find("SIGHUP") != std::string::npos || !running(); })) << log();
+  EXPECT_TRUE(running()) << "SIGHUP must not stop lccd:\n" << log();
+  EXPECT_TRUE(httpUp());
+  ASSERT_EQ(::kill(pid_, SIGTERM), 0);
+  EXPECT_EQ(waitExit(), 0) << log();
+}
+
+}  // namespace
+}  // namespace lcc
