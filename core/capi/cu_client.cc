@@ -107,6 +107,11 @@ Status Socket::writeAll(std::string_view bytes) {
   return Status::ok();
 }
 
+Status Socket::shutdownSend() {
+  if (::shutdown(fd_, SHUT_WR) != 0) return Status::ioError(std::string("shutdown: ") + std::strerror(errno));
+  return Status::ok();
+}
+
 Result<std::size_t> Socket::read(char* buf, std::size_t n) {
   for (;;) {
     ssize_t got = ::recv(fd_, buf, n, 0);

@@ -39,6 +39,7 @@ class Socket {
   ~Socket();
   Status writeAll(std::string_view bytes);
   Result<std::size_t> read(char* buf, std::size_t n);  // 0: the server closed
+  Status shutdownSend();  // no more bytes from us (the server still answers)
 
  private:
   Socket(int fd, int timeout_ms) : fd_(fd), timeout_ms_(timeout_ms) {}
