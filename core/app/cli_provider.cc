@@ -1,16 +1,115 @@
+// lcc provider add|list|show|remove|want-full-set — through the admin API
+// (core/http/admin_api.h) of the daemon.
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "app/cli.h"
+#include "http/admin_client.h"
+#include "http/url_codec.h"
 
 namespace lcc::cli {
+namespace {
 
-// Placeholder until the command group lands.
+using nlohmann::json;
+
+json parseBody(const http::ClientResponse& r) {
+  auto j = json::parse(r.body, nullptr, false);
+  return j.is_discarded() ? json::object() : j;
+}
+
+std::string field(const json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return "-";
+  const json& v = j[key];
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+void printList(const json& body) {
+  const json& arr = body.contains("providers") ? body["providers"] : json::array();
+  std::printf("%-6s %-9s %8s %12s %6s  %s\n", "ID", "STATE", "PRIORITY", "BANDWIDTH", "WANT", "PREFIXES");
+  for (const auto& p : arr) {
+    std::string prefixes;
+    if (p.contains("prefixes")) {
+      for (const auto& x : p["prefixes"]) prefixes += (prefixes.empty() ? "" : " ") + x.get<std::string>();
+    }
+    std::printf("%-6s %-9s %8s %12s %6s  %s\n", field(p, "id").c_str(), field(p, "state").c_str(),
+                field(p, "priority").c_str(), field(p, "bandwidth").c_str(),
+                p.value("fullset_wanted", false) ? "full" : "-", prefixes.c_str());
+  }
+  std::printf("%zu provider(s)\n", arr.size());
+}
+
+}  // namespace
+
 void addProviderCommands(CLI::App& app, Globals& g) {
-  auto* cmd = app.add_subcommand("provider", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([&g] {
-    std::cerr << "lcc provider: not built yet\n";
-    g.exit_code = 2;
+  auto* provider = app.add_subcommand("provider", "add, list, show, remove providers; ask one for a full set");
+  provider->require_subcommand(1);
+  auto run = [&g](const std::string& method, const std::string& path, const std::string& form,
+                  const std::function<int(const http::ClientResponse&)>& on_ok) {
+    g.exit_code = http::runAdminCommand(g.config_file, g.http, method, path, form, on_ok, std::cerr);
+  };
+
+  struct AddArgs {
+    std::vector<std::string> prefixes;
+    std::string priority, bandwidth, password;
+    bool password_given = false;
+  };
+  auto add_args = std::make_shared<AddArgs>();
+  auto* add = provider->add_subcommand("add", "register a provider (active at once); prints id=<n> password=<p>");
+  add->add_option("--prefix", add_args->prefixes, "URL prefix the provider may notify (repeatable)")->required();
+  add->add_option("--priority", add_args->priority, "higher is fetched first (-1000..1000)");
+  add->add_option("--bandwidth", add_args->bandwidth, "bytes per second (0: unlimited)");
+  add->add_option("--password", add_args->password, "the provider's password (default: generated)");
+  add->callback([run, add_args, add] {
+    std::string form;
+    auto param = [&form](const char* name, const std::string& v) {
+      form += (form.empty() ? "" : "&") + std::string(name) + "=" + http::percentEncode(v);
+    };
+    for (const auto& p : add_args->prefixes) param("prefix", p);
+    if (!add_args->priority.empty()) param("priority", add_args->priority);
+    if (!add_args->bandwidth.empty()) param("bandwidth", add_args->bandwidth);
+    if (add->count("--password") > 0) param("password", add_args->password);
+    run("POST", "/admin/providers", form, [](const http::ClientResponse& r) {
+      json j = parseBody(r);
+      std::cout << "id=" << field(j, "id") << " password=" << field(j, "password") << "\n";
+      return 0;
+    });
+  });
+
+  auto* list = provider->add_subcommand("list", "every provider, one per line");
+  list->callback([run] {
+    run("GET", "/admin/providers", "", [](const http::ClientResponse& r) {
+      printList(parseBody(r));
+      return 0;
+    });
+  });
+
+  auto id = std::make_shared<std::uint32_t>(0);
+  auto idPath = [id] { return "/admin/providers/" + std::to_string(*id); };
+  auto* show = provider->add_subcommand("show", "everything about one provider (JSON)");
+  show->add_option("ID", *id, "provider id")->required();
+  show->callback([run, idPath] {
+    run("GET", idPath(), "", [](const http::ClientResponse& r) {
+      std::cout << parseBody(r).dump(2) << "\n";
+      return 0;
+    });
+  });
+
+  auto* remove = provider->add_subcommand("remove", "delete a provider");
+  remove->add_option("ID", *id, "provider id")->required();
+  remove->callback([run, idPath, id] {
+    run("DELETE", idPath(), "", [id](const http::ClientResponse&) {
+      std::cout << "provider " << *id << " removed\n";
+      return 0;
+    });
+  });
+
+  auto* want = provider->add_subcommand("want-full-set", "ask the provider for a full set at its next connection");
+  want->add_option("ID", *id, "provider id")->required();
+  want->callback([run, idPath, id] {
+    run("POST", idPath() + "/want-full-set", "", [id](const http::ClientResponse&) {
+      std::cout << "provider " << *id << ": full set wanted (reason admin)\n";
+      return 0;
+    });
   });
 }
 

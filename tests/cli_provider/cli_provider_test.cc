@@ -1,0 +1,346 @@
+// `lcc provider ...` and `lcc status`: the real lcc binary against an in-test HTTP
+// server carrying the admin routes over a storage-memory ProviderStore (real loader).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "../http/http_test_client.h"
+#include "common/logging.h"
+#include "common/password.h"
+#include "common/plugin/plugin_registry.h"
+#include "common/posix_env.h"
+#include "http/admin_api.h"
+#include "support/sim_clock.h"
+#include "support/temp_dir.h"
+
+namespace lcc {
+namespace {
+
+using nlohmann::json;
+
+struct RunResult {
+  int rc = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string shellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out.push_back(c);
+  }
+  return out + "'";
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class CliProviderTest : public ::testing::Test {
+ protected:
+  CliProviderTest()
+      : registry_(LCC_PLUGIN_DIR, HostContext{&clock_, posixEnv(), pluginLogger("test"), dir_.path(), "m1"}) {
+    auto store = registry_.makeProviderStore("storage-memory", OptionsView());
+    EXPECT_TRUE(store.isOk()) << store.status().toString();
+    store_ = std::move(store).value();
+    token_ = randomHex(24);
+    writeToken(dir_.path(), token_);
+
+    http::AdminContext ctx;
+    ctx.providers = store_.get();
+    ctx.env = posixEnv();
+    ctx.clock = &clock_;
+    ctx.router = &router_;
+    ctx.options.token_file = dir_.file("admin.token");
+    ctx.options.default_quota_files = 777;
+    ctx.options.default_quota_bytes = 1 << 20;
+    ctx.options.default_priority = 3;
+    http::registerAdminRoutes(router_, ctx);
+    router_.add("GET", "/status", [](const http::Request&) {
+      json j{{"machine_id", "m1"},
+             {"roles", {"uns", "qm", "botm"}},
+             {"qm", {{"queued_urls", 42}, {"overload", false}}},
+             {"botm", {{"robots", 2}, {"slots_busy", 5}}},
+             {"uns", {{"spool_sets", 0}, {"connections", 1}}},
+             {"counters", {{"lcc_uns_sets_accepted_total", 9}}}};
+      return http::Response::json(200, j.dump());
+    });
+    server_ = std::make_unique<http::testing::ServerFixture>(router_);
+    EXPECT_TRUE(server_->startStatus().isOk());
+  }
+
+  static void writeToken(const std::string& dir, const std::string& token) {
+    std::string path = dir + "/admin.token";
+    std::ofstream(path) << token << "\n";
+    ::chmod(path.c_str(), 0600);
+  }
+
+  std::string http() const { return "127.0.0.1:" + std::to_string(server_->port()); }
+
+  // Runs lcc with `args`; `env` is prepended (VAR=value ...).
+  RunResult lcc(const std::vector<std::string>& args, const std::string& env = "") {
+    std::string cmd = "env -u LCC_ADMIN_TOKEN " + env + " " + shellQuote(std::string(LCC_BIN_DIR) + "/lcc");
+    for (const auto& a : args) cmd += " " + shellQuote(a);
+    const std::string out = dir_.file("out.txt"), err = dir_.file("err.txt");
+    cmd += " >" + shellQuote(out) + " 2>" + shellQuote(err) + " </dev/null";
+    int status = std::system(cmd.c_str());
+    RunResult r;
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+  RunResult lccWithToken(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--http", http()});
+    return lcc(args, "LCC_ADMIN_TOKEN=" + token_);
+  }
+
+  std::optional<ProviderRecord> stored(ProviderId id) {
+    auto r = store_->get(id);
+    EXPECT_TRUE(r.isOk());
+    return r.isOk() ? r.value() : std::nullopt;
+  }
+
+  testing::TempDir dir_;
+  testing::SimClock clock_;
+  PluginRegistry registry_;
+  PluginPtr<ProviderStore> store_;
+  std::string token_;
+  http::Router router_;
+  std::unique_ptr<http::testing::ServerFixture> server_;
+};
+
+TEST_F(CliProviderTest, AddPrintsIdAndGeneratedPasswordAndStoresOnlyAHash) {
+  RunResult r = lccWithToken({"provider", "add", "--prefix", "http://www.server.com/", "--prefix",
+                              "https://cdn.server.com/static/"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::string id, password;
+  {
+    std::istringstream in(r.out);
+    std::string a, b;
+    in >> a >> b;
+    ASSERT_EQ(a.rfind("id=", 0), 0u) << r.out;
+    ASSERT_EQ(b.rfind("password=", 0), 0u) << r.out;
+    id = a.substr(3);
+    password = b.substr(9);
+  }
+  EXPECT_EQ(r.out, "id=" + id + " password=" + password + "\n");  // exactly one line
+  EXPECT_GE(password.size(), 12u);
+  auto p = stored(static_cast<ProviderId>(std::stoul(id)));
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->state, ProviderState::kActive);
+  EXPECT_EQ(p->prefixes, (std::vector<std::string>{"http://www.server.com/", "https://cdn.server.com/static/"}));
+  EXPECT_EQ(p->priority, 3);
+  EXPECT_EQ(p->quota_files, 777u);
+  EXPECT_EQ(p->quota_bytes, 1u << 20);
+  EXPECT_NE(p->password_hash, password);
+  EXPECT_EQ(p->password_hash.find(password), std::string::npos);
+  EXPECT_TRUE(verifyPassword(p->password_hash, password));
+  EXPECT_FALSE(verifyPassword(p->password_hash, password + "x"));
+}
+
+TEST_F(CliProviderTest, AddTakesPasswordPriorityAndBandwidth) {
+  RunResult r = lccWithToken({"provider", "add", "--prefix", "http://a.example/", "--priority", "-7", "--bandwidth",
+                              "50000", "--password", "s3cret pass&word"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "id=1 password=s3cret pass&word\n");
+  auto p = stored(1);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->priority, -7);
+  EXPECT_EQ(p->bandwidth, 50000u);
+  EXPECT_TRUE(verifyPassword(p->password_hash, "s3cret pass&word"));
+}
+
+TEST_F(CliProviderTest, BadInputIsAUsageErrorAndStoresNothing) {
+  RunResult bad_url = lccWithToken({"provider", "add", "--prefix", "ftp://x.example/"});
+  EXPECT_EQ(bad_url.rc, 2);
+  EXPECT_NE(bad_url.err.find("ftp://x.example/"), std::string::npos) << bad_url.err;
+  EXPECT_EQ(std::count(bad_url.err.begin(), bad_url.err.end(), '\n'), 1) << bad_url.err;
+  RunResult bad_prio = lccWithToken({"provider", "add", "--prefix", "http://x/", "--priority", "5000"});
+  EXPECT_EQ(bad_prio.rc, 2);
+  EXPECT_NE(bad_prio.err.find("priority"), std::string::npos);
+  RunResult no_prefix = lccWithToken({"provider", "add"});
+  EXPECT_EQ(no_prefix.rc, 2);
+  RunResult no_cmd = lccWithToken({"provider"});
+  EXPECT_EQ(no_cmd.rc, 2);
+  std::size_t n = 0;
+  ASSERT_TRUE(store_->scan([&](const ProviderRecord&) { return ++n, true; }).isOk());
+  EXPECT_EQ(n, 0u);
+}
+
+TEST_F(CliProviderTest, ListShowWantFullSetRemove) {
+  ASSERT_EQ(lccWithToken({"provider", "add", "--prefix", "http://one.example/"}).rc, 0);
+  ASSERT_EQ(lccWithToken({"provider", "add", "--prefix", "http://two.example/docs/"}).rc, 0);
+
+  RunResult list = lccWithToken({"provider", "list"});
+  ASSERT_EQ(list.rc, 0) << list.err;
+  EXPECT_NE(list.out.find("http://one.example/"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("http://two.example/docs/"), std::string::npos);
+  EXPECT_NE(list.out.find("2 provider(s)"), std::string::npos);
+
+  RunResult show = lccWithToken({"provider", "show", "2"});
+  ASSERT_EQ(show.rc, 0) << show.err;
+  json j = json::parse(show.out);
+  EXPECT_EQ(j["id"], 2);
+  EXPECT_EQ(j["state"], "active");
+  EXPECT_EQ(j["prefixes"][0], "http://two.example/docs/");
+  EXPECT_FALSE(j.contains("password_hash"));
+  EXPECT_EQ(show.out.find("$argon2"), std::string::npos);
+
+  RunResult want = lccWithToken({"provider", "want-full-set", "2"});
+  ASSERT_EQ(want.rc, 0) << want.err;
+  EXPECT_TRUE(stored(2)->fullset_wanted);
+  EXPECT_EQ(stored(2)->fullset_reason, FullSetReason::kAdmin);
+  EXPECT_FALSE(stored(1)->fullset_wanted);
+  EXPECT_EQ(json::parse(lccWithToken({"provider", "show", "2"}).out)["fullset_reason"], "admin");
+
+  RunResult rm = lccWithToken({"provider", "remove", "1"});
+  ASSERT_EQ(rm.rc, 0) << rm.err;
+  EXPECT_FALSE(stored(1).has_value());
+  EXPECT_TRUE(stored(2).has_value());
+
+  RunResult again = lccWithToken({"provider", "remove", "1"});
+  EXPECT_EQ(again.rc, 1);
+  EXPECT_NE(again.err.find("no provider 1"), std::string::npos) << again.err;
+  EXPECT_EQ(lccWithToken({"provider", "show", "99"}).rc, 1);
+  EXPECT_EQ(lccWithToken({"provider", "want-full-set", "99"}).rc, 1);
+  EXPECT_EQ(lccWithToken({"provider", "show", "abc"}).rc, 2);  // not a number: usage
+}
+
+TEST_F(CliProviderTest, WrongOrMissingTokenIsRefused) {
+  RunResult wrong = lcc({"--http", http(), "provider", "list"}, "LCC_ADMIN_TOKEN=" + token_ + "x");
+  EXPECT_EQ(wrong.rc, 1);
+  EXPECT_NE(wrong.err.find("401"), std::string::npos) << wrong.err;
+  EXPECT_NE(wrong.err.find("token"), std::string::npos) << wrong.err;
+  RunResult add = lcc({"--http", http(), "provider", "add", "--prefix", "http://x/"}, "LCC_ADMIN_TOKEN=nope");
+  EXPECT_EQ(add.rc, 1);
+  std::size_t n = 0;
+  ASSERT_TRUE(store_->scan([&](const ProviderRecord&) { return ++n, true; }).isOk());
+  EXPECT_EQ(n, 0u);
+
+  // No token at all: neither env nor a readable config.
+  RunResult none = lcc({"--config", dir_.file("missing.yaml"), "--http", http(), "provider", "list"});
+  EXPECT_EQ(none.rc, 2);
+  EXPECT_FALSE(none.err.empty());
+
+  // Over raw HTTP: 401 without the header, 401 with a wrong one.
+  http::testing::Client c(server_->port());
+  EXPECT_EQ(c.request("GET", "/admin/providers").result_int(), 401);
+  EXPECT_EQ(c.request("GET", "/admin/providers", "", {{"Authorization", "Bearer wrong"}}).result_int(), 401);
+  EXPECT_EQ(c.request("GET", "/admin/anything", "", {{"Authorization", "Bearer wrong"}}).result_int(), 401);
+  EXPECT_EQ(c.request("GET", "/admin/providers", "", {{"Authorization", "Bearer " + token_}}).result_int(), 200);
+}
+
+TEST_F(CliProviderTest, ConfigFileGivesPortAndToken) {
+  testing::TempDir data;
+  writeToken(data.path(), token_);
+  std::string cfg = dir_.file("lcc.yaml");
+  std::ofstream(cfg) << "node:\n  data_dir: " << data.path() << "\nlisten:\n  http: " << http() << "\n";
+  RunResult r = lcc({"--config", cfg, "provider", "add", "--prefix", "http://cfg.example/"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("id=1 password=", 0), 0u);
+  // --http with the token from --config's data_dir.
+  RunResult r2 = lcc({"--config", cfg, "--http", http(), "provider", "list"});
+  EXPECT_EQ(r2.rc, 0) << r2.err;
+}
+
+TEST_F(CliProviderTest, ConnectionProblemsAreExitCode2WithOneLine) {
+  // A port nobody listens on: take one and close it.
+  std::uint16_t dead;
+  {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    dead = a.local_endpoint().port();
+  }
+  RunResult r = lcc({"--http", "127.0.0.1:" + std::to_string(dead), "provider", "list"}, "LCC_ADMIN_TOKEN=x");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("cannot connect"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+  RunResult bad = lcc({"--http", "nonsense", "status"}, "LCC_ADMIN_TOKEN=x");
+  EXPECT_EQ(bad.rc, 2);
+}
+
+TEST_F(CliProviderTest, StatusPrintsQueuesProvidersRobotsSpoolAndCounters) {
+  ASSERT_EQ(lccWithToken({"provider", "add", "--prefix", "http://one.example/"}).rc, 0);
+  ASSERT_EQ(lccWithToken({"provider", "want-full-set", "1"}).rc, 0);
+  RunResult r = lccWithToken({"status"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  for (const char* want : {"lccd m1", "roles: uns, qm, botm", "providers: 1 total, 1 active", "full set wanted: 1 (ids 1)",
+                           "queued_urls: 42", "overload: no", "robots: 2", "spool_sets: 0",
+                           "lcc_uns_sets_accepted_total: 9"}) {
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  }
+  RunResult js = lccWithToken({"status", "--json"});
+  ASSERT_EQ(js.rc, 0);
+  EXPECT_EQ(json::parse(js.out)["providers"]["total"], 1);
+  EXPECT_EQ(lcc({"--http", http(), "status"}, "LCC_ADMIN_TOKEN=bad").rc, 1);
+}
+
+TEST(AdminAccess, LoopbackOnlyUnlessAllowedAndTheTokenMustMatch) {
+  http::Request req;
+  req.remote_ip = "192.0.2.7";
+  req.remote_loopback = false;
+  req.headers["authorization"] = "Bearer tok123";
+  auto refused = http::checkAdminAccess(req, "tok123", false);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->status, 403);
+  EXPECT_FALSE(http::checkAdminAccess(req, "tok123", true).has_value());  // http.admin_remote: true
+
+  req.remote_loopback = true;
+  EXPECT_FALSE(http::checkAdminAccess(req, "tok123", false).has_value());
+  req.headers["authorization"] = "bearer tok123";  // scheme is case-insensitive
+  EXPECT_FALSE(http::checkAdminAccess(req, "tok123", false).has_value());
+  req.headers["authorization"] = "Bearer tok12";
+  EXPECT_EQ(http::checkAdminAccess(req, "tok123", false)->status, 401);
+  req.headers["authorization"] = "Bearer tok1234";
+  EXPECT_EQ(http::checkAdminAccess(req, "tok123", false)->status, 401);
+  req.headers["authorization"] = "Basic dG9rMTIz";
+  EXPECT_EQ(http::checkAdminAccess(req, "tok123", false)->status, 401);
+  req.headers.erase("authorization");
+  EXPECT_EQ(http::checkAdminAccess(req, "tok123", false)->status, 401);
+  req.headers["authorization"] = "Bearer ";
+  EXPECT_EQ(http::checkAdminAccess(req, "", false)->status, 503);  // no token file: nobody gets in
+
+  EXPECT_TRUE(http::constantTimeEquals("abc", "abc"));
+  EXPECT_FALSE(http::constantTimeEquals("abc", "abd"));
+  EXPECT_FALSE(http::constantTimeEquals("ab", "abc"));
+  EXPECT_FALSE(http::constantTimeEquals("abcd", "abc"));
+  EXPECT_FALSE(http::constantTimeEquals("", "abc"));
+}
+
+TEST(NodeRoutes, HomePageLinksAndTheRestStays404) {
+  std::vector<ConfigProblem> problems;
+  testing::TempDir dir;
+  auto cfg = Config::loadText("node:\n  machine_id: edge-7\nroles: [rs, cu]\n", dir.file("lcc.yaml"), {}, &problems);
+  ASSERT_TRUE(cfg.isOk());
+  http::Router router;
+  NodeContext node;
+  node.config = &cfg.value();
+  node.env = posixEnv();
+  node.data_dir = dir.path();
+  node.machine_id = "edge-7";
+  node.http = &router;
+  http::registerNodeRoutes(node);
+  http::testing::ServerFixture fx(router);
+  http::testing::Client c(fx.port());
+  auto home = c.request("GET", "/");
+  EXPECT_EQ(home.result_int(), 200);
+  EXPECT_EQ(home[boost::beast::http::field::content_type], "text/html; charset=utf-8");
+  for (const char* want : {"edge-7", "rs, cu", "href=\"/register\"", "href=\"/status\"", "href=\"/metrics\"", "/cu/query"}) {
+    EXPECT_NE(home.body().find(want), std::string::npos) << want;
+  }
+  EXPECT_EQ(c.request("GET", "/no/such/page").result_int(), 404);
+  // No provider store on this node, no token file: the admin API says so, never crashes.
+  auto admin = c.request("GET", "/admin/providers", "", {{"Authorization", "Bearer x"}});
+  EXPECT_EQ(admin.result_int(), 503);
+}
+
+}  // namespace
+}  // namespace lcc
