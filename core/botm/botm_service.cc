@@ -152,6 +152,7 @@ class BotmService final : public Service {
   }
 
   void run(const Actions& a) {
+    publish();  // gauges first: whoever sees a message sees the state behind it
     std::map<RobotId, std::string> per_robot;
     for (const auto& [rid, f] : a.to_robots) per_robot[rid] += proto::encodeRobotFetch(f);
     for (auto& [rid, bytes] : per_robot) {
@@ -159,10 +160,10 @@ class BotmService final : public Service {
       if (it != peers_.end()) it->second->send(std::move(bytes));
     }
     sendUp(a.upstream);
-    publish();
   }
 
   void run(const ForwardActions& a) {
+    publish();
     std::map<ChildId, std::string> per_child;
     for (const auto& [cid, f] : a.fetches) per_child[cid] += proto::encodeFetch(f);
     for (const auto& [cid, d] : a.deletes) per_child[cid] += proto::encodeDelete(d);
@@ -171,7 +172,6 @@ class BotmService final : public Service {
       if (it != peers_.end()) it->second->send(std::move(bytes));
     }
     sendUp(a.upstream);
-    publish();
   }
 
   std::uint64_t capacity() const { return disp_ ? disp_->capacity() : fwd_->capacity(); }

@@ -183,6 +183,7 @@ Status FilenameStore::compact() {
     if (f.isOk()) {
       log_ = std::move(f).value();
       s = log_->sync();
+      if (s.isOk()) s = env_->syncDir(dir_);  // the log's name must be durable too
     } else {
       s = f.status();
     }
