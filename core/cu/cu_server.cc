@@ -149,6 +149,7 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
   }
 
   void read() {
+    read_pending_ = true;
     socket_.async_read_some(asio::buffer(buf_), asio::bind_executor(strand_, [self = shared_from_this()](
                                                                                  boost::system::error_code ec, std::size_t n) {
                               self->onRead(ec, n);
@@ -156,7 +157,17 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
   }
 
   void onRead(boost::system::error_code ec, std::size_t n) {
+    read_pending_ = false;
     if (closed_) return;
+    if (phase_ == Phase::kDrain) return ec ? closeNow() : drain();
+    if (phase_ == Phase::kAnswer) {
+      // A read still pending when the query was refused (timeout): keep discarding.
+      if (ec) {
+        read_eof_ = true;
+        return;
+      }
+      return read();
+    }
     auto st = ec ? parser_.endOfInput() : parser_.feed(std::string_view(buf_.data(), n));
     if (ec && ec != asio::error::eof) return closeNow();  // reset: nobody to answer
     switch (st) {
@@ -212,7 +223,9 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
     const proto::CuQuery q = parser_.query();
     QueryEngine& engine = server_->engine;
     std::string who = peer();
-    server_->workers.post([p, q, &engine, who] {
+    // The job keeps the connection alive while the answer is produced: the strand
+    // holds no handler while it waits for the worker's next bytes.
+    server_->workers.post([self = shared_from_this(), p, q, &engine, who] {
       auto prepared = engine.prepare(q);
       if (!prepared.isOk()) {
         const Status& s = prepared.status();
@@ -267,14 +280,17 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
     if (closed_) return;
     boost::system::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_send, ec);
-    if (ec) return closeNow();
+    if (ec || read_eof_) return closeNow();
+    phase_ = Phase::kDrain;
     armTimer(server_->options.idle_timeout_ms, &CuConnection::onDrainTimeout);
-    drain();
+    if (!read_pending_) drain();  // else the pending read drains
   }
 
   void drain() {
+    read_pending_ = true;
     socket_.async_read_some(asio::buffer(buf_), asio::bind_executor(strand_, [self = shared_from_this()](
                                                                                  boost::system::error_code ec, std::size_t) {
+                              self->read_pending_ = false;
                               if (ec || self->closed_) return self->closeNow();
                               self->drain();
                             }));
@@ -310,7 +326,7 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
     timer_ = 0;
   }
 
-  enum class Phase : std::uint8_t { kQuery, kAnswer };
+  enum class Phase : std::uint8_t { kQuery, kAnswer, kDrain };
 
   std::shared_ptr<CuServer::Impl> server_;
   tcp::socket socket_;
@@ -323,6 +339,8 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
   std::shared_ptr<BoundedPipe> pipe_;
   std::string out_;
   bool writing_ = false;
+  bool read_pending_ = false;
+  bool read_eof_ = false;
   bool closed_ = false;
   TimerId timer_ = 0;
   std::uint64_t timer_gen_ = 0;
