@@ -1,6 +1,7 @@
 #include "bench_util.h"
 
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
@@ -12,6 +13,13 @@
 #include <thread>
 
 namespace lcc::bench {
+
+double cpuSeconds() {
+  struct rusage ru;
+  if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  auto sec = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
+  return sec(ru.ru_utime) + sec(ru.ru_stime);
+}
 
 std::uint64_t rssBytes() {
   std::ifstream in("/proc/self/status");

@@ -8,6 +8,8 @@
 
 namespace lcc::bench {
 
+// CPU seconds (user + system, all threads) this process used so far.
+double cpuSeconds();
 // Resident set size of this process in bytes (VmRSS), 0 when unknown.
 std::uint64_t rssBytes();
 // Bytes the files under `path` occupy on disk (st_blocks * 512) and their apparent size.

@@ -13,7 +13,9 @@
 // per raw byte: key + value), RSS growth, per-batch commit latency.
 //
 // Add another engine's baseline to kBaselines (the key is the plugin name).
+#include <fcntl.h>
 #include <kchashdb.h>
+#include <unistd.h>
 #include <sqlite3.h>
 
 #include <cstdio>
@@ -79,6 +81,7 @@ QueueEntry entry(std::uint64_t i) {
 struct Result_ {
   std::string name;
   double seconds = 0;
+  double cpu_seconds = 0;
   std::uint64_t urls = 0;
   std::uint64_t raw_bytes = 0;  // key + value bytes written
   bench::DiskUse disk;
@@ -96,12 +99,49 @@ void report(const Result_& r) {
               double(r.disk.allocated) / double(r.raw_bytes), double(r.disk_after_close.allocated) / double(r.urls),
               double(r.rss_growth) / 1e6, bench::percentile(r.commit_us, 50) / 1000,
               bench::percentile(r.commit_us, 99) / 1000);
+  std::printf("%-22s CPU %.2f us/URL (%.0f URLs per CPU-second)\n", "", r.cpu_seconds * 1e6 / double(r.urls),
+              double(r.urls) / std::max(1e-9, r.cpu_seconds));
   if (!r.apply_us.empty()) {
     std::printf("%-22s of which apply() p50 %.2f ms, sync() p50 %.2f ms\n", "",
                 bench::percentile(r.apply_us, 50) / 1000,
                 (bench::percentile(r.commit_us, 50) - bench::percentile(r.apply_us, 50)) / 1000);
   }
   std::fflush(stdout);
+}
+
+// The disk's share: append key+value bytes of each batch to one file and fdatasync,
+// nothing else. No store can be durable per batch faster than this on the same disk.
+Result_ syncFloor(const Args& a, const std::string& dir) {
+  Result_ r;
+  r.name = "floor: append+fdatasync";
+  int fd = ::open((dir + "/floor.dat").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    std::perror("floor");
+    std::exit(1);
+  }
+  const double cpu0 = bench::cpuSeconds();
+  Stopwatch total;
+  std::string buf;
+  for (std::uint64_t i = 0; i < a.urls;) {
+    buf.clear();
+    for (std::uint64_t end = std::min(a.urls, i + a.batch); i < end; ++i) {
+      buf += encodeUrlKey(urlKey(i));
+      buf.append(kValueBytes, 'x');
+    }
+    r.raw_bytes += buf.size();
+    Stopwatch batch;
+    if (::write(fd, buf.data(), buf.size()) != static_cast<ssize_t>(buf.size()) || ::fdatasync(fd) != 0) {
+      std::perror("floor");
+      std::exit(1);
+    }
+    r.commit_us.push_back(batch.micros());
+  }
+  r.seconds = total.seconds();
+  r.cpu_seconds = bench::cpuSeconds() - cpu0;
+  r.urls = a.urls;
+  ::close(fd);
+  r.disk = r.disk_after_close = bench::diskUse(dir);
+  return r;
 }
 
 // --- baselines --------------------------------------------------------------
@@ -117,6 +157,7 @@ Result_ rawKyoto(const Args& a, const std::string& dir) {
   }
   const std::string value(kValueBytes, 'x');
   const std::uint64_t rss0 = bench::rssBytes();
+  const double cpu0 = bench::cpuSeconds();
   Stopwatch total;
   for (std::uint64_t i = 0; i < a.urls;) {
     Stopwatch batch;
@@ -132,6 +173,7 @@ Result_ rawKyoto(const Args& a, const std::string& dir) {
     r.commit_us.push_back(batch.micros());
   }
   r.seconds = total.seconds();
+  r.cpu_seconds = bench::cpuSeconds() - cpu0;
   r.urls = a.urls;
   r.rss_growth = static_cast<std::int64_t>(bench::rssBytes()) - static_cast<std::int64_t>(rss0);
   r.disk = bench::diskUse(dir);
@@ -179,6 +221,7 @@ Result_ viaPlugin(const Args& a, const std::string& dir) {
   }
   auto& q = *store;
   const std::uint64_t rss0 = bench::rssBytes();
+  const double cpu0 = bench::cpuSeconds();
   Stopwatch total;
   for (std::uint64_t i = 0; i < a.urls;) {
     QueueBatch b;
@@ -200,6 +243,7 @@ Result_ viaPlugin(const Args& a, const std::string& dir) {
     r.commit_us.push_back(batch.micros());
   }
   r.seconds = total.seconds();
+  r.cpu_seconds = bench::cpuSeconds() - cpu0;
   r.urls = a.urls;
   r.rss_growth = static_cast<std::int64_t>(bench::rssBytes()) - static_cast<std::int64_t>(rss0);
   r.disk = bench::diskUse(dir);
@@ -254,6 +298,10 @@ int main(int argc, char** argv) {
   Result_ raw;
   bool have_raw = false;
   if (!a.skip_raw) {
+    const std::string fd = base + "/floor";
+    (void)posixEnv()->createDirs(fd);
+    report(syncFloor(a, fd));
+    bench::removeTree(fd);
     auto it = kBaselines.find(a.plugin);
     if (it == kBaselines.end()) {
       std::printf("(no raw baseline for %s yet)\n", a.plugin.c_str());

@@ -296,7 +296,7 @@ Status KvEngine::applyToKyoto(const Batch& batch) {
   return Status::ok();
 }
 
-Status KvEngine::apply(const Batch& batch) {
+Status KvEngine::apply(Batch batch) {
   std::lock_guard<std::mutex> lock(write_mu_);
   LCC_RETURN_IF_ERROR(writable());
   if (batch.empty()) return Status::ok();
@@ -307,9 +307,10 @@ Status KvEngine::apply(const Batch& batch) {
   if (!pos.isOk()) return fail(pos.status());  // nothing changed, but the interface makes it sticky
   {
     std::unique_lock<std::shared_mutex> wl(mu_);
-    for (const auto& op : batch) {
+    for (auto& op : batch) {
       overlay_bytes_ += op.key.size() + (op.value ? op.value->size() : 0) + 64;
-      tables_[op.table].overlay[op.key] = op.value;
+      auto& slot = tables_[op.table].overlay[std::move(op.key)];
+      slot = std::move(op.value);
     }
   }
   if (overlay_bytes_ >= options_.max_unsynced) {

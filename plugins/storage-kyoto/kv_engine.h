@@ -91,7 +91,7 @@ class KvEngine {
 
   const StoreOpenInfo& openInfo() const { return info_; }
 
-  Status apply(const Batch& batch);
+  Status apply(Batch batch);  // rows are moved into the overlay
   Status sync();
   Status close();
   // OK, or the sticky failure / "closed".

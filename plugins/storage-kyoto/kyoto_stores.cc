@@ -123,7 +123,7 @@ Status KyotoQueueStore::apply(const QueueBatch& batch) {
   if (rows != static_cast<std::int64_t>(*count)) {
     kv.push_back({kQIndex, kCountKey, be64(static_cast<std::uint64_t>(std::max<std::int64_t>(rows, 0)))});
   }
-  return engine_->apply(kv);
+  return engine_->apply(std::move(kv));
 }
 
 Result<std::optional<QueueEntry>> KyotoQueueStore::getEntry(std::string_view key) {
@@ -267,7 +267,7 @@ Status KyotoContentStore::apply(const ContentBatch& batch) {
   }
   if (seq != *max_seq) kv.push_back({0, kMaxSeqKey, be64(seq)});
   if (rows != *count) kv.push_back({0, kCountKey, be64(rows)});
-  return engine_->apply(kv);
+  return engine_->apply(std::move(kv));
 }
 
 Result<std::optional<ContentRecord>> KyotoContentStore::get(std::string_view encoded_key) {
@@ -334,7 +334,7 @@ Result<ProviderStore*> KyotoProviderStore::open(const HostContext& host, const E
 }
 
 Status KyotoProviderStore::write(KvEngine::Batch batch, bool durable) {
-  LCC_RETURN_IF_ERROR(engine_->apply(batch));
+  LCC_RETURN_IF_ERROR(engine_->apply(std::move(batch)));
   if (durable) return engine_->sync();
   return Status::ok();
 }

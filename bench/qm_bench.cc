@@ -1,0 +1,296 @@
+// qm_bench — the QM engine's numbers (docs/benchmarks.md, "QM"):
+//   dispatch  URLs/s through dispatch -> stub BOT-M result -> LCC DB write -> QDB drop
+//   fill      absorb N URLs through the intake journal (group commit) into the stores
+//   ready     a fresh process opening a filled queue: time to ready, RSS per queued URL
+// Usage:
+//   qm_bench dispatch [--plugin storage-memory] [--urls 200000] [--providers 1000] [--capacity 512]
+//   qm_bench fill  --dir D [--plugin storage-kyoto] [--urls 1000000] [--providers 1000] [--set 1000]
+//   qm_bench ready --dir D [--plugin storage-kyoto]
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "common/journal.h"
+#include "common/plugin/plugin_registry.h"
+#include "common/posix_env.h"
+#include "common/system_clock.h"
+#include "qm/queue_manager.h"
+
+using namespace lcc;
+using namespace lcc::qm;
+
+namespace {
+
+struct Args {
+  std::string mode;
+  std::string plugin;
+  std::string dir;
+  std::uint64_t urls = 0;
+  std::uint32_t providers = 1000;
+  std::uint64_t capacity = 512;
+  std::uint64_t set_size = 1000;
+};
+
+class StubBotm : public BotmPort {
+ public:
+  void sendFetch(LinkId link, const FetchOrder& order) override { orders.push_back({link, order.id}); }
+  void sendDelete(LinkId, std::uint64_t, const std::string&, const std::string&) override {}
+  std::vector<std::pair<LinkId, std::uint64_t>> orders;
+};
+
+struct Opened {
+  std::unique_ptr<PluginRegistry> registry;
+  PluginPtr<QueueStore> queue;
+  PluginPtr<ContentStore> content;
+  PluginPtr<ProviderStore> providers;
+};
+
+Opened openStores(const std::string& plugin, const std::string& dir, Clock* clock) {
+  Opened o;
+  o.registry = std::make_unique<PluginRegistry>(LCC_PLUGIN_DIR, HostContext{clock, posixEnv(), nullptr, dir, "m1"});
+  auto opts = o.registry->defaultOptions(plugin);
+  if (!opts.isOk()) {
+    std::fprintf(stderr, "%s: %s\n", plugin.c_str(), opts.status().toString().c_str());
+    std::exit(1);
+  }
+  auto q = o.registry->makeQueueStore(plugin, opts.value());
+  auto c = o.registry->makeContentStore(plugin, opts.value());
+  auto p = o.registry->makeProviderStore(plugin, opts.value());
+  if (!q.isOk() || !c.isOk() || !p.isOk()) {
+    std::fprintf(stderr, "opening %s stores failed\n", plugin.c_str());
+    std::exit(1);
+  }
+  o.queue = std::move(q).value();
+  o.content = std::move(c).value();
+  o.providers = std::move(p).value();
+  return o;
+}
+
+void check(const Status& s, const char* what) {
+  if (!s.isOk()) {
+    std::fprintf(stderr, "%s: %s\n", what, s.toString().c_str());
+    std::exit(1);
+  }
+}
+
+// Submits `urls` URLs over `providers` providers in sets of `set_size`, committing
+// (one journal sync) every `group` sets.
+double fillQueue(QueueManager& qm, std::vector<std::function<void()>>& posted, const Args& a) {
+  bench::Stopwatch sw;
+  std::uint64_t made = 0, set_id = 0;
+  std::uint32_t next_provider = 0;
+  const int group = 16;
+  int in_group = 0;
+  while (made < a.urls) {
+    IntakeSet s;
+    s.uns = "bench/uns";
+    s.id = ++set_id;
+    s.pid = 1 + (next_provider++ % a.providers);
+    std::uint64_t n = std::min<std::uint64_t>(a.set_size, a.urls - made);
+    s.urls.reserve(n);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      UrlNotice u;
+      u.key = {s.pid, "http://www.site" + std::to_string(s.pid) + ".example/dir/page" + std::to_string(made + i) + ".html",
+               "text/html"};
+      u.mtime = 1714564800;
+      u.size = 5120;
+      s.urls.push_back(std::move(u));
+    }
+    made += n;
+    qm.submit(std::move(s), nullptr);
+    if (++in_group == group || made >= a.urls) {
+      in_group = 0;
+      for (auto& fn : posted) fn();
+      posted.clear();
+      qm.commitPending();
+    }
+  }
+  return sw.seconds();
+}
+
+int runDispatch(const Args& a) {
+  const std::string dir = bench::makeTempDir("qm-dispatch");
+  SystemClock clock;
+  Opened st = openStores(a.plugin, dir, &clock);
+  for (std::uint32_t i = 0; i < a.providers; ++i) {
+    ProviderRecord r;
+    r.state = ProviderState::kActive;
+    check(st.providers->create(r).status(), "create provider");
+  }
+  auto j = Journal::open(posixEnv(), dir + "/journal");
+  check(j.status(), "journal");
+  std::vector<std::function<void()>> posted;
+  StubBotm botm;
+  QmOptions o;
+  o.queue_high = 1ull << 40;
+  o.queue_low = 1ull << 39;
+  o.botm_overload_pct = 100;
+  QmDeps deps{st.queue.get(), st.content.get(), st.providers.get(), j.value().get(), &clock, nullptr, &botm,
+              [&](std::function<void()> fn) { posted.push_back(std::move(fn)); }};
+  QueueManager qm(deps, o);
+  check(qm.open(), "open");
+  double fill_s = fillQueue(qm, posted, a);
+  check(qm.checkpoint(), "checkpoint");
+  std::printf("filled %llu URLs in %.2f s (%.0f URLs/s absorbed)\n", static_cast<unsigned long long>(qm.queued()), fill_s,
+              static_cast<double>(a.urls) / fill_s);
+  bench::Stopwatch sw;
+  qm.linkUp(1, "m1", a.capacity);
+  std::uint64_t done = 0, file = 0;
+  bench::Stopwatch since_checkpoint;
+  while (!botm.orders.empty()) {
+    auto batch = std::move(botm.orders);
+    botm.orders.clear();
+    for (auto [link, id] : batch) {
+      FetchOutcome r;
+      r.id = id;
+      r.ok = true;
+      r.http = 200;
+      r.machine = "m1";
+      r.file = std::to_string(++file);
+      r.size = 5120;
+      r.md5 = "0123456789abcdef0123456789abcdef";
+      qm.onResult(link, r);
+      ++done;
+    }
+    if (since_checkpoint.seconds() >= 2.0) {  // as qm.checkpoint_interval would
+      check(qm.checkpoint(), "checkpoint");
+      since_checkpoint = bench::Stopwatch();
+    }
+  }
+  check(qm.checkpoint(), "checkpoint");
+  double s = sw.seconds();
+  std::printf("dispatch: %s, %u providers, capacity %llu: %llu URLs fetched+stored in %.2f s = %.0f URLs/s (queue left %llu)\n",
+              a.plugin.c_str(), a.providers, static_cast<unsigned long long>(a.capacity),
+              static_cast<unsigned long long>(done), s, static_cast<double>(done) / s,
+              static_cast<unsigned long long>(qm.queued()));
+  (void)qm.close();
+  (void)st.queue->close();
+  (void)st.content->close();
+  (void)st.providers->close();
+  bench::removeTree(dir);
+  return 0;
+}
+
+int runFill(const Args& a) {
+  SystemClock clock;
+  Opened st = openStores(a.plugin, a.dir, &clock);
+  std::uint64_t have = 0;
+  (void)st.providers->scan([&](const ProviderRecord&) { return ++have, true; });
+  for (std::uint64_t i = have; i < a.providers; ++i) {
+    ProviderRecord r;
+    r.state = ProviderState::kActive;
+    check(st.providers->create(r).status(), "create provider");
+  }
+  auto j = Journal::open(posixEnv(), a.dir + "/journal");
+  check(j.status(), "journal");
+  std::vector<std::function<void()>> posted;
+  StubBotm botm;
+  QmOptions o;
+  o.queue_high = 1ull << 40;
+  o.queue_low = 1ull << 39;
+  QmDeps deps{st.queue.get(), st.content.get(), st.providers.get(), j.value().get(), &clock, nullptr, &botm,
+              [&](std::function<void()> fn) { posted.push_back(std::move(fn)); }};
+  QueueManager qm(deps, o);
+  check(qm.open(), "open");
+  // Checkpoint as the timers would, by journal size and time.
+  bench::Stopwatch sw;
+  Args part = a;
+  std::uint64_t left = a.urls;
+  while (left > 0) {
+    part.urls = std::min<std::uint64_t>(left, 200000);
+    fillQueue(qm, posted, part);
+    left -= part.urls;
+    check(qm.checkpoint(), "checkpoint");
+  }
+  double s = sw.seconds();
+  std::printf("fill: %s: %llu URLs queued in %.1f s = %.0f URLs/s (journal group commit every 16 sets of %llu); RSS %.1f MiB\n",
+              a.plugin.c_str(), static_cast<unsigned long long>(qm.queued()), s, static_cast<double>(a.urls) / s,
+              static_cast<unsigned long long>(a.set_size), static_cast<double>(bench::rssBytes()) / (1 << 20));
+  check(qm.close(), "close");
+  check(st.queue->close(), "close queue");
+  check(st.content->close(), "close content");
+  check(st.providers->close(), "close providers");
+  auto du = bench::diskUse(a.dir);
+  std::printf("disk: %.1f MiB allocated under %s\n", static_cast<double>(du.allocated) / (1 << 20), a.dir.c_str());
+  return 0;
+}
+
+int runReady(const Args& a) {
+  const std::uint64_t rss0 = bench::rssBytes();
+  bench::Stopwatch sw;
+  SystemClock clock;
+  Opened st = openStores(a.plugin, a.dir, &clock);
+  const double stores_s = sw.seconds();
+  auto j = Journal::open(posixEnv(), a.dir + "/journal");
+  check(j.status(), "journal");
+  StubBotm botm;
+  QmOptions o;
+  o.queue_high = 1ull << 40;
+  o.queue_low = 1ull << 39;
+  QmDeps deps{st.queue.get(), st.content.get(), st.providers.get(), j.value().get(), &clock, nullptr, &botm, nullptr};
+  QueueManager qm(deps, o);
+  check(qm.open(), "open");
+  // Ready = the first fetch can go out.
+  qm.linkUp(1, "m1", 64);
+  const double ready_s = sw.seconds();
+  const std::uint64_t rss1 = bench::rssBytes();
+  const std::uint64_t n = qm.queued();
+  std::printf("ready: %s: %llu URLs queued, %zu ready sets, %zu providers; stores open %.2f s, ready %.2f s; "
+              "first fetches out: %zu\n",
+              a.plugin.c_str(), static_cast<unsigned long long>(n), qm.scheduler().readySetCount(),
+              qm.scheduler().providerCount(), stores_s, ready_s, botm.orders.size());
+  std::printf("rss: %.1f MiB before, %.1f MiB ready: %.2f bytes per queued URL\n", static_cast<double>(rss0) / (1 << 20),
+              static_cast<double>(rss1) / (1 << 20), n ? static_cast<double>(rss1 - rss0) / static_cast<double>(n) : 0.0);
+  qm.linkDown(1);
+  (void)qm.close();
+  (void)st.queue->close();
+  (void)st.content->close();
+  (void)st.providers->close();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: qm_bench dispatch|fill|ready [--plugin P] [--urls N] [--providers N] [--capacity N] "
+                         "[--set N] [--dir D]\n");
+    return 2;
+  }
+  a.mode = argv[1];
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--plugin") a.plugin = v;
+    else if (k == "--urls") a.urls = std::stoull(v);
+    else if (k == "--providers") a.providers = static_cast<std::uint32_t>(std::stoul(v));
+    else if (k == "--capacity") a.capacity = std::stoull(v);
+    else if (k == "--set") a.set_size = std::stoull(v);
+    else if (k == "--dir") a.dir = v;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  std::printf("%s\n", bench::machineLine(a.dir.empty() ? "/tmp" : a.dir).c_str());
+  if (a.mode == "dispatch") {
+    if (a.plugin.empty()) a.plugin = "storage-memory";
+    if (a.urls == 0) a.urls = 200000;
+    return runDispatch(a);
+  }
+  if (a.plugin.empty()) a.plugin = "storage-kyoto";
+  if (a.dir.empty()) {
+    std::fprintf(stderr, "--dir is required for %s\n", a.mode.c_str());
+    return 2;
+  }
+  if (a.mode == "fill") {
+    if (a.urls == 0) a.urls = 1000000;
+    return runFill(a);
+  }
+  if (a.mode == "ready") return runReady(a);
+  std::fprintf(stderr, "unknown mode %s\n", a.mode.c_str());
+  return 2;
+}
