@@ -1,17 +1,551 @@
+// cli_cp.cc — the content provider's tools (surface.md):
+//   lcc cp send  — sends <url/> lines (or a whole <lococa:set>) to a UNS, prints the result
+//   lcc cp scan  — <url/> lines for the files under a folder, optionally only the changes
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <sstream>
 
 #include "app/cli.h"
+#include "common/md5.h"
+#include "common/posix_env.h"
+#include "common/time_util.h"
+#include "proto/cp_uns.h"
+#include "proto/xml_reader.h"
 
 namespace lcc::cli {
 
-// Placeholder until the command group lands.
+namespace {
+
+namespace fs = std::filesystem;
+using proto::UrlAttrs;
+
+// ---------------------------------------------------------------------------
+// Reading the input of `cp send`: <url .../> lines, or a whole <lococa:set>, parsed
+// as a stream inside a synthetic root so that both shapes read the same way.
+
+class InputReader : public proto::XmlHandler {
+ public:
+  InputReader() : reader_(*this, limits(), proto::XmlFraming::kStream) {
+    std::string root = "<lcc-input xmlns:lococa=\"";
+    root += proto::kLococaNs;
+    root += "\">";
+    reader_.feed(root);
+  }
+
+  // Parses a chunk; complete <url> elements are appended to `out`.
+  bool feed(std::string_view chunk, std::vector<UrlAttrs>& out) {
+    out_ = &out;
+    if (!seen_start_) {
+      // Drop an XML declaration: the input is parsed inside our root.
+      pending_ += chunk;
+      auto first = pending_.find_first_not_of(" \t\r\n");
+      if (first == std::string::npos) return true;
+      if (pending_.compare(first, 5, "<?xml") == 0) {
+        auto end = pending_.find("?>", first);
+        if (end == std::string::npos) return pending_.size() < 4096;
+        pending_.erase(0, end + 2);
+      }
+      seen_start_ = true;
+      std::string rest = std::move(pending_);
+      pending_.clear();
+      reader_.feed(rest);
+    } else {
+      reader_.feed(chunk);
+    }
+    return !reader_.failed();
+  }
+  bool finish(std::vector<UrlAttrs>& out) {
+    out_ = &out;
+    if (!seen_start_) {
+      seen_start_ = true;
+      reader_.feed(pending_);
+    }
+    reader_.feed(std::string_view("</lcc-input>"));
+    return !reader_.failed();
+  }
+  const std::string& error() const { return reader_.errorMessage(); }
+  std::optional<bool> full() const { return full_; }
+  const std::string& urlprefix() const { return urlprefix_; }
+  bool sawSet() const { return saw_set_; }
+
+ private:
+  static proto::XmlLimits limits() {
+    proto::XmlLimits l;
+    l.max_value_length = 1 << 20;
+    l.max_depth = 8;
+    l.max_elements = UINT64_MAX;
+    return l;
+  }
+  void onStart(int depth, const proto::XmlName& name, const proto::XmlAttrs& a) override {
+    if (name.local == "set" && depth == 2) {
+      saw_set_ = true;
+      if (const auto* s = a.get("set")) full_ = *s == "full";
+      urlprefix_ = std::string(a.getOr("urlprefix", ""));
+      return;
+    }
+    if (name.local == "url" && (depth == 2 || (depth == 3 && saw_set_))) {
+      UrlAttrs u;
+      for (const auto& at : a.all()) {
+        if (at.ns.empty()) u.emplace_back(std::string(at.name), std::string(at.value));
+      }
+      out_->push_back(std::move(u));
+    }
+  }
+  void onEnd(int, const proto::XmlName&) override {}
+
+  proto::XmlReader reader_;
+  std::vector<UrlAttrs>* out_ = nullptr;
+  std::string pending_;
+  bool seen_start_ = false;
+  bool saw_set_ = false;
+  std::optional<bool> full_;
+  std::string urlprefix_;
+};
+
+int connectTo(const std::string& hostport, std::string* err) {
+  auto colon = hostport.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    *err = "--uns must be HOST:PORT (got " + hostport + ")";
+    return -1;
+  }
+  std::string host = hostport.substr(0, colon), port = hostport.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    *err = "cannot resolve " + hostport + ": " + gai_strerror(rc);
+    return -1;
+  }
+  int fd = -1;
+  std::string last = "no address";
+  for (addrinfo* p = res; p; p = p->ai_next) {
+    fd = ::socket(p->ai_family, p->ai_socktype, p->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, p->ai_addr, p->ai_addrlen) == 0) break;
+    last = std::strerror(errno);
+    ::close(fd);
+    fd = -1;
+  }
+  ::freeaddrinfo(res);
+  if (fd < 0) *err = "cannot connect to " + hostport + ": " + last;
+  return fd;
+}
+
+std::string describeUrl(const proto::UrlError& e) {
+  std::string out = "error " + std::to_string(static_cast<unsigned>(e.code));
+  if (const auto* c = proto::findAttr(e.attrs, "c")) out += " " + *c;
+  if (const auto* m = proto::findAttr(e.attrs, "m")) out += " (" + *m + ")";
+  out += ": " + e.message;
+  return out;
+}
+
+struct SendArgs {
+  std::string uns, id, password, urlprefix, file = "-";
+  bool full = false;
+};
+
+// The whole exchange. Returns the exit code (0 accepted, 1 rejected, 2 usage/connection).
+int runSend(const SendArgs& a) {
+  std::istream* in = &std::cin;
+  std::ifstream file;
+  if (a.file != "-") {
+    file.open(a.file, std::ios::binary);
+    if (!file) {
+      std::cerr << "lcc cp send: cannot read " << a.file << ": " << std::strerror(errno) << "\n";
+      return 2;
+    }
+    in = &file;
+  }
+  std::string err;
+  int fd = connectTo(a.uns, &err);
+  if (fd < 0) {
+    std::cerr << "lcc cp send: " << err << "\n";
+    return 2;
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  proto::ReplyDecoder replies;
+  std::string out = proto::encodeInit(a.id, a.password);
+  std::size_t out_off = 0;
+  bool init_done = false, set_started = false, input_done = false, set_ended = false, peer_closed = false;
+  std::optional<proto::CpReply> result;
+  InputReader input;
+  std::vector<UrlAttrs> urls;
+  std::uint64_t sent = 0;
+  const bool tty = ::isatty(2);
+  auto last_progress = std::chrono::steady_clock::now();
+  char buf[65536];
+
+  // Everything before the set needs the whole input head (full/urlprefix of a <lococa:set>):
+  // read the first chunk now.
+  auto readInput = [&]() {
+    if (input_done) return;
+    in->read(buf, sizeof buf);
+    std::streamsize n = in->gcount();
+    bool ok = input.feed(std::string_view(buf, static_cast<std::size_t>(n)), urls);
+    if (ok && (n == 0 || in->eof())) {
+      ok = input.finish(urls);
+      input_done = true;
+    }
+    if (!ok) {
+      std::cerr << "lcc cp send: input is not <url/> lines or a <lococa:set>: " << input.error() << "\n";
+      input_done = true;
+      err = "bad input";
+    }
+  };
+  readInput();
+  if (!err.empty()) {
+    ::close(fd);
+    return 2;
+  }
+
+  while (!result) {
+    if (init_done && !set_started) {
+      bool full = a.full || input.full().value_or(false);
+      std::string prefix = !a.urlprefix.empty() ? a.urlprefix : input.urlprefix();
+      out.append(proto::encodeSetBegin(full, prefix));
+      set_started = true;
+    }
+    if (set_started && !set_ended) {
+      // Keep the output buffer bounded: encode input only while little waits.
+      while (out.size() - out_off < (1u << 20) && !(input_done && urls.empty())) {
+        if (urls.empty()) {
+          readInput();
+          if (!err.empty()) {
+            ::close(fd);
+            return 2;
+          }
+          continue;
+        }
+        for (auto& u : urls) out.append(proto::encodeUrlElement(u));
+        sent += urls.size();
+        urls.clear();
+      }
+      if (input_done && urls.empty()) {
+        out.append(proto::encodeSetEnd());
+        set_ended = true;
+      }
+      if (tty && sent >= 10000 && std::chrono::steady_clock::now() - last_progress > std::chrono::milliseconds(500)) {
+        std::cerr << "\rsent " << sent << " urls" << std::flush;
+        last_progress = std::chrono::steady_clock::now();
+      }
+    }
+    if (peer_closed) break;
+    pollfd p{fd, static_cast<short>(POLLIN | (out_off < out.size() ? POLLOUT : 0)), 0};
+    int rc = ::poll(&p, 1, 60000);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) {
+      std::cerr << "\nlcc cp send: no answer from " << a.uns << " for 60 s\n";
+      ::close(fd);
+      return 2;
+    }
+    if (p.revents & POLLOUT) {
+      ssize_t n = ::send(fd, out.data() + out_off, out.size() - out_off, MSG_NOSIGNAL);
+      if (n > 0) {
+        out_off += static_cast<std::size_t>(n);
+        if (out_off == out.size() || out_off > (4u << 20)) {
+          out.erase(0, out_off);
+          out_off = 0;
+        }
+      } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        // The UNS stopped reading (it refused the set): read its answer.
+        out.clear();
+        out_off = 0;
+        set_ended = true;
+        input_done = true;
+        urls.clear();
+      }
+    }
+    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        peer_closed = true;
+      }
+      if (n > 0) {
+        for (auto& r : replies.feed(std::string_view(buf, static_cast<std::size_t>(n)))) {
+          if (r.kind == proto::CpReply::Kind::kInitRejected) {
+            std::cout << "init rejected " << static_cast<unsigned>(r.code) << ": " << r.message << "\n";
+            ::close(fd);
+            return 1;
+          }
+          if (r.kind == proto::CpReply::Kind::kInitAccepted) {
+            init_done = true;
+            const auto& i = r.init;
+            std::cerr << "connected: seq " << i.seq << ", " << i.processing << " urls still queued, "
+                      << i.fullset_allowed << " full sets allowed";
+            if (i.fullset_wanted) std::cerr << ", FULL SET WANTED (" << i.fullset_reason << ")";
+            std::cerr << "\n";
+            if (i.error_total > 0) {
+              std::cout << "fetch errors since the last connection: " << i.error_total << "\n";
+              for (const auto& e : r.init_errors) std::cout << "fetch " << describeUrl(e) << "\n";
+            }
+          }
+          if (r.kind == proto::CpReply::Kind::kSetResult) result = r;
+        }
+        for (const auto& e : replies.takeStreamedErrors()) std::cout << describeUrl(e) << "\n";
+        if (replies.failed()) {
+          std::cerr << "lcc cp send: bad answer from the UNS: " << replies.errorMessage() << "\n";
+          ::close(fd);
+          return 2;
+        }
+      }
+    }
+  }
+  ::close(fd);
+  if (tty && sent >= 10000) std::cerr << "\rsent " << sent << " urls\n";
+  if (!result) {
+    std::cerr << "lcc cp send: the UNS closed the connection without a result\n";
+    return 2;
+  }
+  if (result->accepted) {
+    std::cout << "accepted " << result->received << " of " << sent << " urls\n";
+    return 0;
+  }
+  std::cout << "rejected " << static_cast<unsigned>(result->code) << ": " << result->message << "\n";
+  return 1;
+}
+
+// ---------------------------------------------------------------------------
+// cp scan
+
+const std::map<std::string, std::string>& builtinMimeMap() {
+  static const std::map<std::string, std::string> kMap = {
+      {"htm", "text/html"},          {"html", "text/html"},         {"shtml", "text/html"},
+      {"txt", "text/plain"},         {"text", "text/plain"},        {"css", "text/css"},
+      {"csv", "text/csv"},           {"md", "text/markdown"},       {"xml", "application/xml"},
+      {"xhtml", "application/xhtml+xml"}, {"json", "application/json"}, {"js", "text/javascript"},
+      {"pdf", "application/pdf"},    {"ps", "application/postscript"}, {"rtf", "application/rtf"},
+      {"doc", "application/msword"}, {"docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"},
+      {"xls", "application/vnd.ms-excel"}, {"odt", "application/vnd.oasis.opendocument.text"},
+      {"zip", "application/zip"},    {"gz", "application/gzip"},    {"tar", "application/x-tar"},
+      {"png", "image/png"},          {"jpg", "image/jpeg"},         {"jpeg", "image/jpeg"},
+      {"gif", "image/gif"},          {"svg", "image/svg+xml"},      {"webp", "image/webp"},
+      {"ico", "image/vnd.microsoft.icon"}, {"mp3", "audio/mpeg"}, {"mp4", "video/mp4"},
+  };
+  return kMap;
+}
+
+// mime.types format: "type/subtype ext ext ..." per line, '#' comments.
+bool loadMimeMap(const std::string& path, std::map<std::string, std::string>& map, std::string* err) {
+  std::ifstream in(path);
+  if (!in) {
+    *err = "cannot read " + path;
+    return false;
+  }
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    std::istringstream ss(line);
+    std::string type, ext;
+    if (!(ss >> type)) continue;
+    if (type.find('/') == std::string::npos) {
+      *err = path + ":" + std::to_string(n) + ": expected 'type/subtype ext ...'";
+      return false;
+    }
+    while (ss >> ext) {
+      if (!ext.empty() && ext[0] == '.') ext.erase(0, 1);
+      std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+      map[ext] = type;
+    }
+  }
+  return true;
+}
+
+// Percent-encodes a relative path for a URL (keeps '/' and unreserved characters).
+std::string urlPath(const std::string& rel) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : rel) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+struct FileState {
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::string md5;
+  std::string mime;
+};
+
+// State file: one line per file, "path<TAB>size<TAB>mtime_ns<TAB>md5<TAB>mime", path
+// percent-encoded (so no tabs or newlines).
+bool loadState(const std::string& path, std::map<std::string, FileState>& state, std::string* err) {
+  std::ifstream in(path);
+  if (!in) return true;  // first scan
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::size_t start = 0;
+    for (;;) {
+      auto tab = line.find('\t', start);
+      f.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
+      if (tab == std::string::npos) break;
+      start = tab + 1;
+    }
+    if (f.size() != 5) {
+      *err = path + ":" + std::to_string(n) + ": not a scan state line";
+      return false;
+    }
+    FileState s;
+    try {
+      s.size = std::stoull(f[1]);
+      s.mtime_ns = std::stoll(f[2]);
+    } catch (...) {
+      *err = path + ":" + std::to_string(n) + ": bad number";
+      return false;
+    }
+    s.md5 = f[3];
+    s.mime = f[4];
+    state[f[0]] = s;
+  }
+  return true;
+}
+
+struct ScanArgs {
+  std::string dir, base_url, mime_map, state_file;
+};
+
+int runScan(const ScanArgs& a) {
+  std::map<std::string, std::string> mime = builtinMimeMap();
+  std::string err;
+  if (!a.mime_map.empty() && !loadMimeMap(a.mime_map, mime, &err)) {
+    std::cerr << "lcc cp scan: " << err << "\n";
+    return 2;
+  }
+  std::error_code ec;
+  if (!fs::is_directory(a.dir, ec)) {
+    std::cerr << "lcc cp scan: " << a.dir << " is not a folder\n";
+    return 2;
+  }
+  std::string base = a.base_url;
+  if (base.rfind("http://", 0) != 0 && base.rfind("https://", 0) != 0) {
+    std::cerr << "lcc cp scan: --base-url must be an http or https URL (got " << base << ")\n";
+    return 2;
+  }
+  if (base.back() != '/') base.push_back('/');
+  std::map<std::string, FileState> old_state, new_state;
+  if (!a.state_file.empty() && !loadState(a.state_file, old_state, &err)) {
+    std::cerr << "lcc cp scan: " << err << "\n";
+    return 2;
+  }
+  const fs::path root = fs::path(a.dir);
+  std::vector<std::pair<std::string, fs::path>> files;
+  fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const auto& entry = *it;
+    if (!entry.is_regular_file(ec) || entry.is_symlink(ec)) continue;
+    std::string rel = fs::relative(entry.path(), root, ec).generic_string();
+    if (ec || rel.empty()) continue;
+    if (!a.state_file.empty() && fs::equivalent(entry.path(), a.state_file, ec)) continue;
+    files.emplace_back(urlPath(rel), entry.path());
+  }
+  if (ec) {
+    std::cerr << "lcc cp scan: " << a.dir << ": " << ec.message() << "\n";
+    return 2;
+  }
+  std::sort(files.begin(), files.end());
+  std::string out;
+  for (const auto& [key, path] : files) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) continue;  // vanished while scanning
+    FileState s;
+    s.size = static_cast<std::uint64_t>(st.st_size);
+    s.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+    std::string ext = path.extension().string();
+    if (!ext.empty()) ext.erase(0, 1);
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+    auto m = mime.find(ext);
+    s.mime = m == mime.end() ? "application/octet-stream" : m->second;
+    auto old = old_state.find(key);
+    const bool unchanged = old != old_state.end() && old->second.size == s.size && old->second.mtime_ns == s.mtime_ns &&
+                           old->second.mime == s.mime;
+    if (unchanged) {
+      s.md5 = old->second.md5;
+      new_state[key] = s;
+      continue;
+    }
+    std::ifstream f(path, std::ios::binary);
+    if (!f) {
+      std::cerr << "lcc cp scan: cannot read " << path << " (skipped)\n";
+      continue;
+    }
+    Md5 md5;
+    char buf[65536];
+    while (f.read(buf, sizeof buf) || f.gcount() > 0) md5.update(std::string_view(buf, static_cast<std::size_t>(f.gcount())));
+    s.md5 = md5.hexDigest();
+    new_state[key] = s;
+    out += proto::encodeUrlElement({{"c", base + key},
+                                    {"m", s.mime},
+                                    {"sz", std::to_string(s.size)},
+                                    {"md5", s.md5},
+                                    {"mt", formatRfc3339(static_cast<std::int64_t>(st.st_mtim.tv_sec))}});
+  }
+  for (const auto& [key, s] : old_state) {
+    if (!new_state.count(key)) out += proto::encodeUrlElement({{"c", base + key}, {"m", s.mime}, {"op", "delete"}});
+  }
+  std::cout << out << std::flush;
+  if (!a.state_file.empty()) {
+    std::string text = "# lcc cp scan state: path size mtime_ns md5 mime\n";
+    for (const auto& [key, s] : new_state) {
+      text += key + "\t" + std::to_string(s.size) + "\t" + std::to_string(s.mtime_ns) + "\t" + s.md5 + "\t" + s.mime + "\n";
+    }
+    std::string abs = fs::absolute(a.state_file, ec).string();
+    if (Status st = posixEnv()->writeFileAtomic(abs, text); !st.isOk()) {
+      std::cerr << "lcc cp scan: cannot write the state file: " << st.toString() << "\n";
+      return 2;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 void addCpCommands(CLI::App& app, Globals& g) {
-  auto* cmd = app.add_subcommand("cp", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([&g] {
-    std::cerr << "lcc cp: not built yet\n";
-    g.exit_code = 2;
-  });
+  auto* cp = app.add_subcommand("cp", "content provider tools: send url notifications, scan a folder");
+  cp->require_subcommand(1);
+
+  auto send_args = std::make_shared<SendArgs>();
+  auto* send = cp->add_subcommand("send", "send <url/> lines (or a whole <lococa:set>) to a UNS and print the result");
+  send->add_option("--uns", send_args->uns, "the UNS, HOST:PORT")->required();
+  send->add_option("--id", send_args->id, "provider id")->required();
+  send->add_option("--password", send_args->password, "provider password")->required();
+  send->add_flag("--full", send_args->full, "this is a full set (everything the provider has)");
+  send->add_option("--urlprefix", send_args->urlprefix, "put before every URL that has no scheme");
+  send->add_option("file", send_args->file, "input file, or - for standard input")->default_val("-");
+  send->callback([&g, send_args] { g.exit_code = runSend(*send_args); });
+
+  auto scan_args = std::make_shared<ScanArgs>();
+  auto* scan = cp->add_subcommand("scan", "print <url/> lines for the files under DIR");
+  scan->add_option("dir", scan_args->dir, "folder to scan")->required();
+  scan->add_option("--base-url", scan_args->base_url, "URL of DIR on the provider's site")->required();
+  scan->add_option("--mime-map", scan_args->mime_map, "mime.types-style file: 'type/subtype ext ...'");
+  scan->add_option("--state", scan_args->state_file, "remember this scan; print only what changed since the last one");
+  scan->callback([&g, scan_args] { g.exit_code = runScan(*scan_args); });
 }
 
 }  // namespace lcc::cli

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -284,6 +285,58 @@ std::string setXml(const std::vector<std::string>& urls, bool full, const std::s
   for (const auto& u : urls) out += proto::encodeUrlElement({{"c", u}, {"m", "text/html"}});
   out += proto::encodeSetEnd();
   return out;
+}
+
+std::uint16_t unusedPort() {
+  // Bind port 0, read the port, close: nothing listens there afterwards.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+UnsOptions testOptions(const std::string& data_dir, std::uint16_t qm_port) {
+  UnsOptions o;
+  o.listen = "127.0.0.1:0";
+  o.idle_timeout_ms = 30000;
+  o.session_timeout_ms = 60000;
+  o.session.xml.max_value_length = 8192;
+  o.session.xml.max_depth = 8;
+  o.session.max_set_urls = 100000;
+  o.session.xml.max_elements = o.session.max_set_urls + 16;
+  o.session.accept_mime = {"text/*", "application/pdf"};
+  o.core.accept_mime = o.session.accept_mime;
+  o.core.max_connections = 1000;
+  o.core.max_connections_per_ip = 1000;
+  o.core.max_connections_per_provider = 1000;
+  o.forwarder.qm_address = "127.0.0.1:" + std::to_string(qm_port);
+  o.forwarder.uns_name = "m1/uns";
+  o.forwarder.spool_dir = data_dir + "/uns";
+  o.forwarder.retry_ms = 50;
+  o.forwarder.ack_timeout_ms = 2000;
+  return o;
+}
+
+Harness::Harness(UnsOptions opt, ProviderStore* store)
+    : guard_(boost::asio::make_work_guard(io_)), server_(io_, std::move(opt), store, &clock_, posixEnv(), &metrics_) {}
+Harness::~Harness() { stop(); }
+Status Harness::start() {
+  Status s = server_.start();
+  for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
+  return s;
+}
+void Harness::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  server_.stop();
+  guard_.reset();
+  io_.stop();
+  for (auto& t : threads_) t.join();
 }
 
 }  // namespace lcc::uns::testing

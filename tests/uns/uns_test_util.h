@@ -20,6 +20,10 @@
 #include "proto/cp_uns.h"
 #include "proto/uns_qm.h"
 #include "support/sim_clock.h"
+#include "common/system_clock.h"
+#include "uns/uns_service.h"
+#include <boost/asio/executor_work_guard.hpp>
+#include <functional>
 
 namespace lcc::uns::testing {
 
@@ -90,5 +94,33 @@ std::string setXml(const std::vector<std::string>& urls, bool full = false, cons
 
 // Polls `cond` every few ms until it holds or ~20 s passed.
 bool eventually(const std::function<bool()>& cond);
+
+
+// A port on 127.0.0.1 where nothing listens (bound and released).
+std::uint16_t unusedPort();
+
+// UNS options for tests: listen on port 0, forward to 127.0.0.1:qm_port, short retry.
+UnsOptions testOptions(const std::string& data_dir, std::uint16_t qm_port);
+
+// A UNS with its own io_context threads.
+class Harness {
+ public:
+  Harness(UnsOptions opt, ProviderStore* store);
+  ~Harness();
+  Status start();
+  void stop();
+  std::uint16_t port() const { return server_.port(); }
+  UnsServer& server() { return server_; }
+  Metrics& metrics() { return metrics_; }
+
+ private:
+  SystemClock clock_;
+  Metrics metrics_;
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
+  UnsServer server_;
+  std::vector<std::thread> threads_;
+  bool stopped_ = false;
+};
 
 }  // namespace lcc::uns::testing
