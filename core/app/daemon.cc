@@ -23,7 +23,9 @@
 #include "common/service.h"
 #include "common/system_clock.h"
 #include "cu/cu_service.h"
+#include "http/admin_api.h"
 #include "http/http_server.h"
+#include "http/server_config.h"
 #include "qm/qm_service.h"
 #include "rs/rs_service.h"
 #include "uns/uns_service.h"
@@ -320,11 +322,9 @@ int runDaemon(const DaemonArgs& args) {
     r.content_type = "text/plain; version=0.0.4";
     return r;
   });
+  http::registerNodeRoutes(node);  // GET / and the /admin/ API (core/http/admin_api.h)
 
-  http::ServerOptions hopts;
-  hopts.listen = cfg.getString("listen.http");
-  hopts.max_body = static_cast<std::size_t>(cfg.getInt("http.max_body"));
-  hopts.idle_timeout_ms = cfg.getInt("http.idle_timeout");
+  http::ServerOptions hopts = http::serverOptionsFromConfig(cfg);  // listen.http, http.*
   http::Server http_server(io, router, hopts);
 
   int rc = 0;
