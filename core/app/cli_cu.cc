@@ -1,17 +1,180 @@
+// lcc cu query — a content user's query on the CU port (protocol.md §3, surface.md).
+//
+// Writes the raw answer (XML or tar.gz) to -o FILE (through FILE.part, renamed when
+// the answer is complete) or to stdout; progress (bytes, records) on stderr when
+// stderr is a terminal. Exit 0: answered; 1: query_rejected or the answer broke off;
+// 2: usage or connection error.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "app/cli.h"
+#include "capi/cu_client.h"
+#include "common/config/config.h"
+#include "common/time_util.h"
+#include "proto/cu_query.h"
 
 namespace lcc::cli {
+namespace {
 
-// Placeholder until the command group lands.
-void addCuCommands(CLI::App& app, Globals& g) {
-  auto* cmd = app.add_subcommand("cu", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([&g] {
-    std::cerr << "lcc cu: not built yet\n";
-    g.exit_code = 2;
+struct CuArgs {
+  std::string cu;
+  std::vector<std::uint32_t> providers;
+  std::optional<std::uint64_t> since_seq;
+  std::string since;
+  std::vector<std::string> mimes, prefixes;
+  bool deleted = false;
+  std::optional<std::uint64_t> limit;
+  std::string format = "xml";
+  bool content = false;
+  std::string out;
+  int timeout_s = 60;
+};
+
+// listen.cu from the configuration, else the default port.
+std::string defaultCu(const Globals& g) {
+  std::vector<ConfigProblem> problems;
+  std::string listen = "127.0.0.1:7704";
+  if (std::filesystem::exists(g.config_file)) {
+    auto cfg = Config::load(g.config_file, {}, &problems);
+    if (cfg.isOk()) listen = cfg->getString("listen.cu");
+  }
+  auto colon = listen.rfind(':');
+  std::string host = listen.substr(0, colon);
+  if (host == "0.0.0.0" || host.empty() || host == "*") host = "127.0.0.1";
+  if (host == "::" || host == "[::]") host = "::1";
+  return host + listen.substr(colon);
+}
+
+// Counts "<url " in a stream whose chunks may split the token.
+class UrlCounter {
+ public:
+  void feed(std::string_view b) {
+    std::string s = tail_;
+    s.append(b);
+    for (std::size_t p = s.find("<url "); p != std::string::npos; p = s.find("<url ", p + 1)) ++n_;
+    tail_ = s.substr(s.size() > 4 ? s.size() - 4 : 0);  // shorter than the token: never counted twice
+  }
+  std::uint64_t count() const { return n_; }
+
+ private:
+  std::string tail_;
+  std::uint64_t n_ = 0;
+};
+
+int runQuery(const Globals& g, const CuArgs& a) {
+  proto::CuQuery q;
+  q.format = a.format;
+  q.content = a.content;
+  q.providers = a.providers;
+  q.since_seq = a.since_seq;
+  if (!a.since.empty()) {
+    auto t = parseTime(a.since);
+    if (!t) {
+      std::cerr << "lcc cu query: --since: not an RFC 3339 time or seconds: " << a.since << "\n";
+      return 2;
+    }
+    q.since_time = *t;
+  }
+  q.mimes = a.mimes;
+  q.prefixes = a.prefixes;
+  q.deleted = a.deleted;
+  q.limit = a.limit;
+  if (auto e = proto::validateCuQuery(q)) {
+    std::cerr << "lcc cu query: " << e->message << "\n";
+    return 2;
+  }
+  auto ep = capi::parseEndpoint(a.cu.empty() ? defaultCu(g) : a.cu);
+  if (!ep.isOk()) {
+    std::cerr << "lcc cu query: " << ep.status().message() << "\n";
+    return 2;
+  }
+
+  const std::string part = a.out.empty() ? std::string() : a.out + ".part";
+  std::ofstream file;
+  if (!part.empty()) {
+    file.open(part, std::ios::binary | std::ios::trunc);
+    if (!file) {
+      std::cerr << "lcc cu query: cannot write " << part << "\n";
+      return 2;
+    }
+  }
+  std::ostream& out = part.empty() ? std::cout : file;
+  const bool progress = ::isatty(STDERR_FILENO) == 1;
+  std::uint64_t bytes = 0;
+  UrlCounter urls;
+  std::string head;      // the first bytes: a rejection is recognised there
+  bool rejected = false;
+  std::string rejection;
+  Status s = capi::rawQuery(*ep, q, a.timeout_s * 1000, [&](std::string_view b) -> Status {
+    if (bytes < 512) {
+      head.append(b.substr(0, 512));
+      if (head.find("query_rejected") != std::string::npos) rejected = true;
+    }
+    bytes += b.size();
+    if (rejected) {
+      rejection.append(b);
+      return Status::ok();
+    }
+    if (q.format == "xml") urls.feed(b);
+    out.write(b.data(), static_cast<std::streamsize>(b.size()));
+    if (!out) return Status::ioError("writing the output failed");
+    if (progress) {
+      std::fprintf(stderr, "\r%llu bytes", static_cast<unsigned long long>(bytes));
+      if (q.format == "xml") std::fprintf(stderr, ", %llu records", static_cast<unsigned long long>(urls.count()));
+    }
+    return Status::ok();
   });
+  if (progress) std::fprintf(stderr, "\n");
+  if (rejected) {
+    if (rejection.empty()) rejection = head;
+    if (!part.empty()) std::filesystem::remove(part);
+    auto start = rejection.find("<reason");
+    std::cerr << "lcc cu query: rejected: " << (start == std::string::npos ? rejection : rejection.substr(start)) << "\n";
+    return 1;
+  }
+  if (!s.isOk()) {
+    if (!part.empty()) std::filesystem::remove(part);
+    std::cerr << "lcc cu query: " << s.message() << "\n";
+    return bytes == 0 ? 2 : 1;
+  }
+  out.flush();
+  if (!part.empty()) {
+    file.close();
+    std::error_code ec;
+    std::filesystem::rename(part, a.out, ec);
+    if (ec) {
+      std::cerr << "lcc cu query: renaming " << part << ": " << ec.message() << "\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void addCuCommands(CLI::App& app, Globals& g) {
+  auto* cu = app.add_subcommand("cu", "content user: query what the LCC holds");
+  cu->require_subcommand(1);
+  auto args = std::make_shared<CuArgs>();
+  auto* q = cu->add_subcommand("query", "run a query on the CU port; the answer goes to -o FILE or stdout");
+  q->add_option("--cu", args->cu, "the CU port, HOST:PORT (default: listen.cu of --config)");
+  q->add_option("--provider", args->providers, "only this provider (repeatable)");
+  auto* seq = q->add_option("--since-seq", args->since_seq, "only changes after this change sequence (a last_seq)");
+  auto* time = q->add_option("--since", args->since, "only URLs stored or removed since this time (RFC 3339 or seconds)");
+  seq->excludes(time);
+  q->add_option("--mime", args->mimes, "MIME pattern, e.g. text/* (repeatable)");
+  q->add_option("--prefix", args->prefixes, "URL prefix (repeatable)");
+  q->add_flag("--deleted", args->deleted, "include removals (for mirroring)");
+  q->add_option("--limit", args->limit, "at most N records");
+  q->add_option("--format", args->format, "xml or tar.gz")->check(CLI::IsMember({"xml", "tar.gz"}));
+  q->add_flag("--content", args->content, "include content (base64 in XML; tar.gz always has it)");
+  q->add_option("-o,--output", args->out, "write the answer to FILE (default: stdout)");
+  q->add_option("--timeout", args->timeout_s, "seconds to wait for the server (default 60)");
+  q->callback([&g, args] { g.exit_code = runQuery(g, *args); });
 }
 
 }  // namespace lcc::cli

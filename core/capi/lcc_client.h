@@ -87,7 +87,7 @@ LCC_CLIENT_API int lcc_query_set_since_seq(lcc_query* query, uint64_t seq);
 LCC_CLIENT_API int lcc_query_set_endpoint_since_seq(lcc_query* query, size_t endpoint, uint64_t seq);
 /* Records stored or removed at or after this time (seconds since the epoch). */
 LCC_CLIENT_API int lcc_query_set_since_time(lcc_query* query, int64_t unix_seconds);
-LCC_CLIENT_API int lcc_query_add_mime(lcc_query* query, const char* pattern);  /* "text/html", "text/*" */
+LCC_CLIENT_API int lcc_query_add_mime(lcc_query* query, const char* pattern);  /* "text/html"; "text/" and a star: any text */
 LCC_CLIENT_API int lcc_query_add_prefix(lcc_query* query, const char* url_prefix);
 LCC_CLIENT_API int lcc_query_set_deleted(lcc_query* query, int include_removals);
 /* At most `limit` records per endpoint. */
