@@ -184,10 +184,12 @@ Result_ rawKyoto(const Args& a, const std::string& dir) {
 
 // Plain SQLite inserts in `batch`-row transactions (store_bench_sqlite.cc).
 Result_ rawSqlite(const Args& a, const std::string& dir) {
+  const double cpu0 = bench::cpuSeconds();
   auto run = bench::rawSqliteInsert(a.urls, a.batch, kValueBytes, dir,
                                     [](std::uint64_t i) { return encodeUrlKey(urlKey(i)); });
   Result_ r;
   r.name = "raw sqlite (WAL FULL)";
+  r.cpu_seconds = bench::cpuSeconds() - cpu0;
   r.seconds = run.seconds;
   r.urls = a.urls;
   r.raw_bytes = run.raw_bytes;
