@@ -6,6 +6,8 @@
 //   qm_bench dispatch [--plugin storage-memory] [--urls 200000] [--providers 1000] [--capacity 512]
 //   qm_bench fill  --dir D [--plugin storage-kyoto] [--urls 1000000] [--providers 1000] [--set 1000]
 //   qm_bench ready --dir D [--plugin storage-kyoto]
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -23,6 +25,15 @@ using namespace lcc;
 using namespace lcc::qm;
 
 namespace {
+
+// CPU seconds (user + system) of this process: the machine is shared, so wall time
+// alone mixes in other people's load.
+double cpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
 
 struct Args {
   std::string mode;
@@ -78,18 +89,26 @@ void check(const Status& s, const char* what) {
 
 // Submits `urls` URLs over `providers` providers in sets of `set_size`, committing
 // (one journal sync) every `group` sets.
-double fillQueue(QueueManager& qm, std::vector<std::function<void()>>& posted, const Args& a) {
-  bench::Stopwatch sw;
-  std::uint64_t made = 0, set_id = 0;
+struct FillState {
+  std::uint64_t made = 0;    // URLs named so far (names stay unique across calls)
+  std::uint64_t set_id = 0;  // the bench UNS's set ids (strictly increasing)
   std::uint32_t next_provider = 0;
+};
+
+double fillQueue(QueueManager& qm, std::vector<std::function<void()>>& posted, const Args& a, FillState& st) {
+  bench::Stopwatch sw;
+  const std::uint64_t end = st.made + a.urls;
+  std::uint64_t& made = st.made;
+  std::uint64_t& set_id = st.set_id;
+  std::uint32_t& next_provider = st.next_provider;
   const int group = 16;
   int in_group = 0;
-  while (made < a.urls) {
+  while (made < end) {
     IntakeSet s;
     s.uns = "bench/uns";
     s.id = ++set_id;
     s.pid = 1 + (next_provider++ % a.providers);
-    std::uint64_t n = std::min<std::uint64_t>(a.set_size, a.urls - made);
+    std::uint64_t n = std::min<std::uint64_t>(a.set_size, end - made);
     s.urls.reserve(n);
     for (std::uint64_t i = 0; i < n; ++i) {
       UrlNotice u;
@@ -101,7 +120,7 @@ double fillQueue(QueueManager& qm, std::vector<std::function<void()>>& posted, c
     }
     made += n;
     qm.submit(std::move(s), nullptr);
-    if (++in_group == group || made >= a.urls) {
+    if (++in_group == group || made >= end) {
       in_group = 0;
       for (auto& fn : posted) fn();
       posted.clear();
@@ -132,11 +151,13 @@ int runDispatch(const Args& a) {
               [&](std::function<void()> fn) { posted.push_back(std::move(fn)); }};
   QueueManager qm(deps, o);
   check(qm.open(), "open");
-  double fill_s = fillQueue(qm, posted, a);
+  FillState fs;
+  double fill_s = fillQueue(qm, posted, a, fs);
   check(qm.checkpoint(), "checkpoint");
   std::printf("filled %llu URLs in %.2f s (%.0f URLs/s absorbed)\n", static_cast<unsigned long long>(qm.queued()), fill_s,
               static_cast<double>(a.urls) / fill_s);
   bench::Stopwatch sw;
+  const double cpu0 = cpuSeconds();
   qm.linkUp(1, "m1", a.capacity);
   std::uint64_t done = 0, file = 0;
   bench::Stopwatch since_checkpoint;
@@ -162,10 +183,12 @@ int runDispatch(const Args& a) {
   }
   check(qm.checkpoint(), "checkpoint");
   double s = sw.seconds();
-  std::printf("dispatch: %s, %u providers, capacity %llu: %llu URLs fetched+stored in %.2f s = %.0f URLs/s (queue left %llu)\n",
+  double cpu = cpuSeconds() - cpu0;
+  std::printf("dispatch: %s, %u providers, capacity %llu: %llu URLs fetched+stored in %.2f s wall = %.0f URLs/s; "
+              "%.2f s CPU = %.0f URLs per CPU-second (queue left %llu)\n",
               a.plugin.c_str(), a.providers, static_cast<unsigned long long>(a.capacity),
-              static_cast<unsigned long long>(done), s, static_cast<double>(done) / s,
-              static_cast<unsigned long long>(qm.queued()));
+              static_cast<unsigned long long>(done), s, static_cast<double>(done) / s, cpu,
+              static_cast<double>(done) / cpu, static_cast<unsigned long long>(qm.queued()));
   (void)qm.close();
   (void)st.queue->close();
   (void)st.content->close();
@@ -197,17 +220,27 @@ int runFill(const Args& a) {
   check(qm.open(), "open");
   // Checkpoint as the timers would, by journal size and time.
   bench::Stopwatch sw;
+  const double cpu0 = cpuSeconds();
   Args part = a;
   std::uint64_t left = a.urls;
+  FillState fs;
+  // Continue the names and set ids of an earlier fill of the same folder.
+  fs.made = qm.queued();
+  {
+    auto m = st.queue->getMeta(metaUnsKey("bench/uns"));
+    if (m.isOk() && m.value()) fs.set_id = std::stoull(*m.value());
+  }
   while (left > 0) {
     part.urls = std::min<std::uint64_t>(left, 200000);
-    fillQueue(qm, posted, part);
+    fillQueue(qm, posted, part, fs);
     left -= part.urls;
     check(qm.checkpoint(), "checkpoint");
   }
   double s = sw.seconds();
-  std::printf("fill: %s: %llu URLs queued in %.1f s = %.0f URLs/s (journal group commit every 16 sets of %llu); RSS %.1f MiB\n",
-              a.plugin.c_str(), static_cast<unsigned long long>(qm.queued()), s, static_cast<double>(a.urls) / s,
+  double cpu = cpuSeconds() - cpu0;
+  std::printf("fill: %s: %llu URLs queued in %.1f s wall = %.0f URLs/s, %.1f s CPU (journal group commit every 16 sets of "
+              "%llu); RSS %.1f MiB\n",
+              a.plugin.c_str(), static_cast<unsigned long long>(qm.queued()), s, static_cast<double>(a.urls) / s, cpu,
               static_cast<unsigned long long>(a.set_size), static_cast<double>(bench::rssBytes()) / (1 << 20));
   check(qm.close(), "close");
   check(st.queue->close(), "close queue");
@@ -224,6 +257,7 @@ int runReady(const Args& a) {
   SystemClock clock;
   Opened st = openStores(a.plugin, a.dir, &clock);
   const double stores_s = sw.seconds();
+  const std::uint64_t rss_stores = bench::rssBytes();
   auto j = Journal::open(posixEnv(), a.dir + "/journal");
   check(j.status(), "journal");
   StubBotm botm;
@@ -242,8 +276,11 @@ int runReady(const Args& a) {
               "first fetches out: %zu\n",
               a.plugin.c_str(), static_cast<unsigned long long>(n), qm.scheduler().readySetCount(),
               qm.scheduler().providerCount(), stores_s, ready_s, botm.orders.size());
-  std::printf("rss: %.1f MiB before, %.1f MiB ready: %.2f bytes per queued URL\n", static_cast<double>(rss0) / (1 << 20),
-              static_cast<double>(rss1) / (1 << 20), n ? static_cast<double>(rss1 - rss0) / static_cast<double>(n) : 0.0);
+  std::printf("rss: %.1f MiB at start, %.1f MiB with the stores open, %.1f MiB ready: %.2f bytes per queued URL "
+              "(whole process), %.2f bytes per queued URL (QM tables, ready minus stores open)\n",
+              static_cast<double>(rss0) / (1 << 20), static_cast<double>(rss_stores) / (1 << 20),
+              static_cast<double>(rss1) / (1 << 20), n ? static_cast<double>(rss1) / static_cast<double>(n) : 0.0,
+              n ? static_cast<double>(rss1 - rss_stores) / static_cast<double>(n) : 0.0);
   qm.linkDown(1);
   (void)qm.close();
   (void)st.queue->close();

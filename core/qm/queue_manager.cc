@@ -61,6 +61,8 @@ QmOptions QmOptions::fromConfig(const Config& c) {
   o.checkpoint_bytes = static_cast<std::uint64_t>(c.getInt("qm.checkpoint_bytes"));
   o.group_commit_delay = Millis(c.getInt("qm.group_commit_delay"));
   o.max_fetch_size = static_cast<std::uint64_t>(c.getInt("qm.max_fetch_size"));
+  o.apply_chunk_ops = static_cast<std::size_t>(c.getInt("qm.apply_batch_ops"));
+  o.delete_window = static_cast<std::size_t>(c.getInt("qm.delete_window"));
   return o;
 }
 

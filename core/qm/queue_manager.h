@@ -67,8 +67,8 @@ struct QmOptions {
   std::uint64_t checkpoint_bytes = 64ull << 20;
   Millis group_commit_delay{0};
   std::uint64_t max_fetch_size = 50ull << 20;
-  std::size_t apply_chunk_ops = 20000;  // a large set is applied in batches of this many ops
-  std::size_t delete_window = 64;       // deletes outstanding per BOT-M link
+  std::size_t apply_chunk_ops = 20000;  // qm.apply_batch_ops: a large set is applied in batches of this many ops
+  std::size_t delete_window = 64;       // qm.delete_window: deletes outstanding per BOT-M link
 
   static QmOptions fromConfig(const Config& config);
 };

@@ -84,6 +84,8 @@ const std::vector<KeySpec>& Config::schema() {
       {"qm.checkpoint_bytes", KeyType::kSize, "64MiB", kMiB, 64 * kGiB, "journal size that forces a checkpoint"},
       {"qm.group_commit_delay", KeyType::kDuration, "0ms", 0, kSec, "extra wait to gather sets into one sync"},
       {"qm.max_fetch_size", KeyType::kSize, "50MiB", 1, 64 * kGiB, "largest content stored (308)"},
+      {"qm.apply_batch_ops", KeyType::kInt, "20000", 100, 10000000, "store operations per batch when a large set is applied"},
+      {"qm.delete_window", KeyType::kInt, "64", 1, 100000, "file deletes outstanding per BOT-M link"},
       // --- botm ---
       {"botm.source", KeyType::kString, "", 0, 300, "url source to connect to (empty: listen.botm)"},
       {"botm.content_dir", KeyType::kString, "", 0, 4096, "content files (empty: <data_dir>/content)"},
