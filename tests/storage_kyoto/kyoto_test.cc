@@ -3,7 +3,10 @@
 // orders of the scans, redo after an unclean stop, checkpoints.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
+#include <set>
+#include <thread>
 #include <string>
 
 #include "common/plugin/plugin_registry.h"
@@ -393,6 +396,78 @@ TEST_F(KyotoTest, ContentSequenceOrderAndIndexFollowReplacements) {
   bad.put(makeRecord(3, "http://c", 4));
   EXPECT_EQ(c->apply(bad).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(c->apply(b2).code(), StatusCode::kInvalidArgument);  // sticky
+}
+
+TEST_F(KyotoTest, ScansMergeUnsyncedChangesWithKyotoRows) {
+  auto q = openQueue();
+  QueueBatch a;
+  for (int i = 0; i < 600; ++i) a.putEntry(makeEntry(5, "http://e/" + std::to_string(i)));
+  ASSERT_TRUE(q->apply(a).isOk());
+  ASSERT_TRUE(q->sync().isOk());  // now in Kyoto
+  QueueBatch b;                   // stays in the overlay
+  for (int i = 0; i < 600; i += 2) b.removeEntry(key(5, "http://e/" + std::to_string(i)));
+  for (int i = 600; i < 700; ++i) b.putEntry(makeEntry(5, "http://e/" + std::to_string(i)));
+  auto changed = makeEntry(5, "http://e/1");
+  changed.bad_count = 9;
+  b.putEntry(changed);
+  ASSERT_TRUE(q->apply(b).isOk());
+  std::set<std::string> seen;
+  int duplicates = 0;
+  ASSERT_TRUE(q->scanEntries([&](const QueueEntry& e) {
+    if (!seen.insert(e.notice.key.url).second) ++duplicates;
+    if (e.notice.key.url == "http://e/1") {
+      EXPECT_EQ(e.bad_count, 9);
+    }
+    return true;
+  }).isOk());
+  EXPECT_EQ(duplicates, 0);
+  EXPECT_EQ(seen.size(), 400u);
+  EXPECT_EQ(q->entryCount().value(), 400u);
+  EXPECT_FALSE(seen.count("http://e/0"));
+  EXPECT_TRUE(seen.count("http://e/699"));
+  // Stopping early stops.
+  int calls = 0;
+  ASSERT_TRUE(q->scanEntries([&](const QueueEntry&) { return ++calls < 5; }).isOk());
+  EXPECT_EQ(calls, 5);
+}
+
+TEST_F(KyotoTest, ContentReadersRunConcurrentlyWithTheWriter) {
+  auto c = openContent();
+  std::atomic<bool> done{false};
+  std::atomic<int> scans{0};
+  std::atomic<int> bad{0};
+  auto reader = [&] {
+    while (!done.load()) {
+      ChangeSeq prev = 0;
+      Status s = c->scanSince(0, ContentFilter{}, [&](const ContentRecord& r) {
+        if (r.seq <= prev || r.filename != "00/00/" + std::to_string(r.seq)) ++bad;
+        prev = r.seq;
+        return true;
+      });
+      if (!s.isOk()) ++bad;
+      auto one = c->get(key(1, "http://a/1"));
+      if (!one.isOk()) ++bad;
+      ++scans;
+    }
+  };
+  std::thread r1(reader), r2(reader);
+  ChangeSeq seq = 0;
+  for (int n = 0; n < 60; ++n) {
+    ContentBatch b;
+    for (int i = 0; i < 50; ++i) b.put(makeRecord(1, "http://a/" + std::to_string(i), ++seq));  // replaces
+    ASSERT_TRUE(c->apply(b).isOk());
+    if (n % 3 == 0) {
+      ASSERT_TRUE(c->sync().isOk());
+    }
+  }
+  ASSERT_TRUE(c->sync().isOk());
+  done = true;
+  r1.join();
+  r2.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(scans.load(), 0);
+  EXPECT_EQ(c->count().value(), 50u);
+  EXPECT_EQ(c->maxSeq().value(), seq);
 }
 
 TEST_F(KyotoTest, StoreOfAnotherPluginOrFormatIsRefused) {
