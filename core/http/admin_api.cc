@@ -14,28 +14,6 @@ Response jsonError(int status, const std::string& why) {
   return Response::json(status, json{{"error", why}}.dump() + "\n");
 }
 
-std::string trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
-    s.remove_suffix(1);
-  }
-  return std::string(s);
-}
-
-// Parses an unsigned decimal within [0, max]; nullopt otherwise.
-std::optional<std::uint64_t> parseUnsigned(const std::string& s, std::uint64_t max) {
-  if (s.empty() || s.size() > 20) return std::nullopt;
-  std::uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return std::nullopt;
-    if (v > (max - static_cast<std::uint64_t>(c - '0')) / 10) return std::nullopt;
-    v = v * 10 + static_cast<std::uint64_t>(c - '0');
-  }
-  return v;
-}
-
 std::optional<std::int64_t> parseSigned(const std::string& s, std::int64_t min, std::int64_t max) {
   if (s.empty()) return std::nullopt;
   bool neg = s[0] == '-';
@@ -266,7 +244,7 @@ std::optional<Response> checkAdminAccess(const Request& req, std::string_view ex
     r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"lcc-admin\"");
     return r;
   }
-  std::string given = trim(std::string_view(auth).substr(kBearer.size()));
+  std::string given = trimSpace(std::string_view(auth).substr(kBearer.size()));
   if (!constantTimeEquals(given, expected_token)) {
     Response r = jsonError(401, "wrong admin token");
     r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"lcc-admin\", error=\"invalid_token\"");
@@ -278,7 +256,7 @@ std::optional<Response> checkAdminAccess(const Request& req, std::string_view ex
 std::string readAdminToken(Env& env, const std::string& path) {
   auto text = env.readFile(path);
   if (!text.isOk()) return {};
-  return trim(text.value());
+  return trimSpace(text.value());
 }
 
 void registerAdminRoutes(Router& router, AdminContext ctx) {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/config/config.h"
+#include "http/url_codec.h"
 
 namespace lcc::http {
 namespace {
@@ -17,14 +18,6 @@ namespace {
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = boost::asio::ip::tcp;
-
-std::string trim(std::string s) {
-  auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-  while (!s.empty() && ws(s.back())) s.pop_back();
-  std::size_t i = 0;
-  while (i < s.size() && ws(s[i])) ++i;
-  return s.substr(i);
-}
 
 Status splitHostPort(const std::string& hp, const std::string& what, AdminTarget* out) {
   auto colon = hp.rfind(':');
@@ -71,7 +64,7 @@ Result<AdminTarget> resolveAdminTarget(const std::string& config_file, const std
     LCC_RETURN_IF_ERROR(splitHostPort(cfg->getString("listen.http"), config_file + ": listen.http", &t));
   }
   if (have_env_token) {
-    t.token = trim(env_token);
+    t.token = trimSpace(env_token);
   } else if (cfg) {
     const std::string path = Config::absolutePath(cfg->getString("node.data_dir")) + "/admin.token";
     std::ifstream in(path);
@@ -81,7 +74,7 @@ Result<AdminTarget> resolveAdminTarget(const std::string& config_file, const std
     }
     std::stringstream ss;
     ss << in.rdbuf();
-    t.token = trim(ss.str());
+    t.token = trimSpace(ss.str());
   }
   return t;
 }
@@ -132,7 +125,7 @@ std::string errorText(const ClientResponse& r) {
   if (!j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_string()) {
     return j["error"].get<std::string>();
   }
-  std::string b = trim(r.body);
+  std::string b = trimSpace(r.body);
   if (b.empty()) b = "HTTP " + std::to_string(r.status);
   return b;
 }

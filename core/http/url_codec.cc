@@ -47,12 +47,12 @@ bool parseQuery(std::string_view in, std::multimap<std::string, std::string>* ou
   return true;
 }
 
-std::string percentEncode(std::string_view in) {
+std::string percentEncode(std::string_view in, std::string_view also_keep) {
   static const char* kHex = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : in) {
     if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-        c == '.' || c == '~') {
+        c == '.' || c == '~' || also_keep.find(static_cast<char>(c)) != std::string_view::npos) {
       out.push_back(static_cast<char>(c));
     } else {
       out.push_back('%');
@@ -110,6 +110,25 @@ bool isHttpUrl(std::string_view url, std::string* why, std::size_t max_length) {
   }
   if (url.find('#') != std::string_view::npos) return fail("URL must not have a fragment");
   return true;
+}
+
+std::string trimSpace(std::string_view s) {
+  auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (!s.empty() && ws(s.front())) s.remove_prefix(1);
+  while (!s.empty() && ws(s.back())) s.remove_suffix(1);
+  return std::string(s);
+}
+
+std::optional<std::uint64_t> parseUnsigned(std::string_view s, std::uint64_t max) {
+  if (s.empty() || s.size() > 20) return std::nullopt;
+  std::uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    const auto d = static_cast<std::uint64_t>(c - '0');
+    if (v > (max - d) / 10) return std::nullopt;
+    v = v * 10 + d;
+  }
+  return v;
 }
 
 std::string htmlEscape(std::string_view in) {

@@ -14,13 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string trimWs(std::string_view s) {
-  auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-  while (!s.empty() && ws(s.front())) s.remove_prefix(1);
-  while (!s.empty() && ws(s.back())) s.remove_suffix(1);
-  return std::string(s);
-}
-
 std::string fetchOutcome(const FetchResult& r) {
   std::string out = std::to_string(static_cast<int>(r.code)) + " " + std::string(errorCodeMessage(r.code));
   if (r.http_status != 0) out += ", HTTP " + std::to_string(r.http_status);
@@ -48,9 +41,9 @@ Registrar::Registrar(ProviderStore& providers, Fetcher& fetcher, Clock& clock, E
       next_fetch_id_((1ull << 62) + 1) {}
 
 Result<Registration> Registrar::registerProvider(const std::string& prefix_in, const std::string& contact_in) {
-  auto prefix = normalizePrefix(trimWs(prefix_in));
+  auto prefix = normalizePrefix(http::trimSpace(prefix_in));
   if (!prefix.isOk()) return Status::invalidArgument("prefix: " + prefix.status().message());
-  std::string contact = trimWs(contact_in);
+  std::string contact = http::trimSpace(contact_in);
   if (contact.size() > 256) return Status::invalidArgument("contact: longer than 256 characters");
   for (unsigned char c : contact) {
     if (c < 0x20 || c == 0x7f) return Status::invalidArgument("contact: contains a control character");
@@ -190,7 +183,7 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
   auto body = env_.readFile(req.path);
   cleanup();
   if (!body.isOk()) return fail(500, "could not read the fetched secret: " + body.status().message());
-  if (!http::constantTimeEquals(trimWs(body.value()), rec.secret)) {
+  if (!http::constantTimeEquals(http::trimSpace(body.value()), rec.secret)) {
     return fail(422, "the file at " + rec.secret_url + " does not hold the secret of this registration");
   }
   Status s = providers_.modify(id, [&](ProviderRecord& p) {
@@ -353,18 +346,12 @@ http::Response registerAnswer(const http::Request& req, Registrar& reg) {
 }
 
 http::Response verifyAnswer(const http::Request& req, Registrar& reg) {
-  std::string id_text = req.param("id");
-  std::uint64_t id = 0;
-  bool ok_id = !id_text.empty() && id_text.size() <= 10;
-  for (char c : id_text) {
-    if (c < '0' || c > '9') ok_id = false;
-    else id = id * 10 + static_cast<std::uint64_t>(c - '0');
-  }
-  if (!ok_id || id == 0 || id > 0xffffffffull) return errorAnswer(req, 400, "id must be the provider id you were given");
+  auto id = http::parseUnsigned(req.param("id"), 0xffffffffull);
+  if (!id || *id == 0) return errorAnswer(req, 400, "id must be the provider id you were given");
   if (req.param("password").empty()) return errorAnswer(req, 400, "the password is required");
-  Verification v = reg.verify(static_cast<ProviderId>(id), req.param("password"));
+  Verification v = reg.verify(static_cast<ProviderId>(*id), req.param("password"));
   if (wantsJson(req)) {
-    json j{{"ok", v.active}, {"id", id}, {"reason", v.reason}};
+    json j{{"ok", v.active}, {"id", *id}, {"reason", v.reason}};
     if (!v.active) j["error"] = v.reason;
     if (v.fetch_code != ErrorCode::kNone) j["fetch_code"] = static_cast<int>(v.fetch_code);
     if (v.fetch_http_status != 0) j["fetch_http_status"] = v.fetch_http_status;

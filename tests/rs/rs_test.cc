@@ -369,6 +369,50 @@ TEST_F(RsTest, WithFetchStubMissingAndWrongFilesAreExplained) {
   fetcher.value()->stop();
 }
 
+// End to end: the provider's site is a real HTTP server on 127.0.0.1 and the secret
+// is fetched by fetch-curl (allow_private, as the tests and the demo set it).
+TEST_F(RsTest, WithFetchCurlAgainstARealSite) {
+  std::mutex mu;
+  std::string served_secret;
+  http::Router site;
+  site.add("GET", "/good/lococa-secret.txt", [&](const http::Request&) {
+    std::lock_guard<std::mutex> lock(mu);
+    return http::Response::text(200, served_secret + "\n");
+  });
+  site.add("GET", "/stale/lococa-secret.txt", [](const http::Request&) { return http::Response::text(200, "0123\n"); });
+  http::testing::ServerFixture fx(site);
+  ASSERT_TRUE(fx.startStatus().isOk());
+  const std::string base = "http://127.0.0.1:" + std::to_string(fx.port());
+
+  auto opts = registry_.defaultOptions("fetch-curl", {{"allow_private", "true"}, {"timeout", "10s"}});
+  ASSERT_TRUE(opts.isOk()) << opts.status().toString();
+  auto fetcher = registry_.makeFetcher("fetch-curl", opts.value());
+  ASSERT_TRUE(fetcher.isOk()) << fetcher.status().toString();
+  options_.verify_timeout = Millis(15000);
+  auto reg = makeRegistrar(*fetcher.value());
+
+  auto good = reg->registerProvider(base + "/good", "").value();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    served_secret = good.secret;
+  }
+  Verification ok = reg->verify(good.id, good.password);
+  EXPECT_EQ(ok.http_status, 200) << ok.reason;
+  EXPECT_EQ(stored(good.id).state, ProviderState::kActive);
+
+  auto missing = reg->registerProvider(base + "/nothing-here/", "").value();
+  Verification nf = reg->verify(missing.id, missing.password);
+  EXPECT_EQ(nf.http_status, 422) << nf.reason;
+  EXPECT_EQ(nf.fetch_code, ErrorCode::kNotFound);
+  EXPECT_EQ(nf.fetch_http_status, 404);
+
+  auto stale = reg->registerProvider(base + "/stale/", "").value();
+  Verification wrong = reg->verify(stale.id, stale.password);
+  EXPECT_EQ(wrong.http_status, 422);
+  EXPECT_NE(wrong.reason.find("does not hold the secret"), std::string::npos) << wrong.reason;
+  fetcher.value()->stop();
+}
+
 // The pages over real HTTP: form, step one, step two.
 TEST_F(RsTest, RegistrationOverHttp) {
   ScriptedFetcher f;
