@@ -119,9 +119,19 @@ struct CpRequestDecoder::Impl final : XmlHandler {
   enum class Doc { kNone, kInit, kSet, kOther } doc = Doc::kNone;
   std::string id, password;
 
-  Impl(CpRequestHandler& handler, XmlLimits limits) : h(handler), reader(*this, limits, XmlFraming::kDocuments) {}
+  // Expat holds a whole start tag before it reports it, so an endless attribute would
+  // be buffered before the length limit is checked: bound the bytes between two
+  // element events instead (ten attributes at the limit, plus slack).
+  std::uint64_t since_event = 0;
+  std::uint64_t max_since_event;
+
+  Impl(CpRequestHandler& handler, XmlLimits limits)
+      : h(handler),
+        reader(*this, limits, XmlFraming::kDocuments),
+        max_since_event(static_cast<std::uint64_t>(limits.max_value_length) * 10 + 65536) {}
 
   void onStart(int depth, const XmlName& name, const XmlAttrs& a) override {
+    since_event = 0;
     if (depth == 1) {
       if (isLococa(name.ns) && name.local == "init") {
         doc = Doc::kInit;
@@ -155,6 +165,7 @@ struct CpRequestDecoder::Impl final : XmlHandler {
     }
   }
   void onEnd(int depth, const XmlName&) override {
+    since_event = 0;
     if (depth != 1) return;
     if (doc == Doc::kInit) h.onInit(id, password);
     if (doc == Doc::kSet) h.onSetEnd();
@@ -165,7 +176,26 @@ struct CpRequestDecoder::Impl final : XmlHandler {
 CpRequestDecoder::CpRequestDecoder(CpRequestHandler& handler, XmlLimits limits)
     : impl_(std::make_unique<Impl>(handler, limits)) {}
 CpRequestDecoder::~CpRequestDecoder() = default;
-std::size_t CpRequestDecoder::feed(const char* data, std::size_t n) { return impl_->reader.feed(data, n); }
+std::size_t CpRequestDecoder::feed(const char* data, std::size_t n) {
+  Impl& s = *impl_;
+  if (s.reader.failed()) return n;
+  // Feed in slices so that a runaway element is caught within one slice of the bound.
+  constexpr std::size_t kSlice = 16384;
+  std::size_t used = 0;
+  while (used < n) {
+    std::size_t len = std::min(kSlice, n - used);
+    s.since_event += len;
+    std::size_t u = s.reader.feed(data + used, len);
+    used += u;
+    if (s.reader.failed()) return n;
+    if (u < len || s.reader.documentComplete()) return used;  // a document ended
+    if (s.since_event > s.max_since_event) {
+      s.reader.fail(ErrorCode::kLimitExceeded, "element larger than " + std::to_string(s.max_since_event) + " bytes");
+      return n;
+    }
+  }
+  return used;
+}
 void CpRequestDecoder::fail(ErrorCode code, std::string message) { impl_->reader.fail(code, std::move(message)); }
 bool CpRequestDecoder::failed() const { return impl_->reader.failed(); }
 ErrorCode CpRequestDecoder::error() const { return impl_->reader.error(); }
