@@ -378,6 +378,7 @@ Status KvEngine::close() {
     result = flushOverlayLocked();
   }
   if (result.isOk()) result = checkpointLocked();
+  std::unique_lock<std::shared_mutex> wl(mu_);  // no reader may be inside a file being closed
   for (auto& t : tables_) {
     if (!t.db->close() && result.isOk()) result = fail(Status::ioError(kcError(*t.db, t.path, "close")));
     if (result.isOk()) {
