@@ -11,23 +11,24 @@ constexpr std::int64_t kScanChunk = 512;  // rows per short read transaction
   "key, seq, deleted, view_tag, browse, fetch, mtime, size, md5, machine, filename, stored, refreshed, " \
   "declared_mtime, declared_size, declared_md5"
 
+// Binds without copies: `key` and `r` outlive the statement's use.
 void bindRecord(Stmt& st, const std::string& key, const ContentRecord& r) {
-  st.bindBlob(1, key);
+  st.bindBlobRef(1, key);
   st.bindU64(2, r.seq);
   st.bindInt(3, r.deleted ? 1 : 0);
-  st.bindText(4, r.view_tag);
-  st.bindOptText(5, r.browse);
-  st.bindText(6, r.fetch);
+  st.bindTextRef(4, r.view_tag);
+  st.bindOptTextRef(5, r.browse);
+  st.bindTextRef(6, r.fetch);
   st.bindOptInt(7, r.mtime);
   st.bindU64(8, r.size);
-  st.bindText(9, r.md5);
-  st.bindText(10, r.machine);
-  st.bindText(11, r.filename);
+  st.bindTextRef(9, r.md5);
+  st.bindTextRef(10, r.machine);
+  st.bindTextRef(11, r.filename);
   st.bindInt(12, toUnixMillis(r.stored));
   st.bindInt(13, toUnixMillis(r.refreshed));
   st.bindOptInt(14, r.declared_mtime);
   st.bindOptU64(15, r.declared_size);
-  st.bindText(16, r.declared_md5);
+  st.bindTextRef(16, r.declared_md5);
 }
 
 std::optional<ContentRecord> recordFromRow(const Stmt& st) {

@@ -90,6 +90,12 @@ void Stmt::bindText(int i, std::string_view v) {
 void Stmt::bindBlob(int i, std::string_view v) {
   LCC_SQLITE_BIND(sqlite3_bind_blob64(s_, i, v.data() ? v.data() : "", v.size(), SQLITE_TRANSIENT));
 }
+void Stmt::bindTextRef(int i, std::string_view v) {
+  LCC_SQLITE_BIND(sqlite3_bind_text64(s_, i, v.data() ? v.data() : "", v.size(), SQLITE_STATIC, SQLITE_UTF8));
+}
+void Stmt::bindBlobRef(int i, std::string_view v) {
+  LCC_SQLITE_BIND(sqlite3_bind_blob64(s_, i, v.data() ? v.data() : "", v.size(), SQLITE_STATIC));
+}
 void Stmt::bindNull(int i) { LCC_SQLITE_BIND(sqlite3_bind_null(s_, i)); }
 #undef LCC_SQLITE_BIND
 

@@ -51,6 +51,11 @@ class Stmt {
   void bindText(int i, std::string_view v);
   void bindBlob(int i, std::string_view v);
   void bindNull(int i);
+  // As bindText/bindBlob without a copy: `v` must stay valid until this Stmt is
+  // destroyed or reset (the hot paths bind fields of the batch being applied).
+  void bindTextRef(int i, std::string_view v);
+  void bindBlobRef(int i, std::string_view v);
+  void bindOptTextRef(int i, const std::optional<std::string>& v) { v ? bindTextRef(i, *v) : bindNull(i); }
   void bindOptInt(int i, const std::optional<std::int64_t>& v) { v ? bindInt(i, *v) : bindNull(i); }
   void bindOptU64(int i, const std::optional<std::uint64_t>& v) { v ? bindU64(i, *v) : bindNull(i); }
   void bindOptText(int i, const std::optional<std::string>& v) { v ? bindText(i, *v) : bindNull(i); }

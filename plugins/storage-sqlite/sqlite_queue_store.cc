@@ -11,21 +11,22 @@ constexpr std::int64_t kScanChunk = 512;  // rows read per short read transactio
   "key, url_op, view_tag, browse, fetch, mtime, size, md5, tod, op, pset, slot, next, bad_count, queued"
 #define LCC_QPSDB_COLS "pset, slot, pid, priority, first, last, count"
 
-// Binds the QDB columns after `key` to ?2..?15 (the INSERT and UPDATE share them).
+// Binds the QDB columns after `key` to ?2..?15 (the INSERT and UPDATE share them),
+// without copies: `e` outlives the statement's use.
 void bindEntry(Stmt& st, const QueueEntry& e) {
   const UrlNotice& n = e.notice;
   st.bindInt(2, static_cast<std::int64_t>(n.op));
-  st.bindText(3, n.view_tag);
-  st.bindOptText(4, n.browse);
-  st.bindText(5, n.fetch);
+  st.bindTextRef(3, n.view_tag);
+  st.bindOptTextRef(4, n.browse);
+  st.bindTextRef(5, n.fetch);
   st.bindOptInt(6, n.mtime);
   st.bindOptU64(7, n.size);
-  st.bindText(8, n.md5);
-  st.bindText(9, n.tod);
+  st.bindTextRef(8, n.md5);
+  st.bindTextRef(9, n.tod);
   st.bindInt(10, static_cast<std::int64_t>(e.op));
   st.bindU64(11, e.pset);
   st.bindInt(12, e.slot);
-  st.bindBlob(13, e.next);
+  st.bindBlobRef(13, e.next);
   st.bindInt(14, e.bad_count);
   st.bindInt(15, toUnixMillis(e.queued));
 }
@@ -130,7 +131,7 @@ Status SqliteQueueStore::applyOps(const QueueBatch& batch, std::int64_t* rows) {
       LCC_ASSIGN_OR_RETURN(auto ins, db_->stmt("INSERT INTO qdb(" LCC_QDB_COLS
                                                ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15) "
                                                "ON CONFLICT(key) DO NOTHING"));
-      ins->bindBlob(1, key);
+      ins->bindBlobRef(1, key);
       bindEntry(*ins, put->entry);
       LCC_RETURN_IF_ERROR(ins->run());
       if (sqlite3_changes(db_->handle()) == 1) {
@@ -140,7 +141,7 @@ Status SqliteQueueStore::applyOps(const QueueBatch& batch, std::int64_t* rows) {
       LCC_ASSIGN_OR_RETURN(auto upd, db_->stmt("UPDATE qdb SET url_op=?2, view_tag=?3, browse=?4, fetch=?5, "
                                                "mtime=?6, size=?7, md5=?8, tod=?9, op=?10, pset=?11, slot=?12, "
                                                "next=?13, bad_count=?14, queued=?15 WHERE key=?1"));
-      upd->bindBlob(1, key);
+      upd->bindBlobRef(1, key);
       bindEntry(*upd, put->entry);
       LCC_RETURN_IF_ERROR(upd->run());
     } else if (const auto* rm = std::get_if<QueueBatch::RemoveEntry>(&op)) {
