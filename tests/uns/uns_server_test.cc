@@ -15,6 +15,7 @@
 
 #include "common/posix_env.h"
 #include "common/system_clock.h"
+#include "support/fault_env.h"
 #include "support/temp_dir.h"
 #include "uns/uns_test_util.h"
 
@@ -263,6 +264,23 @@ TEST_F(UnsServerTest, FullSpoolAnswers130) {
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].kind, proto::CpReply::Kind::kInitRejected);
   EXPECT_EQ(r[0].code, ErrorCode::kOffline);
+}
+
+TEST_F(UnsServerTest, AFailingSpoolDiskMeans130NeverAFalseAccept) {
+  lcc::testing::FaultEnv env(posixEnv());
+  Harness h(testOptions(dir_.path(), unusedPort()), fx_.store(), &env);
+  ASSERT_TRUE(h.start().isOk());
+  ASSERT_TRUE(sendSet(h.port(), urls("ok", 1)));  // spooled (no QM)
+  env.failAllWrites();
+  auto r = parseReplies(cpExchange(h.port(), initXml(1) + setXml(urls("lost", 1))));
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_FALSE(r[1].accepted);
+  EXPECT_EQ(r[1].code, ErrorCode::kOffline);
+  env.clearFaults();
+  // The journal stays failed (sticky) until a restart: still 130, never a false accept.
+  auto r2 = parseReplies(cpExchange(h.port(), initXml(1) + setXml(urls("later", 1))));
+  ASSERT_EQ(r2.size(), 2u);
+  EXPECT_FALSE(r2[1].accepted);
 }
 
 TEST_F(UnsServerTest, SetIdsKeepIncreasingAcrossRestarts) {

@@ -322,8 +322,9 @@ UnsOptions testOptions(const std::string& data_dir, std::uint16_t qm_port) {
   return o;
 }
 
-Harness::Harness(UnsOptions opt, ProviderStore* store)
-    : guard_(boost::asio::make_work_guard(io_)), server_(io_, std::move(opt), store, &clock_, posixEnv(), &metrics_) {}
+Harness::Harness(UnsOptions opt, ProviderStore* store, Env* env)
+    : guard_(boost::asio::make_work_guard(io_)),
+      server_(io_, std::move(opt), store, &clock_, env ? env : posixEnv(), &metrics_) {}
 Harness::~Harness() { stop(); }
 Status Harness::start() {
   Status s = server_.start();

@@ -105,7 +105,7 @@ UnsOptions testOptions(const std::string& data_dir, std::uint16_t qm_port);
 // A UNS with its own io_context threads.
 class Harness {
  public:
-  Harness(UnsOptions opt, ProviderStore* store);
+  Harness(UnsOptions opt, ProviderStore* store, Env* env = nullptr);  // env: posixEnv()
   ~Harness();
   Status start();
   void stop();
