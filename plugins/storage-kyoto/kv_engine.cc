@@ -283,10 +283,6 @@ Status KvEngine::writable() const {
 Status KvEngine::applyToKyoto(const Batch& batch) {
   for (const auto& op : batch) {
     Table& t = tables_[op.table];
-    if (fail_next_kc_write_) {
-      fail_next_kc_write_ = false;
-      return Status::ioError(t.path + ": injected Kyoto write failure");
-    }
     if (op.value) {
       if (!t.db->set(op.key, *op.value)) return Status::ioError(kcError(*t.db, t.path, "set"));
     } else if (!t.db->remove(op.key) && t.db->error().code() != kc::BasicDB::Error::NOREC) {
@@ -327,10 +323,6 @@ Status KvEngine::flushOverlayLocked() {
   for (std::uint8_t i = 0; i < tables_.size(); ++i) {
     Table& t = tables_[i];
     for (auto& [key, value] : t.overlay) {
-      if (fail_next_kc_write_) {
-        fail_next_kc_write_ = false;
-        return fail(Status::ioError(t.path + ": injected Kyoto write failure"));
-      }
       if (value) {
         if (!t.db->set(key, *value)) return fail(Status::ioError(kcError(*t.db, t.path, "set")));
       } else if (!t.db->remove(key) && t.db->error().code() != kc::BasicDB::Error::NOREC) {

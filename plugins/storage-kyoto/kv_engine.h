@@ -105,8 +105,6 @@ class KvEngine {
   Status scanAll(std::uint8_t table, const RowFn& fn);
 
   std::uint64_t redoBytes() const;
-  // Test hook: fails the next Kyoto write as if the disk had refused it.
-  void failNextKyotoWriteForTest() { fail_next_kc_write_ = true; }
 
  private:
   KvEngine() = default;
@@ -137,7 +135,6 @@ class KvEngine {
   StoreOpenInfo info_;
   std::uint64_t overlay_bytes_ = 0;
   bool closed_ = false;
-  bool fail_next_kc_write_ = false;
   Status failed_;
   std::mutex write_mu_;
   mutable std::shared_mutex mu_;

@@ -37,8 +37,6 @@ class KyotoQueueStore final : public QueueStore {
   Status scanDeletes(std::optional<std::string> machine, const std::function<bool(const DeleteRequest&)>& fn) override;
   Result<std::optional<std::string>> getMeta(std::string_view key) override;
 
-  KvEngine& engineForTest() { return *engine_; }
-
  private:
   std::unique_ptr<KvEngine> engine_;
   Status failed_;  // a refused batch (precondition violated) is sticky like an I/O error
