@@ -324,7 +324,7 @@ int runDaemon(const DaemonArgs& args) {
   });
   http::registerNodeRoutes(node);  // GET / and the /admin/ API (core/http/admin_api.h)
 
-  http::ServerOptions hopts = http::serverOptionsFromConfig(cfg);  // listen.http, http.*
+  http::ServerOptions hopts = http::serverOptionsFromConfig(cfg, &metrics);  // listen.http, http.*
   http::Server http_server(io, router, hopts);
 
   int rc = 0;

@@ -21,6 +21,10 @@
 #include "lcc/byte_sink.h"
 #include "lcc/status.h"
 
+namespace lcc {
+class Metrics;
+}
+
 namespace lcc::http {
 
 struct Request {
@@ -111,6 +115,7 @@ struct ServerOptions {
   std::size_t stream_workers = 4;           // threads running streamed bodies
   std::size_t stream_buffer = 256 * 1024;   // bytes queued per streamed body before write() blocks
   std::size_t max_header = 16 * 1024;       // request line + header fields (431 beyond)
+  Metrics* metrics = nullptr;               // lcc_http_* counters when set
 };
 
 class Server {

@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 #include <unordered_map>
 
+#include "common/metrics.h"
 #include "http/http_server.h"
 #include "http/url_codec.h"
 
@@ -89,21 +90,45 @@ struct Shared {
   std::uint64_t next_id = 1;
   std::vector<std::weak_ptr<StreamSink>> sinks;  // guarded by mu
 
+  // Counters (null without options.metrics).
+  Counter* requests = nullptr;
+  Counter* client_errors = nullptr;
+  Counter* server_errors = nullptr;
+  Counter* refused = nullptr;
+  Counter* streams_cut = nullptr;
+  Gauge* open_gauge = nullptr;
+
   Shared(const Router* r, ServerOptions o)
       : router(r), options(std::move(o)), workers(std::max<std::size_t>(1, options.workers)),
-        stream_workers(std::max<std::size_t>(1, options.stream_workers)) {}
+        stream_workers(std::max<std::size_t>(1, options.stream_workers)) {
+    if (Metrics* m = options.metrics) {
+      requests = &m->counter("lcc_http_requests_total", "HTTP requests handled");
+      client_errors = &m->counter("lcc_http_client_errors_total", "HTTP answers 4xx (including 413/431 and 400)");
+      server_errors = &m->counter("lcc_http_server_errors_total", "HTTP answers 5xx");
+      refused = &m->counter("lcc_http_connections_refused_total", "connections refused beyond http.max_connections");
+      streams_cut = &m->counter("lcc_http_streams_cut_total", "streamed answers ended early (client gone or error)");
+      open_gauge = &m->gauge("lcc_http_connections_open", "HTTP connections open");
+    }
+  }
+  void countStatus(int status) {
+    if (requests) requests->inc();
+    if (status >= 400 && status < 500 && client_errors) client_errors->inc();
+    if (status >= 500 && server_errors) server_errors->inc();
+  }
 };
 
 // The client side of a streamed body: bounded queue between the stream thread and
 // the connection's strand.
 class StreamSink final : public ByteSink {
  public:
-  StreamSink(std::size_t limit, std::function<void()> kick) : limit_(limit), kick_(std::move(kick)) {}
+  // `chunked` false: an HTTP/1.0 client, the body is sent raw and ended by closing.
+  StreamSink(std::size_t limit, bool chunked, std::function<void()> kick)
+      : limit_(limit), chunked_(chunked), kick_(std::move(kick)) {}
 
   Status write(std::string_view bytes) override {
     while (!bytes.empty()) {
       std::size_t n = std::min(bytes.size(), kMaxChunk);
-      LCC_RETURN_IF_ERROR(enqueue(chunk(bytes.substr(0, n)), false));
+      LCC_RETURN_IF_ERROR(enqueue(chunked_ ? chunk(bytes.substr(0, n)) : std::string(bytes.substr(0, n)), false));
       bytes.remove_prefix(n);
     }
     return Status::ok();
@@ -111,7 +136,7 @@ class StreamSink final : public ByteSink {
 
   // Queues the last chunk and waits until everything went out (or the client left).
   Status finish() {
-    LCC_RETURN_IF_ERROR(enqueue("0\r\n\r\n", true));
+    if (chunked_) LCC_RETURN_IF_ERROR(enqueue("0\r\n\r\n", true));
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return failed_ || (queued_ == 0 && pending_.empty() && !writing_); });
     return failed_ ? Status::ioError("the client is gone") : Status::ok();
@@ -173,6 +198,7 @@ class StreamSink final : public ByteSink {
   }
 
   const std::size_t limit_;
+  const bool chunked_;
   std::function<void()> kick_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -230,6 +256,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
       shared->conns.erase(id);
     }
     shared->open.fetch_sub(1);
+    if (shared->open_gauge) shared->open_gauge->add(-1);
   }
 
   std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(shared->options.idle_timeout_ms); }
@@ -297,6 +324,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
 
   // A response to a request we could not read: always closes the connection.
   void sendError(int status, std::string body) {
+    shared->countStatus(status);
     auto res = std::make_shared<bhttp::response<bhttp::string_body>>(static_cast<bhttp::status>(status), 11);
     res->set(bhttp::field::content_type, "text/plain; charset=utf-8");
     res->set(bhttp::field::server, "lccd");
@@ -338,9 +366,10 @@ struct Connection : std::enable_shared_from_this<Connection> {
       return sendError(400, "bad form body\n");
     }
     const bool keep_alive = msg.keep_alive();
+    const bool http10 = msg.version() < 11;
     const bool head = req.method == "HEAD";
     auto self = shared_from_this();
-    asio::post(shared->workers, [self, req = std::move(req), keep_alive, head]() mutable {
+    asio::post(shared->workers, [self, req = std::move(req), keep_alive, head, http10]() mutable {
       Response res;
       try {
         res = self->shared->router->dispatch(req);
@@ -351,8 +380,8 @@ struct Connection : std::enable_shared_from_this<Connection> {
         spdlog::error("http: handler for {} {} threw", req.method, req.path);
         res = Response::text(500, "internal error\n");
       }
-      asio::post(self->stream.get_executor(), [self, res = std::move(res), keep_alive, head]() mutable {
-        self->respond(std::move(res), keep_alive, head);
+      asio::post(self->stream.get_executor(), [self, res = std::move(res), keep_alive, head, http10]() mutable {
+        self->respond(std::move(res), keep_alive, head, http10);
       });
     });
   }
@@ -365,13 +394,14 @@ struct Connection : std::enable_shared_from_this<Connection> {
     m.keep_alive(keep_alive && !shared->stopped);
   }
 
-  void respond(Response res, bool keep_alive, bool head) {
+  void respond(Response res, bool keep_alive, bool head, bool http10) {
     if (closed) return;
-    if (res.stream && !head) return respondStream(std::move(res), keep_alive);
+    shared->countStatus(res.status);
+    if (res.stream && !head) return respondStream(std::move(res), keep_alive, http10);
     auto m = std::make_shared<bhttp::response<bhttp::string_body>>(static_cast<bhttp::status>(res.status), 11);
     setCommon(*m, res, keep_alive);
     if (res.stream) {  // HEAD of a streamed resource: headers only
-      m->chunked(true);
+      if (!http10) m->chunked(true);
       m->body().clear();
     } else {
       m->body() = std::move(res.body);
@@ -397,14 +427,16 @@ struct Connection : std::enable_shared_from_this<Connection> {
     readHeader();
   }
 
-  void respondStream(Response res, bool keep_alive) {
+  void respondStream(Response res, bool keep_alive, bool http10) {
     auto m = std::make_shared<bhttp::response<bhttp::empty_body>>(static_cast<bhttp::status>(res.status), 11);
     setCommon(*m, res, keep_alive);
-    m->chunked(true);
+    // HTTP/1.0 has no chunked encoding: the body runs until the connection closes.
+    if (http10) m->keep_alive(false);
+    else m->chunked(true);
     auto sr = std::make_shared<bhttp::response_serializer<bhttp::empty_body>>(*m);
     std::weak_ptr<Connection> weak = weak_from_this();
     auto executor = stream.get_executor();
-    sink = std::make_shared<StreamSink>(shared->options.stream_buffer, [weak, executor] {
+    sink = std::make_shared<StreamSink>(shared->options.stream_buffer, !http10, [weak, executor] {
       asio::post(executor, [weak] {
         if (auto c = weak.lock()) c->pump();
       });
@@ -430,6 +462,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
               spdlog::warn("http: streamed body for {} ended early: {}", self->remote_ip, st.toString());
             }
             bool clean = st.isOk() && sk->finish().isOk();
+            if (!clean && self->shared->streams_cut) self->shared->streams_cut->inc();
             asio::post(self->stream.get_executor(), [self, clean, keep_alive] {
               self->sink.reset();
               // An unfinished chunked body can only be ended by closing the connection.
@@ -485,6 +518,7 @@ struct Server::Impl {
 
   void onAccepted(tcp::socket socket) {
     if (shared->open.load() >= shared->options.max_connections) {
+      if (shared->refused) shared->refused->inc();
       // Refuse politely and close.
       static const std::string kBusy =
           "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 21\r\n"
@@ -498,6 +532,7 @@ struct Server::Impl {
       return;
     }
     shared->open.fetch_add(1);
+    if (shared->open_gauge) shared->open_gauge->add(1);
     auto conn = std::make_shared<Connection>(shared, std::move(socket));
     {
       std::lock_guard<std::mutex> lock(shared->mu);

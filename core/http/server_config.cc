@@ -2,7 +2,7 @@
 
 namespace lcc::http {
 
-ServerOptions serverOptionsFromConfig(const Config& cfg) {
+ServerOptions serverOptionsFromConfig(const Config& cfg, Metrics* metrics) {
   ServerOptions o;
   o.listen = cfg.getString("listen.http");
   o.max_body = static_cast<std::size_t>(cfg.getInt("http.max_body"));
@@ -12,6 +12,7 @@ ServerOptions serverOptionsFromConfig(const Config& cfg) {
   o.stream_workers = static_cast<std::size_t>(cfg.getInt("http.stream_workers"));
   o.stream_buffer = static_cast<std::size_t>(cfg.getInt("http.stream_buffer"));
   o.max_header = static_cast<std::size_t>(cfg.getInt("http.max_header"));
+  o.metrics = metrics;
   return o;
 }
 

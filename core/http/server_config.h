@@ -6,6 +6,7 @@
 
 namespace lcc::http {
 
-ServerOptions serverOptionsFromConfig(const Config& cfg);
+// `metrics` (may be null) receives the lcc_http_* counters.
+ServerOptions serverOptionsFromConfig(const Config& cfg, Metrics* metrics = nullptr);
 
 }  // namespace lcc::http

@@ -38,7 +38,14 @@ Result<std::string> normalizePrefix(const std::string& url) {
 Registrar::Registrar(ProviderStore& providers, Fetcher& fetcher, Clock& clock, Env& env, RsOptions options)
     : providers_(providers), fetcher_(fetcher), clock_(clock), env_(env), options_(std::move(options)),
       // High ids: the fetcher may be shared with robots of this process.
-      next_fetch_id_((1ull << 62) + 1) {}
+      next_fetch_id_((1ull << 62) + 1) {
+  if (Metrics* m = options_.metrics) {
+    registered_ = &m->counter("lcc_rs_registrations_total", "registrations (step one) accepted");
+    verified_ = &m->counter("lcc_rs_verified_total", "registrations verified (provider activated)");
+    verify_failed_ = &m->counter("lcc_rs_verify_failed_total", "verifications that failed (any reason)");
+    expired_ = &m->counter("lcc_rs_expired_removed_total", "expired pending registrations removed");
+  }
+}
 
 Result<Registration> Registrar::registerProvider(const std::string& prefix_in, const std::string& contact_in) {
   auto prefix = normalizePrefix(http::trimSpace(prefix_in));
@@ -80,6 +87,7 @@ Result<Registration> Registrar::registerProvider(const std::string& prefix_in, c
   rec.created = clock_.now();
   LCC_ASSIGN_OR_RETURN(reg.id, providers_.create(rec));
   spdlog::info("rs: registration {} for {} (expires {})", reg.id, reg.prefix, formatRfc3339(reg.expires));
+  if (registered_) registered_->inc();
   return reg;
 }
 
@@ -88,6 +96,7 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
   auto fail = [&](int status, std::string reason) {
     v.http_status = status;
     v.reason = std::move(reason);
+    if (status != 200 && verify_failed_) verify_failed_->inc();
     return v;
   };
   auto got = providers_.get(id);
@@ -105,7 +114,7 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
   }
   if (rec.state == ProviderState::kSuspended) return fail(403, "this provider is suspended by an administrator");
   if (expired) {
-    (void)providers_.remove(id);
+    if (providers_.remove(id).isOk() && expired_) expired_->inc();
     spdlog::info("rs: registration {} expired, removed", id);
     return fail(410, "this registration expired at " + formatRfc3339(rec.reg_expires) + " and was removed; register again");
   }
@@ -197,6 +206,7 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
   if (s.code() == StatusCode::kNotFound) return fail(404, "the registration was removed meanwhile");
   if (!s.isOk()) return fail(503, "could not activate the provider: " + s.message());
   spdlog::info("rs: provider {} verified ({}), active", id, rec.secret_url);
+  if (verified_) verified_->inc();
   v.active = true;
   return fail(200, "verified: provider " + std::to_string(id) +
                        " is active; you may delete the secret file and start sending notifications");
@@ -222,6 +232,7 @@ std::size_t Registrar::sweepExpired() {
     if (still_expired && providers_.remove(id).isOk()) ++removed;
   }
   if (removed > 0) spdlog::info("rs: removed {} expired registration(s)", removed);
+  if (expired_) expired_->inc(removed);
   return removed;
 }
 
@@ -425,6 +436,7 @@ Result<ServicePtr> makeRsService(NodeContext& node) {
   o.max_pending = static_cast<std::uint64_t>(cfg.getInt("rs.max_pending"));
   LCC_ASSIGN_OR_RETURN(o.hash_cost, parseHashCost(cfg.getString("uns.password_hash_ops")));
   o.work_dir = node.data_dir + "/rs";
+  o.metrics = node.metrics;
   LCC_RETURN_IF_ERROR(node.env->createDirs(o.work_dir, true));
   auto reg = std::make_shared<Registrar>(*node.providers, *node.fetcher, *node.clock, *node.env, std::move(o));
   registerRsRoutes(*node.http, reg);

@@ -27,6 +27,7 @@ struct RsOptions {
   std::uint64_t max_pending = 1000;      // rs.max_pending
   HashCost hash_cost = HashCost::kInteractive;  // uns.password_hash_ops
   std::string work_dir;  // fetched secret files land here for a moment (<data_dir>/rs)
+  Metrics* metrics = nullptr;  // lcc_rs_* counters when set
 };
 
 // Step one's answer.
@@ -84,6 +85,10 @@ class Registrar : public std::enable_shared_from_this<Registrar> {
   bool stopped_ = false;
   std::set<std::uint64_t> in_flight_;
   std::atomic<std::uint64_t> next_fetch_id_;
+  Counter* registered_ = nullptr;
+  Counter* verified_ = nullptr;
+  Counter* verify_failed_ = nullptr;
+  Counter* expired_ = nullptr;
 };
 
 // Normalises a registration prefix: an http(s) URL without query or fragment whose

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/metrics.h"
 #include "http/http_server.h"
 #include "http/url_codec.h"
 #include "http_test_client.h"
@@ -262,6 +263,61 @@ TEST(HttpServer, StreamsAChunkedBodyAndKeepsTheConnection) {
   auto head = c.request("HEAD", "/s");
   EXPECT_EQ(head.result_int(), 200);
   EXPECT_EQ(c.request("GET", "/after").body(), "after");
+}
+
+TEST(HttpServer, Http10ClientGetsAStreamedBodyWithoutChunksEndedByClose) {
+  Router router;
+  router.add("GET", "/s", [](const Request&) {
+    Response r;
+    r.stream = [](ByteSink& sink) -> Status {
+      LCC_RETURN_IF_ERROR(sink.write("first,"));
+      return sink.write("second");
+    };
+    return r;
+  });
+  ServerFixture fx(router);
+  Client c(fx.port());
+  boost::asio::write(c.socket(), boost::asio::buffer(std::string("GET /s HTTP/1.0\r\n\r\n")));
+  std::string all;
+  char buf[4096];
+  boost::system::error_code ec;
+  for (;;) {
+    std::size_t n = c.socket().read_some(boost::asio::buffer(buf), ec);
+    all.append(buf, n);
+    if (ec) break;
+  }
+  EXPECT_EQ(ec, boost::asio::error::eof);
+  auto split = all.find("\r\n\r\n");
+  ASSERT_NE(split, std::string::npos) << all;
+  std::string head = all.substr(0, split);
+  EXPECT_EQ(head.find("chunked"), std::string::npos) << head;
+  EXPECT_EQ(all.substr(split + 4), "first,second");
+}
+
+TEST(HttpServer, CountsRequestsErrorsAndRefusalsInMetrics) {
+  Metrics metrics;
+  Router router;
+  router.addExact("GET", "/", [](const Request&) { return Response::text(200, "ok"); });
+  router.add("GET", "/boom", [](const Request&) { return Response::text(503, "busy"); });
+  auto opts = ServerFixture::defaultOptions();
+  opts.metrics = &metrics;
+  opts.max_connections = 1;
+  ServerFixture fx(router, opts);
+  {
+    Client c(fx.port());
+    EXPECT_EQ(c.request("GET", "/").result_int(), 200);
+    EXPECT_EQ(c.request("GET", "/missing").result_int(), 404);
+    EXPECT_EQ(c.request("GET", "/boom").result_int(), 503);
+    Client extra(fx.port());
+    EXPECT_EQ(extra.read().result_int(), 503);
+  }
+  auto snap = metrics.snapshot();
+  EXPECT_EQ(snap["lcc_http_requests_total"], 3);
+  EXPECT_EQ(snap["lcc_http_client_errors_total"], 1);
+  EXPECT_EQ(snap["lcc_http_server_errors_total"], 1);
+  EXPECT_EQ(snap["lcc_http_connections_refused_total"], 1);
+  EXPECT_TRUE(eventually([&] { return metrics.snapshot()["lcc_http_connections_open"] == 0; }));
+  EXPECT_NE(metrics.prometheusText().find("lcc_http_requests_total 3"), std::string::npos);
 }
 
 TEST(HttpServer, StreamThatFailsMidwayCutsTheConnection) {

@@ -472,7 +472,9 @@ TEST_F(RsTest, TheServiceIsBuiltFromTheConfigAndSweepsWhileRunning) {
   ASSERT_TRUE(cfg.isOk()) << (problems.empty() ? cfg.status().toString() : problems[0].toString());
   ScriptedFetcher f;
   http::Router router;
+  Metrics metrics;
   NodeContext node;
+  node.metrics = &metrics;
   node.config = &cfg.value();
   node.clock = &clock_;
   node.env = posixEnv();
@@ -492,8 +494,10 @@ TEST_F(RsTest, TheServiceIsBuiltFromTheConfigAndSweepsWhileRunning) {
   json j = json::parse(r.body);
   EXPECT_EQ(j["secret_url"], "http://svc.example/verify-me.txt");
   const ProviderId id = j["id"];
+  EXPECT_EQ(metrics.snapshot()["lcc_rs_registrations_total"], 1);
   clock_.advance(Millis(70 * 60 * 1000));
   EXPECT_FALSE(exists(id));
+  EXPECT_EQ(metrics.snapshot()["lcc_rs_expired_removed_total"], 1);
   svc.value()->stop();
   EXPECT_EQ(clock_.pendingTimers(), 0u);
 
