@@ -71,6 +71,7 @@ struct Meta {
   int format = 0;
   std::string store;
   bool clean = false;
+  bool lost = false;  // an open found possibly lost synced rows and had not finished
   std::string boot;
 };
 
@@ -88,6 +89,7 @@ std::optional<Meta> parseMeta(const std::string& text) {
     else if (k == "store") m.store = v;
     else if (k == "clean") m.clean = v == "1";
     else if (k == "boot") m.boot = v;
+    else if (k == "lost") m.lost = v == "1";
   }
   return m;
 }
@@ -193,6 +195,13 @@ Status KvEngine::openImpl(const HostContext& host, const std::string& name, std:
     info_.created = true;
   }
   info_.clean_shutdown = !meta || meta->clean;
+  // Mark the store open before touching any file: a crash from here on, even during
+  // this open or the very first one, is seen as an unclean shutdown by the next open.
+  // Until this open completes, keep the previous boot id and the "lost" mark, so a
+  // crash during the repair cannot hide what the next open must report.
+  const bool pending_lost = meta && meta->lost;
+  const std::string keep_boot = meta && !meta->clean ? meta->boot : boot_id_;
+  LCC_RETURN_IF_ERROR(writeMeta(false, keep_boot, pending_lost));
 
   // --- Kyoto files (Kyoto repairs a file that was not closed while opening it) ---
   for (auto& spec : tables) {
@@ -240,6 +249,7 @@ Status KvEngine::openImpl(const HostContext& host, const std::string& name, std:
   } else {
     return replayed.status();
   }
+  info_.may_have_lost_synced = pending_lost;
   if (rinfo.corruption) {
     info_.may_have_lost_synced = true;
     if (logger_) logger_->error(dir_ + ": redo journal damaged, synced batches after it are lost: " + rinfo.detail);
@@ -255,17 +265,22 @@ Status KvEngine::openImpl(const HostContext& host, const std::string& name, std:
                     " synced batches" + (info_.may_have_lost_synced ? "; the machine restarted since, so synced rows may be lost" : ""));
     }
   }
+  if (info_.may_have_lost_synced && !pending_lost) {
+    LCC_RETURN_IF_ERROR(writeMeta(false, keep_boot, true));  // the checkpoint trims the evidence
+  }
   if (redone > 0 || !info_.clean_shutdown) {
     std::lock_guard<std::mutex> lock(write_mu_);
     LCC_RETURN_IF_ERROR(checkpointLocked());
   }
-  LCC_RETURN_IF_ERROR(writeMeta(false));
+  // Open complete: what was found is reported through openInfo() from here on.
+  LCC_RETURN_IF_ERROR(writeMeta(false, boot_id_, false));
   return Status::ok();
 }
 
-Status KvEngine::writeMeta(bool clean) {
+Status KvEngine::writeMeta(bool clean, const std::string& boot, bool lost) {
   std::string text = std::string(kMetaMagic) + "\nplugin " + kPluginName + "\nformat " + std::to_string(kFormatVersion) +
-                     "\nstore " + name_ + "\nclean " + (clean ? "1" : "0") + "\nboot " + boot_id_ + "\n";
+                     "\nstore " + name_ + "\nclean " + (clean ? "1" : "0") + "\nboot " + boot + "\nlost " +
+                     (lost ? "1" : "0") + "\n";
   return env_->writeFileAtomic(meta_path_, text);
 }
 
@@ -379,7 +394,7 @@ Status KvEngine::close() {
     }
   }
   if (result.isOk()) {
-    Status s = writeMeta(true);
+    Status s = writeMeta(true, boot_id_, false);
     if (!s.isOk()) result = fail(s);
   }
   closed_ = true;

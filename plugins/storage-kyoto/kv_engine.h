@@ -114,7 +114,7 @@ class KvEngine {
   Status flushOverlayLocked();
   Status checkpointLocked();
   Status fail(Status s);
-  Status writeMeta(bool clean);
+  Status writeMeta(bool clean, const std::string& boot, bool lost);
 
   struct Table {
     TableSpec spec;
