@@ -130,7 +130,81 @@ double fillQueue(QueueManager& qm, std::vector<std::function<void()>>& posted, c
   return sw.seconds();
 }
 
+// The baseline of `dispatch`: the store work a fetch result needs at least, without
+// the QM — per URL one ContentStore batch (the record) and one QueueStore batch (drop
+// the row, update its list), on rows put there first. Returns URLs per CPU-second.
+double storeFloor(const Args& a, double* wall_rate) {
+  const std::string dir = bench::makeTempDir("qm-floor");
+  SystemClock clock;
+  Opened st = openStores(a.plugin, dir, &clock);
+  std::vector<std::string> keys;
+  keys.reserve(a.urls);
+  QueueBatch fill;
+  for (std::uint64_t i = 0; i < a.urls; ++i) {
+    QueueEntry e;
+    ProviderId pid = 1 + static_cast<ProviderId>(i % a.providers);
+    e.notice.key = {pid, "http://www.site" + std::to_string(pid) + ".example/dir/page" + std::to_string(i) + ".html",
+                    "text/html"};
+    e.notice.mtime = 1714564800;
+    e.notice.size = 5120;
+    e.pset = 1 + i / a.set_size;
+    keys.push_back(encodeUrlKey(e.notice.key));
+    fill.putEntry(std::move(e));
+    if (fill.size() >= 1000) {
+      check(st.queue->apply(fill), "floor fill");
+      fill.clear();
+    }
+  }
+  check(st.queue->apply(fill), "floor fill");
+  check(st.queue->sync(), "floor sync");
+  bench::Stopwatch sw;
+  const double cpu0 = cpuSeconds();
+  bench::Stopwatch since_checkpoint;
+  for (std::uint64_t i = 0; i < a.urls; ++i) {
+    auto k = decodeUrlKey(keys[i]);
+    ContentRecord r;
+    r.key = *k;
+    r.seq = i + 1;
+    r.machine = "m1";
+    r.filename = std::to_string(i);
+    r.size = 5120;
+    r.md5 = "0123456789abcdef0123456789abcdef";
+    r.declared_mtime = 1714564800;
+    r.declared_size = 5120;
+    ContentBatch cb;
+    cb.put(std::move(r));
+    check(st.content->apply(cb), "floor content");
+    QueueBatch qb;
+    qb.removeEntry(keys[i]);
+    PSetRecord p;
+    p.pset = 1 + i / a.set_size;
+    p.pid = k->pid;
+    p.first = p.last = keys[i];
+    qb.putPSet(p);
+    check(st.queue->apply(qb), "floor queue");
+    if (since_checkpoint.seconds() >= 2.0) {
+      check(st.content->sync(), "floor sync");
+      check(st.queue->sync(), "floor sync");
+      since_checkpoint = bench::Stopwatch();
+    }
+  }
+  check(st.content->sync(), "floor sync");
+  check(st.queue->sync(), "floor sync");
+  const double s = sw.seconds(), cpu = cpuSeconds() - cpu0;
+  *wall_rate = static_cast<double>(a.urls) / s;
+  (void)st.queue->close();
+  (void)st.content->close();
+  (void)st.providers->close();
+  bench::removeTree(dir);
+  return static_cast<double>(a.urls) / cpu;
+}
+
 int runDispatch(const Args& a) {
+  double floor_wall = 0;
+  const double floor_cpu = storeFloor(a, &floor_wall);
+  std::printf("baseline (store floor: 1 content batch + 1 queue batch per URL, no QM): %.0f URLs/s wall, %.0f URLs per "
+              "CPU-second\n",
+              floor_wall, floor_cpu);
   const std::string dir = bench::makeTempDir("qm-dispatch");
   SystemClock clock;
   Opened st = openStores(a.plugin, dir, &clock);
@@ -185,10 +259,11 @@ int runDispatch(const Args& a) {
   double s = sw.seconds();
   double cpu = cpuSeconds() - cpu0;
   std::printf("dispatch: %s, %u providers, capacity %llu: %llu URLs fetched+stored in %.2f s wall = %.0f URLs/s; "
-              "%.2f s CPU = %.0f URLs per CPU-second (queue left %llu)\n",
+              "%.2f s CPU = %.0f URLs per CPU-second (queue left %llu); ratio to the store floor (CPU) %.2f\n",
               a.plugin.c_str(), a.providers, static_cast<unsigned long long>(a.capacity),
               static_cast<unsigned long long>(done), s, static_cast<double>(done) / s, cpu,
-              static_cast<double>(done) / cpu, static_cast<unsigned long long>(qm.queued()));
+              static_cast<double>(done) / cpu, static_cast<unsigned long long>(qm.queued()),
+              static_cast<double>(done) / cpu / floor_cpu);
   (void)qm.close();
   (void)st.queue->close();
   (void)st.content->close();

@@ -41,10 +41,11 @@ class IntakeConn final : public StreamConn, private proto::UnsStreamHandler {
                      decoder_.errorMessage());
         return false;
       }
-      // Closed by the UNS: answer what is outstanding, then close.
+      // Closed by the UNS: answer what is outstanding, then close (maybeClose). Reading
+      // goes on only to notice the peer going away; the decoder ignores the bytes.
       closing_ = true;
       maybeClose();
-      return false;
+      return true;
     }
     return true;
   }

@@ -266,6 +266,24 @@ TEST_F(QmServiceTest, MalformedStreamsAreDroppedAndTheServerGoesOn) {
   EXPECT_TRUE(h.acks[0].ok);
 }
 
+TEST_F(QmServiceTest, AUnsClosingItsStreamStillGetsItsAcks) {
+  start();
+  asio::io_context cio;
+  Client uns(cio, unsPort());
+  AckCollector h;
+  proto::QmStreamDecoder dec(h);
+  ASSERT_TRUE(uns.send(proto::encodeUnsOpen("m9/uns") + proto::encodeSet(set(1, 1, {"http://a/1"})) +
+                       proto::encodeSet(set(2, 1, {"http://a/2"})) + proto::encodeUnsClose()));
+  while (!h.closed) {
+    std::string b = uns.read();
+    if (b.empty()) break;
+    dec.feed(b);
+  }
+  ASSERT_EQ(h.acks.size(), 2u);
+  EXPECT_TRUE(h.acks[0].ok && h.acks[1].ok);
+  EXPECT_TRUE(h.closed) << "the QM did not close its stream after the acks";
+}
+
 TEST_F(QmServiceTest, OverloadClosesTheListenerAndReopensBelowTheLowMark) {
   start("qm:\n  queue_high: 2\n  queue_low: 1\n");
   asio::io_context cio;
