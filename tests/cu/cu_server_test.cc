@@ -6,6 +6,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "capi/cu_client.h"
@@ -248,6 +250,36 @@ TEST_F(CuServerTest, TheClientLibraryReadsRecordsAndContent) {
     EXPECT_EQ(content, "content of page " + page.substr(0, page.find('.')));
   }
   EXPECT_EQ(n, 15);
+}
+
+// --- lcc cu query -------------------------------------------------------------
+
+TEST_F(CuServerTest, TheCommandWritesAnswersToFilesAndStdout) {
+  startServer();
+  const std::string lcc = std::string(LCC_BIN_DIR) + "/lcc --config /nonexistent cu query --cu 127.0.0.1:" +
+                          std::to_string(server_->port());
+  const std::string tgz = w_.dataDir() + "/out.tar.gz", xml = w_.dataDir() + "/out.xml";
+  ASSERT_EQ(std::system((lcc + " --format tar.gz --provider 1 -o " + tgz).c_str()), 0);
+  std::ifstream f(tgz, std::ios::binary);
+  auto t = cutest::parseTarAnswer(std::string(std::istreambuf_iterator<char>(f), {}));
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.members.size(), 16u);
+  EXPECT_FALSE(std::filesystem::exists(tgz + ".part"));
+
+  ASSERT_EQ(std::system((lcc + " --since-seq 25 --deleted --content --limit 3 > " + xml).c_str()), 0);
+  std::ifstream g(xml, std::ios::binary);
+  auto a = cutest::parseXmlAnswer(std::string(std::istreambuf_iterator<char>(g), {}));
+  ASSERT_TRUE(a.ok) << a.error;
+  EXPECT_EQ(a.count, 3u);
+  EXPECT_EQ(a.last_seq, 28u);
+  EXPECT_EQ(a.urls[0].content, "content of page 26");
+
+  // Usage errors and an unreachable port: exit 2.
+  EXPECT_EQ(WEXITSTATUS(std::system((lcc + " --mime nonsense 2>/dev/null >/dev/null").c_str())), 2);
+  EXPECT_EQ(WEXITSTATUS(std::system((std::string(LCC_BIN_DIR) +
+                                     "/lcc --config /nonexistent cu query --cu 127.0.0.1:1 2>/dev/null >/dev/null")
+                                        .c_str())),
+            2);
 }
 
 // --- HTTP ---------------------------------------------------------------------
