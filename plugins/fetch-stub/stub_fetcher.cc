@@ -120,15 +120,16 @@ Status StubFetcher::start(const FetchRequest& request, FetchDone done) {
   if (request.path.empty()) return Status::invalidArgument("fetch-stub: no file to write to");
   auto from_url = directivesFromUrl(request.url);
   if (!from_url.isOk()) return from_url.status().withContext("fetch-stub: " + request.url);
-  Directives d = script_.lookup(request.url);
-  d.overlay(from_url.value());
-  const Millis delay = d.delay.value_or(options_.delay);
 
   std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->stopping) return Status::aborted("fetch-stub: stopped");
   if (state_->fetches.count(request.id)) {
     return Status::invalidArgument("fetch-stub: fetch id " + std::to_string(request.id) + " is already in flight");
   }
+  // Only an accepted fetch uses up a `times=N` script rule.
+  Directives d = script_.lookup(request.url);
+  d.overlay(from_url.value());
+  const Millis delay = d.delay.value_or(options_.delay);
   Fetch& f = state_->fetches[request.id];
   f.request = request;
   f.done = std::move(done);
