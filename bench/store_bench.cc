@@ -150,7 +150,7 @@ Result_ rawKyoto(const Args& a, const std::string& dir) {
   r.name = "raw kyoto (kch)";
   kyotocabinet::HashDB db;
   db.tune_buckets(2000000);
-  db.tune_map(64ll << 20);
+  db.tune_map(32ll << 20);
   if (!db.open(dir + "/raw.kch", kyotocabinet::HashDB::OWRITER | kyotocabinet::HashDB::OCREATE)) {
     std::fprintf(stderr, "raw kyoto: open failed: %s\n", db.error().message());
     std::exit(1);

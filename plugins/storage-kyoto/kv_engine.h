@@ -56,7 +56,7 @@ inline constexpr int kFormatVersion = 1;
 
 struct EngineOptions {
   std::int64_t buckets = 2000000;          // HashDB buckets (fixed when the file is made)
-  std::int64_t mmap_size = 64ll << 20;     // Kyoto mmap per file
+  std::int64_t mmap_size = 32ll << 20;     // Kyoto mmap per file
   std::int64_t page_cache = 64ll << 20;    // TreeDB page cache per file
   std::uint64_t checkpoint_size = 64ull << 20;  // journal bytes that trigger a checkpoint
   std::uint64_t max_unsynced = 64ull << 20;     // overlay bytes that force a sync
