@@ -17,6 +17,7 @@ N=${N:-20000}
 RUNS=${RUNS:-3}
 ROBOTS=${ROBOTS:-2}
 SLOTS=${SLOTS:-32}
+IO_THREADS=${IO_THREADS:-1}
 PROVIDERS=64
 FILES_PER_PROVIDER=16
 BASE=$((20000 + RANDOM % 20000))
@@ -84,7 +85,7 @@ for run in $(seq 1 "$RUNS"); do
   # --- curl --parallel, one file per URL ---
   rm -rf "$SCR/curl_out"; sync
   t0=$(now)
-  curl -s --parallel --parallel-max 64 --create-dirs -K "$SCR/curl.cfg"
+  curl -s --no-progress-meter --parallel --parallel-max 64 --create-dirs -K "$SCR/curl.cfg"
   t1=$(now)
   got=$(find "$SCR/curl_out" -type f | wc -l)
   rate=$(echo "$N / ($t1 - $t0)" | bc -l)
@@ -100,7 +101,7 @@ threads: 2
 listen: {botm: 127.0.0.1:$SRC, robots: 127.0.0.1:$ROB, http: 127.0.0.1:$HTTP}
 log: {level: warn}
 storage: {plugin_dir: $BUILD/plugins, queue: storage-memory, content: storage-memory, providers: storage-memory}
-fetcher: {plugin: fetch-curl, options: {allow_private: true, max_connections: 256}}
+fetcher: {plugin: fetch-curl, options: {allow_private: true, max_connections: 256, io_threads: $IO_THREADS}}
 bot: {robots: $ROBOTS, slots: $SLOTS}
 botm: {reconnect_min: 10ms, reconnect_max: 100ms}
 YAML

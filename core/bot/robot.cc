@@ -144,8 +144,12 @@ void RobotSession::onFetch(const proto::RobotFetch& f) {
     socket_->send(proto::encodeRobotResult(fail));
     return;
   }
-  const std::string dir = parentOf(f.file);
-  if (!env_.exists(dir)) (void)env_.createDirs(dir);
+  std::string dir = parentOf(f.file);
+  if (!known_dirs_.count(dir)) {  // one stat per folder, not per fetch
+    if (!env_.exists(dir)) (void)env_.createDirs(dir);
+    if (known_dirs_.size() > 4096) known_dirs_.clear();
+    known_dirs_.insert(std::move(dir));
+  }
 
   FetchRequest req;
   req.id = g_next_fetcher_id.fetch_add(1);

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "bot/stream_socket.h"
 #include "lcc/clock.h"
@@ -73,6 +74,7 @@ class RobotSession : public std::enable_shared_from_this<RobotSession> {
   std::function<void(const std::string&)> on_end_;
   std::unordered_map<std::uint64_t, std::uint64_t> running_;  // fetcher id -> BOT-M id (strand)
   std::atomic<std::size_t> in_flight_{0};
+  std::unordered_set<std::string> known_dirs_;  // folders seen to exist (strand)
 };
 
 // A robot that connects to a BOT-M's robot port and reconnects with back-off.

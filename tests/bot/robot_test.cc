@@ -1,0 +1,263 @@
+// Robots: a RobotSession over a real socket with fetch-curl against a local HTTP
+// server, and the lcc-bot program in --listen mode driven as a person would with nc.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "bot/robot.h"
+#include "common/md5.h"
+#include "common/plugin/plugin_registry.h"
+#include "common/posix_env.h"
+#include "fetch_curl/test_http_server.h"
+#include "proto/robot.h"
+#include "support/sim_clock.h"
+#include "support/temp_dir.h"
+
+namespace lcc {
+namespace {
+
+using testing::SimClock;
+using testing::TempDir;
+using testing::TestHttpServer;
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+
+// The BOT-M side of one robot connection, with blocking calls.
+class BotmEnd {
+ public:
+  explicit BotmEnd(int fd) : fd_(fd) {}
+  ~BotmEnd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  void send(const std::string& s) { ASSERT_EQ(::send(fd_, s.data(), s.size(), MSG_NOSIGNAL), (ssize_t)s.size()); }
+  // Reads until `n` messages of the robot were seen (or the stream ended).
+  std::vector<proto::FromRobotMessage> read(std::size_t n) {
+    char buf[65536];
+    while (msgs_.size() < n) {
+      ssize_t k = ::recv(fd_, buf, sizeof buf, 0);
+      if (k <= 0) break;
+      EXPECT_TRUE(dec_.feed(std::string_view(buf, static_cast<std::size_t>(k)), &msgs_)) << dec_.errorMessage();
+    }
+    return msgs_;
+  }
+  proto::RobotResult result(std::size_t index) {
+    auto m = read(index + 1);
+    EXPECT_GT(m.size(), index);
+    if (m.size() <= index) return {};
+    const auto* r = std::get_if<proto::RobotResult>(&m[index]);
+    EXPECT_NE(r, nullptr);
+    return r ? *r : proto::RobotResult{};
+  }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+  proto::RobotStreamDecoder dec_;
+  std::vector<proto::FromRobotMessage> msgs_;
+};
+
+int connectTo(std::uint16_t port) {
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(s);
+    return -1;
+  }
+  struct timeval tv{20, 0};  // a hung robot fails the test instead of hanging it
+  ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return s;
+}
+
+std::vector<std::string> filesIn(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto& e : std::filesystem::recursive_directory_iterator(dir, ec)) {
+    if (e.is_regular_file()) out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class RobotSessionTest : public ::testing::Test {
+ protected:
+  RobotSessionTest()
+      : registry_(LCC_PLUGIN_DIR, HostContext{&clock_, posixEnv(), nullptr, dir_.path(), "m1"}),
+        acceptor_(io_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+    auto opts = registry_.defaultOptions("fetch-curl", {{"allow_private", "true"}});
+    fetcher_ = std::move(registry_.makeFetcher("fetch-curl", opts.value())).value();
+    content_ = dir_.path() + "/content";
+  }
+  ~RobotSessionTest() override {
+    if (session_) session_->stop();
+    end_.reset();
+    guard_.reset();
+    if (thread_.joinable()) thread_.join();
+    fetcher_->stop();
+  }
+
+  // Starts a robot session on an accepted connection; returns the BOT-M end.
+  void startRobot(bot::RobotOptions o) {
+    int fd = -1;
+    std::thread connector([&] { fd = connectTo(acceptor_.local_endpoint().port()); });
+    asio::ip::tcp::socket sock = acceptor_.accept();
+    connector.join();
+    ASSERT_GE(fd, 0);
+    auto stream = std::make_shared<bot::StreamSocket>(io_, std::move(sock));
+    session_ = std::make_shared<bot::RobotSession>(stream, *fetcher_, *posixEnv(), o);
+    session_->start([](const std::string&) {});
+    guard_.emplace(io_.get_executor());
+    thread_ = std::thread([this] { io_.run(); });
+    end_ = std::make_unique<BotmEnd>(fd);
+    auto hello = end_->read(1);
+    ASSERT_EQ(hello.size(), 1u);
+    ASSERT_TRUE(std::holds_alternative<proto::RobotHello>(hello[0]));
+    EXPECT_EQ(std::get<proto::RobotHello>(hello[0]).slots, o.slots);
+    end_->send(proto::encodeBotmRobotOpen({"m1"}));
+  }
+
+  SimClock clock_;
+  TempDir dir_;
+  PluginRegistry registry_;
+  PluginPtr<Fetcher> fetcher_;
+  TestHttpServer server_;
+  asio::io_context io_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
+  std::thread thread_;
+  std::shared_ptr<bot::RobotSession> session_;
+  std::unique_ptr<BotmEnd> end_;
+  std::string content_;
+};
+
+TEST_F(RobotSessionTest, WritesThroughATemporaryNameAndRenamesOnSuccess) {
+  bot::RobotOptions o;
+  o.slots = 4;
+  o.content_root = content_;
+  startRobot(o);
+  const std::string file = content_ + "/00/00/2a";
+  end_->send(proto::encodeRobotFetch({42, server_.url("/ok/a.htm"), file, "text/html", std::nullopt, 0}));
+  auto r = end_->result(1);
+  EXPECT_EQ(r.id, 42u);
+  ASSERT_TRUE(r.ok) << r.message;
+  EXPECT_EQ(r.http, 200);
+  EXPECT_EQ(r.mime, "text/html");
+  EXPECT_EQ(r.size, 10240u);
+  EXPECT_EQ(r.md5, Md5::of(TestHttpServer::body(10240)));
+  EXPECT_EQ(*r.mtime, 1714564680);
+  EXPECT_EQ(posixEnv()->readFile(file).value(), TestHttpServer::body(10240));
+  EXPECT_EQ(filesIn(content_), std::vector<std::string>{"2a"});  // no temporary left
+}
+
+TEST_F(RobotSessionTest, FailuresLeaveNoFileAndUnchangedLeavesTheOldOneAlone) {
+  bot::RobotOptions o;
+  o.content_root = content_;
+  startRobot(o);
+  ASSERT_TRUE(posixEnv()->createDirs(content_ + "/00/00").isOk());
+  ASSERT_TRUE(posixEnv()->writeFileAtomic(content_ + "/00/00/2", "old content").isOk());
+  end_->send(proto::encodeRobotFetch({1, server_.url("/status/404"), content_ + "/00/00/1", "text/html", std::nullopt, 0}) +
+             proto::encodeRobotFetch({2, server_.url("/cond/x"), content_ + "/00/00/2", "text/html", 1714564680, 0}) +
+             proto::encodeRobotFetch({3, server_.url("/chunked/200000"), content_ + "/00/00/3", "", std::nullopt, 1000}));
+  std::map<std::uint64_t, proto::RobotResult> by_id;
+  for (std::size_t i = 1; i <= 3; ++i) {
+    auto r = end_->result(i);
+    by_id[r.id] = r;
+  }
+  EXPECT_FALSE(by_id[1].ok);
+  EXPECT_EQ(by_id[1].code, ErrorCode::kNotFound);
+  EXPECT_EQ(by_id[1].http, 404);
+  EXPECT_TRUE(by_id[2].ok);
+  EXPECT_TRUE(by_id[2].unchanged);
+  EXPECT_EQ(by_id[3].code, ErrorCode::kTooLarge);
+  EXPECT_EQ(posixEnv()->readFile(content_ + "/00/00/2").value(), "old content");
+  EXPECT_EQ(filesIn(content_), std::vector<std::string>{"2"});
+}
+
+TEST_F(RobotSessionTest, RefusesFilesOutsideItsContentFolder) {
+  bot::RobotOptions o;
+  o.content_root = content_;
+  startRobot(o);
+  end_->send(proto::encodeRobotFetch({1, server_.url("/ok/a"), dir_.path() + "/elsewhere", "", std::nullopt, 0}) +
+             proto::encodeRobotFetch({2, server_.url("/ok/a"), content_ + "/../escape", "", std::nullopt, 0}) +
+             proto::encodeRobotFetch({3, server_.url("/ok/a"), "relative/path", "", std::nullopt, 0}));
+  for (std::size_t i = 1; i <= 3; ++i) {
+    auto r = end_->result(i);
+    EXPECT_FALSE(r.ok);
+    EXPECT_EQ(r.code, ErrorCode::kInternal);
+  }
+  EXPECT_EQ(server_.requests(), 0u);
+  EXPECT_FALSE(posixEnv()->exists(dir_.path() + "/elsewhere"));
+  EXPECT_FALSE(posixEnv()->exists(dir_.path() + "/escape"));
+}
+
+TEST_F(RobotSessionTest, SyncedFilesAreStoredToo) {
+  bot::RobotOptions o;
+  o.sync_files = true;
+  startRobot(o);
+  const std::string file = content_ + "/01/02/10205";
+  end_->send(proto::encodeRobotFetch({7, server_.url("/ok/b"), file, "text/html", std::nullopt, 0}));
+  auto r = end_->result(1);
+  ASSERT_TRUE(r.ok) << r.message;
+  EXPECT_EQ(posixEnv()->fileSize(file).value(), 10240u);
+}
+
+TEST(LccBot, ListenModeCanBeDrivenByHandAndEndsWithTheStream) {
+  TempDir dir;
+  // A free port for --listen.
+  int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(probe, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(probe);
+  const std::string port = std::to_string(ntohs(a.sin_port));
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::string bin = std::string(LCC_BIN_DIR) + "/lcc-bot";
+    ::execl(bin.c_str(), bin.c_str(), "--listen", port.c_str(), "--slots", "3", "--fetcher", "fetch-stub",
+            "--plugin-dir", LCC_PLUGIN_DIR, "--name", "by-hand", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int fd = -1;
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while ((fd = connectTo(static_cast<std::uint16_t>(std::stoi(port)))) < 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GE(fd, 0) << "lcc-bot did not listen";
+  BotmEnd end(fd);
+  auto hello = end.read(1);
+  ASSERT_FALSE(hello.empty());
+  EXPECT_EQ(std::get<proto::RobotHello>(hello[0]), (proto::RobotHello{3, "by-hand"}));
+  // What a person types, with another prefix and line breaks.
+  const std::string file = dir.path() + "/00/00/1";
+  end.send("<x:botm xmlns:x=\"http://www.lococa.org/1.0/robot\" machine=\"m1\">\n"
+           "<fetch id=\"1\" url=\"http://h.test/a?stub_size=33\" file=\"" + file + "\" mime=\"text/html\"/>\n");
+  auto r = end.result(1);
+  ASSERT_TRUE(r.ok) << r.message;
+  EXPECT_EQ(r.size, 33u);
+  EXPECT_EQ(posixEnv()->fileSize(file).value(), 33u);
+  end.send("</x:botm>\n");
+  auto all = end.read(3);  // the robot closes its stream too
+  EXPECT_TRUE(std::holds_alternative<proto::RobotEnd>(all.back()));
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace lcc
