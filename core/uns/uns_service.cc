@@ -86,11 +86,10 @@ class Session : public std::enable_shared_from_this<Session> {
     deadline_.expires_after(std::chrono::milliseconds(sh_.opt.session_timeout_ms));
     deadline_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (ec || self->closed_) return;
-      if (self->policy_.waitingForCp()) {
-        if (self->sh_.c_timeouts) self->sh_.c_timeouts->inc();
-        self->policy_.onTimeout(true);
-        self->drive();
-      }
+      // While we keep the CP waiting (password check, QM ack) the deadline is not its
+      // fault; it applies as soon as we wait for the CP again (see drive()).
+      self->deadline_passed_ = true;
+      self->drive();
     });
     drive();
   }
@@ -153,6 +152,11 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       if (!writing_ && wq_.empty()) lingerClose();
       return;
+    }
+    if (deadline_passed_ && policy_.waitingForCp()) {
+      if (sh_.c_timeouts) sh_.c_timeouts->inc();
+      policy_.onTimeout(true);
+      return drive();
     }
     // Idle timer: only while the CP owes us bytes.
     if (policy_.waitingForCp()) {
@@ -282,7 +286,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::uint64_t out_bytes_ = 0, written_ = 0;
   ProviderId provider_slot_ = 0;
   bool admitted_ = false, reading_ = false, writing_ = false, idle_armed_ = false;
-  bool lingering_ = false, closed_ = false, ended_ = false, peer_gone_ = false;
+  bool lingering_ = false, closed_ = false, ended_ = false, peer_gone_ = false, deadline_passed_ = false;
 };
 
 }  // namespace
