@@ -469,6 +469,34 @@ TEST(Journal, ReplayStopsWhenTheCallbackFails) {
   EXPECT_EQ(seen, 3);
 }
 
+TEST(Journal, FailedFolderSyncWhileStartingASegmentIsSticky) {
+  TempDir tmp;
+  testing::FaultEnv env(posixEnv());
+  const std::string dir = tmp.file("j");
+  JournalOptions o;
+  o.segment_bytes = 64;
+  {
+    auto j = openOrDie(&env, dir, o);
+    ASSERT_TRUE(j->append(std::string(100, 'a')).isOk());
+    ASSERT_TRUE(j->commit().isOk());  // past 64 bytes: the next commit starts a segment
+    ASSERT_TRUE(j->append("b").isOk());
+    env.failNthSyncDir(1);
+    auto c = j->commit();
+    ASSERT_FALSE(c.isOk());
+    EXPECT_FALSE(j->append("c").isOk());
+    EXPECT_FALSE(j->commit().isOk());
+  }
+  env.clearFaults();
+  env.crash();  // the new segment's name was never durable
+  auto j = openOrDie(&env, dir, o);
+  auto r = replayAll(*j);
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_EQ(r.records[0].second, std::string(100, 'a'));
+  auto p = j->append("d");
+  ASSERT_TRUE(p.isOk());
+  EXPECT_EQ(p.value(), 2u);
+}
+
 // Random appends, commits, trims and power cuts (FaultEnv::crash drops everything not
 // synced, and undoes file creations/removals whose folder was not synced). After each
 // cut the journal must replay exactly the committed records that were not trimmed,
