@@ -31,6 +31,7 @@ int xRead(sqlite3_file* f, void* buf, int n, sqlite3_int64 off) { return ff(f)->
 int xWrite(sqlite3_file* f, const void* buf, int n, sqlite3_int64 off) {
   FaultFile* p = ff(f);
   if (p->owner->frozen()) return SQLITE_OK;
+  if (p->owner->takeWriteFailure()) return SQLITE_IOERR_WRITE;
   if (p->path) p->owner->beforeChange(*p->path);
   return p->real->pMethods->xWrite(p->real, buf, n, off);
 }
@@ -145,6 +146,18 @@ bool FaultVfs::takeSyncFailure() {
   if (fail_syncs_ == 0) return false;
   --fail_syncs_;
   return true;
+}
+
+bool FaultVfs::takeWriteFailure() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (fail_writes_ == 0) return false;
+  --fail_writes_;
+  return true;
+}
+
+void FaultVfs::failWrites(int n) {
+  std::lock_guard<std::mutex> lk(mu_);
+  fail_writes_ = n;
 }
 
 void FaultVfs::failSyncs(int n) {

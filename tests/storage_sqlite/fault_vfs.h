@@ -29,6 +29,9 @@ class FaultVfs {
   void restore();
   // The next `n` xSync calls fail with SQLITE_IOERR_FSYNC.
   void failSyncs(int n);
+  // The next `n` xWrite calls fail with SQLITE_IOERR_WRITE (as on a full disk or EIO).
+  void failWrites(int n);
+  bool takeWriteFailure();
   int syncCount() const;
 
   // Called by the file methods.
@@ -46,6 +49,7 @@ class FaultVfs {
   sqlite3_vfs* base_ = nullptr;
   bool frozen_ = false;
   int fail_syncs_ = 0;
+  int fail_writes_ = 0;
   int syncs_ = 0;
   std::map<std::string, std::optional<std::string>> synced_image_;  // nullopt: absent when synced
 };

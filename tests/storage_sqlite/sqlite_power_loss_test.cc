@@ -164,5 +164,26 @@ TEST_F(SqlitePowerLossTest, AFailedFsyncMakesTheStoreStickyFailed) {
   EXPECT_FALSE(again->openInfo().clean_shutdown);
 }
 
+TEST_F(SqlitePowerLossTest, AFailedWriteLeavesNoTraceOfTheBatchAndMakesTheStoreSticky) {
+  auto q = openQueue();
+  ASSERT_TRUE(q);
+  ASSERT_TRUE(q->apply(batch(1)).isOk());
+  ASSERT_TRUE(q->sync().isOk());
+  vfs_.failWrites(1);
+  Status s = q->apply(batch(2));
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.code(), StatusCode::kIOError) << s.toString();
+  EXPECT_EQ(q->apply(batch(3)).code(), StatusCode::kIOError) << "sticky";
+  EXPECT_EQ(q->sync().code(), StatusCode::kIOError);
+  EXPECT_FALSE(q->getEntry(encodeUrlKey(UrlKey{1, "http://pl/2/0", "text/html"}))->has_value());
+  q.reset();
+  auto again = openQueue();
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(again->openInfo().clean_shutdown);
+  auto got = batches(*again);
+  EXPECT_EQ(got[1], 20);
+  EXPECT_EQ(got.count(2), 0u) << "the failed batch is not there, not even in part";
+}
+
 }  // namespace
 }  // namespace lcc::testing
