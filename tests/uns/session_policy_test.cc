@@ -284,3 +284,28 @@ TEST_F(SessionTest, LastWinsWithinASet) {
 
 }  // namespace
 }  // namespace lcc::uns
+
+namespace lcc::uns {
+namespace {
+
+TEST(SessionLimits, AnEndlessStartTagIsRefusedBeforeItIsBuffered) {
+  SessionPolicy p(goldenSessionConfig());
+  std::string head = "<lococa:init xmlns:lococa=\"http://www.lococa.org/1.0\"><provider id=\"1\" passwd=\"";
+  p.onData(head.data(), head.size());
+  // 8 KiB values, so the bound is ten of them plus 64 KiB: stop well before 1 MiB.
+  const std::string chunk(4096, 'x');
+  std::size_t fed = 0;
+  while (!p.finished() && fed < (1u << 20)) {
+    p.onData(chunk.data(), chunk.size());
+    fed += chunk.size();
+  }
+  EXPECT_TRUE(p.finished());
+  EXPECT_LT(fed, 200u * 1024);
+  EXPECT_EQ(p.endCode(), ErrorCode::kLimitExceeded);
+  auto r = parseReplies(p.takeOutput());
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].code, ErrorCode::kLimitExceeded);
+}
+
+}  // namespace
+}  // namespace lcc::uns
