@@ -9,6 +9,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
@@ -496,20 +497,26 @@ struct Server::Impl {
   asio::io_context& io;
   std::shared_ptr<Shared> shared;
   tcp::acceptor acceptor;
+  asio::steady_timer retry_timer;
   std::uint16_t port = 0;
   bool started = false;
   bool stopped = false;
 
   Impl(asio::io_context& i, const Router& router, ServerOptions options)
-      : io(i), shared(std::make_shared<Shared>(&router, std::move(options))), acceptor(asio::make_strand(i)) {}
+      : io(i), shared(std::make_shared<Shared>(&router, std::move(options))), acceptor(asio::make_strand(i)), retry_timer(acceptor.get_executor()) {}
 
   void accept() {
     acceptor.async_accept(asio::make_strand(io), [this, sh = shared](beast::error_code ec, tcp::socket socket) {
       if (sh->stopped) return;
       if (ec) {
         if (ec == asio::error::operation_aborted) return;
-        spdlog::warn("http: accept failed: {}", ec.message());
-        return accept();
+        // Out of file descriptors and the like: breathe before trying again.
+        spdlog::warn("http: accept failed: {}; retrying in 100 ms", ec.message());
+        retry_timer.expires_after(std::chrono::milliseconds(100));
+        retry_timer.async_wait([this, sh](beast::error_code tec) {
+          if (!tec && !sh->stopped) accept();
+        });
+        return;
       }
       onAccepted(std::move(socket));
       accept();
@@ -582,9 +589,10 @@ void Server::stop() {
       bool done = false;
     };
     auto d = std::make_shared<Done>();
-    asio::dispatch(impl_->acceptor.get_executor(), [d, acc = &impl_->acceptor, sh] {
+    asio::dispatch(impl_->acceptor.get_executor(), [d, acc = &impl_->acceptor, timer = &impl_->retry_timer, sh] {
       boost::system::error_code ec;
       acc->close(ec);
+      timer->cancel();
       std::lock_guard<std::mutex> lock(d->mu);
       d->done = true;
       d->cv.notify_all();
