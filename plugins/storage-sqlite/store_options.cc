@@ -8,7 +8,7 @@ const OptionSpec kOptionSpecs[] = {
     {"synchronous", OptionType::kString, "normal", 4, 6,
      "normal: commits unsynced, sync() makes them durable (one WAL fsync); full: every commit synced"},
     {"cache_size", OptionType::kSize, "16MiB", 256 * 1024, std::int64_t{64} << 30,
-     "SQLite page cache per connection"},
+     "page cache of the writer connection (content-store readers: a quarter each, at least 1 MiB)"},
     {"busy_timeout", OptionType::kDuration, "5s", 0, 600000,
      "how long to wait for a lock held by another process (sqlite3 shell, lccctl check)"},
     {"journal_size_limit", OptionType::kSize, "64MiB", 0, std::int64_t{64} << 30,
