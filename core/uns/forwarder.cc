@@ -8,6 +8,7 @@
 #include <boost/asio/write.hpp>
 #include <charconv>
 #include <future>
+#include <map>
 #include <spdlog/spdlog.h>
 
 #include "proto/uns_qm.h"
@@ -192,6 +193,41 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     }
   }
 
+  // After a failed write the journal is sticky-failed; once nothing of the spool is
+  // in flight, open it again (a full disk may have room now). What is on disk is
+  // re-read, so the spool list matches the files exactly.
+  bool journal_failed = false;
+  Status reopenJournal() {
+    if (replay_inflight > 0) return Status::busy("spooled sets in flight");
+    journal.reset();
+    auto j = Journal::open(env, opt.spool_dir + "/journal", JournalOptions{4ull << 20, 1ull << 30});
+    if (!j.isOk()) return j.status();
+    std::map<JournalPos, std::string> cached;
+    for (auto& sp : spool) {
+      if (!sp.xml.empty()) cached[sp.pos] = std::move(sp.xml);
+    }
+    std::deque<Spooled> rebuilt;
+    std::uint64_t bytes = 0;
+    auto info = j.value()->replay(0, [&](JournalPos pos, std::string_view payload) {
+      Spooled sp{pos, proto::peekSetId(payload), payload.size(), {}};
+      if (sp.id == 0) return Status::ok();
+      if (auto it = cached.find(pos); it != cached.end() && it->second == payload) sp.xml = std::move(it->second);
+      bytes += sp.bytes;
+      rebuilt.push_back(std::move(sp));
+      return Status::ok();
+    });
+    if (!info.isOk()) return info.status();
+    journal = std::move(j).value();
+    spool = std::move(rebuilt);
+    spool_bytes = bytes;
+    cache_bytes = 0;
+    for (const auto& sp : spool) cache_bytes += sp.xml.empty() ? 0 : sp.bytes;
+    journal_failed = false;
+    updateGauges();
+    spdlog::info("uns spool: reopened after a write failure; {} sets wait", spool.size());
+    return Status::ok();
+  }
+
   // Appends every queued set and syncs once (group commit), then answers them.
   void flushSpool() {
     flush_posted = false;
@@ -200,7 +236,12 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     to_spool.clear();
     std::vector<Spooled> added;
     Status st;
+    if (journal_failed || !journal) {
+      st = reopenJournal();
+      if (!st.isOk()) st = st.withContext("the spool failed earlier and cannot be reopened");
+    }
     for (auto& p : batch) {
+      if (!st.isOk()) break;
       auto pos = journal->append(p.xml);
       if (!pos.isOk()) {
         st = pos.status();
@@ -213,6 +254,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       if (!c.isOk()) st = c.status();
     }
     if (!st.isOk()) {
+      journal_failed = true;
       spdlog::error("uns spool: write failed, refusing sets with 130: {}", st.toString());
       for (auto& p : batch) {
         if (c_refused) c_refused->inc();
@@ -247,6 +289,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       }
     }
     if (first_missing == end) return Status::ok();
+    if (!journal) return Status::ioError("the spool is closed after a write failure");
     std::size_t i = first_missing;
     auto r = journal->replay(spool[i].pos - 1, [&](JournalPos pos, std::string_view payload) {
       while (i < end && spool[i].pos < pos) ++i;
@@ -442,7 +485,9 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       spool.pop_front();
       --replay_inflight;
       if (c_replayed) c_replayed->inc();
-      if (Status s = journal->trimUpTo(pos); !s.isOk()) spdlog::warn("uns spool: trim failed: {}", s.toString());
+      if (!journal_failed && journal) {
+        if (Status s = journal->trimUpTo(pos); !s.isOk()) spdlog::warn("uns spool: trim failed: {}", s.toString());
+      }
       updateGauges();
       if (spool.empty() && to_spool.empty()) spdlog::info("uns: spool replayed; passing sets through again");
       armAckTimer(true);

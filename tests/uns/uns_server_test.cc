@@ -293,9 +293,10 @@ TEST_F(UnsServerTest, FullSpoolAnswers130) {
   EXPECT_EQ(r[0].code, ErrorCode::kOffline);
 }
 
-TEST_F(UnsServerTest, AFailingSpoolDiskMeans130NeverAFalseAccept) {
+TEST_F(UnsServerTest, AFailingSpoolDiskMeans130NeverAFalseAcceptThenRecovers) {
   lcc::testing::FaultEnv env(posixEnv());
-  Harness h(testOptions(dir_.path(), unusedPort()), fx_.store(), &env);
+  const std::uint16_t qm_port = unusedPort();
+  Harness h(testOptions(dir_.path(), qm_port), fx_.store(), &env);
   ASSERT_TRUE(h.start().isOk());
   ASSERT_TRUE(sendSet(h.port(), urls("ok", 1)));  // spooled (no QM)
   env.failAllWrites();
@@ -303,11 +304,15 @@ TEST_F(UnsServerTest, AFailingSpoolDiskMeans130NeverAFalseAccept) {
   ASSERT_EQ(r.size(), 2u);
   EXPECT_FALSE(r[1].accepted);
   EXPECT_EQ(r[1].code, ErrorCode::kOffline);
+  // Room again: the spool is reopened and takes sets; nothing accepted was lost.
   env.clearFaults();
-  // The journal stays failed (sticky) until a restart: still 130, never a false accept.
-  auto r2 = parseReplies(cpExchange(h.port(), initXml(1) + setXml(urls("later", 1))));
-  ASSERT_EQ(r2.size(), 2u);
-  EXPECT_FALSE(r2[1].accepted);
+  EXPECT_TRUE(sendSet(h.port(), urls("later", 1)));
+  EXPECT_EQ(h.server().forwarder().spooledSets(), 2u);
+  FakeQm qm(qm_port);
+  ASSERT_TRUE(qm.waitApplied(2));
+  auto applied = qm.applied();
+  EXPECT_EQ(applied[0].urls[0].key.url, urls("ok", 1)[0]);
+  EXPECT_EQ(applied[1].urls[0].key.url, urls("later", 1)[0]);
 }
 
 TEST_F(UnsServerTest, SetIdsKeepIncreasingAcrossRestarts) {
