@@ -108,13 +108,14 @@ class Router {
 struct ServerOptions {
   std::string listen = "127.0.0.1:7780";
   std::size_t max_body = 1 << 20;
-  std::int64_t idle_timeout_ms = 30000;
+  std::int64_t idle_timeout_ms = 30000;     // waiting for a request; each body read and write
   std::size_t workers = 4;
   std::size_t max_connections = 256;
   // Added with the Beast server (defaults keep existing callers unchanged):
   std::size_t stream_workers = 4;           // threads running streamed bodies
   std::size_t stream_buffer = 256 * 1024;   // bytes queued per streamed body before write() blocks
   std::size_t max_header = 16 * 1024;       // request line + header fields (431 beyond)
+  std::int64_t header_timeout_ms = 10000;   // first byte to end of header (at most idle_timeout_ms)
   Metrics* metrics = nullptr;               // lcc_http_* counters when set
 };
 

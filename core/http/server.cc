@@ -278,7 +278,19 @@ struct Connection : std::enable_shared_from_this<Connection> {
     parser.emplace();
     parser->header_limit(static_cast<std::uint32_t>(shared->options.max_header));
     parser->body_limit(shared->options.max_body);
+    if (buffer.size() > 0) return readHeaderRest();  // a pipelined request is already here
+    // Waiting for a request: the idle timeout. Once its first bytes are in, the whole
+    // header must follow within the header timeout (slow-header clients).
     stream.expires_after(timeout());
+    stream.async_read_some(buffer.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+      if (ec) return self->onReadError(ec);
+      self->buffer.commit(n);
+      self->readHeaderRest();
+    });
+  }
+
+  void readHeaderRest() {
+    stream.expires_after(std::min(timeout(), std::chrono::milliseconds(shared->options.header_timeout_ms)));
     bhttp::async_read_header(stream, buffer, *parser,
                              [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
   }

@@ -12,6 +12,7 @@ ServerOptions serverOptionsFromConfig(const Config& cfg, Metrics* metrics) {
   o.stream_workers = static_cast<std::size_t>(cfg.getInt("http.stream_workers"));
   o.stream_buffer = static_cast<std::size_t>(cfg.getInt("http.stream_buffer"));
   o.max_header = static_cast<std::size_t>(cfg.getInt("http.max_header"));
+  o.header_timeout_ms = cfg.getInt("http.header_timeout");
   o.metrics = metrics;
   return o;
 }

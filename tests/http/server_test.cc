@@ -197,6 +197,25 @@ TEST(HttpServer, IdleConnectionIsClosedAfterTheTimeout) {
   EXPECT_TRUE(half.readsEof());  // a request that never completes is dropped
 }
 
+TEST(HttpServer, ASlowHeaderIsCutAtTheHeaderTimeoutNotTheIdleTimeout) {
+  Router router;
+  router.add("GET", "/", [](const Request&) { return Response::text(200, "ok"); });
+  auto opts = ServerFixture::defaultOptions();
+  opts.idle_timeout_ms = 600000;  // ten minutes: far beyond this test's patience
+  opts.header_timeout_ms = 200;
+  ServerFixture fx(router, opts);
+  Client slow(fx.port());
+  boost::asio::write(slow.socket(), boost::asio::buffer(std::string("GET / HTTP/1.1\r\nHo")));
+  auto eof = std::async(std::launch::async, [&] { return slow.readsEof(); });
+  ASSERT_EQ(eof.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_TRUE(eof.get());
+  // A client that is idle between requests keeps its connection meanwhile.
+  Client idle(fx.port());
+  EXPECT_EQ(idle.request("GET", "/").result_int(), 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the client idles (its behaviour, not a wait)
+  EXPECT_EQ(idle.request("GET", "/").result_int(), 200);
+}
+
 TEST(HttpServer, MaxConnectionsRefusesTheExtraOneWith503) {
   Router router;
   router.add("GET", "/", [](const Request&) { return Response::text(200, "ok"); });

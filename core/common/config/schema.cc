@@ -136,6 +136,7 @@ const std::vector<KeySpec>& Config::schema() {
       {"http.stream_workers", KeyType::kInt, "4", 1, 1024, "threads producing streamed answers (/cu/query)"},
       {"http.stream_buffer", KeyType::kSize, "256KiB", 4096, 64 * kMiB, "streamed answer bytes queued per connection"},
       {"http.max_header", KeyType::kSize, "16KiB", 1024, kMiB, "request line and header fields (more: 431)"},
+      {"http.header_timeout", KeyType::kDuration, "10s", 100, kDay, "first byte to end of a request header (slow clients are cut)"},
   };
   return kSchema;
 }
