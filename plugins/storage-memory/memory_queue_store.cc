@@ -1,5 +1,6 @@
 #include "memory_queue_store.h"
 
+#include <limits>
 #include <vector>
 
 namespace lcc::plugins::memory {
@@ -10,6 +11,36 @@ MemoryQueueStore::MemoryQueueStore() {
   info_.created = true;
   info_.clean_shutdown = true;
   info_.may_have_lost_synced = false;
+}
+
+// Copies up to kScanChunk matching rows at a time under the lock, then calls `fn`
+// without it (so `fn` may call the store), resuming after the last key seen.
+template <typename Map, typename Key, typename Row, typename Pred, typename Stop>
+Status MemoryQueueStore::scanChunked(const Map& map, Key from, Pred matches,
+                                     const std::function<bool(const Row&)>& fn, Stop past_end) {
+  bool first = true;
+  std::vector<Row> chunk;
+  for (;;) {
+    chunk.clear();
+    bool more = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      LCC_RETURN_IF_ERROR(usable());
+      auto it = first ? map.lower_bound(from) : map.upper_bound(from);
+      std::size_t looked = 0;
+      for (; it != map.end() && chunk.size() < kScanChunk && looked < kScanChunk * 16; ++it, ++looked) {
+        if (past_end(it->second)) break;
+        from = it->first;
+        if (matches(it->second)) chunk.push_back(it->second);
+      }
+      more = it != map.end() && !past_end(it->second);
+    }
+    first = false;
+    for (const auto& row : chunk) {
+      if (!fn(row)) return Status::ok();
+    }
+    if (!more) return Status::ok();
+  }
 }
 
 Status MemoryQueueStore::usable() const {
@@ -79,17 +110,7 @@ Result<std::optional<QueueEntry>> MemoryQueueStore::getEntry(std::string_view ke
 }
 
 Status MemoryQueueStore::scanEntries(const std::function<bool(const QueueEntry&)>& fn) {
-  std::vector<QueueEntry> rows;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    LCC_RETURN_IF_ERROR(usable());
-    rows.reserve(entries_.size());
-    for (const auto& [k, e] : entries_) rows.push_back(e);
-  }
-  for (const auto& e : rows) {
-    if (!fn(e)) break;
-  }
-  return Status::ok();
+  return scanChunked(entries_, std::string(), [](const QueueEntry&) { return true; }, fn);
 }
 
 Result<std::uint64_t> MemoryQueueStore::entryCount() {
@@ -107,39 +128,15 @@ Result<std::optional<PSetRecord>> MemoryQueueStore::getPSet(PSetId pset, TimeSlo
 }
 
 Status MemoryQueueStore::scanPSets(std::optional<TimeSlot> slot, const std::function<bool(const PSetRecord&)>& fn) {
-  std::vector<PSetRecord> rows;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    LCC_RETURN_IF_ERROR(usable());
-    for (const auto& [k, p] : psets_) {
-      if (!slot || p.slot == *slot) rows.push_back(p);
-    }
-  }
-  for (const auto& p : rows) {
-    if (!fn(p)) break;
-  }
-  return Status::ok();
+  return scanChunked(psets_, std::pair<PSetId, TimeSlot>(0, std::numeric_limits<TimeSlot>::min()),
+                     [&](const PSetRecord& p) { return !slot || p.slot == *slot; }, fn);
 }
 
 Status MemoryQueueStore::scanDeletes(std::optional<std::string> machine,
                                      const std::function<bool(const DeleteRequest&)>& fn) {
-  std::vector<DeleteRequest> rows;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    LCC_RETURN_IF_ERROR(usable());
-    if (machine) {
-      for (auto it = deletes_.lower_bound({*machine, std::string()}); it != deletes_.end() && it->first.first == *machine;
-           ++it) {
-        rows.push_back(it->second);
-      }
-    } else {
-      for (const auto& [k, d] : deletes_) rows.push_back(d);
-    }
-  }
-  for (const auto& d : rows) {
-    if (!fn(d)) break;
-  }
-  return Status::ok();
+  return scanChunked(deletes_, std::pair<std::string, std::string>(machine.value_or(""), ""),
+                     [&](const DeleteRequest& d) { return !machine || d.machine == *machine; }, fn,
+                     [&](const DeleteRequest& d) { return machine && d.machine != *machine; });
 }
 
 Result<std::optional<std::string>> MemoryQueueStore::getMeta(std::string_view key) {

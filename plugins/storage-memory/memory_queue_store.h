@@ -1,5 +1,6 @@
 // memory_queue_store.h — QDB, QPSDB, FSMDB and meta in ordered maps.
 // THREADS: as QueueStore (one thread at a time); a mutex makes misuse harmless.
+// Scans copy up to 256 rows at a time and call back without the lock.
 // DURABILITY: none (openInfo().persistent == false); sync() only checks state.
 #pragma once
 
@@ -31,7 +32,11 @@ class MemoryQueueStore final : public QueueStore {
   Result<std::optional<std::string>> getMeta(std::string_view key) override;
 
  private:
+  static constexpr std::size_t kScanChunk = 256;
   Status usable() const;  // caller holds mu_
+  template <typename Map, typename Key, typename Row, typename Pred, typename Stop = bool (*)(const Row&)>
+  Status scanChunked(const Map& map, Key from, Pred matches, const std::function<bool(const Row&)>& fn,
+                     Stop past_end = [](const Row&) { return false; });
 
   mutable std::mutex mu_;
   StoreOpenInfo info_;

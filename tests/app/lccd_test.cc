@@ -130,8 +130,7 @@ class LccdProcessTest : public ::testing::Test {
   int exit_status_ = 0;
 };
 
-// Needs core/http/server.cc (the HTTP server) to listen: until it is in, lccd cannot
-// come up and this fails with lccd's log.
+// Needs the HTTP server (core/http) to listen; a failure shows lccd's log.
 TEST_F(LccdProcessTest, StartsWithOnlyTheHttpPortAndStopsOnSigterm) {
   start();
   ASSERT_TRUE(pollUntil([&] { return httpUp() || !running(); })) << log();

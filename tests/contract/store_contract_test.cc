@@ -349,6 +349,33 @@ TEST_P(StoreContractTest, QueueDeletesOrderedByMachineAndFilename) {
   EXPECT_TRUE(q->close().isOk());
 }
 
+TEST_P(StoreContractTest, QueueManyPSetsAndDeletesScanCompletelyInOrder) {
+  auto q = queue();
+  ASSERT_TRUE(q);
+  QueueBatch batch;
+  for (PSetId id = 700; id >= 1; --id) batch.putPSet(pset(id, static_cast<TimeSlot>(id % 7)));
+  for (int i = 0; i < 900; ++i) {
+    batch.putDelete({"m" + std::to_string(i % 3), "f" + std::to_string(100000 + i), fromUnixMillis(i)});
+  }
+  ASSERT_TRUE(q->apply(batch).isOk());
+  auto all = collect<PSetRecord>([&](auto fn) { return q->scanPSets(std::nullopt, fn); });
+  ASSERT_EQ(all.size(), 700u);
+  for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].pset, i + 1);
+  auto slot2 = collect<PSetRecord>([&](auto fn) { return q->scanPSets(TimeSlot{2}, fn); });
+  ASSERT_EQ(slot2.size(), 100u);
+  for (std::size_t i = 1; i < slot2.size(); ++i) EXPECT_LT(slot2[i - 1].pset, slot2[i].pset);
+  auto m1 = collect<DeleteRequest>([&](auto fn) { return q->scanDeletes(std::string("m1"), fn); });
+  ASSERT_EQ(m1.size(), 300u);
+  for (std::size_t i = 0; i < m1.size(); ++i) {
+    EXPECT_EQ(m1[i].machine, "m1");
+    if (i > 0) {
+      EXPECT_LT(m1[i - 1].filename, m1[i].filename);
+    }
+  }
+  EXPECT_EQ(collect<DeleteRequest>([&](auto fn) { return q->scanDeletes(std::nullopt, fn); }).size(), 900u);
+  EXPECT_TRUE(q->close().isOk());
+}
+
 TEST_P(StoreContractTest, QueueKeepsOddBytesAndLongValues) {
   auto q = queue();
   ASSERT_TRUE(q);
