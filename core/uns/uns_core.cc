@@ -71,7 +71,14 @@ AuthResult UnsCore::authenticate(const AuthRequest& request, const std::string& 
     spdlog::warn("uns: provider {}: reading the PIDB failed: {}", pid, got.status().toString());
     return refuse(ErrorCode::kInternal, "internal error");
   }
-  if (!got.value() || !verifyPassword(got.value()->password_hash, request.password)) {
+  if (!got.value()) {
+    // Spend the same time as for a known provider, so that answers do not tell which
+    // provider ids exist.
+    static const std::string kDummyHash = hashPassword(randomHex(16)).valueOr(std::string());
+    if (!kDummyHash.empty()) (void)verifyPassword(kDummyHash, request.password);
+    return refuse(ErrorCode::kAuthFailed, "authentication failed");
+  }
+  if (!verifyPassword(got.value()->password_hash, request.password)) {
     return refuse(ErrorCode::kAuthFailed, "authentication failed");
   }
   if (got.value()->state != ProviderState::kActive) {

@@ -294,7 +294,7 @@ class Session : public std::enable_shared_from_this<Session> {
 struct UnsServer::Impl {
   Impl(asio::io_context& io_, UnsOptions o, ProviderStore* providers, Clock* clock, Env* env, Metrics* metrics_,
        std::function<std::uint64_t(ProviderId)> queued)
-      : io(io_), opt(std::move(o)), metrics(metrics_), acceptor(asio::make_strand(io_)), auth_pool(1) {
+      : io(io_), opt(std::move(o)), metrics(metrics_), acceptor(asio::make_strand(io_)), auth_pool(2) {
     std::function<std::uint64_t()> free_space;
     if (env && !opt.forwarder.spool_dir.empty()) {
       free_space = [env, dir = opt.forwarder.spool_dir]() -> std::uint64_t {
