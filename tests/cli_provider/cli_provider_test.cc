@@ -1,7 +1,10 @@
 // `lcc provider ...` and `lcc status`: the real lcc binary against an in-test HTTP
 // server carrying the admin routes over a storage-memory ProviderStore (real loader).
 #include <gtest/gtest.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
+#include <arpa/inet.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -313,6 +316,50 @@ TEST(AdminAccess, LoopbackOnlyUnlessAllowedAndTheTokenMustMatch) {
   EXPECT_FALSE(http::constantTimeEquals("ab", "abc"));
   EXPECT_FALSE(http::constantTimeEquals("abcd", "abc"));
   EXPECT_FALSE(http::constantTimeEquals("", "abc"));
+}
+
+// This host's first non-loopback IPv4 address, or "" when it has none.
+std::string nonLoopbackAddress() {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (ifaddrs* a = list; a != nullptr && found.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    char buf[INET_ADDRSTRLEN];
+    auto* in = reinterpret_cast<sockaddr_in*>(a->ifa_addr);
+    if (::inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf) && std::string(buf).rfind("127.", 0) != 0) found = buf;
+  }
+  ::freeifaddrs(list);
+  return found;
+}
+
+// Over a real socket from a non-loopback address: refused unless http.admin_remote.
+TEST(AdminAccess, ANonLoopbackPeerIsRefusedUnlessRemoteAdminIsAllowed) {
+  const std::string ip = nonLoopbackAddress();
+  if (ip.empty()) GTEST_SKIP() << "this host has no non-loopback IPv4 address";
+  testing::TempDir dir;
+  const std::string token = randomHex(16);
+  std::ofstream(dir.file("admin.token")) << token << "\n";
+  testing::SimClock clock;
+  PluginRegistry registry(LCC_PLUGIN_DIR, HostContext{&clock, posixEnv(), pluginLogger("test"), dir.path(), "m1"});
+  auto store = registry.makeProviderStore("storage-memory", OptionsView());
+  ASSERT_TRUE(store.isOk());
+  for (bool allow : {false, true}) {
+    http::Router router;
+    http::AdminContext ctx;
+    ctx.providers = store.value().get();
+    ctx.env = posixEnv();
+    ctx.options.token_file = dir.file("admin.token");
+    ctx.options.allow_remote = allow;
+    http::registerAdminRoutes(router, ctx);
+    http::ServerOptions opts;
+    opts.listen = ip + ":0";
+    http::testing::ServerFixture fx(router, opts);
+    ASSERT_TRUE(fx.startStatus().isOk()) << fx.startStatus().toString();
+    http::testing::Client c(fx.port(), ip);
+    auto res = c.request("GET", "/admin/providers", "", {{"Authorization", "Bearer " + token}});
+    EXPECT_EQ(res.result_int(), allow ? 200 : 403) << res.body();
+  }
 }
 
 TEST(NodeRoutes, HomePageLinksAndTheRestStays404) {

@@ -21,8 +21,8 @@ using tcp = boost::asio::ip::tcp;
 // One client connection; each call sends a request and reads the answer.
 class Client {
  public:
-  explicit Client(std::uint16_t port) : socket_(io_) {
-    socket_.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
+  explicit Client(std::uint16_t port, const std::string& host = "127.0.0.1") : socket_(io_) {
+    socket_.connect(tcp::endpoint(boost::asio::ip::make_address(host), port));
   }
 
   bhttp::response<bhttp::string_body> request(const std::string& method, const std::string& target,
