@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "bot/bot_service.h"
 #include "bot/robot.h"
 #include "common/md5.h"
 #include "common/plugin/plugin_registry.h"
@@ -257,6 +258,87 @@ TEST(LccBot, ListenModeCanBeDrivenByHandAndEndsWithTheStream) {
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace lcc
+
+namespace lcc {
+namespace {
+
+// The bot role as lccd runs it: bot.robots robots sharing the node's fetcher.
+TEST(BotService, RunsTheConfiguredRobotsAgainstTheRobotPort) {
+  SimClock clock;
+  TempDir dir;
+  PluginRegistry registry(LCC_PLUGIN_DIR, HostContext{&clock, posixEnv(), nullptr, dir.path(), "m1"});
+  auto fetcher = std::move(registry.makeFetcher("fetch-stub", registry.defaultOptions("fetch-stub").value())).value();
+  // A BOT-M stand-in listening on the robot port.
+  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(lfd, 8), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::vector<ConfigProblem> problems;
+  auto cfg = Config::loadText("node: {data_dir: " + dir.path() + ", machine_id: m1}\nlisten: {robots: 127.0.0.1:" +
+                                  std::to_string(ntohs(a.sin_port)) + "}\nbot: {robots: 2, slots: 3}\n",
+                              "t.yaml", {}, &problems);
+  ASSERT_TRUE(cfg.isOk());
+  asio::io_context io;
+  Metrics metrics;
+  NodeContext node;
+  node.config = &cfg.value();
+  node.io = &io;
+  node.clock = &clock;
+  node.env = posixEnv();
+  node.metrics = &metrics;
+  node.data_dir = dir.path();
+  node.machine_id = "m1";
+  node.fetcher = fetcher.get();
+  auto made = bot::makeBotService(node);
+  ASSERT_TRUE(made.isOk()) << made.status().toString();
+  ServicePtr service = std::move(made).value();
+  ASSERT_TRUE(service->start().isOk());
+  auto guard = asio::make_work_guard(io);
+  std::thread t([&] { io.run(); });
+  std::vector<std::unique_ptr<BotmEnd>> robots;
+  for (int i = 0; i < 2; ++i) {
+    int fd = ::accept(lfd, nullptr, nullptr);
+    ASSERT_GE(fd, 0);
+    struct timeval tv{20, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    robots.push_back(std::make_unique<BotmEnd>(fd));
+    auto hello = robots.back()->read(1);
+    ASSERT_EQ(hello.size(), 1u);
+    EXPECT_EQ(std::get<proto::RobotHello>(hello[0]).slots, 3u);
+    robots.back()->send(proto::encodeBotmRobotOpen({"m1"}));
+  }
+  // Robots of the local BOT-M only write below its content folder.
+  const std::string file = dir.path() + "/content/00/00/5";
+  robots[1]->send(proto::encodeRobotFetch({5, "http://h.test/x?stub_size=12", file, "", std::nullopt, 0}) +
+                  proto::encodeRobotFetch({6, "http://h.test/x", dir.path() + "/outside", "", std::nullopt, 0}));
+  auto r5 = robots[1]->result(1);
+  auto r6 = robots[1]->result(2);
+  if (r5.id == 6) std::swap(r5, r6);
+  ASSERT_TRUE(r5.ok) << r5.message;
+  EXPECT_EQ(posixEnv()->fileSize(file).value(), 12u);
+  EXPECT_FALSE(r6.ok);
+  nlohmann::json st;
+  service->status(st);
+  EXPECT_EQ(st["connected"], 2);
+  EXPECT_EQ(st["fetched"], 1);
+  service->stop();
+  for (auto& r : robots) {
+    auto all = r->read(100);  // until the robot closed its stream
+    EXPECT_TRUE(std::holds_alternative<proto::RobotEnd>(all.back()));
+  }
+  guard.reset();
+  io.stop();
+  t.join();
+  fetcher->stop();
+  ::close(lfd);
 }
 
 }  // namespace

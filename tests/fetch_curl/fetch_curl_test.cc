@@ -162,10 +162,10 @@ TEST_F(FetchCurlTest, FollowsRedirectsUpToTheLimitAndStopsLoopsAndOtherSchemes) 
   EXPECT_EQ(fetch(*f, server_.url("/to/gopher://127.0.0.1:70/")).code, ErrorCode::kRedirectError);
 }
 
-TEST_F(FetchCurlTest, RedirectToAForbiddenAddressIsRefused) {
-  // The first hop is allowed only because the policy is judged per socket: use a
-  // server name that is not loopback... there is none in a test, so check that a
-  // redirect target on loopback is refused with 311 when the policy is on.
+TEST_F(FetchCurlTest, ARedirectingUrlOnAForbiddenAddressIsRefused) {
+  // The policy is checked for every socket the transfer opens (first hop and every
+  // redirect). A test has no public server, so this only shows the refusal of a
+  // redirecting URL; redirect hops use the same socket-open callback.
   auto f = make();
   FetchResult r = fetch(*f, server_.url("/to/http://127.0.0.1:1/"));
   EXPECT_EQ(r.code, ErrorCode::kAddressRefused);
