@@ -142,6 +142,11 @@ class Session : public std::enable_shared_from_this<Session> {
         });
       });
     }
+    if (eof_ && !eof_delivered_ && policy_.waitingForCp()) {
+      eof_delivered_ = true;
+      policy_.onEof();
+      return drive();
+    }
     if (policy_.finished()) {
       idle_.cancel();
       deadline_.cancel();
@@ -158,11 +163,14 @@ class Session : public std::enable_shared_from_this<Session> {
       policy_.onTimeout(true);
       return drive();
     }
-    // Idle timer: only while the CP owes us bytes.
+    // Idle timer: only while the CP owes us bytes. Reading goes on while the password
+    // is checked, so that what a CP sent right behind its init is here when it is needed.
+    const bool backlog = out_bytes_ - written_ > kMaxPendingOutput || pending_in_.size() > kMaxPendingInput;
+    const bool want_bytes =
+        policy_.waitingForCp() || policy_.state() == SessionPolicy::State::kAuthenticating;
+    if (want_bytes && !reading_ && !backlog && !eof_) readSome();
     if (policy_.waitingForCp()) {
       if (!idle_armed_) armIdle();
-      const bool backlog = out_bytes_ - written_ > kMaxPendingOutput || pending_in_.size() > kMaxPendingInput;
-      if (!reading_ && !backlog) readSome();
     } else {
       idle_.cancel();
       idle_armed_ = false;
@@ -191,7 +199,7 @@ class Session : public std::enable_shared_from_this<Session> {
       if (self->closed_) return;
       if (ec) {
         if (self->lingering_) return self->closeNow();
-        self->policy_.onEof();
+        self->eof_ = true;  // delivered to the policy once it waits for the CP (drive)
         if (ec != asio::error::eof) self->peer_gone_ = true;
         self->drive();
         return;
@@ -240,7 +248,7 @@ class Session : public std::enable_shared_from_this<Session> {
     lingering_ = true;
     boost::system::error_code ignored;
     sock_.shutdown(tcp::socket::shutdown_send, ignored);
-    if (peer_gone_) return closeNow();
+    if (peer_gone_ || eof_) return closeNow();  // nothing unread can be left behind
     idle_.cancel();
     idle_.expires_after(std::chrono::milliseconds(std::min<std::int64_t>(sh_.opt.idle_timeout_ms, 2000)));
     idle_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
@@ -287,6 +295,7 @@ class Session : public std::enable_shared_from_this<Session> {
   ProviderId provider_slot_ = 0;
   bool admitted_ = false, reading_ = false, writing_ = false, idle_armed_ = false;
   bool lingering_ = false, closed_ = false, ended_ = false, peer_gone_ = false, deadline_passed_ = false;
+  bool eof_ = false, eof_delivered_ = false;
 };
 
 }  // namespace
