@@ -5,7 +5,7 @@
 # that keeps capacity x 150% fetches outstanding, as the QM does). Same URLs, same
 # number of files written. Results go to docs/benchmarks.md ("Fetching").
 #
-#   BUILD=build-botm-rel N=20000 RUNS=3 ROBOTS=2 SLOTS=32 bench/fetch_bench/fetch_bench.sh
+#   BUILD=build-rel N=20000 RUNS=3 ROBOTS=2 SLOTS=32 IO_THREADS=1 [OUT=/dev/shm] bench/fetch_bench/fetch_bench.sh
 #
 # Needs a Release build with lccd, fetch_bench, fetch-curl and storage-memory:
 #   cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=Release -DLCC_BUILD_TESTS=OFF
@@ -24,12 +24,15 @@ BASE=$((20000 + RANDOM % 20000))
 WEB=$BASE; SRC=$((BASE + 1)); ROB=$((BASE + 2)); HTTP=$((BASE + 3))
 SCR=$(mktemp -d "${TMPDIR:-/tmp}/lcc-fetch-bench-XXXXXX")
 chmod 755 "$SCR"
+# Where both contenders write their files: OUT=/dev/shm measures the fetch pipeline
+# without the file system's inode allocator (tmpfs); default: next to the scratch data.
+OUT=$(mktemp -d "${OUT:-$SCR}/lcc-fetch-out-XXXXXX")
 NGINX_PID=""; LCCD_PID=""
 cleanup() {
   [ -n "$LCCD_PID" ] && kill "$LCCD_PID" 2>/dev/null || true
   [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null || true
   wait 2>/dev/null || true
-  rm -rf "$SCR"
+  rm -rf "$SCR" "$OUT"
 }
 trap cleanup EXIT
 
@@ -76,26 +79,29 @@ for f in $(seq 1 $FILES_PER_PROVIDER); do
   for p in $(seq -w 0 $((PROVIDERS - 1))); do echo "http://127.0.0.1:$WEB/p$p/f$f.html"; done
 done >> "$SCR/urls.txt"
 awk -v n="$N" '{u[NR]=$0} END {for (i = 0; i < n; i++) print u[i % NR + 1]}' "$SCR/urls.txt" > "$SCR/urls_n.txt"
-awk -v out="$SCR/curl_out" '{d=int((NR-1)/256); printf "url = \"%s\"\noutput = \"%s/%02x/%02x/%x\"\n", $0, out, int(d/256)%256, d%256, NR-1}' \
+awk -v out="$OUT/curl_out" '{d=int((NR-1)/256); printf "url = \"%s\"\noutput = \"%s/%02x/%02x/%x\"\n", $0, out, int(d/256)%256, d%256, NR-1}' \
   "$SCR/urls_n.txt" > "$SCR/curl.cfg"
 
 now() { date +%s.%N; }
-curl_rates=(); lcc_rates=()
+curl_rates=(); lcc_rates=(); curl_cpu=(); lcc_cpu=()
 for run in $(seq 1 "$RUNS"); do
   # --- curl --parallel, one file per URL ---
-  rm -rf "$SCR/curl_out"; sync
+  rm -rf "$OUT/curl_out" "$OUT/lcc"; sync
   t0=$(now)
-  curl -s --no-progress-meter --parallel --parallel-max 64 --create-dirs -K "$SCR/curl.cfg"
+  /usr/bin/time -f "%U %S" -o "$SCR/curl_cpu.txt" \
+    curl -s --no-progress-meter --parallel --parallel-max 64 --create-dirs -K "$SCR/curl.cfg"
   t1=$(now)
-  got=$(find "$SCR/curl_out" -type f | wc -l)
+  got=$(find "$OUT/curl_out" -type f | wc -l)
   rate=$(echo "$N / ($t1 - $t0)" | bc -l)
-  curl_rates+=("$rate")
-  printf 'run %d curl  files=%d seconds=%.3f rate=%.0f/s\n' "$run" "$got" "$(echo "$t1 - $t0" | bc -l)" "$rate"
+  cpu=$(awk '{print $1 + $2}' "$SCR/curl_cpu.txt")
+  curl_rates+=("$rate"); curl_cpu+=("$(echo "$N / $cpu" | bc -l)")
+  printf 'run %d curl  files=%d seconds=%.3f rate=%.0f/s cpu=%.2fs (%.0f files per CPU-second) load=%s\n' "$run" "$got" \
+    "$(echo "$t1 - $t0" | bc -l)" "$rate" "$cpu" "$(echo "$N / $cpu" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
 
   # --- lccd: BOT-M + robots + fetch-curl, driven by fetch_bench as the url source ---
-  rm -rf "$SCR/lcc"; mkdir -p "$SCR/lcc"; sync
+  rm -rf "$OUT/curl_out" "$OUT/lcc"; mkdir -p "$OUT/lcc"; sync
   cat > "$SCR/lcc.yaml" <<YAML
-node: {data_dir: $SCR/lcc, machine_id: m1}
+node: {data_dir: $OUT/lcc, machine_id: m1}
 roles: [botm, bot]
 threads: 2
 listen: {botm: 127.0.0.1:$SRC, robots: 127.0.0.1:$ROB, http: 127.0.0.1:$HTTP}
@@ -111,15 +117,22 @@ YAML
   "$BUILD/bin/lccd" -c "$SCR/lcc.yaml" 2> "$SCR/lccd.log" &
   LCCD_PID=$!
   wait "$BENCH_PID" || { echo "fetch_bench failed:"; cat "$SCR/lcc_result.txt" "$SCR/lccd.log" | tail -20; exit 1; }
+  # CPU of lccd (BOT-M + robots + fetch-curl), clock ticks of utime + stime.
+  ticks=$(awk '{print $14 + $15}' "/proc/$LCCD_PID/stat")
+  lcpu=$(echo "$ticks / $(getconf CLK_TCK)" | bc -l)
   kill -TERM "$LCCD_PID"; wait "$LCCD_PID" || true; LCCD_PID=""
   line=$(cat "$SCR/lcc_result.txt")
-  files=$(find "$SCR/lcc/content" -type f | wc -l)
+  files=$(find "$OUT/lcc/content" -type f | wc -l)
   rate=$(echo "$line" | sed -n 's/.*rate=\([0-9.]*\).*/\1/p')
-  lcc_rates+=("$rate")
-  echo "run $run $line files=$files"
+  lcc_rates+=("$rate"); lcc_cpu+=("$(echo "$N / $lcpu" | bc -l)")
+  printf 'run %d %s files=%d lccd cpu=%.2fs (%.0f files per CPU-second) load=%s\n' "$run" "$line" "$files" "$lcpu" \
+    "$(echo "$N / $lcpu" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
 done
 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 cm=$(median "${curl_rates[@]}"); lm=$(median "${lcc_rates[@]}")
-printf 'median curl --parallel-max 64: %.0f files/s; lcc (robots=%d x slots=%d): %.0f files/s; ratio %.2f\n' \
-  "$cm" "$ROBOTS" "$SLOTS" "$lm" "$(echo "$lm / $cm" | bc -l)"
+cc=$(median "${curl_cpu[@]}"); lc=$(median "${lcc_cpu[@]}")
+printf 'median curl --parallel-max 64: %.0f files/s; lcc (robots=%d x slots=%d, io_threads=%d): %.0f files/s; ratio %.2f\n' \
+  "$cm" "$ROBOTS" "$SLOTS" "$IO_THREADS" "$lm" "$(echo "$lm / $cm" | bc -l)"
+printf 'median files per CPU-second: curl %.0f, lccd %.0f (lccd alone, nginx and fetch_bench not counted); ratio %.2f\n' \
+  "$cc" "$lc" "$(echo "$lc / $cc" | bc -l)"
