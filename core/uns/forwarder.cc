@@ -513,10 +513,11 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     retry_timer.cancel();
     ack_timer.cancel();
     ++gen;
-    link_ready = false;
+    const bool was_ready = link_ready.exchange(false);
     if (sock) {
       boost::system::error_code ignored;
-      asio::write(*sock, asio::buffer(proto::encodeUnsClose()), ignored);
+      // End the stream politely unless a write is half done (bytes must not interleave).
+      if (!writing && was_ready) asio::write(*sock, asio::buffer(proto::encodeUnsClose()), ignored);
       sock->close(ignored);
       sock.reset();
     }
