@@ -1,24 +1,10 @@
 #include "uns/session_policy.h"
 
-#include <charconv>
-
 #include "proto/uns_qm.h"
 
 namespace lcc::uns {
 
 namespace {
-
-bool parseProviderId(std::string_view s, ProviderId& out) {
-  if (s.empty() || s.size() > 10) return false;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-  }
-  std::uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || v == 0 || v > 0xffffffffu) return false;
-  out = static_cast<ProviderId>(v);
-  return true;
-}
 
 // The CP's attributes with c/b/f resolved against urlprefix, for error containers.
 proto::UrlAttrs echoAttrs(const proto::UrlAttrs& attrs, std::string_view urlprefix) {

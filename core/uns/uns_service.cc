@@ -47,7 +47,6 @@ struct Shared {
   Counter* c_sessions = nullptr;
   Counter* c_rejected = nullptr;
   Counter* c_accepted = nullptr;
-  Counter* c_url_errors = nullptr;
   Counter* c_timeouts = nullptr;
 };
 

@@ -123,7 +123,6 @@ TEST_F(UnsServerTest, HostileClientsGetTheirCodeWhileARealSessionSucceeds) {
   // A slow trickle: one byte every 20 ms, never idle, outlives the session deadline.
   hostile.emplace_back([&] {
     std::string init = initXml(1) + "<lococa:set xmlns:lococa=\"http://www.lococa.org/1.0\">";
-    std::string trickle = init + std::string(4000, ' ');
     // cpExchange with chunk 1 and a pause per byte: a dedicated client.
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
@@ -420,7 +419,9 @@ TEST_F(UnsServerTest, DISABLED_ThroughputOfOneLargeSet) {
     opt.session.xml.max_elements = opt.session.max_set_urls + 16;
     Harness h(opt, fx_.store());
     ASSERT_TRUE(h.start().isOk());
-    if (qm_up) ASSERT_TRUE(eventually([&] { return h.server().forwarder().connected(); }));
+    if (qm_up) {
+      ASSERT_TRUE(eventually([&] { return h.server().forwarder().connected(); }));
+    }
     const int n = 200000;
     std::string req = initXml(1) + proto::encodeSetBegin(false, "http://www.server.com/");
     for (int i = 0; i < n; ++i) {
