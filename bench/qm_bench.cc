@@ -352,7 +352,7 @@ int runReady(const Args& a) {
               a.plugin.c_str(), static_cast<unsigned long long>(n), qm.scheduler().readySetCount(),
               qm.scheduler().providerCount(), stores_s, ready_s, botm.orders.size());
   std::printf("rss: %.1f MiB at start, %.1f MiB with the stores open, %.1f MiB ready: %.2f bytes per queued URL "
-              "(whole process), %.2f bytes per queued URL (QM tables, ready minus stores open)\n",
+              "(whole process), %.2f bytes per queued URL (growth from stores open to ready)\n",
               static_cast<double>(rss0) / (1 << 20), static_cast<double>(rss_stores) / (1 << 20),
               static_cast<double>(rss1) / (1 << 20), n ? static_cast<double>(rss1) / static_cast<double>(n) : 0.0,
               n ? static_cast<double>(rss1 - rss_stores) / static_cast<double>(n) : 0.0);

@@ -114,7 +114,8 @@ Status appendToList(StoreTxn& t, QueueEntry e, std::int32_t priority) {
   return Status::ok();
 }
 
-Status unlinkFromList(StoreTxn& t, const std::string& key, ListId list) {
+Status unlinkFromList(StoreTxn& t, const std::string& key, ListId list, bool* found_out) {
+  if (found_out) *found_out = false;
   LCC_ASSIGN_OR_RETURN(auto rec, t.pset(list.pset, list.slot));
   if (!rec) return Status::ok();
   LCC_ASSIGN_OR_RETURN(auto row, t.entry(key));
@@ -140,6 +141,7 @@ Status unlinkFromList(StoreTxn& t, const std::string& key, ListId list) {
     }
     if (!found) return Status::ok();  // not on this list
   }
+  if (found_out) *found_out = true;
   if (rec->count > 0) rec->count -= 1;
   if (rec->first.empty() || rec->count == 0) {
     t.removePSet(list.pset, list.slot);
@@ -153,7 +155,13 @@ Status unlinkFromList(StoreTxn& t, const std::string& key, ListId list) {
 Status dropRow(StoreTxn& t, const std::string& key, ListId list) {
   LCC_ASSIGN_OR_RETURN(auto row, t.entry(key));
   if (!row) return Status::ok();
-  LCC_RETURN_IF_ERROR(unlinkFromList(t, key, list));
+  bool found = false;
+  LCC_RETURN_IF_ERROR(unlinkFromList(t, key, list, &found));
+  // Not where the caller last saw it (a QPSDB rebuild re-homed it): its own lists.
+  for (ListId other : {ListId{row->pset, kSlotNow}, ListId{row->pset, row->slot}}) {
+    if (found || other == list) continue;
+    LCC_RETURN_IF_ERROR(unlinkFromList(t, key, other, &found));
+  }
   t.removeEntry(key);
   t.effects.queued_delta[row->notice.key.pid] -= 1;
   return Status::ok();

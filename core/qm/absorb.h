@@ -114,8 +114,9 @@ struct ListId {
 Status appendToList(StoreTxn& t, QueueEntry e, std::int32_t priority);
 // Takes row `key` out of `list` (head or not); the row itself is not removed. Removes
 // the QPSDB record when the list becomes empty.
-Status unlinkFromList(StoreTxn& t, const std::string& key, ListId list);
-// Removes the row and unlinks it.
+// `found` (optional) tells whether the row was on that list.
+Status unlinkFromList(StoreTxn& t, const std::string& key, ListId list, bool* found = nullptr);
+// Removes the row and unlinks it (from `list`, else from its own (pset, -1) or (pset, slot)).
 Status dropRow(StoreTxn& t, const std::string& key, ListId list);
 // Moves a row to the end of the same list (a retryable failure: "marked bad").
 Status moveToTail(StoreTxn& t, const std::string& key, ListId list, std::uint16_t bad_count);
