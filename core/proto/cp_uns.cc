@@ -15,23 +15,6 @@ constexpr std::string_view kKnownUrlAttrs[] = {"c", "m", "st", "b", "f", "op", "
 
 bool isLococa(std::string_view ns) { return ns.empty() || ns == kLococaNs; }
 
-template <typename T>
-bool parseUnsigned(std::string_view s, T& out) {
-  if (s.empty() || s.size() > 20) return false;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-  }
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-void attr(std::string& out, std::string_view name, std::string_view value) {
-  out.push_back(' ');
-  out += name;
-  out += "=\"";
-  appendXmlEscaped(out, value);
-  out.push_back('"');
-}
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -79,7 +62,7 @@ std::string checkHttpUrl(std::string_view u, std::size_t max_len) {
     std::string_view port = host.substr(colon + 1);
     host = host.substr(0, colon);
     unsigned p = 0;
-    if (!port.empty() && (!parseUnsigned(port, p) || p > 65535)) return "bad port";
+    if (!port.empty() && (!parseDecimalAs(port, p) || p > 65535)) return "bad port";
   }
   if (host.empty()) return "URL without a host";
   for (char c : host) {
@@ -102,6 +85,23 @@ bool mimeToken(std::string_view s) {
 }
 
 }  // namespace
+
+bool parseDecimal(std::string_view s, std::uint64_t& out) {
+  if (s.empty() || s.size() > 20) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+void appendAttr(std::string& out, std::string_view name, std::string_view value) {
+  out.push_back(' ');
+  out += name;
+  out += "=\"";
+  appendXmlEscaped(out, value);
+  out.push_back('"');
+}
 
 const std::string* findAttr(const UrlAttrs& attrs, std::string_view name) {
   for (const auto& [k, v] : attrs) {
@@ -237,7 +237,7 @@ std::optional<std::string> canonicalTod(std::string_view tod, int slots) {
     auto dash = part.find('-');
     if (dash == std::string_view::npos) return std::nullopt;
     int a = 0, b = 0;
-    if (!parseUnsigned(part.substr(0, dash), a) || !parseUnsigned(part.substr(dash + 1), b)) return std::nullopt;
+    if (!parseDecimalAs(part.substr(0, dash), a) || !parseDecimalAs(part.substr(dash + 1), b)) return std::nullopt;
     if (a >= b || b > slots) return std::nullopt;
     ranges.emplace_back(a, b);
     if (ranges.size() > 1000) return std::nullopt;
@@ -341,7 +341,7 @@ UrlVerdict validateUrl(const UrlAttrs& attrs, std::string_view urlprefix, Provid
   }
   if (const std::string* sz = findAttr(attrs, "sz")) {
     std::uint64_t s = 0;
-    if (!parseUnsigned(*sz, s)) return bad(ErrorCode::kInvalidAttribute, "invalid attribute value: sz");
+    if (!parseDecimalAs(*sz, s)) return bad(ErrorCode::kInvalidAttribute, "invalid attribute value: sz");
     n.size = s;
   }
   if (const std::string* md5 = findAttr(attrs, "md5")) {
@@ -379,7 +379,7 @@ void appendErrorUrl(std::string& out, ErrorCode code, const UrlAttrs& attrs, std
   out += "\"";
   for (const auto& [k, v] : attrs) {
     if (k == "code") continue;
-    attr(out, k, v);
+    appendAttr(out, k, v);
   }
   out += ">";
   appendXmlEscaped(out, message);
@@ -405,8 +405,8 @@ UrlAttrs attrsOfNotice(const UrlNotice& n) {
 std::string encodeInitAccepted(const InitAcceptedInfo& info) {
   std::string out = topOpen("init_accepted");
   out += "<connect_info seq=\"" + std::to_string(info.seq) + "\"";
-  attr(out, "lastConnectIP", info.last_ip);
-  attr(out, "lastConnectTime", info.last_time ? formatRfc3339(*info.last_time) : std::string());
+  appendAttr(out, "lastConnectIP", info.last_ip);
+  appendAttr(out, "lastConnectTime", info.last_time ? formatRfc3339(*info.last_time) : std::string());
   out += "/>";
   for (const auto& m : info.mime) {
     out += "<mime>";
@@ -417,7 +417,7 @@ std::string encodeInitAccepted(const InitAcceptedInfo& info) {
          "\"/><space used=\"" + std::to_string(info.space_used) + "\" free=\"" + std::to_string(info.space_free) +
          "\"/><fullset allowed=\"" + std::to_string(info.fullset_allowed) + "\" wanted=\"" +
          (info.fullset_wanted ? "yes" : "no") + "\"";
-  if (info.fullset_wanted && !info.fullset_reason.empty()) attr(out, "reason", info.fullset_reason);
+  if (info.fullset_wanted && !info.fullset_reason.empty()) appendAttr(out, "reason", info.fullset_reason);
   out += "/></quota>";
   out += "<processing_status errors=\"" + std::to_string(info.error_total) + "\" processing=\"" +
          std::to_string(info.processing) + "\"><errors>";
@@ -462,8 +462,8 @@ std::string encodeSetRejected(ErrorCode code, std::string_view message) {
 std::string encodeInit(std::string_view id, std::string_view password) {
   std::string out = topOpen("init");
   out += "<provider";
-  attr(out, "id", id);
-  attr(out, "passwd", password);
+  appendAttr(out, "id", id);
+  appendAttr(out, "passwd", password);
   out += "/></lococa:init>\n";
   return out;
 }
@@ -474,14 +474,14 @@ std::string encodeSetBegin(bool full, std::string_view urlprefix) {
   out += "\" set=\"";
   out += full ? "full" : "partial";
   out += "\"";
-  if (!urlprefix.empty()) attr(out, "urlprefix", urlprefix);
+  if (!urlprefix.empty()) appendAttr(out, "urlprefix", urlprefix);
   out += ">\n";
   return out;
 }
 
 std::string encodeUrlElement(const UrlAttrs& attrs) {
   std::string out = "<url";
-  for (const auto& [k, v] : attrs) attr(out, k, v);
+  for (const auto& [k, v] : attrs) appendAttr(out, k, v);
   out += "/>\n";
   return out;
 }
@@ -501,7 +501,7 @@ struct ReplyDecoder::Impl final : XmlHandler {
 
   static std::uint64_t num(const XmlAttrs& a, std::string_view name) {
     std::uint64_t v = 0;
-    if (const auto* s = a.get(name)) (void)parseUnsigned(*s, v);
+    if (const auto* s = a.get(name)) (void)parseDecimalAs(*s, v);
     return v;
   }
 

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/md5.h"
+#include "proto/cp_uns.h"
 #include "common/time_util.h"
 
 namespace lcc::proto {
@@ -12,23 +13,6 @@ namespace {
 
 bool isInternalChild(const XmlName& n) { return n.ns.empty() || n.ns == kInternalNs; }
 
-template <typename T>
-bool parseUnsigned(std::string_view s, T& out) {
-  if (s.empty() || s.size() > 20) return false;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-  }
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-void attr(std::string& out, std::string_view name, std::string_view value) {
-  out.push_back(' ');
-  out += name;
-  out += "=\"";
-  appendXmlEscaped(out, value);
-  out.push_back('"');
-}
 
 // Parses one <url> element's attributes into a notice. Returns an error text or "".
 std::string urlFromAttrs(const XmlAttrs& a, ProviderId pid, UrlNotice& n) {
@@ -57,7 +41,7 @@ std::string urlFromAttrs(const XmlAttrs& a, ProviderId pid, UrlNotice& n) {
   }
   if (const auto* sz = a.get("sz")) {
     std::uint64_t v = 0;
-    if (!parseUnsigned(*sz, v)) return "bad sz";
+    if (!parseDecimalAs(*sz, v)) return "bad sz";
     n.size = v;
   }
   if (const auto* md5 = a.get("md5")) {
@@ -92,8 +76,8 @@ struct SetCollector {
       urls_seen = 0;
       const auto* id = a.get("id");
       const auto* pid = a.get("pid");
-      if (!id || !parseUnsigned(*id, set.header.id) || set.header.id == 0) return "set without a valid id";
-      if (!pid || !parseUnsigned(*pid, set.header.pid) || set.header.pid == 0) return "set without a valid pid";
+      if (!id || !parseDecimalAs(*id, set.header.id) || set.header.id == 0) return "set without a valid id";
+      if (!pid || !parseDecimalAs(*pid, set.header.pid) || set.header.pid == 0) return "set without a valid pid";
       std::string_view kind = a.getOr("kind", "partial");
       if (kind == "full") {
         set.header.kind = SetKind::kFull;
@@ -103,7 +87,7 @@ struct SetCollector {
         return "set with a bad kind";
       }
       const auto* count = a.get("count");
-      if (!count || !parseUnsigned(*count, set.header.count)) return "set without a valid count";
+      if (!count || !parseDecimalAs(*count, set.header.count)) return "set without a valid count";
       if (set.header.count > limits.max_set_urls) return "set larger than the limit";
       set.urls.reserve(static_cast<std::size_t>(set.header.count));
       return {};
@@ -133,7 +117,7 @@ std::string encodeUnsOpen(std::string_view uns_name) {
   std::string out = "<lcc:uns xmlns:lcc=\"";
   out += kInternalNs;
   out += "\"";
-  attr(out, "name", uns_name);
+  appendAttr(out, "name", uns_name);
   out += ">";
   return out;
 }
@@ -160,16 +144,16 @@ void appendSetBegin(std::string& out, const UnsQmSetHeader& h) {
 
 void appendUrl(std::string& out, const UrlNotice& n) {
   out += "<url";
-  attr(out, "c", n.key.url);
-  attr(out, "m", n.key.mime);
+  appendAttr(out, "c", n.key.url);
+  appendAttr(out, "m", n.key.mime);
   if (n.op == UrlOp::kDelete) out += " op=\"delete\"";
-  if (!n.view_tag.empty()) attr(out, "st", n.view_tag);
-  if (n.browse) attr(out, "b", *n.browse);
-  if (!n.fetch.empty()) attr(out, "f", n.fetch);
-  if (n.mtime) attr(out, "mt", formatRfc3339(*n.mtime));
-  if (n.size) attr(out, "sz", std::to_string(*n.size));
-  if (!n.md5.empty()) attr(out, "md5", n.md5);
-  if (!n.tod.empty()) attr(out, "tod", n.tod);
+  if (!n.view_tag.empty()) appendAttr(out, "st", n.view_tag);
+  if (n.browse) appendAttr(out, "b", *n.browse);
+  if (!n.fetch.empty()) appendAttr(out, "f", n.fetch);
+  if (n.mtime) appendAttr(out, "mt", formatRfc3339(*n.mtime));
+  if (n.size) appendAttr(out, "sz", std::to_string(*n.size));
+  if (!n.md5.empty()) appendAttr(out, "md5", n.md5);
+  if (!n.tod.empty()) appendAttr(out, "tod", n.tod);
   out += "/>";
 }
 
@@ -210,7 +194,7 @@ std::uint64_t peekSetId(std::string_view x) {
   auto q = x.find('"');
   if (q == std::string_view::npos) return 0;
   std::uint64_t id = 0;
-  if (!parseUnsigned(x.substr(0, q), id)) return 0;
+  if (!parseDecimalAs(x.substr(0, q), id)) return 0;
   return id;
 }
 
@@ -360,7 +344,7 @@ struct QmStreamDecoder::Impl final : StreamBase {
     if (name.local == "ack") {
       ack = UnsQmAck{};
       const auto* id = a.get("id");
-      if (!id || !parseUnsigned(*id, ack.id) || ack.id == 0) return fail("ack without a valid id");
+      if (!id || !parseDecimalAs(*id, ack.id) || ack.id == 0) return fail("ack without a valid id");
       std::string_view status = a.getOr("status", "");
       if (status == "ok") {
         ack.ok = true;
@@ -368,7 +352,7 @@ struct QmStreamDecoder::Impl final : StreamBase {
         ack.ok = false;
         unsigned code = static_cast<unsigned>(ErrorCode::kOffline);
         if (const auto* c = a.get("code")) {
-          if (!parseUnsigned(*c, code) || !isKnownErrorCode(code)) code = static_cast<unsigned>(ErrorCode::kOffline);
+          if (!parseDecimalAs(*c, code) || !isKnownErrorCode(code)) code = static_cast<unsigned>(ErrorCode::kOffline);
         }
         ack.code = static_cast<ErrorCode>(code);
       } else {

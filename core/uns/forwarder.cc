@@ -21,6 +21,8 @@ using tcp = asio::ip::tcp;
 namespace {
 constexpr std::uint64_t kCacheBudget = 64ull << 20;  // spooled sets kept in memory too
 
+}  // namespace
+
 bool splitHostPort(const std::string& hp, std::string& host, std::string& port) {
   auto colon = hp.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == hp.size()) return false;
@@ -29,7 +31,6 @@ bool splitHostPort(const std::string& hp, std::string& host, std::string& port) 
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   return true;
 }
-}  // namespace
 
 struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHandler {
   Impl(asio::io_context& io_, Env* env_, ForwarderOptions o, Metrics* m)

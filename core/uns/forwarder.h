@@ -44,6 +44,9 @@ struct ForwarderOptions {
   std::uint64_t id_block = 1024;   // set ids reserved per write of set_id
 };
 
+// "host:port" or "[v6]:port" → host, port. False when malformed.
+bool splitHostPort(const std::string& host_port, std::string& host, std::string& port);
+
 class Forwarder {
  public:
   using Done = std::function<void(const SetOutcome&)>;

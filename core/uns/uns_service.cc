@@ -30,15 +30,6 @@ namespace {
 constexpr std::size_t kMaxPendingOutput = 1u << 20;  // stop reading while this much waits to be written
 constexpr std::size_t kMaxPendingInput = 1u << 20;
 
-bool splitHostPort(const std::string& hp, std::string& host, std::string& port) {
-  auto colon = hp.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == hp.size()) return false;
-  host = hp.substr(0, colon);
-  port = hp.substr(colon + 1);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return true;
-}
-
 struct Shared {
   UnsOptions opt;
   UnsCore* core = nullptr;
