@@ -22,6 +22,7 @@
 #include "common/md5.h"
 #include "common/posix_env.h"
 #include "common/time_util.h"
+#include "http/url_codec.h"
 #include "proto/cp_uns.h"
 #include "proto/xml_reader.h"
 
@@ -366,21 +367,8 @@ bool loadMimeMap(const std::string& path, std::map<std::string, std::string>& ma
   return true;
 }
 
-// Percent-encodes a relative path for a URL (keeps '/' and unreserved characters).
-std::string urlPath(const std::string& rel) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : rel) {
-    if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
+// A relative path as a URL path: percent-encoded, '/' kept.
+std::string urlPath(const std::string& rel) { return http::percentEncode(rel, "/"); }
 
 struct FileState {
   std::uint64_t size = 0;
