@@ -178,16 +178,6 @@ std::vector<ProviderId> Scheduler::tick() {
   return released;
 }
 
-void Scheduler::forgetIfIdle(ProviderId pid) {
-  auto it = providers_.find(pid);
-  if (it == providers_.end()) return;
-  const Provider& p = it->second;
-  if (p.ready.empty() && p.in_flight == 0 && !p.delayed_until) {
-    if (p.indexed) eligible_.erase(*p.indexed);
-    providers_.erase(it);
-  }
-}
-
 std::size_t Scheduler::delayedCount() const {
   std::size_t n = 0;
   for (const auto& [pid, p] : providers_) n += p.delayed_until ? 1 : 0;

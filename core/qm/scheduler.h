@@ -92,9 +92,6 @@ class Scheduler {
   // Advances the wheel to now; returns providers whose delay ended.
   std::vector<ProviderId> tick();
 
-  // Drops a provider with nothing ready and nothing in flight.
-  void forgetIfIdle(ProviderId pid);
-
   // --- status ---
   std::size_t providerCount() const { return providers_.size(); }
   std::size_t eligibleCount() const { return eligible_.size(); }

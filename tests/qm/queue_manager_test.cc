@@ -649,11 +649,102 @@ TEST_P(QmTest, LostBotmConnectionHandsTheFetchOutAgain) {
   EXPECT_EQ(f[0].link, 2u);
 }
 
+TEST_P(QmTest, GroupCommitDelayGathersSetsIntoOneSync) {
+  options_.group_commit_delay = Millis(5);
+  ASSERT_TRUE(start().isOk());
+  const auto syncs_before = env_.syncCount();
+  for (std::uint64_t id = 1; id <= 4; ++id) submit(makeSet(1, {update(1, "http://a/" + std::to_string(id))}, id));
+  clock_.advance(Millis(4));
+  EXPECT_TRUE(acks_.empty()) << "acked before the group commit";
+  clock_.advance(Millis(1));
+  ASSERT_EQ(acks_.size(), 4u);
+  EXPECT_EQ(env_.syncCount() - syncs_before, 1u);
+  EXPECT_EQ(qm_->queued(), 4u);
+}
+
+TEST_P(QmTest, QpsdbRebuildAtRunTimeKeepsTheQueueGoing) {
+  ASSERT_TRUE(start().isOk());
+  submit(makeSet(1, {update(1, "http://a/1"), update(1, "http://a/2")}, 1));
+  submit(makeSet(2, {update(2, "http://b/1", std::nullopt, "2-4")}, 2));  // waits in slot 2
+  ASSERT_TRUE(qm_->rebuildPSets().isOk());
+  EXPECT_EQ(qm_->queued(), 3u);
+  auto night = stores_->queue->getPSet(2, 2);
+  ASSERT_TRUE(night.isOk() && night.value()) << "the slot list was not rebuilt";
+  qm_->linkUp(1, "m1", 4);
+  drain();
+  EXPECT_TRUE(record(1, "http://a/1"));
+  EXPECT_TRUE(record(1, "http://a/2"));
+  EXPECT_EQ(qm_->queued(), 1u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Plugins, QmTest, ::testing::ValuesIn(storePlugins()), [](const auto& info) {
   std::string n = info.param;
   for (auto& c : n) if (c == '-') c = '_';
   return n;
 });
+
+}  // namespace
+}  // namespace lcc::qm
+
+namespace lcc::qm {
+namespace {
+
+// A QueueStore that says it may have lost synced writes (rule 3); the rest forwards.
+class LossyQueueStore final : public QueueStore {
+ public:
+  explicit LossyQueueStore(QueueStore& base) : base_(base) {
+    info_ = base.openInfo();
+    info_.may_have_lost_synced = true;
+    info_.clean_shutdown = false;
+  }
+  const StoreOpenInfo& openInfo() const override { return info_; }
+  Status apply(const QueueBatch& b) override { return base_.apply(b); }
+  Status sync() override { return base_.sync(); }
+  Status close() override { return base_.close(); }
+  Result<std::optional<QueueEntry>> getEntry(std::string_view k) override { return base_.getEntry(k); }
+  Status scanEntries(const std::function<bool(const QueueEntry&)>& fn) override { return base_.scanEntries(fn); }
+  Result<std::uint64_t> entryCount() override { return base_.entryCount(); }
+  Result<std::optional<PSetRecord>> getPSet(PSetId p, TimeSlot s) override { return base_.getPSet(p, s); }
+  Status scanPSets(std::optional<TimeSlot> s, const std::function<bool(const PSetRecord&)>& fn) override {
+    return base_.scanPSets(s, fn);
+  }
+  Status scanDeletes(std::optional<std::string> m, const std::function<bool(const DeleteRequest&)>& fn) override {
+    return base_.scanDeletes(std::move(m), fn);
+  }
+  Result<std::optional<std::string>> getMeta(std::string_view k) override { return base_.getMeta(k); }
+
+ private:
+  QueueStore& base_;
+  StoreOpenInfo info_;
+};
+
+TEST(QmCacheCrash, AStoreThatMayHaveLostSyncedWritesRaisesIt) {
+  lcc::testing::SimClock clock;
+  lcc::testing::TempDir dir;
+  testing::Stores stores("storage-memory", dir.path(), &clock, posixEnv());
+  ASSERT_TRUE(stores.open().isOk());
+  testing::addProviders(*stores.providers, 2);
+  LossyQueueStore lossy(*stores.queue);
+  auto j = Journal::open(posixEnv(), dir.file("journal"));
+  ASSERT_TRUE(j.isOk());
+  QmDeps deps{&lossy, stores.content.get(), stores.providers.get(), j.value().get(), &clock, nullptr, nullptr, nullptr};
+  QueueManager qm(deps, QmOptions{});
+  ASSERT_TRUE(qm.open().isOk());
+  EXPECT_TRUE(qm.cacheCrash());
+  for (ProviderId p : {1u, 2u}) {
+    auto r = stores.providers->get(p);
+    ASSERT_TRUE(r.isOk() && r.value());
+    EXPECT_TRUE(r.value()->fullset_wanted);
+    EXPECT_EQ(r.value()->fullset_reason, FullSetReason::kCacheCrash);
+  }
+  // Sticky until the provider sends a full set; then only that provider's flag clears.
+  bool acked = false;
+  qm.submit(testing::makeSet(1, {testing::update(1, "http://a/1")}, 1, SetKind::kFull),
+            [&](bool ok, ErrorCode, const std::string&) { acked = ok; });
+  EXPECT_TRUE(acked);
+  EXPECT_FALSE(stores.providers->get(1).value()->fullset_wanted);
+  EXPECT_TRUE(stores.providers->get(2).value()->fullset_wanted);
+}
 
 }  // namespace
 }  // namespace lcc::qm
