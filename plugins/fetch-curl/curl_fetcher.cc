@@ -341,7 +341,7 @@ Status CurlFetcher::start(const FetchRequest& request, FetchDone done) {
     incoming_.push_back(std::move(t));
     in_flight_.fetch_add(1);
   }
-  curl_multi_wakeup(multi_);
+  if (!wake_pending_.exchange(true)) curl_multi_wakeup(multi_);
   return Status::ok();
 }
 
@@ -525,6 +525,7 @@ void CurlFetcher::run() {
     std::vector<std::unique_ptr<Transfer>> incoming;
     std::vector<std::uint64_t> cancels;
     bool stopping;
+    wake_pending_.store(false);  // before taking the queues: a later start() wakes us again
     {
       std::lock_guard<std::mutex> lock(mu_);
       incoming.swap(incoming_);

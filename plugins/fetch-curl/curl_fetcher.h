@@ -77,6 +77,7 @@ class CurlFetcher final : public Fetcher {
   bool stopping_ = false;
   bool stopped_ = false;
   std::atomic<std::size_t> in_flight_{0};
+  std::atomic<bool> wake_pending_{false};  // one curl_multi_wakeup per loop turn is enough
   std::uint64_t next_seq_ = 0;
 
   std::unordered_map<std::uint64_t, std::unique_ptr<Transfer>> active_;  // curl thread only
