@@ -816,7 +816,15 @@ void QueueManager::onResult(LinkId link, const FetchOutcome& o) {
   inflight_keys_.erase(f.key);
   if (auto l = links_.find(f.link); l != links_.end() && l->second.in_flight > 0) l->second.in_flight -= 1;
   if (failed_.isOk()) {
-    Status s = handleResult(f, o);
+    FetchOutcome checked = o;
+    if (checked.ok && !checked.unchanged && checked.file.empty()) {
+      // A success that names no file cannot be stored: retry it like an internal error.
+      spdlog::warn("qm: result {} from link {} says ok but names no file", o.id, link);
+      checked.ok = false;
+      checked.code = ErrorCode::kInternal;
+      checked.message = "result without a file";
+    }
+    Status s = handleResult(f, checked);
     if (!s.isOk()) storeFailed(s);
   }
   updateOverload();

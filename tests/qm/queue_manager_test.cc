@@ -649,6 +649,22 @@ TEST_P(QmTest, LostBotmConnectionHandsTheFetchOutAgain) {
   EXPECT_EQ(f[0].link, 2u);
 }
 
+TEST_P(QmTest, ASuccessWithoutAFileIsRetriedNotStored) {
+  options_.retry_delay = Millis(0);
+  ASSERT_TRUE(start().isOk());
+  qm_->linkUp(1, "m1", 4);
+  submit(makeSet(1, {update(1, "http://a/1")}, 1));
+  auto f = botm_.takeFetches();
+  qm_->onResult(1, okResult(f[0].order.id, ""));
+  EXPECT_FALSE(record(1, "http://a/1"));
+  f = botm_.takeFetches();
+  ASSERT_EQ(f.size(), 1u) << "not retried";
+  qm_->onResult(1, okResult(f[0].order.id, "f1"));
+  EXPECT_EQ(record(1, "http://a/1")->filename, "f1");
+  qm_->onResult(1, okResult(f[0].order.id, "f2"));  // a duplicate result id is ignored
+  EXPECT_EQ(record(1, "http://a/1")->filename, "f1");
+}
+
 TEST_P(QmTest, GroupCommitDelayGathersSetsIntoOneSync) {
   options_.group_commit_delay = Millis(5);
   ASSERT_TRUE(start().isOk());
