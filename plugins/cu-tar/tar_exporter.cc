@@ -18,7 +18,7 @@ std::atomic<std::uint64_t> g_manifest_counter{0};
 class TarExportStream final : public ExportStream {
  public:
   TarExportStream(ByteSink& sink, const ExportHeader& header, const HostContext& host, const TarOptions& options)
-      : writer_(sink, options.level, options.out_block),
+      : writer_(sink, options.level, options.out_block, options.threads),
         header_(header),
         host_(host),
         options_(options),
@@ -178,6 +178,8 @@ class TarExportStream final : public ExportStream {
 const OptionSpec kOptions[] = {
     {"compression_level", OptionType::kInt, "6", 0, 9, "gzip level: 1 fastest, 9 smallest, 0 stored"},
     {"buffer", OptionType::kSize, "64KiB", 4096, 64 * 1024 * 1024, "compressed bytes per write to the client"},
+    {"compression_threads", OptionType::kInt, "2", 1, 64,
+     "threads compressing one answer (pigz-style blocks); 1 leaves the other cores to ingest"},
     {"manifest_memory", OptionType::kSize, "1MiB", 4096, 1024 * 1024 * 1024,
      "MANIFEST.xml bytes kept in memory; beyond, it is spooled to a file in the CU's temp_dir"},
 };
@@ -189,6 +191,7 @@ Result<Exporter*> makeExporter(const HostContext& host, const OptionsView& optio
     o.level = static_cast<int>(options.getInt("compression_level", 6));
     o.out_block = static_cast<std::size_t>(options.getInt("buffer", 64 * 1024));
     o.manifest_memory = static_cast<std::size_t>(options.getInt("manifest_memory", 1 << 20));
+    o.threads = static_cast<int>(options.getInt("compression_threads", 2));
     return static_cast<Exporter*>(new TarExporter(host, o));
   })
 }

@@ -11,6 +11,7 @@ struct TarOptions {
   int level = 6;                          // gzip level 0..9
   std::size_t out_block = 64 * 1024;      // compressed bytes per sink write
   std::size_t manifest_memory = 1 << 20;  // manifest bytes kept in memory before spooling to a file
+  int threads = 2;                        // compression threads (1: in the exporting thread)
 };
 
 class TarExporter final : public Exporter {

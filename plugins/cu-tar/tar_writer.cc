@@ -33,14 +33,27 @@ void paxRecord(std::string& out, std::string_view key, std::string_view value) {
 
 }  // namespace
 
-GzipTarWriter::GzipTarWriter(ByteSink& sink, int level, std::size_t out_block)
-    : sink_(sink), level_(level), out_(out_block < 4096 ? 4096 : out_block, '\0') {}
+constexpr std::size_t kParallelBlock = 128 * 1024;
+constexpr std::size_t kDictionary = 32 * 1024;
+
+GzipTarWriter::GzipTarWriter(ByteSink& sink, int level, std::size_t out_block, int threads)
+    : sink_(sink), level_(level), threads_(threads < 1 ? 1 : threads), out_(out_block < 4096 ? 4096 : out_block, '\0') {}
 
 GzipTarWriter::~GzipTarWriter() {
+  for (auto& j : jobs_) j.wait();
   if (inited_) deflateEnd(&zs_);
 }
 
 Status GzipTarWriter::init() {
+  if (threads_ > 1) {
+    // The gzip header (RFC 1952): deflate, no name, no time, unknown OS.
+    static const char kHeader[10] = {'\x1f', '\x8b', 8, 0, 0, 0, 0, 0, 0, '\xff'};
+    crc_ = crc32(0, nullptr, 0);
+    in_.reserve(kParallelBlock);
+    Status s = sink_.write(std::string_view(kHeader, sizeof kHeader));
+    if (!s.isOk()) failed_ = true;
+    return s;
+  }
   // windowBits 15 + 16: a gzip wrapper; memLevel 8 as gzip(1).
   if (deflateInit2(&zs_, level_, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
     failed_ = true;
@@ -66,9 +79,78 @@ Status GzipTarWriter::drain() {
   return Status::ok();
 }
 
+Status GzipTarWriter::submit(bool last) {
+  std::string block = std::move(in_);
+  in_.clear();
+  in_.reserve(kParallelBlock);
+  std::string dict = dict_;
+  if (block.size() >= kDictionary) {
+    dict_ = block.substr(block.size() - kDictionary);
+  } else {
+    dict_ += block;
+    if (dict_.size() > kDictionary) dict_.erase(0, dict_.size() - kDictionary);
+  }
+  const int level = level_;
+  jobs_.push_back(std::async(std::launch::async, [block = std::move(block), dict = std::move(dict), level, last] {
+    Block b;
+    b.len = block.size();
+    b.crc = crc32(crc32(0, nullptr, 0), reinterpret_cast<const Bytef*>(block.data()), static_cast<uInt>(block.size()));
+    z_stream zs{};
+    if (deflateInit2(&zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      b.ok = false;
+      return b;
+    }
+    if (!dict.empty()) deflateSetDictionary(&zs, reinterpret_cast<const Bytef*>(dict.data()), static_cast<uInt>(dict.size()));
+    b.out.resize(deflateBound(&zs, block.size()) + 64);
+    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(block.data()));
+    zs.avail_in = static_cast<uInt>(block.size());
+    zs.next_out = reinterpret_cast<Bytef*>(b.out.data());
+    zs.avail_out = static_cast<uInt>(b.out.size());
+    const int rc = deflate(&zs, last ? Z_FINISH : Z_SYNC_FLUSH);
+    b.ok = last ? rc == Z_STREAM_END : (rc == Z_OK && zs.avail_in == 0);
+    b.out.resize(zs.total_out);
+    deflateEnd(&zs);
+    return b;
+  }));
+  while (jobs_.size() > static_cast<std::size_t>(threads_)) LCC_RETURN_IF_ERROR(collect());
+  return Status::ok();
+}
+
+Status GzipTarWriter::collect() {
+  Block b = jobs_.front().get();
+  jobs_.pop_front();
+  if (!b.ok) {
+    failed_ = true;
+    return Status::internal("deflate of a block failed");
+  }
+  crc_ = crc32_combine(crc_, b.crc, static_cast<z_off_t>(b.len));
+  total_ += b.len;
+  Status s = sink_.write(b.out);
+  if (!s.isOk()) failed_ = true;
+  return s;
+}
+
 Status GzipTarWriter::deflateIn(const char* data, std::size_t n, int flush) {
   if (failed_) return Status::aborted("the tar stream failed before");
   bytes_in_ += n;
+  if (threads_ > 1) {
+    while (n > 0) {
+      const std::size_t take = std::min(n, kParallelBlock - in_.size());
+      in_.append(data, take);
+      data += take;
+      n -= take;
+      if (in_.size() == kParallelBlock) LCC_RETURN_IF_ERROR(submit(false));
+    }
+    if (flush != Z_FINISH) return Status::ok();
+    LCC_RETURN_IF_ERROR(submit(true));
+    while (!jobs_.empty()) LCC_RETURN_IF_ERROR(collect());
+    char trailer[8];
+    for (int i = 0; i < 4; ++i) trailer[i] = static_cast<char>((crc_ >> (8 * i)) & 0xff);
+    for (int i = 0; i < 4; ++i) trailer[4 + i] = static_cast<char>((total_ >> (8 * i)) & 0xff);
+    Status s = sink_.write(std::string_view(trailer, sizeof trailer));
+    if (!s.isOk()) failed_ = true;
+    return s;
+  }
   zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
   zs_.avail_in = static_cast<uInt>(n);
   for (;;) {
@@ -167,7 +249,7 @@ Status GzipTarWriter::endFile() {
 Status GzipTarWriter::finish() {
   if (remaining_ != 0) return Status::internal("tar archive finished inside a member");
   LCC_RETURN_IF_ERROR(deflateIn(kZeros, sizeof kZeros, Z_FINISH));
-  LCC_RETURN_IF_ERROR(drain());
+  if (threads_ == 1) LCC_RETURN_IF_ERROR(drain());
   Status s = sink_.flush();
   if (!s.isOk()) failed_ = true;
   return s;

@@ -11,6 +11,8 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <deque>
+#include <future>
 #include <string>
 #include <string_view>
 
@@ -22,7 +24,11 @@ namespace lcc::plugins::cu_tar {
 class GzipTarWriter {
  public:
   // level: 0 (store) .. 9 (best); out_block: bytes handed to the sink per write.
-  GzipTarWriter(ByteSink& sink, int level, std::size_t out_block);
+  // threads > 1: the tar stream is cut into 128 KiB blocks compressed on up to
+  // `threads` threads at once (each block primed with the previous 32 KiB as its
+  // dictionary, ended with a sync flush, CRCs combined: one ordinary gzip member, as
+  // pigz does); memory stays O(threads x block).
+  GzipTarWriter(ByteSink& sink, int level, std::size_t out_block, int threads = 1);
   ~GzipTarWriter();
   GzipTarWriter(const GzipTarWriter&) = delete;
   GzipTarWriter& operator=(const GzipTarWriter&) = delete;
@@ -41,9 +47,23 @@ class GzipTarWriter {
   Status writeHeader(std::string_view name, std::uint64_t size, std::int64_t mtime, char type);
   Status deflateIn(const char* data, std::size_t n, int flush);
   Status drain();
+  struct Block {
+    std::string out;
+    unsigned long crc = 0;
+    std::size_t len = 0;
+    bool ok = true;
+  };
+  Status submit(bool last);
+  Status collect();
 
   ByteSink& sink_;
   const int level_;
+  const int threads_;
+  std::string in_;         // parallel: the block being filled
+  std::string dict_;       // parallel: the last 32 KiB before in_
+  std::deque<std::future<Block>> jobs_;
+  unsigned long crc_ = 0;
+  std::uint64_t total_ = 0;
   std::string out_;
   z_stream zs_{};
   bool inited_ = false;

@@ -361,3 +361,49 @@ INSTANTIATE_TEST_SUITE_P(Plugins, ExporterContract, ::testing::ValuesIn(exporter
 
 }  // namespace
 }  // namespace lcc
+
+namespace lcc {
+namespace {
+
+// cu-tar's two compressors give the same archive contents: one deflate stream in the
+// exporting thread, or blocks on several threads joined into one gzip member.
+TEST(CuTarCompressors, OneThreadAndSeveralGiveTheSameMembers) {
+  testing::TempDir dir;
+  testing::SimClock clock;
+  HostContext host{&clock, posixEnv(), pluginLogger("test"), dir.path(), cutest::kMachine};
+  PluginRegistry reg(LCC_PLUGIN_DIR, host);
+  std::vector<cutest::TarAnswer> answers;
+  for (const char* threads : {"1", "2", "5"}) {
+    auto opts = reg.defaultOptions("cu-tar", {{"compression_threads", threads}, {"compression_level", "1"}});
+    ASSERT_TRUE(opts.isOk()) << opts.status().toString();
+    auto e = reg.makeExporter("cu-tar", *opts);
+    ASSERT_TRUE(e.isOk());
+    StringSink sink;
+    ExportHeader h;
+    h.count = 40;
+    h.last_seq = 40;
+    h.with_content = true;
+    h.temp_dir = dir.path();
+    auto s = (*e)->begin(sink, h);
+    ASSERT_TRUE(s.isOk());
+    for (int i = 1; i <= 40; ++i) {
+      ContentRecord r = rec(1, "http://h/" + std::to_string(i) + ".bin", static_cast<ChangeSeq>(i), "application/x");
+      r.size = static_cast<std::uint64_t>(i) * 9973;  // crosses many 128 KiB blocks
+      TestSource src(r.size, static_cast<char>(i));
+      ASSERT_TRUE((*s)->add(r, &src).isOk());
+    }
+    ASSERT_TRUE((*s)->finish().isOk());
+    answers.push_back(cutest::parseTarAnswer(sink.data));
+    ASSERT_TRUE(answers.back().ok) << threads << ": " << answers.back().error;
+  }
+  for (std::size_t k = 1; k < answers.size(); ++k) {
+    ASSERT_EQ(answers[k].members.size(), answers[0].members.size());
+    for (std::size_t i = 0; i + 1 < answers[0].members.size(); ++i) {
+      EXPECT_EQ(answers[k].members[i].name, answers[0].members[i].name);
+      EXPECT_EQ(answers[k].members[i].data, answers[0].members[i].data);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lcc
