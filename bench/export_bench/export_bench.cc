@@ -1,6 +1,6 @@
 // export_bench — CU export throughput and memory (docs/benchmarks.md, "CU export").
 //
-//   export_bench tar [--corpus DIR] [--level N] [--runs N]
+//   export_bench tar [--corpus DIR] [--level N] [--threads N] [--runs N]
 //       Every regular file under DIR (default /usr/include) becomes a stored record
 //       whose content file is the file itself (content_dir = DIR); the tar.gz answer
 //       (URL order) is written to a file, and GNU `tar czf` archives the same files in
@@ -78,6 +78,7 @@ int tarBench(int argc, char** argv) {
   const std::string corpus = fs::absolute(arg(argc, argv, "--corpus", "/usr/include")).string();
   const int level = std::stoi(arg(argc, argv, "--level", "6"));
   const int runs = std::stoi(arg(argc, argv, "--runs", "3"));
+  const std::string threads = arg(argc, argv, "--threads", "2");
   const std::string tmp = bench::makeTempDir("export-bench");
 
   std::vector<std::string> files;
@@ -96,7 +97,8 @@ int tarBench(int argc, char** argv) {
   HostContext host{&clock, posixEnv(), pluginLogger("bench"), tmp, "m1"};
   PluginRegistry reg(LCC_PLUGIN_DIR, host);
   auto store = reg.makeContentStore("storage-memory", OptionsView()).value();
-  auto opts = reg.defaultOptions("cu-tar", {{"compression_level", std::to_string(level)}}).value();
+  auto opts =
+      reg.defaultOptions("cu-tar", {{"compression_level", std::to_string(level)}, {"compression_threads", threads}}).value();
   auto tar = reg.makeExporter("cu-tar", opts).value();
   ContentBatch batch;
   ChangeSeq seq = 0;
@@ -147,8 +149,8 @@ int tarBench(int argc, char** argv) {
   }
   const double mb = static_cast<double>(total) / 1e6;
   std::printf("machine: %s\n", bench::machineLine(tmp).c_str());
-  std::printf("corpus %s: %zu files, %.1f MB, gzip level %d, %d runs (median)\n", corpus.c_str(), files.size(), mb,
-              level, runs);
+  std::printf("corpus %s: %zu files, %.1f MB, gzip level %d, cu-tar compression_threads %s, %d runs (median)\n",
+              corpus.c_str(), files.size(), mb, level, threads.c_str(), runs);
   std::printf("| lcc cu-tar (URL order) | %.2f s | %.1f MB/s | %.1f MB out (%.1fx) |\n", median(ours), mb / median(ours),
               static_cast<double>(our_out) / 1e6, static_cast<double>(total) / static_cast<double>(our_out));
   std::printf("| GNU tar czf (same order) | %.2f s | %.1f MB/s | %.1f MB out (%.1fx) |\n", median(gnu), mb / median(gnu),
@@ -259,7 +261,7 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "tar") return tarBench(argc, argv);
   if (mode == "xml") return xmlBench(argc, argv);
-  std::fprintf(stderr, "usage: export_bench tar [--corpus DIR] [--level N] [--runs N]\n"
+  std::fprintf(stderr, "usage: export_bench tar [--corpus DIR] [--level N] [--threads N] [--runs N]\n"
                        "       export_bench xml [--records N] [--store PLUGIN] [--format xml|tar.gz] [--runs N]\n");
   return 2;
 }
