@@ -78,6 +78,11 @@ void BoundedPipe::close() {
   cv_.notify_all();
 }
 
+bool BoundedPipe::closed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return closed_;
+}
+
 Status BoundedPipe::finalStatus() const {
   std::lock_guard<std::mutex> lock(mu_);
   return final_;

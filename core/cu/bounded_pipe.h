@@ -36,6 +36,7 @@ class BoundedPipe final : public ByteSink {
   Take take(std::string& out, std::function<void()> waiter);
   // The consumer is gone: pending and future writes fail.
   void close();
+  bool closed() const;  // the consumer is gone (a queued export need not start)
   Status finalStatus() const;
   std::size_t buffered() const;
 

@@ -226,6 +226,10 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
     // The job keeps the connection alive while the answer is produced: the strand
     // holds no handler while it waits for the worker's next bytes.
     server_->workers.post([self = shared_from_this(), p, q, &engine, who] {
+      if (p->closed()) {  // the client left (or the server stopped) while the job waited
+        p->finish(Status::aborted("the client went away before the answer started"));
+        return;
+      }
       auto prepared = engine.prepare(q);
       if (!prepared.isOk()) {
         const Status& s = prepared.status();
