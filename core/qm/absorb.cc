@@ -42,12 +42,26 @@ Result<std::optional<ContentRecord>> StoreTxn::content(const std::string& key) {
 }
 
 void StoreTxn::putContent(const ContentRecord& r) {
-  content_overlay_[encodeUrlKey(r.key)] = r;
+  std::string key = encodeUrlKey(r.key);
+  auto put_before = batch_put_seq_.find(key);
+  if (put_before != batch_put_seq_.end() && put_before->second == r.seq) {
+    // An in-place refresh of a seq this same batch assigned: the store only knows the
+    // seqs it holds, so it takes a fresh one (content users see the change once).
+    ContentRecord fresh = r;
+    fresh.seq = nextSeq();
+    batch_put_seq_[key] = fresh.seq;
+    content_overlay_[key] = fresh;
+    cbatch_.put(std::move(fresh));
+    return;
+  }
+  batch_put_seq_[key] = r.seq;
+  content_overlay_[key] = r;
   cbatch_.put(r);
 }
 
 void StoreTxn::eraseContent(const std::string& key) {
   content_overlay_[key] = std::nullopt;
+  batch_put_seq_.erase(key);
   cbatch_.erase(key);
 }
 
@@ -75,6 +89,7 @@ Status StoreTxn::commit() {
   entries_.clear();
   psets_.clear();
   content_overlay_.clear();
+  batch_put_seq_.clear();
   meta_.clear();
   return Status::ok();
 }
@@ -269,6 +284,14 @@ bool declaredMatches(const UrlNotice& n, const ContentRecord& r) {
 // ---------------------------------------------------------------------------
 // Notifications
 
+bool declaresOtherContent(const UrlNotice& n, const ContentRecord& r) {
+  return (n.size && *n.size != r.size) || (!n.md5.empty() && n.md5 != r.md5);
+}
+
+bool visibleToContentUsersEqual(const ContentRecord& r, const UrlNotice& n) {
+  return r.view_tag == n.view_tag && r.browse == n.browse && r.fetch == n.fetch;
+}
+
 Status insertUpdate(StoreTxn& t, const UrlNotice& n, const AbsorbContext& ctx) {
   const std::string key = encodeUrlKey(n.key);
   LCC_ASSIGN_OR_RETURN(auto row, t.entry(key));
@@ -289,11 +312,13 @@ Status insertUpdate(StoreTxn& t, const UrlNotice& n, const AbsorbContext& ctx) {
         rec->refreshed >= ctx.now) {
       return Status::ok();  // a replay: nothing to change
     }
+    // Only what a content user sees makes a change (a new seq); a confirmation alone
+    // refreshes the record in place (content_store.h), so mirrors see no change.
+    if (!visibleToContentUsersEqual(*rec, n)) rec->seq = t.nextSeq();
     rec->view_tag = n.view_tag;
     rec->browse = n.browse;
     rec->fetch = n.fetch;
     rec->refreshed = ctx.now;
-    rec->seq = t.nextSeq();
     t.putContent(*rec);
     return Status::ok();
   }

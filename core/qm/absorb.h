@@ -98,6 +98,7 @@ class StoreTxn {
   std::unordered_map<std::string, std::optional<QueueEntry>> entries_;
   std::map<std::pair<PSetId, TimeSlot>, std::optional<PSetRecord>> psets_;
   std::unordered_map<std::string, std::optional<ContentRecord>> content_overlay_;
+  std::unordered_map<std::string, ChangeSeq> batch_put_seq_;  // seq of each key's put in cbatch_
   std::unordered_map<std::string, std::optional<std::string>> meta_;
 };
 
@@ -135,6 +136,12 @@ Status storeContent(StoreTxn& t, ContentRecord rec);
 // True when the notice declares something and all it declares equals what was
 // declared at the last fetch (design: "if none are different, the url is not fetched").
 bool declaredMatches(const UrlNotice& n, const ContentRecord& r);
+// True when `n` leaves unchanged every field of `r` that a content user sees besides
+// the content itself (view tag, browse and fetch URL): refreshing then keeps the seq.
+bool visibleToContentUsersEqual(const ContentRecord& r, const UrlNotice& n);
+// True when the notice declares a size or MD5 that differs from the bytes stored:
+// the content changed, so a conditional fetch would be wrong.
+bool declaresOtherContent(const UrlNotice& n, const ContentRecord& r);
 
 // --- notifications ---------------------------------------------------------------
 struct AbsorbContext {

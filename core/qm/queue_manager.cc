@@ -751,7 +751,11 @@ bool QueueManager::dispatchOne(ProviderId pid) {
         order.mime = e.notice.key.mime;
         order.max_size = options_.max_fetch_size;
         auto content = deps_.content->get(cur);
-        if (content.isOk() && content.value() && !content.value()->deleted && content.value()->mtime) {
+        if (content.isOk() && content.value() && !content.value()->deleted && content.value()->mtime &&
+            !declaresOtherContent(e.notice, *content.value())) {
+          // Conditional fetch only when the CP did not tell us the bytes changed: a
+          // server's If-Modified-Since has one-second granularity and would answer 304
+          // for a page rewritten within the same second.
           order.since = content.value()->mtime;
         }
         inflight_[order.id] = InFlight{pid, cur, pset, *link, e.notice};
@@ -867,6 +871,9 @@ Status QueueManager::handleResult(const InFlight& f, const FetchOutcome& o) {
         }
         {
           ContentRecord r = *old;
+          // 304: the content did not change; only a change a content user can see
+          // (view tag, browse or fetch URL) takes a new seq.
+          if (!visibleToContentUsersEqual(r, n)) r.seq = t.nextSeq();
           r.refreshed = now;
           r.view_tag = n.view_tag;
           r.browse = n.browse;
@@ -874,7 +881,6 @@ Status QueueManager::handleResult(const InFlight& f, const FetchOutcome& o) {
           r.declared_mtime = n.mtime;
           r.declared_size = n.size;
           r.declared_md5 = n.md5;
-          r.seq = t.nextSeq();
           t.putContent(r);
         }
       } else {

@@ -218,6 +218,9 @@ Status KyotoContentStore::apply(const ContentBatch& batch) {
   for (const auto& op : batch.ops()) {
     if (const auto* p = std::get_if<ContentBatch::Put>(&op)) {
       if (p->record.seq <= seq) {
+        // Allowed only as an in-place refresh of the record holding that seq.
+        LCC_ASSIGN_OR_RETURN(auto held, engine_->get(0, cSeqKey(p->record.seq)));
+        if (held && *held == encodeUrlKey(p->record.key)) continue;
         failed_ = Status::invalidArgument(std::string(kPluginName) + ": content put with seq " +
                                           std::to_string(p->record.seq) + ", expected more than " +
                                           std::to_string(seq) + " (store failed)");

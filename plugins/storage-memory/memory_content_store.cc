@@ -26,6 +26,8 @@ Status MemoryContentStore::apply(const ContentBatch& batch) {
   ChangeSeq seq = max_seq_;
   for (const auto& op : batch.ops()) {
     if (const auto* p = std::get_if<ContentBatch::Put>(&op)) {
+      auto existing = records_.find(encodeUrlKey(p->record.key));
+      if (existing != records_.end() && existing->second.seq == p->record.seq) continue;  // in place
       if (p->record.seq <= seq) {
         failed_ = Status::invalidArgument("storage-memory: content put with seq " + std::to_string(p->record.seq) +
                                           ", expected more than " + std::to_string(seq));
@@ -48,7 +50,7 @@ Status MemoryContentStore::apply(const ContentBatch& batch) {
         records_.emplace(key, p->record);
       }
       by_seq_[p->record.seq] = std::move(key);
-      max_seq_ = p->record.seq;
+      max_seq_ = std::max(max_seq_, p->record.seq);
     } else if (const auto* e = std::get_if<ContentBatch::Erase>(&op)) {
       auto it = records_.find(e->key);
       if (it != records_.end()) {

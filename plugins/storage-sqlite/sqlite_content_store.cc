@@ -159,8 +159,16 @@ Status SqliteContentStore::applyOps(const ContentBatch& batch, std::int64_t* row
       const ContentRecord& r = put->record;
       // The change feed (scanSince) depends on seqs only growing: a CU that read up
       // to N must never miss a record put later with a seq <= N.
-      if (r.seq > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ||
-          static_cast<std::int64_t>(r.seq) <= *max_seq) {
+      bool in_place = false;
+      if (static_cast<std::int64_t>(r.seq) <= *max_seq) {
+        // Allowed only as an in-place refresh of the record that holds this seq.
+        LCC_ASSIGN_OR_RETURN(auto held, db_->stmt("SELECT seq FROM lcc WHERE key = ?1"));
+        held->bindBlob(1, encodeUrlKey(r.key));
+        LCC_ASSIGN_OR_RETURN(bool row, held->step());
+        in_place = row && held->colInt(0) == static_cast<std::int64_t>(r.seq);
+      }
+      if (!in_place && (r.seq > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ||
+                        static_cast<std::int64_t>(r.seq) <= *max_seq)) {
         return Status::invalidArgument("content record seq " + std::to_string(r.seq) +
                                        " is not above the highest seq so far (" + std::to_string(*max_seq) + ")");
       }
@@ -175,7 +183,7 @@ Status SqliteContentStore::applyOps(const ContentBatch& batch, std::int64_t* row
                                                "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)"));
       bindRecord(*ins, key, r);
       LCC_RETURN_IF_ERROR(ins->run());
-      *max_seq = static_cast<std::int64_t>(r.seq);
+      *max_seq = std::max(*max_seq, static_cast<std::int64_t>(r.seq));
     } else if (const auto* er = std::get_if<ContentBatch::Erase>(&op)) {
       if (!decodeUrlKey(er->key)) return Status::invalidArgument("content erase of a key that is not an encoded UrlKey");
       LCC_ASSIGN_OR_RETURN(auto del, db_->stmt("DELETE FROM lcc WHERE key = ?1"));

@@ -488,6 +488,33 @@ TEST_P(StoreContractTest, ContentPutReplacesAndMovesTheSeq) {
   EXPECT_TRUE(c->close().isOk());
 }
 
+TEST_P(StoreContractTest, ContentPutWithItsOwnSeqRefreshesInPlace) {
+  auto c = content();
+  ASSERT_TRUE(c);
+  ContentBatch batch;
+  batch.put(record(1, "a", 1));
+  batch.put(record(1, "b", 2));
+  ASSERT_TRUE(c->apply(batch).isOk());
+  ContentRecord refreshed = record(1, "a", 1);
+  refreshed.refreshed = fromUnixMillis(999'000);
+  refreshed.declared_md5 = "ffffffffffffffffffffffffffffffff";
+  batch.clear();
+  batch.put(refreshed);
+  ASSERT_TRUE(c->apply(batch).isOk()) << "a put with the seq the record already has is an in-place refresh";
+  EXPECT_EQ(c->get(encodeUrlKey(refreshed.key)).value(), refreshed);
+  EXPECT_EQ(seqKeys(*c, 0), (std::vector<std::string>{"a@1", "b@2"}));
+  EXPECT_EQ(seqKeys(*c, 1), std::vector<std::string>{"b@2"}) << "a refresh is not a change for content users";
+  EXPECT_EQ(c->maxSeq().value(), 2u);
+  EXPECT_EQ(c->count().value(), 2u);
+  batch.clear();
+  batch.put(record(1, "c", 3));
+  ASSERT_TRUE(c->apply(batch).isOk()) << "new seqs continue above the highest";
+  batch.clear();
+  batch.put(record(1, "c", 2));  // b holds 2: not an in-place refresh of c
+  EXPECT_FALSE(c->apply(batch).isOk()) << "a seq going back is still refused";
+  (void)c->close();  // the store may stay failed after a refused batch
+}
+
 TEST_P(StoreContractTest, ContentTombstonesAndErase) {
   auto c = content();
   ASSERT_TRUE(c);

@@ -239,6 +239,54 @@ TEST_P(QmTest, UpdateDuringTheFetchIsFetchedAgain) {
   EXPECT_EQ(d[0].file, "f1");
 }
 
+TEST_P(QmTest, ConditionalFetchOnlyWhenTheCpDidNotDeclareOtherBytes) {
+  ASSERT_TRUE(start().isOk());
+  qm_->linkUp(1, "m1", 4);
+  submit(makeSet(1, {update(1, "http://a/1", 100)}, 1));
+  auto f = botm_.takeFetches();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(f[0].order.since) << "nothing stored yet";
+  qm_->onResult(1, okResult(f[0].order.id, "f1", 100));
+  // Only a new mt: ask the server whether it changed.
+  submit(makeSet(1, {update(1, "http://a/1", 200)}, 2));
+  f = botm_.takeFetches();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].order.since, std::optional<std::int64_t>(100));
+  qm_->onResult(1, okResult(f[0].order.id, "f2", 100));
+  // The CP says the bytes changed (another size): fetch unconditionally, since a
+  // server's one-second Last-Modified could not tell.
+  UrlNotice changed = update(1, "http://a/1", 200);
+  changed.size = 7;
+  submit(makeSet(1, {changed}, 3));
+  f = botm_.takeFetches();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(f[0].order.since);
+}
+
+TEST_P(QmTest, NotModifiedRefreshesWithoutReportingAChange) {
+  ASSERT_TRUE(start().isOk());
+  qm_->linkUp(1, "m1", 4);
+  submit(makeSet(1, {update(1, "http://a/1", 100)}, 1));
+  auto f = botm_.takeFetches();
+  ASSERT_EQ(f.size(), 1u);
+  qm_->onResult(1, okResult(f[0].order.id, "f1"));
+  const ChangeSeq seq = record(1, "http://a/1")->seq;
+  submit(makeSet(1, {update(1, "http://a/1", 200)}, 2));
+  f = botm_.takeFetches();
+  ASSERT_EQ(f.size(), 1u);
+  FetchOutcome not_modified;
+  not_modified.id = f[0].order.id;
+  not_modified.ok = true;
+  not_modified.http = 304;
+  not_modified.unchanged = true;
+  qm_->onResult(1, not_modified);
+  auto r = record(1, "http://a/1");
+  EXPECT_EQ(r->seq, seq) << "a content user must not see an unchanged URL as changed";
+  EXPECT_EQ(r->declared_mtime, 200);
+  EXPECT_EQ(r->filename, "f1");
+  EXPECT_EQ(qm_->queued(), 0u);
+}
+
 TEST_P(QmTest, RetryableErrorGoesToTheEndMarkedBadAndWaitsRetryDelay) {
   ASSERT_TRUE(start().isOk());
   qm_->startTimers();

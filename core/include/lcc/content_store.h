@@ -11,6 +11,11 @@
 //  REQUIRES: the seq of a record put is greater than any seq put before (the QM
 //            assigns them from maxSeq()+1). A put replaces the record of that key
 //            (and its old seq disappears from the sequence order).
+//            Exception: a put whose seq equals the seq the stored record of that key
+//            already has replaces it in place — its place in the sequence order and
+//            maxSeq() do not change. The QM uses it to refresh fields a content user
+//            does not see (`refreshed`, `declared_*`), so an unchanged URL is not
+//            reported as changed.
 #pragma once
 
 #include <functional>
