@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_type=${LCC_BUILD_TYPE:-Release}
+# ccache: hash paths relative to the checkout, so another clone reuses the objects.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 if [ ! -f build/CMakeCache.txt ]; then
   cmake -S . -B build -DCMAKE_BUILD_TYPE="$build_type" >/dev/null
 fi
