@@ -26,8 +26,6 @@
 
 namespace lcc::proto {
 
-inline constexpr std::string_view kInternalNs = "http://www.lococa.org/1.0/internal";
-
 // ---- messages -----------------------------------------------------------------
 // Opening of the BOT-M's stream: <lcc:botm machine=".." capacity="..">.
 struct LinkBotmHello {

@@ -25,8 +25,6 @@
 
 namespace lcc::proto {
 
-inline constexpr std::string_view kLococaNs = "http://www.lococa.org/1.0";
-
 // The attributes a CP sent on one <url>, in the order sent (known names only:
 // c m st b f op mt sz md5 tod). Used to echo them in error containers.
 using UrlAttrs = std::vector<std::pair<std::string, std::string>>;

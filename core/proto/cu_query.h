@@ -17,10 +17,9 @@
 #include "lcc/error_codes.h"
 #include "lcc/status.h"
 #include "lcc/types.h"
+#include "proto/xml_reader.h"
 
 namespace lcc::proto {
-
-inline constexpr std::string_view kLococaNs = "http://www.lococa.org/1.0";
 
 struct CuQuery {
   std::string format = "xml";             // names an exporter: "xml", "tar.gz"

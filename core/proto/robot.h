@@ -26,8 +26,6 @@
 
 namespace lcc::proto {
 
-inline constexpr std::string_view kRobotNs = "http://www.lococa.org/1.0/robot";
-
 struct RobotHello {  // <lcc:robot slots name>
   std::uint32_t slots = 1;
   std::string name;

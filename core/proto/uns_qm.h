@@ -28,8 +28,6 @@
 
 namespace lcc::proto {
 
-inline constexpr std::string_view kInternalNs = "http://www.lococa.org/1.0/internal";
-
 // <set id=… pid=… kind=… count=…>
 struct UnsQmSetHeader {
   std::uint64_t id = 0;  // the UNS's set number, strictly increasing per UNS name

@@ -27,6 +27,11 @@
 
 namespace lcc::proto {
 
+// Namespaces of the LCC's XML protocols.
+inline constexpr std::string_view kLococaNs = "http://www.lococa.org/1.0";            // protocol.md §1, §3
+inline constexpr std::string_view kRobotNs = "http://www.lococa.org/1.0/robot";       // protocol.md §4
+inline constexpr std::string_view kInternalNs = "http://www.lococa.org/1.0/internal"; // docs/internal-protocols.md
+
 struct XmlName {
   std::string_view ns;
   std::string_view local;
