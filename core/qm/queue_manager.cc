@@ -842,6 +842,12 @@ Status QueueManager::handleResult(const InFlight& f, const FetchOutcome& o) {
   LCC_ASSIGN_OR_RETURN(auto row, t.entry(f.key));
   const bool has_file = o.ok && !o.unchanged && !o.file.empty();
   Scheduler::After after = Scheduler::After::kReady;
+  if (has_file) {
+    // The BOT-M handed this name out again, so it freed it: an FSMDB delete still
+    // waiting for it (its first execution's answer was lost) is stale and would
+    // unlink the new content.
+    t.removeDelete(o.machine, o.file);
+  }
 
   if (o.ok) {
     if (!row || row->op == QueueOp::kNothing) {

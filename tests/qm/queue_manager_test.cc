@@ -501,6 +501,33 @@ TEST_P(QmTest, DeleteManagerKeepsUndeliverableDeletesUntilTheMachineAppears) {
   EXPECT_EQ(fsm, 0u);
 }
 
+TEST_P(QmTest, AResultNamingAFileDropsAStaleDeleteOfThatName) {
+  ASSERT_TRUE(start().isOk());
+  qm_->linkUp(1, "m1", 4);
+  submit(makeSet(1, {update(1, "http://a/1")}, 1));
+  auto f = botm_.takeFetches();
+  qm_->onResult(1, okResult(f[0].order.id, "00/00/05"));
+  submit(makeSet(1, {removal(1, "http://a/1")}, 2));
+  auto d = botm_.takeDeletes();
+  ASSERT_EQ(d.size(), 1u);
+  // The BOT-M unlinked and freed 00/00/05, but the answer was lost with the link.
+  qm_->linkDown(1);
+  // The name is handed out again for another URL, on a link that does not serve m1's
+  // deletes yet, and its result comes back before the stale delete is sent again.
+  qm_->linkUp(2, "m9", 4);
+  botm_.takeDeletes();
+  submit(makeSet(1, {update(1, "http://a/2")}, 3));
+  f = botm_.takeFetches();
+  ASSERT_EQ(f.size(), 1u);
+  qm_->onResult(2, okResult(f[0].order.id, "00/00/05", 100, "m1"));
+  std::vector<DeleteRequest> fsm;
+  ASSERT_TRUE(stores_->queue->scanDeletes(std::nullopt, [&](const DeleteRequest& r) { return fsm.push_back(r), true; }).isOk());
+  EXPECT_TRUE(fsm.empty()) << "a delete of a name in use again would unlink the new content";
+  qm_->linkUp(3, "m1", 4);
+  EXPECT_TRUE(botm_.takeDeletes().empty());
+  EXPECT_EQ(record(1, "http://a/2")->filename, "00/00/05");
+}
+
 TEST_P(QmTest, OverloadRefusesSetsAndResumesBelowTheLowMark) {
   options_.queue_high = 3;
   options_.queue_low = 2;
