@@ -12,6 +12,7 @@
 #include "common/plugin/plugin_registry.h"
 #include "common/posix_env.h"
 #include "support/sim_clock.h"
+#include "support/store_plugin_fixture.h"
 #include "support/temp_dir.h"
 
 namespace lcc::testing {
@@ -58,37 +59,14 @@ class SyncFailEnv final : public Env {
   int countdown_ = 0;
 };
 
-class KyotoTest : public ::testing::Test {
+class KyotoTest : public StorePluginFixture {
  protected:
-  KyotoTest() : registry_(LCC_PLUGIN_DIR, HostContext{&clock_, &env_, nullptr, dir_.path(), "m1"}) {}
+  // Small Kyoto tunings keep the test files small; env_ injects sync failures.
+  KyotoTest()
+      : StorePluginFixture("storage-kyoto", {{"buckets", "4096"}, {"mmap_size", "1MiB"}, {"page_cache", "1MiB"}},
+                           &env_) {}
 
-  OptionsView options(const std::map<std::string, std::string>& overrides = {}) {
-    std::map<std::string, std::string> o = {{"buckets", "4096"}, {"mmap_size", "1MiB"}, {"page_cache", "1MiB"}};
-    for (auto& [k, v] : overrides) o[k] = v;
-    auto v = registry_.defaultOptions("storage-kyoto", o);
-    EXPECT_TRUE(v.isOk()) << v.status().toString();
-    return v.isOk() ? *v : OptionsView();
-  }
-  PluginPtr<QueueStore> openQueue(const std::map<std::string, std::string>& o = {}) {
-    auto s = registry_.makeQueueStore("storage-kyoto", options(o));
-    EXPECT_TRUE(s.isOk()) << s.status().toString();
-    return s.isOk() ? std::move(*s) : nullptr;
-  }
-  PluginPtr<ContentStore> openContent(const std::map<std::string, std::string>& o = {}) {
-    auto s = registry_.makeContentStore("storage-kyoto", options(o));
-    EXPECT_TRUE(s.isOk()) << s.status().toString();
-    return s.isOk() ? std::move(*s) : nullptr;
-  }
-  PluginPtr<ProviderStore> openProviders(const std::map<std::string, std::string>& o = {}) {
-    auto s = registry_.makeProviderStore("storage-kyoto", options(o));
-    EXPECT_TRUE(s.isOk()) << s.status().toString();
-    return s.isOk() ? std::move(*s) : nullptr;
-  }
-
-  TempDir dir_;
-  SimClock clock_;
   SyncFailEnv env_;
-  PluginRegistry registry_;
 };
 
 QueueEntry makeEntry(ProviderId pid, const std::string& url, PSetId pset = 1, TimeSlot slot = kSlotNow) {

@@ -7,41 +7,13 @@
 #include <map>
 #include <string>
 
-#include "common/plugin/plugin_registry.h"
-#include "common/posix_env.h"
-#include "support/sim_clock.h"
-#include "support/temp_dir.h"
+#include "support/store_plugin_fixture.h"
 
 namespace lcc::testing {
 
-class SqliteStoreTest : public ::testing::Test {
+class SqliteStoreTest : public StorePluginFixture {
  protected:
-  SqliteStoreTest() : registry_(LCC_PLUGIN_DIR, HostContext{&clock_, posixEnv(), nullptr, dir_.path(), "m1"}) {}
-
-  OptionsView options(const std::map<std::string, std::string>& overrides = {}) {
-    auto o = registry_.defaultOptions("storage-sqlite", overrides);
-    EXPECT_TRUE(o.isOk()) << o.status().toString();
-    return o.isOk() ? *o : OptionsView();
-  }
-  PluginPtr<QueueStore> openQueue(const std::map<std::string, std::string>& overrides = {}) {
-    auto s = registry_.makeQueueStore("storage-sqlite", options(overrides));
-    EXPECT_TRUE(s.isOk()) << s.status().toString();
-    return s.isOk() ? std::move(*s) : nullptr;
-  }
-  PluginPtr<ContentStore> openContent(const std::map<std::string, std::string>& overrides = {}) {
-    auto s = registry_.makeContentStore("storage-sqlite", options(overrides));
-    EXPECT_TRUE(s.isOk()) << s.status().toString();
-    return s.isOk() ? std::move(*s) : nullptr;
-  }
-  PluginPtr<ProviderStore> openProviders(const std::map<std::string, std::string>& overrides = {}) {
-    auto s = registry_.makeProviderStore("storage-sqlite", options(overrides));
-    EXPECT_TRUE(s.isOk()) << s.status().toString();
-    return s.isOk() ? std::move(*s) : nullptr;
-  }
-
-  TempDir dir_;
-  SimClock clock_;
-  PluginRegistry registry_;
+  SqliteStoreTest() : StorePluginFixture("storage-sqlite") {}
 };
 
 inline QueueEntry makeEntry(ProviderId pid, const std::string& url, PSetId pset = 1, TimeSlot slot = kSlotNow) {
