@@ -268,8 +268,13 @@ TEST_F(BotmServiceTest, ARobotKilledMidFetchHasItsFetchRehandedWithTheSameFileAn
   auto f = stub();
   auto b = robot(node, *f, robots, 4);
   ASSERT_TRUE(eventually([&] { return b->inFlight() == 1; }));
-  clock_.advance(60s);
-  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkResult>(ms) >= 1; }));
+  // The stub schedules its delay on the simulated clock just after the fetch counts
+  // as in flight: keep moving time until the result shows, so an advance that came
+  // before the timer existed cannot strand the test.
+  ASSERT_TRUE(eventually([&] {
+    clock_.advance(60s);
+    return source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkResult>(ms) >= 1; }, 20ms);
+  }));
   source.sync();
   auto results = source.all<proto::LinkResult>();
   ASSERT_EQ(results.size(), 1u);
