@@ -28,6 +28,8 @@
 
 namespace lcc {
 
+class ContentLocator;
+
 namespace http {
 class Router;
 }
@@ -52,6 +54,9 @@ struct NodeContext {
   // Set by the QM when it runs in this process: URLs of a provider still queued
   // (init_accepted "processing"). Empty when there is no QM here.
   std::function<std::uint64_t(ProviderId)> queued_urls;
+  // Where each machine's content can be read over HTTP (common/content_locator.h):
+  // static cu.content_urls entries, plus what the QM here learns from its BOT-Ms.
+  ContentLocator* content_locator = nullptr;
 };
 
 class Service {

@@ -97,6 +97,9 @@ const std::vector<KeySpec>& Config::schema() {
        "this BOT-M serves other BOT-Ms (forwards, no filename management)"},
       {"botm.max_queued", KeyType::kInt, "100000", 1, 100000000,
        "fetches a BOT-M holds waiting for a slot; more are answered 130"},
+      {"botm.content_url", KeyType::kString, "auto", 0, 2048,
+       "where other machines read this BOT-M's content files (GET <url>/content/<file>); "
+       "auto: http://<listen.http>; empty: not advertised"},
       // --- bot ---
       {"bot.robots", KeyType::kInt, "1", 0, 1024, "robots run inside lccd when the bot role is on"},
       {"bot.slots", KeyType::kInt, "32", 1, 4096, "parallel fetches per robot"},
@@ -116,6 +119,12 @@ const std::vector<KeySpec>& Config::schema() {
       {"cu.url_order_scan_factor", KeyType::kInt, "4", 0, 1000000,
        "URL order only when store records <= factor x matching records (0: never)"},
       {"cu.temp_dir", KeyType::kString, "", 0, 4096, "exporters' temporary files (empty: <data_dir>/tmp)"},
+      {"cu.content_urls", KeyType::kStringList, "", kNoMin, kNoMax,
+       "machine=http://host:port entries: where content of other machines is read (wins over what the QM learns)"},
+      {"cu.remote_connect_timeout", KeyType::kDuration, "5s", 10, kHour,
+       "connecting to another machine's HTTP port to read content"},
+      {"cu.remote_read_timeout", KeyType::kDuration, "30s", 10, kHour,
+       "longest silence while reading content from another machine"},
       // --- rs ---
       {"rs.secret_ttl", KeyType::kDuration, "7d", kMin, 365 * kDay, "how long a secret/password pair waits for verification"},
       {"rs.secret_file", KeyType::kString, "lococa-secret.txt", 1, 255, "file name the provider puts the secret in"},

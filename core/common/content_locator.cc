@@ -1,0 +1,130 @@
+#include "common/content_locator.h"
+
+#include <cctype>
+
+namespace lcc {
+
+void ContentLocator::setStatic(std::map<std::string, std::string> entries) {
+  std::lock_guard<std::mutex> lk(mu_);
+  static_.clear();
+  for (auto& [k, v] : entries) static_.emplace(k, std::move(v));
+}
+
+bool ContentLocator::discovered(const std::string& machine, const std::string& url) {
+  if (!validMachineId(machine)) return false;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (url.empty()) {
+    discovered_.erase(machine);
+    return true;
+  }
+  std::string why;
+  auto norm = normalizeContentUrl(url, &why);
+  if (!norm) return false;
+  discovered_[machine] = *norm;
+  return true;
+}
+
+std::optional<std::string> ContentLocator::urlOf(std::string_view machine) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (auto it = static_.find(machine); it != static_.end()) return it->second;
+  if (auto it = discovered_.find(machine); it != discovered_.end()) return it->second;
+  return std::nullopt;
+}
+
+std::map<std::string, std::string> ContentLocator::all() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::map<std::string, std::string> out(discovered_.begin(), discovered_.end());
+  for (const auto& [k, v] : static_) out[k] = v;
+  return out;
+}
+
+bool validMachineId(std::string_view id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (unsigned char c : id) {
+    if (c <= 0x20 || c == 0x7f || c == '=' || c == '"' || c == '<' || c == '>' || c == '&') return false;
+  }
+  return true;
+}
+
+std::optional<std::string> normalizeContentUrl(std::string_view url, std::string* why) {
+  auto fail = [&](const char* w) -> std::optional<std::string> {
+    if (why) *why = w;
+    return std::nullopt;
+  };
+  constexpr std::string_view kScheme = "http://";
+  if (url.size() > 2048) return fail("longer than 2048 characters");
+  if (url.compare(0, kScheme.size(), kScheme) != 0) {
+    return fail(url.compare(0, 8, "https://") == 0 ? "https is not supported for content reads; use http://host:port"
+                                                    : "must start with http://");
+  }
+  for (unsigned char c : url) {
+    if (c <= 0x20 || c >= 0x7f || c == '"' || c == '<' || c == '>' || c == '\\' || c == '?' || c == '#') {
+      return fail("must be http://host:port[/path] without spaces, query or fragment");
+    }
+  }
+  std::string_view rest = url.substr(kScheme.size());
+  std::size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+  if (authority.find('@') != std::string_view::npos) return fail("must not carry user information");
+  std::string_view host = authority, port;
+  if (!authority.empty() && authority.front() == '[') {
+    std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) return fail("unclosed [ in the host");
+    host = authority.substr(0, close + 1);
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return fail("bad text after the IPv6 address");
+      port = after.substr(1);
+    }
+  } else if (auto colon = authority.rfind(':'); colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  }
+  if (host.empty() || host == "[]") return fail("has no host");
+  if (authority.find(':') != std::string_view::npos && port.empty()) return fail("has an empty port");
+  if (!port.empty()) {
+    if (port.size() > 5) return fail("port must be 1-65535");
+    unsigned v = 0;
+    for (char c : port) {
+      if (!std::isdigit(static_cast<unsigned char>(c))) return fail("port must be a number");
+      v = v * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (v == 0 || v > 65535) return fail("port must be 1-65535");
+  }
+  std::string out(url);
+  while (!path.empty() && path.back() == '/') {
+    path.remove_suffix(1);
+    out.pop_back();
+  }
+  return out;
+}
+
+std::map<std::string, std::string> parseContentUrls(const std::vector<std::string>& entries,
+                                                    std::vector<std::string>* problems) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : entries) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos) {
+      problems->push_back("must be machine=http://host:port (got " + e + ")");
+      continue;
+    }
+    std::string machine = e.substr(0, eq);
+    if (!validMachineId(machine)) {
+      problems->push_back("bad machine id: 1-64 characters without spaces or '=' (got " + e + ")");
+      continue;
+    }
+    std::string why;
+    auto url = normalizeContentUrl(std::string_view(e).substr(eq + 1), &why);
+    if (!url) {
+      problems->push_back("url " + why + " (got " + e + ")");
+      continue;
+    }
+    if (!out.emplace(machine, *url).second) {
+      problems->push_back("machine " + machine + " is listed twice (got " + e + ")");
+    }
+  }
+  return out;
+}
+
+}  // namespace lcc
