@@ -169,6 +169,7 @@ std::string encodeBotmOpen(const LinkBotmHello& hello) {
   std::string out = openRoot("botm");
   appendAttr(out, "machine", hello.machine);
   appendAttr(out, "capacity", u64(hello.capacity));
+  if (!hello.content_url.empty()) appendAttr(out, "content", hello.content_url);
   out.append(">\n");
   return out;
 }
@@ -223,6 +224,16 @@ std::string encodeMachines(const LinkMachines& m) {
   }
   std::string out = "<machines";
   appendAttr(out, "ids", ids);
+  if (!m.content_urls.empty()) {
+    std::string pairs;
+    for (const auto& [id, url] : m.content_urls) {
+      if (!pairs.empty()) pairs.push_back(' ');
+      pairs += id;
+      pairs.push_back('=');
+      pairs += url;
+    }
+    appendAttr(out, "content", pairs);
+  }
   out.append("/>\n");
   return out;
 }
@@ -343,6 +354,7 @@ bool BotmStreamDecoder::feed(std::string_view bytes, std::vector<BotmMessage>* o
           LinkBotmHello h;
           h.machine = p.reqStr("machine");
           h.capacity = p.optU64("capacity");
+          h.content_url = p.str("content");
           if (p.ok) out->push_back(std::move(h));
           return;
         }
@@ -377,7 +389,14 @@ bool BotmStreamDecoder::feed(std::string_view bytes, std::vector<BotmMessage>* o
           c.slots = p.reqU64("slots");
           if (p.ok) out->push_back(c);
         } else if (el.name == "machines") {
-          out->push_back(LinkMachines{splitIds(p.str("ids"))});
+          LinkMachines ms{splitIds(p.str("ids")), {}};
+          // "id=url" pairs; a pair without '=' or with an empty side is ignored.
+          for (const auto& pair : splitIds(p.str("content"))) {
+            auto eq = pair.find('=');
+            if (eq == std::string::npos || eq == 0 || eq + 1 == pair.size()) continue;
+            ms.content_urls[pair.substr(0, eq)] = pair.substr(eq + 1);
+          }
+          out->push_back(std::move(ms));
         } else if (el.name == "ping") {
           out->push_back(LinkPing{});
         } else if (el.name == "pong") {

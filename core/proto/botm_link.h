@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,10 +28,13 @@
 namespace lcc::proto {
 
 // ---- messages -----------------------------------------------------------------
-// Opening of the BOT-M's stream: <lcc:botm machine=".." capacity="..">.
+// Opening of the BOT-M's stream: <lcc:botm machine=".." capacity=".." content="..">.
 struct LinkBotmHello {
   std::string machine;
   std::uint64_t capacity = 0;
+  // Where `machine`'s content files are read: GET <content_url>/content/<file>.
+  // Empty: not advertised (attribute absent; older BOT-Ms never send it).
+  std::string content_url;
   friend bool operator==(const LinkBotmHello&, const LinkBotmHello&) = default;
 };
 
@@ -95,6 +99,9 @@ struct LinkCapacity {
 
 struct LinkMachines {
   std::vector<std::string> ids;  // machine ids reachable through the connection
+  // machine id -> content URL, for the machines whose BOT-M advertised one
+  // (attribute content="m1=http://h:1 m2=http://h:2"; absent when empty).
+  std::map<std::string, std::string> content_urls;
   friend bool operator==(const LinkMachines&, const LinkMachines&) = default;
 };
 

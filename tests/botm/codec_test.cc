@@ -58,13 +58,13 @@ TEST(BotmLink, BotmToSourceRoundTrip) {
   same.ok = true;
   same.http = 304;
   same.unchanged = true;
-  std::string bytes = encodeBotmOpen({"m1", 32}) + encodeResult(ok) + encodeResult(bad) + encodeResult(same) +
+  std::string bytes = encodeBotmOpen({"m1", 32, ""}) + encodeResult(ok) + encodeResult(bad) + encodeResult(same) +
                       encodeDeleted({9, true, ""}) + encodeDeleted({10, false, "unknown-machine"}) +
-                      encodeCapacity({64}) + encodeMachines({{"m1", "m2"}}) + encodeBotmClose();
+                      encodeCapacity({64}) + encodeMachines({{"m1", "m2"}, {}}) + encodeBotmClose();
   BotmStreamDecoder dec;
   auto msgs = feedAll<BotmStreamDecoder, BotmMessage>(dec, bytes, 3);
   ASSERT_EQ(msgs.size(), 9u);
-  EXPECT_EQ(std::get<LinkBotmHello>(msgs[0]), (LinkBotmHello{"m1", 32}));
+  EXPECT_EQ(std::get<LinkBotmHello>(msgs[0]), (LinkBotmHello{"m1", 32, ""}));
   EXPECT_EQ(std::get<LinkResult>(msgs[1]), ok);
   EXPECT_EQ(std::get<LinkResult>(msgs[2]), bad);
   EXPECT_EQ(std::get<LinkResult>(msgs[3]), same);
@@ -118,7 +118,7 @@ TEST(BotmLink, RefusesWrongRootMissingIdsAndDoctype) {
     BotmStreamDecoder dec;
     std::vector<BotmMessage> out;
     std::string big(10000, 'a');
-    EXPECT_FALSE(dec.feed(encodeBotmOpen({"m1", 1}) + "<result id=\"1\" ok=\"no\" code=\"301\" http=\"" + big + "\"/>", &out));
+    EXPECT_FALSE(dec.feed(encodeBotmOpen({"m1", 1, ""}) + "<result id=\"1\" ok=\"no\" code=\"301\" http=\"" + big + "\"/>", &out));
     EXPECT_EQ(dec.error(), ErrorCode::kLimitExceeded);
   }
 }
@@ -126,13 +126,53 @@ TEST(BotmLink, RefusesWrongRootMissingIdsAndDoctype) {
 TEST(BotmLink, ManyMessagesOnOneStreamAreNotCapped) {
   BotmStreamDecoder dec;
   std::vector<BotmMessage> out;
-  ASSERT_TRUE(dec.feed(encodeBotmOpen({"m1", 1}), &out));
+  ASSERT_TRUE(dec.feed(encodeBotmOpen({"m1", 1, ""}), &out));
   std::string batch;
   for (int i = 0; i < 1000; ++i) batch += encodeCapacity({static_cast<std::uint64_t>(i)});
   for (int r = 0; r < 50; ++r) {
     out.clear();
     ASSERT_TRUE(dec.feed(batch, &out));
     ASSERT_EQ(out.size(), 1000u);
+  }
+}
+
+// Content URLs (docs/internal-protocols.md §2): golden bytes, fed whole and byte by byte.
+TEST(BotmLink, ContentUrlsInTheOpeningAndMachinesGolden) {
+  LinkBotmHello hello{"m2", 32, "http://10.0.0.2:7780"};
+  LinkMachines ms{{"m2", "m3"}, {{"m2", "http://10.0.0.2:7780"}, {"m3", "http://h3:80/lcc"}}};
+  const std::string open = encodeBotmOpen(hello);
+  const std::string machines = encodeMachines(ms);
+  EXPECT_EQ(open,
+            "<lcc:botm xmlns:lcc=\"http://www.lococa.org/1.0/internal\" machine=\"m2\" capacity=\"32\" "
+            "content=\"http://10.0.0.2:7780\">\n");
+  EXPECT_EQ(machines, "<machines ids=\"m2 m3\" content=\"m2=http://10.0.0.2:7780 m3=http://h3:80/lcc\"/>\n");
+  const std::string bytes = open + machines + encodeBotmClose();
+  for (std::size_t chunk : {bytes.size(), std::size_t{1}}) {
+    BotmStreamDecoder dec;
+    auto msgs = feedAll<BotmStreamDecoder, BotmMessage>(dec, bytes, chunk);
+    ASSERT_EQ(msgs.size(), 3u) << "chunk " << chunk;
+    EXPECT_EQ(std::get<LinkBotmHello>(msgs[0]), hello);
+    EXPECT_EQ(std::get<LinkMachines>(msgs[1]), ms);
+  }
+}
+
+TEST(BotmLink, ContentUrlsAreOptionalAndBadPairsAreIgnored) {
+  // An older BOT-M: no content attributes at all; nothing is advertised.
+  EXPECT_EQ(encodeBotmOpen({"m1", 4, ""}),
+            "<lcc:botm xmlns:lcc=\"http://www.lococa.org/1.0/internal\" machine=\"m1\" capacity=\"4\">\n");
+  EXPECT_EQ(encodeMachines({{"m1"}, {}}), "<machines ids=\"m1\"/>\n");
+  const std::string bytes =
+      "<lcc:botm xmlns:lcc=\"http://www.lococa.org/1.0/internal\" machine=\"m1\" capacity=\"4\">"
+      "<machines ids=\"m1 m2\"/>"
+      "<machines ids=\"m1 m2\" content=\" m1=http://a:1  junk =http://b:2 m2= m3=http://c:3\"/>";
+  for (std::size_t chunk : {bytes.size(), std::size_t{1}}) {
+    BotmStreamDecoder dec;
+    auto msgs = feedAll<BotmStreamDecoder, BotmMessage>(dec, bytes, chunk);
+    ASSERT_EQ(msgs.size(), 3u);
+    EXPECT_EQ(std::get<LinkBotmHello>(msgs[0]).content_url, "");
+    EXPECT_TRUE(std::get<LinkMachines>(msgs[1]).content_urls.empty());
+    EXPECT_EQ(std::get<LinkMachines>(msgs[2]).content_urls,
+              (std::map<std::string, std::string>{{"m1", "http://a:1"}, {"m3", "http://c:3"}}));
   }
 }
 
