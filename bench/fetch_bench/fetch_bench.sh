@@ -5,7 +5,7 @@
 # that keeps capacity x 150% fetches outstanding, as the QM does). Same URLs, same
 # number of files written. Results go to docs/benchmarks.md ("Fetching").
 #
-#   BUILD=build-rel N=20000 RUNS=3 ROBOTS=2 SLOTS=32 IO_THREADS=1 [OUT=/dev/shm] bench/fetch_bench/fetch_bench.sh
+#   BUILD=build-rel N=20000 RUNS=3 ROBOTS=2 SLOTS=32 IO_THREADS=1 [OUT=/dev/shm] [PERF=/tmp/lccd.perf] bench/fetch_bench/fetch_bench.sh
 #
 # Needs a Release build with lccd, fetch_bench, fetch-curl and storage-memory:
 #   cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=Release -DLCC_BUILD_TESTS=OFF
@@ -103,12 +103,12 @@ for run in $(seq 1 "$RUNS"); do
   cat > "$SCR/lcc.yaml" <<YAML
 node: {data_dir: $OUT/lcc, machine_id: m1}
 roles: [botm, bot]
-threads: 2
+threads: ${LCCD_THREADS:-2}
 listen: {botm: 127.0.0.1:$SRC, robots: 127.0.0.1:$ROB, http: 127.0.0.1:$HTTP}
 log: {level: warn}
 storage: {plugin_dir: $BUILD/plugins, queue: storage-memory, content: storage-memory, providers: storage-memory}
 fetcher: {plugin: fetch-curl, options: {allow_private: true, max_connections: 256, io_threads: $IO_THREADS}}
-bot: {robots: $ROBOTS, slots: $SLOTS}
+bot: {robots: $ROBOTS, slots: $SLOTS, in_process: ${IN_PROCESS:-true}}
 botm: {reconnect_min: 10ms, reconnect_max: 100ms}
 YAML
   "$BUILD/bin/fetch_bench" --listen "127.0.0.1:$SRC" --urls "$SCR/urls_n.txt" --count "$N" > "$SCR/lcc_result.txt" &
@@ -116,10 +116,23 @@ YAML
   sleep 0.2
   "$BUILD/bin/lccd" -c "$SCR/lcc.yaml" 2> "$SCR/lccd.log" &
   LCCD_PID=$!
+  PERF_PID=""
+  if [ -n "${PERF:-}" ]; then  # PERF=<file>: profile the lcc part of the last run (perf report -i <file>)
+    echo "lccd pid $LCCD_PID" >&2
+    perf record -a -F 1999 -g -o "$PERF" 2>/dev/null >/dev/null &  # whole machine: report with --pid=<lccd pid>
+    PERF_PID=$!
+  elif [ -n "${STAT:-}" ]; then  # STAT=<file>: instructions and context switches of lccd (load-independent)
+    perf stat -e instructions:u,instructions:k,context-switches,cpu-migrations -o "$STAT" -p "$LCCD_PID" &
+    PERF_PID=$!
+  elif [ -n "${STRACE:-}" ]; then  # STRACE=<file>: system call counts of lccd in the last run
+    strace -c -f -o "$STRACE" -p "$LCCD_PID" 2>/dev/null &
+    PERF_PID=$!
+  fi
   wait "$BENCH_PID" || { echo "fetch_bench failed:"; cat "$SCR/lcc_result.txt" "$SCR/lccd.log" | tail -20; exit 1; }
   # CPU of lccd (BOT-M + robots + fetch-curl), clock ticks of utime + stime.
   ticks=$(awk '{print $14 + $15}' "/proc/$LCCD_PID/stat")
   lcpu=$(echo "$ticks / $(getconf CLK_TCK)" | bc -l)
+  [ -n "$PERF_PID" ] && { kill -INT "$PERF_PID"; wait "$PERF_PID" || true; }
   kill -TERM "$LCCD_PID"; wait "$LCCD_PID" || true; LCCD_PID=""
   line=$(cat "$SCR/lcc_result.txt")
   files=$(find "$OUT/lcc/content" -type f | wc -l)

@@ -40,80 +40,22 @@ std::string tempNameFor(const std::string& file) {
   // finishes a transfer never shares a temporary file with the robot the fetch was
   // handed to next.
   static std::atomic<std::uint64_t> seq{0};
-  return file + "." + std::to_string(::getpid()) + "-" + std::to_string(seq.fetch_add(1)) + ".tmp";
+  static const std::string pid = std::to_string(::getpid());
+  std::string out;
+  out.reserve(file.size() + 32);
+  out.append(file).append(".").append(pid).append("-").append(std::to_string(seq.fetch_add(1))).append(".tmp");
+  return out;
 }
 
-RobotSession::RobotSession(std::shared_ptr<StreamSocket> socket, Fetcher& fetcher, Env& env, RobotOptions options,
-                           RobotCounters* counters)
-    : socket_(std::move(socket)),
-      fetcher_(fetcher),
-      env_(env),
-      opts_(std::move(options)),
-      counters_(counters),
-      decoder_(proto::linkLimits(opts_.max_value_length)) {
-  if (opts_.name.empty()) opts_.name = defaultRobotName();
-}
+// ---- RobotCore --------------------------------------------------------------------
 
-RobotSession::~RobotSession() = default;
+RobotCore::RobotCore(Fetcher& fetcher, Env& env, RobotOptions options, RobotCounters* counters, Reply reply)
+    : fetcher_(fetcher), env_(env), opts_(std::move(options)), counters_(counters), reply_(std::move(reply)) {}
 
-void RobotSession::start(std::function<void(const std::string&)> on_end) {
-  on_end_ = std::move(on_end);
-  auto self = shared_from_this();
-  socket_->send(proto::encodeRobotOpen({opts_.slots, opts_.name}));
-  socket_->start([self](std::string_view b) { self->onData(b); }, [self](const std::string& why) { self->ended(why); });
-}
-
-void RobotSession::stop() {
-  auto self = shared_from_this();
-  asio::post(socket_->strand(), [self] {
-    if (self->ended_ || self->closing_) return;
-    self->closing_ = true;
-    for (const auto& [fid, botm_id] : self->running_) self->fetcher_.cancel(fid);
-    self->socket_->closeAfterFlush(proto::encodeRobotClose());
-  });
-}
-
-void RobotSession::ended(const std::string& why) {
-  if (ended_) return;
-  ended_ = true;
-  for (const auto& [fid, botm_id] : running_) fetcher_.cancel(fid);
-  if (on_end_) {
-    auto cb = std::move(on_end_);
-    on_end_ = nullptr;
-    cb(why);
-  }
-}
-
-void RobotSession::onData(std::string_view bytes) {
-  std::vector<proto::ToRobotMessage> msgs;
-  bool ok = decoder_.feed(bytes, &msgs);
-  for (auto& m : msgs) {
-    if (ended_ || closing_ || socket_->closed()) return;
-    if (auto* h = std::get_if<proto::RobotBotmHello>(&m)) {
-      hello_seen_ = true;
-      spdlog::info("robot {}: BOT-M {} (machine {}) accepted us", opts_.name, socket_->peer(), h->machine);
-    } else if (auto* f = std::get_if<proto::RobotFetch>(&m)) {
-      onFetch(*f);
-    } else if (std::holds_alternative<proto::LinkPing>(m)) {
-      socket_->send(proto::encodeLinkPong());
-    } else if (std::holds_alternative<proto::RobotEnd>(m)) {
-      closing_ = true;
-      for (const auto& [fid, botm_id] : running_) fetcher_.cancel(fid);
-      socket_->closeAfterFlush(proto::encodeRobotClose());
-      return;
-    }
-  }
-  if (!ok) {
-    spdlog::warn("robot {}: BOT-M {} broke the protocol ({}): {}; disconnecting", opts_.name, socket_->peer(),
-                 static_cast<int>(decoder_.error()), decoder_.errorMessage());
-    socket_->close("protocol error");
-  }
-}
-
-Status RobotSession::checkPath(const std::string& file) const {
+Status RobotCore::checkPath(const std::string& file) const {
   if (file.empty() || file.front() != '/') return Status::invalidArgument("file is not an absolute path");
   if (file.find("/../") != std::string::npos || file.find("/./") != std::string::npos ||
-      file.size() >= 3 && file.compare(file.size() - 3, 3, "/..") == 0 || file.back() == '/') {
+      (file.size() >= 3 && file.compare(file.size() - 3, 3, "/..") == 0) || file.back() == '/') {
     return Status::invalidArgument("file path is not canonical");
   }
   if (!opts_.content_root.empty()) {
@@ -125,23 +67,37 @@ Status RobotSession::checkPath(const std::string& file) const {
   return Status::ok();
 }
 
-void RobotSession::onFetch(const proto::RobotFetch& f) {
+void RobotCore::cancelAll() {
+  std::vector<std::uint64_t> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+    for (const auto& [fid, botm_id] : running_) ids.push_back(fid);
+  }
+  for (std::uint64_t fid : ids) fetcher_.cancel(fid);
+}
+
+void RobotCore::fetch(const proto::RobotFetch& f) {
   proto::RobotResult fail;
   fail.id = f.id;
   fail.ok = false;
-  for (const auto& [fid, botm_id] : running_) {
-    if (botm_id == f.id) {
-      fail.code = ErrorCode::kInternal;
-      fail.message = "fetch id already in flight";
-      socket_->send(proto::encodeRobotResult(fail));
-      return;
-    }
+  bool duplicate = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cancelled_) return;
+    for (const auto& [fid, botm_id] : running_) duplicate = duplicate || botm_id == f.id;
+  }
+  if (duplicate) {
+    fail.code = ErrorCode::kInternal;
+    fail.message = "fetch id already in flight";
+    reply_(fail);
+    return;
   }
   if (Status s = checkPath(f.file); !s.isOk()) {
     fail.code = ErrorCode::kInternal;
     fail.message = s.message();
     if (counters_) counters_->refused++;
-    socket_->send(proto::encodeRobotResult(fail));
+    reply_(fail);
     return;
   }
   std::string dir = parentOf(f.file);
@@ -160,12 +116,15 @@ void RobotSession::onFetch(const proto::RobotFetch& f) {
   req.max_size = f.max_size;
 
   const std::uint64_t fid = req.id;
-  running_.emplace(fid, f.id);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_.emplace(fid, f.id);
+  }
   in_flight_++;
   auto self = shared_from_this();
   const bool sync = opts_.sync_files;
   Status s = fetcher_.start(req, [self, fid, botm_id = f.id, file = f.file, tmp = req.path, sync](const FetchResult& r) {
-    // Fetcher thread: the file work, then the answer on the strand.
+    // Fetcher thread: the file work, then the answer.
     proto::RobotResult out;
     out.id = botm_id;
     out.http = r.http_status;
@@ -204,27 +163,112 @@ void RobotSession::onFetch(const proto::RobotFetch& f) {
         self->counters_->bytes += out.size;
       }
     }
-    self->answer(fid, out);
+    self->finished(fid, out);
   });
   if (!s.isOk()) {
-    running_.erase(fid);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      running_.erase(fid);
+    }
     in_flight_--;
     fail.code = s.code() == StatusCode::kInvalidArgument ? ErrorCode::kInvalidUrl : ErrorCode::kInternal;
     fail.message = s.message();
     if (counters_) counters_->failed++;
-    socket_->send(proto::encodeRobotResult(fail));
+    reply_(fail);
   }
 }
 
-void RobotSession::answer(std::uint64_t fid, const proto::RobotResult& r) {
-  auto self = shared_from_this();
-  asio::post(socket_->strand(), [self, fid, r] {
-    self->running_.erase(fid);
-    self->in_flight_--;
-    if (!self->ended_ && !self->closing_ && !self->socket_->closed()) {
-      self->socket_->send(proto::encodeRobotResult(r));
-    }
+void RobotCore::finished(std::uint64_t fid, const proto::RobotResult& r) {
+  bool answer;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_.erase(fid);
+    answer = !cancelled_;
+  }
+  if (answer) reply_(r);
+  in_flight_--;  // last: whoever waits for zero may destroy the fetcher next
+}
+
+// ---- RobotSession ---------------------------------------------------------------
+
+RobotSession::RobotSession(std::shared_ptr<StreamSocket> socket, Fetcher& fetcher, Env& env, RobotOptions options,
+                           RobotCounters* counters)
+    : socket_(std::move(socket)),
+      fetcher_(fetcher),
+      env_(env),
+      opts_(std::move(options)),
+      counters_(counters),
+      decoder_(proto::linkLimits(opts_.max_value_length)) {
+  if (opts_.name.empty()) opts_.name = defaultRobotName();
+}
+
+RobotSession::~RobotSession() = default;
+
+void RobotSession::start(std::function<void(const std::string&)> on_end) {
+  on_end_ = std::move(on_end);
+  std::weak_ptr<RobotSession> weak = shared_from_this();
+  // Answers finished close together share one hand-off to the strand and one write.
+  core_ = std::make_shared<RobotCore>(fetcher_, env_, opts_, counters_, [weak](const proto::RobotResult& r) {
+    auto self = weak.lock();
+    if (!self) return;  // the session is gone: the BOT-M re-hands the fetch
+    if (self->answers_.push(r)) asio::post(self->socket_->strand(), [self] { self->sendAnswers(); });
   });
+  auto self = shared_from_this();
+  socket_->send(proto::encodeRobotOpen({opts_.slots, opts_.name}));
+  socket_->start([self](std::string_view b) { self->onData(b); }, [self](const std::string& why) { self->ended(why); });
+}
+
+void RobotSession::stop() {
+  auto self = shared_from_this();
+  asio::post(socket_->strand(), [self] {
+    if (self->ended_ || self->closing_) return;
+    self->closing_ = true;
+    if (self->core_) self->core_->cancelAll();
+    self->socket_->closeAfterFlush(proto::encodeRobotClose());
+  });
+}
+
+void RobotSession::ended(const std::string& why) {
+  if (ended_) return;
+  ended_ = true;
+  if (core_) core_->cancelAll();
+  if (on_end_) {
+    auto cb = std::move(on_end_);
+    on_end_ = nullptr;
+    cb(why);
+  }
+}
+
+void RobotSession::sendAnswers() {
+  std::string bytes;
+  for (const auto& r : answers_.drain()) proto::appendRobotResult(bytes, r);
+  if (!bytes.empty() && !ended_ && !closing_ && !socket_->closed()) socket_->send(std::move(bytes));
+}
+
+void RobotSession::onData(std::string_view bytes) {
+  std::vector<proto::ToRobotMessage> msgs;
+  bool ok = decoder_.feed(bytes, &msgs);
+  for (auto& m : msgs) {
+    if (ended_ || closing_ || socket_->closed()) return;
+    if (auto* h = std::get_if<proto::RobotBotmHello>(&m)) {
+      hello_seen_ = true;
+      spdlog::info("robot {}: BOT-M {} (machine {}) accepted us", opts_.name, socket_->peer(), h->machine);
+    } else if (auto* f = std::get_if<proto::RobotFetch>(&m)) {
+      core_->fetch(*f);
+    } else if (std::holds_alternative<proto::LinkPing>(m)) {
+      socket_->send(proto::encodeLinkPong());
+    } else if (std::holds_alternative<proto::RobotEnd>(m)) {
+      closing_ = true;
+      core_->cancelAll();
+      socket_->closeAfterFlush(proto::encodeRobotClose());
+      return;
+    }
+  }
+  if (!ok) {
+    spdlog::warn("robot {}: BOT-M {} broke the protocol ({}): {}; disconnecting", opts_.name, socket_->peer(),
+                 static_cast<int>(decoder_.error()), decoder_.errorMessage());
+    socket_->close("protocol error");
+  }
 }
 
 // ---- RobotClient ----------------------------------------------------------------

@@ -16,6 +16,8 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "bot/stream_socket.h"
 #include "lcc/clock.h"
@@ -42,6 +44,62 @@ std::string defaultRobotName();
 // The temporary name a robot writes `file` through (same folder).
 std::string tempNameFor(const std::string& file);
 
+// What a robot does with one <fetch>, whatever carries it: check the path, make the
+// folder, fetch into a temporary name, rename or remove, and answer exactly once.
+// Shared by RobotSession (the robot protocol over a socket) and LocalRobot (a robot
+// inside the BOT-M's process).
+// THREADS: fetch() and cancelAll() from one thread at a time (the carrier's); the
+// reply runs on the fetcher's thread, or inline in fetch() for an immediate refusal.
+class RobotCore : public std::enable_shared_from_this<RobotCore> {
+ public:
+  using Reply = std::function<void(const proto::RobotResult&)>;
+  RobotCore(Fetcher& fetcher, Env& env, RobotOptions options, RobotCounters* counters, Reply reply);
+
+  void fetch(const proto::RobotFetch& f);
+  // Cancels every fetch in flight; from now on results are dropped, not replied.
+  void cancelAll();
+  // Fetches started and not yet finished (cancelled ones count until they finish).
+  std::size_t inFlight() const { return in_flight_.load(); }
+  const RobotOptions& options() const { return opts_; }
+
+ private:
+  Status checkPath(const std::string& file) const;
+  void finished(std::uint64_t fetcher_id, const proto::RobotResult& r);
+
+  Fetcher& fetcher_;
+  Env& env_;
+  const RobotOptions opts_;
+  RobotCounters* counters_;
+  const Reply reply_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::uint64_t, std::uint64_t> running_;  // fetcher id -> BOT-M id (mu_)
+  bool cancelled_ = false;                                    // (mu_)
+  std::atomic<std::size_t> in_flight_{0};
+  std::unordered_set<std::string> known_dirs_;  // folders seen to exist (carrier's thread)
+};
+
+// Items handed from any thread to one consumer, woken once per batch: push() says
+// whether the caller must schedule a drain (the queue was empty).
+template <typename T>
+class HandOff {
+ public:
+  bool push(T item) {
+    std::lock_guard<std::mutex> lock(mu_);
+    items_.push_back(std::move(item));
+    return items_.size() == 1;
+  }
+  std::vector<T> drain() {
+    std::vector<T> out;
+    std::lock_guard<std::mutex> lock(mu_);
+    out.swap(items_);
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<T> items_;
+};
+
 class RobotSession : public std::enable_shared_from_this<RobotSession> {
  public:
   RobotSession(std::shared_ptr<StreamSocket> socket, Fetcher& fetcher, Env& env, RobotOptions options,
@@ -53,28 +111,25 @@ class RobotSession : public std::enable_shared_from_this<RobotSession> {
   // Ends the stream (</lcc:robot>) and cancels the fetches in flight.
   void stop();
   // Fetches started and not yet answered.
-  std::size_t inFlight() const { return in_flight_.load(); }
+  std::size_t inFlight() const { return core_ ? core_->inFlight() : 0; }
 
  private:
   void onData(std::string_view bytes);
-  void onFetch(const proto::RobotFetch& f);
-  void answer(std::uint64_t fetcher_id, const proto::RobotResult& r);
+  void sendAnswers();  // strand
   void ended(const std::string& why);
-  Status checkPath(const std::string& file) const;
 
   std::shared_ptr<StreamSocket> socket_;
   Fetcher& fetcher_;
   Env& env_;
   RobotOptions opts_;
   RobotCounters* counters_;
+  std::shared_ptr<RobotCore> core_;  // made by start()
   proto::BotmRobotStreamDecoder decoder_;
   bool hello_seen_ = false;
   bool ended_ = false;
   bool closing_ = false;  // we are ending the stream: cancelled fetches are not answered
   std::function<void(const std::string&)> on_end_;
-  std::unordered_map<std::uint64_t, std::uint64_t> running_;  // fetcher id -> BOT-M id (strand)
-  std::atomic<std::size_t> in_flight_{0};
-  std::unordered_set<std::string> known_dirs_;  // folders seen to exist (strand)
+  HandOff<proto::RobotResult> answers_;  // finished on the fetcher's thread, not yet sent
 };
 
 // A robot that connects to a BOT-M's robot port and reconnects with back-off.

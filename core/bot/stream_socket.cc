@@ -1,6 +1,7 @@
 #include "bot/stream_socket.h"
 
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
@@ -62,7 +63,8 @@ void StreamSocket::doRead() {
 }
 
 void StreamSocket::send(std::string bytes) {
-  asio::post(strand_, [self = shared_from_this(), b = std::move(bytes)]() mutable {
+  // dispatch: inline when the caller already runs on the strand (most senders do).
+  asio::dispatch(strand_, [self = shared_from_this(), b = std::move(bytes)]() mutable {
     if (self->closed_ || self->close_after_flush_) return;
     self->queued_bytes_ += b.size();
     self->queue_.push_back(std::move(b));
@@ -70,6 +72,17 @@ void StreamSocket::send(std::string bytes) {
       self->shutdownNow("peer does not read (" + std::to_string(self->queued_bytes_) + " bytes queued)");
       return;
     }
+    self->scheduleFlush();
+  });
+}
+
+void StreamSocket::scheduleFlush() {
+  // The write starts from a handler posted behind whatever the strand already holds, so
+  // the messages of a burst (many results, many fetches) leave in one send(2).
+  if (write_active_ || flush_posted_) return;
+  flush_posted_ = true;
+  asio::post(strand_, [self = shared_from_this()] {
+    self->flush_posted_ = false;
     self->doWrite();
   });
 }

@@ -33,6 +33,7 @@ class StreamSocket : public std::enable_shared_from_this<StreamSocket> {
   // connection ends for any reason (peer closed, error, close()).
   void start(OnData on_data, OnClose on_close);
   // Queues bytes; a peer that leaves more than max_queued unread is disconnected.
+  // Bytes queued in one turn of the strand leave together, in one write.
   void send(std::string bytes);
   // Ends now (queued bytes may be lost).
   void close(std::string why);
@@ -49,6 +50,7 @@ class StreamSocket : public std::enable_shared_from_this<StreamSocket> {
 
  private:
   void doRead();
+  void scheduleFlush();
   void doWrite();
   void shutdownNow(const std::string& why);
 
@@ -63,6 +65,7 @@ class StreamSocket : public std::enable_shared_from_this<StreamSocket> {
   std::size_t queued_bytes_ = 0;
   std::string writing_;
   bool write_active_ = false;
+  bool flush_posted_ = false;
   bool close_after_flush_ = false;
   bool closed_ = false;
   char buf_[64 * 1024];

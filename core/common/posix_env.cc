@@ -97,7 +97,8 @@ class PosixEnv final : public Env {
     if (mode == OpenMode::kCreateNew) flags |= O_EXCL;
     int fd = ::open(path.c_str(), flags, 0644);
     if (fd < 0) return errnoStatus("open", path, errno);
-    struct stat st;
+    if (mode != OpenMode::kAppend) return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd, 0));
+    struct stat st;  // appending: the file's size is where we start
     if (::fstat(fd, &st) != 0) {
       int err = errno;
       ::close(fd);

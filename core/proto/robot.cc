@@ -30,7 +30,13 @@ std::string encodeRobotOpen(const RobotHello& hello) {
 }
 
 std::string encodeRobotResult(const RobotResult& r) {
-  std::string out = "<result";
+  std::string out;
+  appendRobotResult(out, r);
+  return out;
+}
+
+void appendRobotResult(std::string& out, const RobotResult& r) {
+  out.append("<result");
   appendAttr(out, "id", std::to_string(r.id));
   appendAttr(out, "ok", r.ok ? "yes" : "no");
   if (!r.ok) appendAttr(out, "code", std::to_string(static_cast<std::uint16_t>(r.code)));
@@ -50,7 +56,6 @@ std::string encodeRobotResult(const RobotResult& r) {
   } else {
     out.append("/>\n");
   }
-  return out;
 }
 
 std::string encodeRobotClose() { return "</lcc:robot>\n"; }
@@ -63,7 +68,13 @@ std::string encodeBotmRobotOpen(const RobotBotmHello& hello) {
 }
 
 std::string encodeRobotFetch(const RobotFetch& f) {
-  std::string out = "<fetch";
+  std::string out;
+  appendRobotFetch(out, f);
+  return out;
+}
+
+void appendRobotFetch(std::string& out, const RobotFetch& f) {
+  out.append("<fetch");
   appendAttr(out, "id", std::to_string(f.id));
   appendAttr(out, "url", f.url);
   appendAttr(out, "file", f.file);
@@ -71,7 +82,6 @@ std::string encodeRobotFetch(const RobotFetch& f) {
   if (f.since) appendAttr(out, "since", formatRfc3339(*f.since));
   if (f.max_size != 0) appendAttr(out, "maxsize", std::to_string(f.max_size));
   out.append("/>\n");
-  return out;
 }
 
 std::string encodeBotmRobotClose() { return "</lcc:botm>\n"; }

@@ -74,10 +74,12 @@ using ToRobotMessage = std::variant<RobotBotmHello, RobotFetch, LinkPing, LinkPo
 // Robot side.
 std::string encodeRobotOpen(const RobotHello& hello);
 std::string encodeRobotResult(const RobotResult& r);
+void appendRobotResult(std::string& out, const RobotResult& r);  // the same, appended
 std::string encodeRobotClose();  // "</lcc:robot>"
 // BOT-M side.
 std::string encodeBotmRobotOpen(const RobotBotmHello& hello);
 std::string encodeRobotFetch(const RobotFetch& f);
+void appendRobotFetch(std::string& out, const RobotFetch& f);  // the same, appended
 std::string encodeBotmRobotClose();  // "</lcc:botm>"
 
 // Reads what a robot sends (used by the BOT-M).

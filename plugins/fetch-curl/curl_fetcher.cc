@@ -168,11 +168,13 @@ class CurlFetcher::Writer {
   Writer() : thread_([this] { run(); }) {}
   ~Writer() { stop(); }
   void post(std::function<void()> job) {
+    bool wake;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      wake = jobs_.empty();  // otherwise the writer is awake, or already woken
       jobs_.push_back(std::move(job));
     }
-    cv_.notify_one();
+    if (wake) cv_.notify_one();
   }
   // Runs every queued job, then joins.
   void stop() {
@@ -190,14 +192,15 @@ class CurlFetcher::Writer {
 
  private:
   void run() {
+    std::deque<std::function<void()>> batch;
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
       if (jobs_.empty() && stopping_) return;
-      auto job = std::move(jobs_.front());
-      jobs_.pop_front();
+      batch.swap(jobs_);  // everything queued, for one lock round
       lock.unlock();
-      job();
+      for (auto& job : batch) job();
+      batch.clear();
       lock.lock();
     }
   }

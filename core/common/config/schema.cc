@@ -104,6 +104,8 @@ const std::vector<KeySpec>& Config::schema() {
       {"bot.robots", KeyType::kInt, "1", 0, 1024, "robots run inside lccd when the bot role is on"},
       {"bot.slots", KeyType::kInt, "32", 1, 4096, "parallel fetches per robot"},
       {"bot.connect", KeyType::kString, "", 0, 300, "BOT-M robot port (empty: listen.robots)"},
+      {"bot.in_process", KeyType::kBool, "true", kNoMin, kNoMax,
+       "robots of this lccd's own BOT-M take fetches by direct calls (false: the robot protocol over TCP)"},
       {"bot.sync_files", KeyType::kBool, "false", kNoMin, kNoMax,
        "fsync each content file and its folder before reporting it stored (slower; see core/bot/README.md)"},
       // --- cu ---
