@@ -131,6 +131,12 @@ YAML
   wait "$BENCH_PID" || { echo "fetch_bench failed:"; cat "$SCR/lcc_result.txt" "$SCR/lccd.log" | tail -20; exit 1; }
   # CPU of lccd (BOT-M + robots + fetch-curl), clock ticks of utime + stime.
   ticks=$(awk '{print $14 + $15}' "/proc/$LCCD_PID/stat")
+  if [ -n "${THREADS_CPU:-}" ]; then  # THREADS_CPU=1: CPU seconds of each lccd thread
+    for t in /proc/$LCCD_PID/task/*; do
+      printf '  thread %s %s: %.2fs\n' "$(basename "$t")" "$(cat "$t/comm")" \
+        "$(awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "$t/stat")"
+    done
+  fi
   lcpu=$(echo "$ticks / $(getconf CLK_TCK)" | bc -l)
   [ -n "$PERF_PID" ] && { kill -INT "$PERF_PID"; wait "$PERF_PID" || true; }
   kill -TERM "$LCCD_PID"; wait "$LCCD_PID" || true; LCCD_PID=""

@@ -1,5 +1,6 @@
 #include "app/daemon.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -368,7 +369,12 @@ int runDaemon(const DaemonArgs& args) {
 
   const int nthreads = static_cast<int>(cfg.getInt("threads"));
   std::vector<std::thread> threads;
-  for (int i = 0; i < nthreads; ++i) threads.emplace_back([&io] { io.run(); });
+  for (int i = 0; i < nthreads; ++i) {
+    threads.emplace_back([&io] {
+      ::pthread_setname_np(::pthread_self(), "lccd-io");  // top -H, perf, gdb
+      io.run();
+    });
+  }
   if (rc == 0) {
     spdlog::info("lccd ready: roles {}, data in {}", fmt::join(cfg.getList("roles"), ","), data_dir);
     std::unique_lock<std::mutex> lock(stop_mu);

@@ -1,5 +1,6 @@
 #include "curl_fetcher.h"
 
+#include <pthread.h>
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -165,7 +166,10 @@ struct CurlFetcher::Sink {
 // ---- writer threads ------------------------------------------------------------
 class CurlFetcher::Writer {
  public:
-  Writer() : thread_([this] { run(); }) {}
+  Writer() : thread_([this] {
+    ::pthread_setname_np(::pthread_self(), "lcc-curl-write");
+    run();
+  }) {}
   ~Writer() { stop(); }
   void post(std::function<void()> job) {
     bool wake;
@@ -305,7 +309,10 @@ CurlFetcher::CurlFetcher(const HostContext& host, CurlOptions options) : host_(h
   curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, opts_.max_connections);
   const int n = opts_.io_threads < 1 ? 1 : opts_.io_threads;
   for (int i = 0; i < n; ++i) writers_.push_back(std::make_unique<Writer>());
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    ::pthread_setname_np(::pthread_self(), "lcc-curl");
+    run();
+  });
 }
 
 CurlFetcher::~CurlFetcher() {
