@@ -2,11 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
 #include "bot/local_robot.h"
 #include "bot/robot.h"
+#include "bot/temp_sweep.h"
 
 namespace lcc::bot {
 namespace {
@@ -15,12 +17,27 @@ class BotService final : public Service {
  public:
   // `local`: the BOT-M of this process, which the robots attach to directly; null:
   // they connect to `target` over TCP.
-  BotService(NodeContext& node, std::string target, RobotOptions opts, int robots, LocalRobotHost* local)
-      : node_(node), target_(std::move(target)), opts_(std::move(opts)), robots_(robots), local_(local) {}
+  BotService(NodeContext& node, std::string target, RobotOptions opts, int robots, LocalRobotHost* local, bool sweep)
+      : node_(node), target_(std::move(target)), opts_(std::move(opts)), robots_(robots), local_(local), sweep_(sweep) {}
+  ~BotService() override {
+    stopping_ = true;
+    if (sweeper_.joinable()) sweeper_.join();
+  }
 
   std::string_view name() const override { return "bot"; }
 
   Status start() override {
+    if (!opts_.content_root.empty() && sweep_) {
+      // Robots that died mid-fetch (an lccd or lcc-bot killed) left temporary files.
+      sweeper_ = std::thread([this] {
+        TempSweepStats st = sweepTempFiles(*node_.env, opts_.content_root, processAlive, &stopping_);
+        swept_.store(st.removed);
+        if (st.removed > 0 || st.errors > 0) {
+          spdlog::info("bot: removed {} temporary file(s) left by robots that died ({} of live processes kept, "
+                       "{} error(s), {} folders)", st.removed, st.kept, st.errors, st.folders);
+        }
+      });
+    }
     for (int i = 0; i < robots_; ++i) {
       RobotOptions o = opts_;
       o.name = defaultRobotName() + "-r" + std::to_string(i);
@@ -41,6 +58,8 @@ class BotService final : public Service {
   }
 
   void stop() override {
+    stopping_ = true;
+    if (sweeper_.joinable()) sweeper_.join();
     for (auto& c : clients_) c->stop();
     for (auto& r : locals_) r->stop();
     // Cancelled fetches answer on the fetcher's thread; wait for them (bounded).
@@ -72,6 +91,7 @@ class BotService final : public Service {
     out["failed"] = counters_.failed.load();
     out["refused"] = counters_.refused.load();
     out["bytes"] = counters_.bytes.load();
+    out["temp_files_removed"] = swept_.load();
     out["botm"] = target_;
   }
 
@@ -81,6 +101,10 @@ class BotService final : public Service {
   RobotOptions opts_;
   int robots_;
   LocalRobotHost* local_;
+  const bool sweep_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> swept_{0};
+  std::thread sweeper_;
   RobotCounters counters_;
   std::vector<std::shared_ptr<RobotClient>> clients_;
   std::vector<std::shared_ptr<LocalRobot>> locals_;
@@ -103,7 +127,8 @@ Result<ServicePtr> makeBotService(NodeContext& node) {
     o.content_root = dir.empty() ? node.data_dir + "/content" : Config::absolutePath(dir);
     if (cfg.getBool("bot.in_process")) local = node.local_robots;
   }
-  return ServicePtr(new BotService(node, target, o, static_cast<int>(cfg.getInt("bot.robots")), local));
+  return ServicePtr(new BotService(node, target, o, static_cast<int>(cfg.getInt("bot.robots")), local,
+                                   cfg.getBool("bot.sweep_temp_files")));
 }
 
 }  // namespace lcc::bot
