@@ -2,6 +2,7 @@
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ip/host_name.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
@@ -12,7 +13,10 @@
 #include <map>
 
 #include "bot/stream_socket.h"
+#include "botm/content_route.h"
 #include "botm/dispatch.h"
+#include "common/content_locator.h"
+#include "http/http_server.h"
 #include "botm/filename_store.h"
 
 namespace lcc::botm {
@@ -46,6 +50,7 @@ struct Settings {
   Millis reconnect_min{200}, reconnect_max{30000};
   std::uint32_t fanout = 256;
   std::size_t max_value_length = 8192;
+  std::string content_url;   // advertised upstream (leaf only); empty: not advertised
 };
 
 class BotmService final : public Service {
@@ -127,6 +132,7 @@ class BotmService final : public Service {
     out["results_failed"] = c_failed_->value();
     out["rehanded"] = c_rehanded_->value();
     out["deletes"] = c_deletes_->value();
+    if (!s_.content_url.empty()) out["content_url"] = s_.content_url;
   }
 
  private:
@@ -176,6 +182,11 @@ class BotmService final : public Service {
 
   std::uint64_t capacity() const { return disp_ ? disp_->capacity() : fwd_->capacity(); }
   std::vector<std::string> machines() const { return disp_ ? disp_->machines() : fwd_->machines(); }
+  std::map<std::string, std::string> contentUrls() const {
+    if (fwd_) return fwd_->contentUrls();
+    if (s_.content_url.empty()) return {};
+    return {{s_.machine, s_.content_url}};
+  }
 
   // ---- the url source ----------------------------------------------------------
   void connectSource() {
@@ -225,7 +236,8 @@ class BotmService final : public Service {
     if (disp_) disp_->sourceUp();
     if (fwd_) fwd_->sourceUp();
     spdlog::info("botm: connected to url source {} (capacity {})", s_.source, capacity());
-    sock->send(proto::encodeBotmOpen({s_.machine, capacity()}) + proto::encodeMachines({machines()}));
+    sock->send(proto::encodeBotmOpen({s_.machine, capacity(), s_.content_url}) +
+               proto::encodeMachines({machines(), contentUrls()}));
     auto dec = std::make_shared<proto::SourceStreamDecoder>(proto::linkLimits(s_.max_value_length));
     std::weak_ptr<StreamSocket> weak = sock;
     sock->start(
@@ -361,8 +373,9 @@ class BotmService final : public Service {
                 if (stopping_ || peers_.count(id)) continue;
                 peers_[id] = s;
                 s->send(proto::encodeSourceOpen({"botm:" + s_.machine}));
-                spdlog::info("botm: child BOT-M {} ({}) connected, capacity {}", h->machine, s->peer(), h->capacity);
-                fwd_->childUp(id, h->machine, h->capacity, &a);
+                spdlog::info("botm: child BOT-M {} ({}) connected, capacity {}{}{}", h->machine, s->peer(),
+                             h->capacity, h->content_url.empty() ? "" : ", content at ", h->content_url);
+                fwd_->childUp(id, h->machine, h->capacity, &a, h->content_url);
               } else if (!peers_.count(id)) {
                 continue;
               } else if (const auto* r = std::get_if<proto::LinkResult>(&m)) {
@@ -372,7 +385,7 @@ class BotmService final : public Service {
               } else if (const auto* c = std::get_if<proto::LinkCapacity>(&m)) {
                 fwd_->childCapacity(id, c->slots, &a);
               } else if (const auto* ms = std::get_if<proto::LinkMachines>(&m)) {
-                fwd_->childMachines(id, ms->ids, &a);
+                fwd_->childMachines(id, ms->ids, &a, ms->content_urls);
               } else if (std::holds_alternative<proto::LinkPing>(m)) {
                 s->send(proto::encodeLinkPong());
               } else if (std::holds_alternative<proto::LinkEnd>(m)) {
@@ -416,6 +429,28 @@ class BotmService final : public Service {
 
 }  // namespace
 
+Result<std::string> contentUrlFromConfig(const Config& cfg, bool has_http) {
+  std::string url = cfg.getString("botm.content_url");
+  if (url.empty()) return std::string();
+  if (url == "auto") {
+    if (!has_http) return std::string();
+    std::string listen = cfg.getString("listen.http");
+    std::string host, port;
+    if (bot::splitHostPort(listen, &host, &port) && (host == "0.0.0.0" || host == "::" || host == "[::]" || host.empty())) {
+      // A wildcard address is no place to connect to: use the host's name.
+      boost::system::error_code ec;
+      std::string name = asio::ip::host_name(ec);
+      if (ec || name.empty()) name = "127.0.0.1";
+      listen = name + ":" + port;
+    }
+    url = "http://" + listen;
+  }
+  std::string why;
+  auto norm = normalizeContentUrl(url, &why);
+  if (!norm) return Status::invalidArgument(why + " (got " + url + ")");
+  return *norm;
+}
+
 Result<ServicePtr> makeBotmService(NodeContext& node) {
   const Config& cfg = *node.config;
   Settings s;
@@ -438,6 +473,14 @@ Result<ServicePtr> makeBotmService(NodeContext& node) {
   s.reconnect_min = Millis(cfg.getInt("botm.reconnect_min"));
   s.reconnect_max = Millis(std::max(cfg.getInt("botm.reconnect_max"), cfg.getInt("botm.reconnect_min")));
   s.fanout = static_cast<std::uint32_t>(cfg.getInt("botm.fanout"));
+  if (!s.parent) {
+    // Filename management happens here: this machine's content is served on the HTTP
+    // port and its URL advertised upstream (docs/internal-protocols.md §2).
+    auto url = contentUrlFromConfig(cfg, node.http != nullptr);
+    if (!url.isOk()) return url.status().withContext("botm.content_url");
+    s.content_url = std::move(url).value();
+    if (node.http) addContentRoute(*node.http, {s.content_dir, s.machine, s.fanout}, *node.metrics);
+  }
   return ServicePtr(new BotmService(node, std::move(s)));
 }
 

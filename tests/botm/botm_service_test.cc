@@ -235,7 +235,7 @@ TEST_F(BotmServiceTest, ARobotKilledMidFetchHasItsFetchRehandedWithTheSameFileAn
   const std::uint16_t robots = freePort();
   BotmNode node(clock_, leafYaml("m1", source.address(), robots));
   ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkBotmHello>(ms) == 1; }));
-  EXPECT_EQ(source.all<proto::LinkBotmHello>()[0], (proto::LinkBotmHello{"m1", 0}));
+  EXPECT_EQ(source.all<proto::LinkBotmHello>()[0], (proto::LinkBotmHello{"m1", 0, ""}));
   EXPECT_EQ(source.all<proto::LinkMachines>().at(0).ids, std::vector<std::string>{"m1"});
 
   // Robot A: a real lcc-bot process whose fetch hangs (fetch-stub, real-time delay).
