@@ -1,5 +1,6 @@
 // query_engine.h — the CU query engine: a query over the LCC DB (ContentStore), handed
-// to an exporter record by record with the content read from this machine's files.
+// to an exporter record by record with the content read from this machine's files or,
+// for records of other machines, over HTTP from theirs (remote_content.h).
 //
 // A query runs in two passes (README.md has the full semantics):
 //  1. prepare(): validation, then a counting pass up to the store's maxSeq() taken at
