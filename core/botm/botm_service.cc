@@ -479,6 +479,11 @@ Result<ServicePtr> makeBotmService(NodeContext& node) {
     auto url = contentUrlFromConfig(cfg, node.http != nullptr);
     if (!url.isOk()) return url.status().withContext("botm.content_url");
     s.content_url = std::move(url).value();
+    if (s.content_url.rfind("http://127.", 0) == 0 || s.content_url.rfind("http://localhost", 0) == 0 ||
+        s.content_url.rfind("http://[::1]", 0) == 0) {
+      spdlog::info("botm: content of machine {} is advertised at {}, a loopback address: CUs on other machines "
+                   "cannot read it (set listen.http or botm.content_url)", s.machine, s.content_url);
+    }
     if (node.http) addContentRoute(*node.http, {s.content_dir, s.machine, s.fanout}, *node.metrics);
   }
   return ServicePtr(new BotmService(node, std::move(s)));

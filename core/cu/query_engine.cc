@@ -131,7 +131,7 @@ std::unique_ptr<ContentSource> QueryEngine::openContent(const ContentRecord& r,
     if (!*remote) *remote = std::make_unique<RemoteContentReader>(options_.remote, &stats_.content_bytes);
     RemoteContentReader& reader = **remote;
     if (reader.isDown(*url)) return missing(ContentMissing::kUnreadable);  // warned once already
-    auto src = reader.open(*url, r.filename, r.size);
+    auto src = reader.open(*url, r.filename, r.size, r.machine);
     if (!src.isOk()) {
       if (!reader.isDown(*url) || src.status().code() != StatusCode::kIOError) {
         spdlog::warn("cu: content of {} on machine {}: {}; content omitted", r.key.url, r.machine,

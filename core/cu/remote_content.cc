@@ -321,7 +321,7 @@ bool RemoteContentReader::isDown(const std::string& base_url) const { return imp
 std::size_t RemoteContentReader::connectionsOpened() const { return impl_->opened; }
 
 Result<std::unique_ptr<ContentSource>> RemoteContentReader::open(const std::string& base_url, const std::string& file,
-                                                                  std::uint64_t size) {
+                                                                  std::uint64_t size, const std::string& machine) {
   Impl& im = *impl_;
   if (im.down.count(base_url)) return Status::ioError(base_url + " is not reachable (earlier in this answer)");
   Target t;
@@ -365,6 +365,11 @@ Result<std::unique_ptr<ContentSource>> RemoteContentReader::open(const std::stri
     im.drop(base_url, conn);
     if (status == 404) return Status::notFound(what + ": 404 not found");
     return Status::corruption(what + ": HTTP " + std::to_string(status));
+  }
+  if (auto m = res.find("X-LCC-Machine"); !machine.empty() && m != res.end() && m->value() != machine) {
+    im.drop(base_url, conn);
+    return Status::corruption(what + ": served by machine " + std::string(m->value().substr(0, 64)) +
+                              ", the record is on " + machine);
   }
   std::optional<std::uint64_t> announced;
   if (auto f = res.find("X-LCC-Size"); f != res.end()) {

@@ -43,11 +43,14 @@ class RemoteContentReader {
   RemoteContentReader& operator=(const RemoteContentReader&) = delete;
 
   // Opens the content `file` of size `size` at `base_url` (normalised, see
-  // common/content_locator.h). NotFound: the server answered 404; IOError:
-  // unreachable, timed out, or the URL is down for this export; Corruption: another
-  // size or status. The source must be destroyed before the next open() for the same
-  // URL can reuse its connection.
-  Result<std::unique_ptr<ContentSource>> open(const std::string& base_url, const std::string& file, std::uint64_t size);
+  // common/content_locator.h). When `machine` is given, an answer whose X-LCC-Machine
+  // names another machine is refused (a URL pointing at the wrong node must not give
+  // another machine's file of the same name). NotFound: the server answered 404;
+  // IOError: unreachable, timed out, or the URL is down for this export; Corruption:
+  // another size, status or machine. The source must be destroyed before the next
+  // open() for the same URL can reuse its connection.
+  Result<std::unique_ptr<ContentSource>> open(const std::string& base_url, const std::string& file, std::uint64_t size,
+                                              const std::string& machine = "");
 
   // True when `base_url` is taken as down in this export.
   bool isDown(const std::string& base_url) const;

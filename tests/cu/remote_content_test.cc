@@ -250,6 +250,17 @@ TEST_F(RemoteContentTest, SizeMismatchAndAbsentFilesAreUnreadable) {
   }
 }
 
+TEST_F(RemoteContentTest, AUrlThatLeadsToAnotherMachineGivesNothing) {
+  // m3's URL wrongly points at m2's node, which has a file of the same name.
+  const std::string name = m2_.write(9, "m2's own file");
+  putRecord(1, "http://a.org/m3.html", "m3", name, 13);
+  auto e = engine({{"m3", m2_.url()}});
+  auto a = xml(*e);
+  ASSERT_EQ(a.urls.size(), 1u);
+  EXPECT_EQ(a.urls[0].missing, "unreadable");
+  EXPECT_FALSE(a.urls[0].content.has_value());
+}
+
 TEST_F(RemoteContentTest, AMachineThatIsDownIsUnreadableAndAnUnknownOneIsOtherMachine) {
   putRemote(1, "http://a.org/1.html", 1, "one");
   putRemote(1, "http://a.org/2.html", 2, "two");
