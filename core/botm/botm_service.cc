@@ -15,9 +15,9 @@
 #include "bot/stream_socket.h"
 #include "botm/content_route.h"
 #include "botm/dispatch.h"
+#include "botm/filename_store.h"
 #include "common/content_locator.h"
 #include "http/http_server.h"
-#include "botm/filename_store.h"
 
 namespace lcc::botm {
 namespace {
@@ -481,8 +481,8 @@ Result<ServicePtr> makeBotmService(NodeContext& node) {
     s.content_url = std::move(url).value();
     if (s.content_url.rfind("http://127.", 0) == 0 || s.content_url.rfind("http://localhost", 0) == 0 ||
         s.content_url.rfind("http://[::1]", 0) == 0) {
-      spdlog::info("botm: content of machine {} is advertised at {}, a loopback address: CUs on other machines "
-                   "cannot read it (set listen.http or botm.content_url)", s.machine, s.content_url);
+      spdlog::info("botm: content of machine {} is advertised at {} (loopback: only this host can read it; "
+                   "set listen.http or botm.content_url for CUs on other machines)", s.machine, s.content_url);
     }
     if (node.http) addContentRoute(*node.http, {s.content_dir, s.machine, s.fanout}, *node.metrics);
   }
