@@ -19,6 +19,7 @@
 
 #include "bot/bot_service.h"
 #include "botm/botm_service.h"
+#include "common/content_locator.h"
 #include "common/logging.h"
 #include "common/posix_env.h"
 #include "common/service.h"
@@ -239,6 +240,13 @@ int runDaemon(const DaemonArgs& args) {
       cfg.getString("log.level") != "warn" && cfg.getString("log.level") != "error") {
     problems.push_back({cfg.file(), "log.level", "must be debug, info, warn or error (got " + cfg.getString("log.level") + ")"});
   }
+  // Content reads across machines (docs/configuration.md): cu.content_urls, botm.content_url.
+  std::vector<std::string> url_problems;
+  const auto static_content_urls = parseContentUrls(cfg.getList("cu.content_urls"), &url_problems);
+  for (const auto& why : url_problems) problems.push_back({cfg.file(), "cu.content_urls", why});
+  if (auto u = botm::contentUrlFromConfig(cfg, true); !u.isOk()) {
+    problems.push_back({cfg.file(), "botm.content_url", u.status().message()});
+  }
   if (!problems.empty()) {
     printProblems(problems);
     return 2;
@@ -281,6 +289,8 @@ int runDaemon(const DaemonArgs& args) {
   boost::asio::io_context io;
   Metrics metrics;
   http::Router router;
+  ContentLocator content_locator;
+  content_locator.setStatic(static_content_urls);
   NodeContext node;
   node.config = &cfg;
   node.plugins = &registry;
@@ -296,6 +306,7 @@ int runDaemon(const DaemonArgs& args) {
   node.fetcher = opened.fetcher.get();
   for (auto& e : opened.exporters) node.exporters.push_back(e.get());
   node.http = &router;
+  node.content_locator = &content_locator;
 
   std::vector<ServicePtr> services;
   for (const auto& role : kStartOrder) {

@@ -2,6 +2,7 @@
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ip/host_name.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
@@ -13,8 +14,11 @@
 
 #include "bot/local_robot.h"
 #include "bot/stream_socket.h"
+#include "botm/content_route.h"
 #include "botm/dispatch.h"
 #include "botm/filename_store.h"
+#include "common/content_locator.h"
+#include "http/http_server.h"
 
 namespace lcc::botm {
 namespace {
@@ -47,6 +51,7 @@ struct Settings {
   Millis reconnect_min{200}, reconnect_max{30000};
   std::uint32_t fanout = 256;
   std::size_t max_value_length = 8192;
+  std::string content_url;   // advertised upstream (leaf only); empty: not advertised
 };
 
 class BotmService final : public Service, public bot::LocalRobotHost {
@@ -129,6 +134,7 @@ class BotmService final : public Service, public bot::LocalRobotHost {
     out["results_failed"] = c_failed_->value();
     out["rehanded"] = c_rehanded_->value();
     out["deletes"] = c_deletes_->value();
+    if (!s_.content_url.empty()) out["content_url"] = s_.content_url;
   }
 
  private:
@@ -223,6 +229,11 @@ class BotmService final : public Service, public bot::LocalRobotHost {
 
   std::uint64_t capacity() const { return disp_ ? disp_->capacity() : fwd_->capacity(); }
   std::vector<std::string> machines() const { return disp_ ? disp_->machines() : fwd_->machines(); }
+  std::map<std::string, std::string> contentUrls() const {
+    if (fwd_) return fwd_->contentUrls();
+    if (s_.content_url.empty()) return {};
+    return {{s_.machine, s_.content_url}};
+  }
 
   // ---- the url source ----------------------------------------------------------
   void connectSource() {
@@ -272,7 +283,8 @@ class BotmService final : public Service, public bot::LocalRobotHost {
     if (disp_) disp_->sourceUp();
     if (fwd_) fwd_->sourceUp();
     spdlog::info("botm: connected to url source {} (capacity {})", s_.source, capacity());
-    sock->send(proto::encodeBotmOpen({s_.machine, capacity()}) + proto::encodeMachines({machines()}));
+    sock->send(proto::encodeBotmOpen({s_.machine, capacity(), s_.content_url}) +
+               proto::encodeMachines({machines(), contentUrls()}));
     auto dec = std::make_shared<proto::SourceStreamDecoder>(proto::linkLimits(s_.max_value_length));
     std::weak_ptr<StreamSocket> weak = sock;
     sock->start(
@@ -408,8 +420,9 @@ class BotmService final : public Service, public bot::LocalRobotHost {
                 if (stopping_ || peers_.count(id)) continue;
                 peers_[id] = s;
                 s->send(proto::encodeSourceOpen({"botm:" + s_.machine}));
-                spdlog::info("botm: child BOT-M {} ({}) connected, capacity {}", h->machine, s->peer(), h->capacity);
-                fwd_->childUp(id, h->machine, h->capacity, &a);
+                spdlog::info("botm: child BOT-M {} ({}) connected, capacity {}{}{}", h->machine, s->peer(),
+                             h->capacity, h->content_url.empty() ? "" : ", content at ", h->content_url);
+                fwd_->childUp(id, h->machine, h->capacity, &a, h->content_url);
               } else if (!peers_.count(id)) {
                 continue;
               } else if (const auto* r = std::get_if<proto::LinkResult>(&m)) {
@@ -419,7 +432,7 @@ class BotmService final : public Service, public bot::LocalRobotHost {
               } else if (const auto* c = std::get_if<proto::LinkCapacity>(&m)) {
                 fwd_->childCapacity(id, c->slots, &a);
               } else if (const auto* ms = std::get_if<proto::LinkMachines>(&m)) {
-                fwd_->childMachines(id, ms->ids, &a);
+                fwd_->childMachines(id, ms->ids, &a, ms->content_urls);
               } else if (std::holds_alternative<proto::LinkPing>(m)) {
                 s->send(proto::encodeLinkPong());
               } else if (std::holds_alternative<proto::LinkEnd>(m)) {
@@ -464,6 +477,28 @@ class BotmService final : public Service, public bot::LocalRobotHost {
 
 }  // namespace
 
+Result<std::string> contentUrlFromConfig(const Config& cfg, bool has_http) {
+  std::string url = cfg.getString("botm.content_url");
+  if (url.empty()) return std::string();
+  if (url == "auto") {
+    if (!has_http) return std::string();
+    std::string listen = cfg.getString("listen.http");
+    std::string host, port;
+    if (bot::splitHostPort(listen, &host, &port) && (host == "0.0.0.0" || host == "::" || host == "[::]" || host.empty())) {
+      // A wildcard address is no place to connect to: use the host's name.
+      boost::system::error_code ec;
+      std::string name = asio::ip::host_name(ec);
+      if (ec || name.empty()) name = "127.0.0.1";
+      listen = name + ":" + port;
+    }
+    url = "http://" + listen;
+  }
+  std::string why;
+  auto norm = normalizeContentUrl(url, &why);
+  if (!norm) return Status::invalidArgument(why + " (got " + url + ")");
+  return *norm;
+}
+
 Result<ServicePtr> makeBotmService(NodeContext& node) {
   const Config& cfg = *node.config;
   Settings s;
@@ -486,6 +521,19 @@ Result<ServicePtr> makeBotmService(NodeContext& node) {
   s.reconnect_min = Millis(cfg.getInt("botm.reconnect_min"));
   s.reconnect_max = Millis(std::max(cfg.getInt("botm.reconnect_max"), cfg.getInt("botm.reconnect_min")));
   s.fanout = static_cast<std::uint32_t>(cfg.getInt("botm.fanout"));
+  if (!s.parent) {
+    // Filename management happens here: this machine's content is served on the HTTP
+    // port and its URL advertised upstream (docs/internal-protocols.md §2).
+    auto url = contentUrlFromConfig(cfg, node.http != nullptr);
+    if (!url.isOk()) return url.status().withContext("botm.content_url");
+    s.content_url = std::move(url).value();
+    if (s.content_url.rfind("http://127.", 0) == 0 || s.content_url.rfind("http://localhost", 0) == 0 ||
+        s.content_url.rfind("http://[::1]", 0) == 0) {
+      spdlog::info("botm: content of machine {} is advertised at {} (loopback: only this host can read it; "
+                   "set listen.http or botm.content_url for CUs on other machines)", s.machine, s.content_url);
+    }
+    if (node.http) addContentRoute(*node.http, {s.content_dir, s.machine, s.fanout}, *node.metrics);
+  }
   auto svc = std::make_unique<BotmService>(node, std::move(s));
   // Robots of this lccd may attach directly (bot.in_process); a parent takes none.
   if (!svc->parent()) node.local_robots = svc.get();

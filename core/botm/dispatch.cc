@@ -290,11 +290,22 @@ std::vector<std::string> Forwarder::machines() const {
   return {all.begin(), all.end()};
 }
 
-void Forwarder::announce(ForwardActions* out, std::uint64_t old_capacity, const std::vector<std::string>& old_machines) {
+std::map<std::string, std::string> Forwarder::contentUrls() const {
+  std::map<std::string, std::string> all;
+  for (const auto& [id, c] : children_) {
+    for (const auto& [m, url] : c.content_urls) all[m] = url;
+    if (!c.content_url.empty() && !c.machine.empty()) all[c.machine] = c.content_url;
+  }
+  return all;
+}
+
+void Forwarder::announce(ForwardActions* out, std::uint64_t old_capacity, const std::vector<std::string>& old_machines,
+                         const std::map<std::string, std::string>& old_urls) {
   if (!source_up_) return;
   if (capacity() != old_capacity) out->upstream.push_back(proto::LinkCapacity{capacity()});
   auto now = machines();
-  if (now != old_machines) out->upstream.push_back(proto::LinkMachines{now});
+  auto urls = contentUrls();
+  if (now != old_machines || urls != old_urls) out->upstream.push_back(proto::LinkMachines{now, urls});
 }
 
 void Forwarder::fetch(const proto::LinkFetch& f, ForwardActions* out) {
@@ -361,15 +372,18 @@ void Forwarder::remove(const proto::LinkDelete& d, ForwardActions* out) {
   out->upstream.push_back(proto::LinkDeleted{d.id, false, std::string(proto::kReasonUnknownMachine)});
 }
 
-void Forwarder::childUp(ChildId child, const std::string& machine, std::uint64_t capacity, ForwardActions* out) {
+void Forwarder::childUp(ChildId child, const std::string& machine, std::uint64_t capacity, ForwardActions* out,
+                        const std::string& content_url) {
   const auto old_cap = this->capacity();
   const auto old_machines = machines();
+  const auto old_urls = contentUrls();
   Child c;
   c.machine = machine;
   c.machines = {machine};
   c.capacity = capacity;
+  c.content_url = content_url;
   children_[child] = std::move(c);
-  announce(out, old_cap, old_machines);
+  announce(out, old_cap, old_machines, old_urls);
   pump(out);
 }
 
@@ -378,18 +392,26 @@ void Forwarder::childCapacity(ChildId child, std::uint64_t capacity, ForwardActi
   if (it == children_.end()) return;
   const auto old_cap = this->capacity();
   const auto old_machines = machines();
+  const auto old_urls = contentUrls();
   it->second.capacity = capacity;
-  announce(out, old_cap, old_machines);
+  announce(out, old_cap, old_machines, old_urls);
   pump(out);
 }
 
-void Forwarder::childMachines(ChildId child, const std::vector<std::string>& ids, ForwardActions* out) {
+void Forwarder::childMachines(ChildId child, const std::vector<std::string>& ids, ForwardActions* out,
+                              const std::map<std::string, std::string>& content_urls) {
   auto it = children_.find(child);
   if (it == children_.end()) return;
   const auto old_cap = this->capacity();
   const auto old_machines = machines();
+  const auto old_urls = contentUrls();
   it->second.machines = ids;
-  announce(out, old_cap, old_machines);
+  // Only URLs of machines reachable through this child.
+  it->second.content_urls.clear();
+  for (const auto& [m, url] : content_urls) {
+    if (std::find(ids.begin(), ids.end(), m) != ids.end()) it->second.content_urls[m] = url;
+  }
+  announce(out, old_cap, old_machines, old_urls);
 }
 
 void Forwarder::childResult(ChildId child, const proto::LinkResult& r, ForwardActions* out) {
@@ -435,6 +457,7 @@ void Forwarder::childDown(ChildId child, ForwardActions* out) {
   if (it == children_.end()) return;
   const auto old_cap = this->capacity();
   const auto old_machines = machines();
+  const auto old_urls = contentUrls();
   std::vector<std::uint64_t> ids(it->second.jobs.begin(), it->second.jobs.end());
   children_.erase(it);
   for (auto rit = ids.rbegin(); rit != ids.rend(); ++rit) {
@@ -460,7 +483,7 @@ void Forwarder::childDown(ChildId child, ForwardActions* out) {
     }
     dit = deletes_.erase(dit);
   }
-  announce(out, old_cap, old_machines);
+  announce(out, old_cap, old_machines, old_urls);
   pump(out);
 }
 

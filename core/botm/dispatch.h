@@ -120,15 +120,22 @@ class Forwarder {
   void fetch(const proto::LinkFetch& f, ForwardActions* out);
   void remove(const proto::LinkDelete& d, ForwardActions* out);
 
-  void childUp(ChildId child, const std::string& machine, std::uint64_t capacity, ForwardActions* out);
+  // `content_url`: where the child's own machine serves content (its opening's
+  // content=, empty when not advertised).
+  void childUp(ChildId child, const std::string& machine, std::uint64_t capacity, ForwardActions* out,
+               const std::string& content_url = "");
   void childCapacity(ChildId child, std::uint64_t capacity, ForwardActions* out);
-  void childMachines(ChildId child, const std::vector<std::string>& ids, ForwardActions* out);
+  // `content_urls`: machine -> content URL from the child's <machines> (may be empty).
+  void childMachines(ChildId child, const std::vector<std::string>& ids, ForwardActions* out,
+                     const std::map<std::string, std::string>& content_urls = {});
   void childResult(ChildId child, const proto::LinkResult& r, ForwardActions* out);
   void childDeleted(ChildId child, const proto::LinkDeleted& d, ForwardActions* out);
   void childDown(ChildId child, ForwardActions* out);
 
   std::uint64_t capacity() const;
   std::vector<std::string> machines() const;
+  // machine -> content URL over every child (what goes up in <machines content=>).
+  std::map<std::string, std::string> contentUrls() const;
   std::size_t queued() const { return queue_.size(); }
   std::size_t children() const { return children_.size(); }
   const DispatchCounters& counters() const { return counters_; }
@@ -147,12 +154,15 @@ class Forwarder {
   struct Child {
     std::string machine;                  // from its opening
     std::vector<std::string> machines;    // from <machines> (includes its own)
+    std::string content_url;              // from its opening
+    std::map<std::string, std::string> content_urls;  // from <machines>
     std::uint64_t capacity = 0;
     std::set<std::uint64_t> jobs;
   };
 
   void pump(ForwardActions* out);
-  void announce(ForwardActions* out, std::uint64_t old_capacity, const std::vector<std::string>& old_machines);
+  void announce(ForwardActions* out, std::uint64_t old_capacity, const std::vector<std::string>& old_machines,
+                const std::map<std::string, std::string>& old_urls);
   std::uint64_t limitOf(const Child& c) const;
 
   int overload_pct_;

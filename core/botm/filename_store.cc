@@ -51,7 +51,6 @@ FilenameStore::FilenameStore(Env* env, std::string dir, FilenameStoreOptions o)
   if (opts_.fanout < 2) opts_.fanout = 2;
   if (opts_.reserve_batch < 1) opts_.reserve_batch = 1;
   if (opts_.take_batch < 1) opts_.take_batch = 1;
-  width_ = static_cast<int>(hexPad(opts_.fanout - 1, 1).size());
 }
 
 FilenameStore::~FilenameStore() {
@@ -69,24 +68,32 @@ Result<std::unique_ptr<FilenameStore>> FilenameStore::open(Env* env, const std::
   return s;
 }
 
-std::string FilenameStore::format(std::uint64_t n) const {
-  const std::uint64_t f = opts_.fanout;
-  std::string out = hexPad((n / f / f) % f, width_);
+std::string FilenameStore::format(std::uint64_t n) const { return formatName(n, opts_.fanout); }
+
+std::string FilenameStore::formatName(std::uint64_t n, std::uint32_t fanout) {
+  if (fanout < 2) fanout = 2;
+  const int width = static_cast<int>(hexPad(fanout - 1, 1).size());
+  const std::uint64_t f = fanout;
+  std::string out = hexPad((n / f / f) % f, width);
   out.push_back('/');
-  out += hexPad((n / f) % f, width_);
+  out += hexPad((n / f) % f, width);
   out.push_back('/');
   out += hexPad(n, 1);
   return out;
 }
 
 std::optional<std::uint64_t> FilenameStore::parse(std::string_view name) const {
+  return parseName(name, opts_.fanout);
+}
+
+std::optional<std::uint64_t> FilenameStore::parseName(std::string_view name, std::uint32_t fanout) {
   auto a = name.find('/');
   if (a == std::string_view::npos) return std::nullopt;
   auto b = name.find('/', a + 1);
   if (b == std::string_view::npos) return std::nullopt;
   std::uint64_t n = 0;
   if (!parseHex(name.substr(b + 1), &n)) return std::nullopt;
-  if (format(n) != name) return std::nullopt;  // exactly our spelling, nothing else
+  if (formatName(n, fanout) != name) return std::nullopt;  // exactly our spelling, nothing else
   return n;
 }
 

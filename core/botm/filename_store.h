@@ -58,6 +58,10 @@ class FilenameStore {
   // Inverse of format(); nullopt for anything this store would not have made
   // (so a hostile name can never reach outside the content folder).
   std::optional<std::uint64_t> parse(std::string_view name) const;
+  // The same check without a store (the HTTP content route runs on other threads):
+  // `fanout` as in FilenameStoreOptions.
+  static std::optional<std::uint64_t> parseName(std::string_view name, std::uint32_t fanout);
+  static std::string formatName(std::uint64_t n, std::uint32_t fanout);
 
   std::uint64_t nextNew() const { return next_; }
   std::uint64_t reserved() const { return reserved_; }
@@ -76,7 +80,6 @@ class FilenameStore {
   Env* env_;
   std::string dir_;
   FilenameStoreOptions opts_;
-  int width_ = 2;  // hex digits of a folder part
   std::uint64_t next_ = 0;
   std::uint64_t reserved_ = 0;
   std::deque<std::uint64_t> free_order_;       // FIFO: the oldest freed name is reused first

@@ -10,18 +10,19 @@ void ContentLocator::setStatic(std::map<std::string, std::string> entries) {
   for (auto& [k, v] : entries) static_.emplace(k, std::move(v));
 }
 
-bool ContentLocator::discovered(const std::string& machine, const std::string& url) {
-  if (!validMachineId(machine)) return false;
+ContentLocator::Update ContentLocator::discovered(const std::string& machine, const std::string& url) {
+  if (!validMachineId(machine)) return Update::kInvalid;
   std::lock_guard<std::mutex> lk(mu_);
-  if (url.empty()) {
-    discovered_.erase(machine);
-    return true;
-  }
+  if (url.empty()) return discovered_.erase(machine) ? Update::kChanged : Update::kUnchanged;
   std::string why;
   auto norm = normalizeContentUrl(url, &why);
-  if (!norm) return false;
-  discovered_[machine] = *norm;
-  return true;
+  if (!norm) return Update::kInvalid;
+  auto [it, inserted] = discovered_.try_emplace(machine, *norm);
+  if (!inserted) {
+    if (it->second == *norm) return Update::kUnchanged;
+    it->second = *norm;
+  }
+  return Update::kChanged;
 }
 
 std::optional<std::string> ContentLocator::urlOf(std::string_view machine) const {

@@ -27,8 +27,9 @@ class ContentLocator {
  public:
   void setStatic(std::map<std::string, std::string> entries);
   // Records what a BOT-M announced. An empty url forgets the discovered entry; a URL
-  // that is not a valid content URL is ignored (returns false).
-  bool discovered(const std::string& machine, const std::string& url);
+  // (or machine id) that is not valid is ignored.
+  enum class Update { kChanged, kUnchanged, kInvalid };
+  Update discovered(const std::string& machine, const std::string& url);
   // The base URL for `machine`, or nullopt when nobody said where it is.
   std::optional<std::string> urlOf(std::string_view machine) const;
   // machine -> url, static entries over discovered ones (/status).

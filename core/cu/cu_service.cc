@@ -47,6 +47,11 @@ class CuService final : public Service {
     out["records_total"] = st.records.value();
     out["content_missing_total"] = st.content_missing.value();
     out["formats"] = engine_.formats();
+    if (const ContentLocator* loc = engine_.options().locator) {
+      nlohmann::json urls = nlohmann::json::object();
+      for (const auto& [machine, url] : loc->all()) urls[machine] = url;
+      out["content_urls"] = std::move(urls);
+    }
   }
 
  private:
@@ -76,6 +81,9 @@ Result<ServicePtr> makeCuService(NodeContext& node) {
   e.default_limit = static_cast<std::uint64_t>(cfg.getInt("cu.default_limit"));
   e.url_order_formats = cfg.getList("cu.url_order_formats");
   e.url_order_scan_factor = static_cast<std::uint64_t>(cfg.getInt("cu.url_order_scan_factor"));
+  e.locator = node.content_locator;
+  e.remote.connect_timeout = Millis(cfg.getInt("cu.remote_connect_timeout"));
+  e.remote.read_timeout = Millis(cfg.getInt("cu.remote_read_timeout"));
 
   CuServerOptions s;
   s.listen = cfg.getString("listen.cu");

@@ -104,22 +104,52 @@ std::vector<std::string> QueryEngine::formats() const {
 }
 
 std::unique_ptr<ContentSource> QueryEngine::openContent(const ContentRecord& r) {
+  std::unique_ptr<RemoteContentReader> remote;
+  ContentMissing why = ContentMissing::kNone;
+  return openContent(r, &remote, &why);
+}
+
+std::unique_ptr<ContentSource> QueryEngine::openContent(const ContentRecord& r,
+                                                        std::unique_ptr<RemoteContentReader>* remote,
+                                                        ContentMissing* why) {
+  *why = ContentMissing::kNone;
   if (r.deleted) return nullptr;
-  if (r.machine != options_.machine_id) {
+  auto missing = [&](ContentMissing reason) -> std::unique_ptr<ContentSource> {
     stats_.content_missing.inc();
-    return nullptr;  // another machine's BOT-M holds it: not supported yet (README.md)
+    *why = reason;
+    return nullptr;
+  };
+  if (r.machine != options_.machine_id) {
+    // Another machine's BOT-M holds it: read it from that machine's HTTP port
+    // (GET <url>/content/<file>) when someone said where that is.
+    std::optional<std::string> url = options_.locator ? options_.locator->urlOf(r.machine) : std::nullopt;
+    if (!url) return missing(ContentMissing::kOtherMachine);
+    if (!safeContentName(r.filename)) {
+      spdlog::warn("cu: record {} has an unsafe content file name '{}'; content omitted", r.key.url, r.filename);
+      return missing(ContentMissing::kUnreadable);
+    }
+    if (!*remote) *remote = std::make_unique<RemoteContentReader>(options_.remote, &stats_.content_bytes);
+    RemoteContentReader& reader = **remote;
+    if (reader.isDown(*url)) return missing(ContentMissing::kUnreadable);  // warned once already
+    auto src = reader.open(*url, r.filename, r.size, r.machine);
+    if (!src.isOk()) {
+      if (!reader.isDown(*url) || src.status().code() != StatusCode::kIOError) {
+        spdlog::warn("cu: content of {} on machine {}: {}; content omitted", r.key.url, r.machine,
+                     src.status().message());
+      }
+      return missing(ContentMissing::kUnreadable);
+    }
+    return std::move(src).value();
   }
   if (!safeContentName(r.filename)) {
     spdlog::warn("cu: record {} has an unsafe content file name '{}'; content omitted", r.key.url, r.filename);
-    stats_.content_missing.inc();
-    return nullptr;
+    return missing(ContentMissing::kUnreadable);
   }
   const std::string path = options_.content_dir + "/" + r.filename;
   auto file = env_.openReadable(path);
   if (!file.isOk()) {
     spdlog::warn("cu: content of {}: {}; content omitted", r.key.url, file.status().toString());
-    stats_.content_missing.inc();
-    return nullptr;
+    return missing(ContentMissing::kUnreadable);
   }
   auto size = (*file)->size();
   if (!size.isOk() || *size != r.size) {
@@ -127,8 +157,7 @@ std::unique_ptr<ContentSource> QueryEngine::openContent(const ContentRecord& r) 
     // was read: its bytes are not this record's.
     spdlog::warn("cu: content file {} has {} bytes, its record {} says {}; content omitted", path,
                  size.isOk() ? std::to_string(*size) : size.status().toString(), r.key.url, r.size);
-    stats_.content_missing.inc();
-    return nullptr;
+    return missing(ContentMissing::kUnreadable);
   }
   return std::make_unique<FileContentSource>(std::move(file).value(), r.size, path, stats_.content_bytes);
 }
@@ -214,8 +243,19 @@ PreparedExport::~PreparedExport() = default;
 
 Status PreparedExport::emit(ExportStream& out, const ContentRecord& r) {
   std::unique_ptr<ContentSource> content;
-  if (header_.with_content && !r.deleted) content = engine_.openContent(r);
-  LCC_RETURN_IF_ERROR(out.add(r, content.get()));
+  ContentMissing why = ContentMissing::kNone;
+  const EngineOptions& opts = engine_.options();
+  if (header_.with_content && !r.deleted) content = engine_.openContent(r, &remote_, &why);
+  if (why == ContentMissing::kUnreadable && r.machine != opts.machine_id) {
+    // The exporters spell missing="other-machine" for a record of another machine and
+    // "unreadable" for one of this machine (lcc/exporter.h carries no reason): this
+    // one was located but could not be read, so it is shown as this machine's.
+    ContentRecord shown = r;
+    shown.machine = opts.machine_id;
+    LCC_RETURN_IF_ERROR(out.add(shown, nullptr));
+  } else {
+    LCC_RETURN_IF_ERROR(out.add(r, content.get()));
+  }
   ++sent_;
   engine_.stats().records.inc();
   return Status::ok();

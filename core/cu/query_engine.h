@@ -1,5 +1,6 @@
 // query_engine.h — the CU query engine: a query over the LCC DB (ContentStore), handed
-// to an exporter record by record with the content read from this machine's files.
+// to an exporter record by record with the content read from this machine's files or,
+// for records of other machines, over HTTP from theirs (remote_content.h).
 //
 // A query runs in two passes (README.md has the full semantics):
 //  1. prepare(): validation, then a counting pass up to the store's maxSeq() taken at
@@ -19,7 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "common/content_locator.h"
 #include "common/metrics.h"
+#include "cu/remote_content.h"
 #include "lcc/content_store.h"
 #include "lcc/env.h"
 #include "lcc/exporter.h"
@@ -28,12 +31,23 @@
 namespace lcc::cu {
 
 struct EngineOptions {
-  std::string machine_id;                  // node.machine_id: content of other machines is not read
+  std::string machine_id;                  // node.machine_id: this machine's files are read directly
   std::string content_dir;                 // botm.content_dir or <data_dir>/content
   std::string temp_dir;                    // handed to exporters (ExportHeader.temp_dir)
   std::uint64_t default_limit = 0;         // cu.default_limit (0: no limit)
   std::vector<std::string> url_order_formats{"tar.gz"};  // cu.url_order_formats
   std::uint64_t url_order_scan_factor = 4;                // cu.url_order_scan_factor
+  // Where other machines' content is read (null: nowhere; such records are
+  // missing="other-machine"). Static cu.content_urls win over discovered entries.
+  const ContentLocator* locator = nullptr;
+  RemoteOptions remote;                    // cu.remote_connect_timeout, cu.remote_read_timeout
+};
+
+// Why a record's content is not given (the exporters spell it in `missing=`).
+enum class ContentMissing : std::uint8_t {
+  kNone,
+  kOtherMachine,  // another machine, and nobody said where its content is read
+  kUnreadable,    // missing file, unsafe name, other size, remote 404/unreachable/timeout
 };
 
 // Counters in /metrics (and /status): lcc_cu_*.
@@ -71,6 +85,7 @@ class PreparedExport {
 
   QueryEngine& engine_;
   Exporter& exporter_;
+  std::unique_ptr<RemoteContentReader> remote_;  // made at the first record of another machine
   const proto::CuQuery query_;
   const ContentFilter filter_;
   const ExportHeader header_;
@@ -97,10 +112,16 @@ class QueryEngine {
   EngineStats& stats() { return stats_; }
   ContentStore& store() { return store_; }
 
-  // The content of a stored record of this machine, or null (another machine, a
-  // missing or unsafe file name, a file whose size is not the record's). Its size()
-  // is the record's size and read() returns exactly that many bytes.
+  // The content of a stored record, or null (another machine whose URL is unknown, a
+  // missing or unsafe file name, a file or answer whose size is not the record's,
+  // another machine unreachable). Its size() is the record's size and read() returns
+  // exactly that many bytes.
   std::unique_ptr<ContentSource> openContent(const ContentRecord& r);
+  // The same, reading other machines' content through `*remote` (one per export, so
+  // connections are kept from record to record; made at the first record of another
+  // machine whose URL is known); `why` says why there is no content.
+  std::unique_ptr<ContentSource> openContent(const ContentRecord& r, std::unique_ptr<RemoteContentReader>* remote,
+                                             ContentMissing* why);
 
  private:
   ContentStore& store_;

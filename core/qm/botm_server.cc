@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/content_locator.h"
 #include "proto/botm_link.h"
 #include "qm/stream_conn.h"
 
@@ -56,6 +57,7 @@ class BotmConn final : public StreamConn {
       send(proto::encodeSourceOpen({options_.source_name}));
       spdlog::info("qm: BOT-M {} connected from {} (capacity {}, link {})", machine_, peer(), h->capacity, id_);
       handler_.linkUp(id_, h->machine, h->capacity);
+      if (!h->content_url.empty()) noteContentUrl(h->machine, h->content_url);
       return true;
     }
     if (!up_) {
@@ -84,6 +86,7 @@ class BotmConn final : public StreamConn {
       handler_.linkCapacity(id_, c->slots);
     } else if (auto* ms = std::get_if<proto::LinkMachines>(&m)) {
       handler_.linkMachines(id_, ms->ids);
+      for (const auto& [machine, url] : ms->content_urls) noteContentUrl(machine, url);
     } else if (std::get_if<proto::LinkPing>(&m)) {
       send(proto::encodeLinkPong());
     } else if (std::get_if<proto::LinkEnd>(&m)) {
@@ -91,6 +94,18 @@ class BotmConn final : public StreamConn {
       return false;
     }
     return true;
+  }
+
+  void noteContentUrl(const std::string& machine, const std::string& url) {
+    ContentLocator* loc = options_.content_locator;
+    if (loc == nullptr) return;
+    auto u = loc->discovered(machine, url);
+    if (u == ContentLocator::Update::kChanged) {
+      spdlog::info("qm: content of machine {} is read from {} (announced by BOT-M {})", machine, url, machine_);
+    } else if (u == ContentLocator::Update::kInvalid) {
+      spdlog::warn("qm botm link {} ({}): ignoring content URL '{}' for machine '{}': not http://host:port", id_,
+                   peer(), url.substr(0, 200), machine.substr(0, 64));
+    }
   }
 
   LinkId id_;

@@ -3,7 +3,8 @@
 // BotmLinkHandler (the service posts them to the QM's strand); the QM's fetches and
 // deletes come back through the BotmPort this server implements.
 // A BOT-M that breaks the framing is logged and disconnected; its fetches are lost
-// (linkDown) and handed out again.
+// (linkDown) and handed out again. Content URLs a BOT-M announces go straight to
+// options.content_locator (the QM engine does not need them).
 // THREADS: thread-safe; one strand per connection.
 #pragma once
 
@@ -14,6 +15,10 @@
 #include <vector>
 
 #include "qm/queue_manager.h"
+
+namespace lcc {
+class ContentLocator;
+}
 
 namespace lcc::qm {
 
@@ -32,6 +37,9 @@ struct BotmServerOptions {
   std::string listen = "127.0.0.1:7702";
   std::size_t max_value_length = 8192;
   std::string source_name = "qm";
+  // When set, the content URLs BOT-Ms announce (opening content=, <machines content=>)
+  // are recorded here for the CU (common/content_locator.h).
+  ContentLocator* content_locator = nullptr;
 };
 
 class BotmServer final : public BotmPort {

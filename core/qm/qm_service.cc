@@ -43,6 +43,7 @@ class QmService final : public Service, public BotmLinkHandler {
     BotmServerOptions bo;
     bo.listen = cfg.getString("listen.botm");
     bo.max_value_length = static_cast<std::size_t>(cfg.getInt("uns.max_attribute_length"));
+    bo.content_locator = node_.content_locator;  // content URLs the BOT-Ms announce, for the CU
     botm_ = std::make_unique<BotmServer>(*node_.io, bo, *this);
 
     QmDeps deps;

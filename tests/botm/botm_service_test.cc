@@ -17,9 +17,13 @@
 #include "bot/local_robot.h"
 #include "bot/robot.h"
 #include "botm/botm_service.h"
+#include "common/content_locator.h"
 #include "common/plugin/plugin_registry.h"
 #include "common/posix_env.h"
+#include "http/http_server.h"
 #include "proto/botm_link.h"
+#include "qm/botm_server.h"
+#include "support/http_test_server.h"
 #include "support/sim_clock.h"
 #include "support/temp_dir.h"
 
@@ -153,10 +157,10 @@ class FakeSource {
   std::thread thread_;
 };
 
-// One lccd-like node running only the botm role.
+// One lccd-like node running only the botm role (and its HTTP port when `with_http`).
 class BotmNode {
  public:
-  BotmNode(SimClock& clock, const std::string& yaml) {
+  BotmNode(SimClock& clock, const std::string& yaml, bool with_http = false) {
     std::vector<ConfigProblem> problems;
     auto cfg = Config::loadText(yaml, "test.yaml", {}, &problems);
     for (const auto& p : problems) ADD_FAILURE() << p.toString();
@@ -168,15 +172,24 @@ class BotmNode {
     node_.metrics = &metrics_;
     node_.data_dir = dir_.path();
     node_.machine_id = cfg_->getString("node.machine_id");
+    if (with_http) node_.http = &router_;
     auto made = botm::makeBotmService(node_);
     EXPECT_TRUE(made.isOk()) << made.status().toString();
     service_ = std::move(made).value();
     Status s = service_->start();
     EXPECT_TRUE(s.isOk()) << s.toString();
+    if (with_http) {
+      http::ServerOptions so;
+      so.listen = cfg_->getString("listen.http");
+      http_ = std::make_unique<http::Server>(io_, router_, so);
+      Status hs = http_->start();
+      EXPECT_TRUE(hs.isOk()) << hs.toString();
+    }
     guard_.emplace(io_.get_executor());
     for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
   }
   ~BotmNode() {
+    if (http_) http_->stop();
     service_->stop();
     guard_.reset();
     io_.stop();
@@ -194,15 +207,20 @@ class BotmNode {
   boost::asio::io_context io_;
   Metrics metrics_;
   std::unique_ptr<Config> cfg_;
+  http::Router router_;
+  std::unique_ptr<http::Server> http_;
   NodeContext node_;
   ServicePtr service_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
   std::vector<std::thread> threads_;
 };
 
-std::string leafYaml(const std::string& machine, const std::string& source, std::uint16_t robots) {
-  return "node:\n  machine_id: " + machine + "\nlisten:\n  robots: 127.0.0.1:" + std::to_string(robots) +
-         "\nbotm:\n  source: " + source + "\n  reconnect_min: 20ms\n  reconnect_max: 50ms\n";
+// `listen_extra` / `botm_extra`: more "  key: value\n" lines for those sections.
+std::string leafYaml(const std::string& machine, const std::string& source, std::uint16_t robots,
+                     const std::string& listen_extra = "", const std::string& botm_extra = "") {
+  return "node:\n  machine_id: " + machine + "\nlisten:\n  robots: 127.0.0.1:" + std::to_string(robots) + "\n" +
+         listen_extra + "botm:\n  source: " + source + "\n  reconnect_min: 20ms\n  reconnect_max: 50ms\n" +
+         botm_extra;
 }
 
 class BotmServiceTest : public ::testing::Test {
@@ -237,7 +255,7 @@ TEST_F(BotmServiceTest, ARobotKilledMidFetchHasItsFetchRehandedWithTheSameFileAn
   const std::uint16_t robots = freePort();
   BotmNode node(clock_, leafYaml("m1", source.address(), robots));
   ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkBotmHello>(ms) == 1; }));
-  EXPECT_EQ(source.all<proto::LinkBotmHello>()[0], (proto::LinkBotmHello{"m1", 0}));
+  EXPECT_EQ(source.all<proto::LinkBotmHello>()[0], (proto::LinkBotmHello{"m1", 0, ""}));
   EXPECT_EQ(source.all<proto::LinkMachines>().at(0).ids, std::vector<std::string>{"m1"});
 
   // Robot A: a real lcc-bot process whose fetch hangs (fetch-stub, real-time delay).
@@ -386,9 +404,6 @@ TEST_F(BotmServiceTest, AParentForwardsToItsChildAndRoutesDeletesByMachine) {
   ASSERT_TRUE(eventually([&] { return r->inFlight() == 0; }));
 }
 
-// lccd's own robots (roles botm + bot, bot.in_process) attach to the BOT-M without a
-// socket. They are robots like any other: capacity, results, deletes, and a robot that
-// leaves with a fetch in flight has it re-handed with the same filename.
 // The capacity a source was last told: the latest <capacity>, or the opening's.
 std::optional<std::uint64_t> capacityOf(const std::vector<proto::BotmMessage>& ms) {
   for (auto it = ms.rbegin(); it != ms.rend(); ++it) {
@@ -398,6 +413,9 @@ std::optional<std::uint64_t> capacityOf(const std::vector<proto::BotmMessage>& m
   return std::nullopt;
 }
 
+// lccd's own robots (roles botm + bot, bot.in_process) attach to the BOT-M without a
+// socket. They are robots like any other: capacity, results, deletes, and a robot that
+// leaves with a fetch in flight has it re-handed with the same filename.
 TEST_F(BotmServiceTest, InProcessRobotsFetchWithoutASocketAndHandOverWhenTheyLeave) {
   FakeSource source;
   BotmNode node(clock_, leafYaml("m1", source.address(), freePort()));
@@ -456,6 +474,88 @@ TEST_F(BotmServiceTest, InProcessRobotsFetchWithoutASocketAndHandOverWhenTheyLea
   EXPECT_EQ(node.gauge("lcc_botm_rehanded"), 1);
   b->stop();
   ASSERT_TRUE(eventually([&] { return b->inFlight() == 0; }));
+}
+
+// The QM's BOT-M port (the real qm::BotmServer) learns where each machine's content
+// is read: a leaf BOT-M with an HTTP port advertises http://<listen.http>, its parent
+// passes it up with the machine list, and the URL serves the fetched file.
+class RecordingLinks final : public qm::BotmLinkHandler {
+ public:
+  void linkUp(qm::LinkId link, const std::string&, std::uint64_t) override { link_ = link; }
+  void linkCapacity(qm::LinkId, std::uint64_t capacity) override { capacity_ = capacity; }
+  void linkMachines(qm::LinkId, const std::vector<std::string>&) override {}
+  void linkDown(qm::LinkId) override {}
+  void result(qm::LinkId, const qm::FetchOutcome& o) override {
+    std::lock_guard<std::mutex> l(mu_);
+    results_.push_back(o);
+  }
+  void deleted(qm::LinkId, std::uint64_t, bool, const std::string&) override {}
+  std::atomic<qm::LinkId> link_{0};
+  std::atomic<std::uint64_t> capacity_{0};
+  std::mutex mu_;
+  std::vector<qm::FetchOutcome> results_;
+};
+
+TEST_F(BotmServiceTest, ContentUrlsOfChildrenReachTheQmAndServeTheFetchedFile) {
+  boost::asio::io_context qio;
+  ContentLocator locator;
+  RecordingLinks links;
+  qm::BotmServerOptions qo;
+  qo.listen = "127.0.0.1:0";
+  qo.content_locator = &locator;
+  qm::BotmServer qm_port(qio, qo, links);
+  ASSERT_TRUE(qm_port.start().isOk());
+  auto qguard = boost::asio::make_work_guard(qio);
+  std::thread qthread([&] { qio.run(); });
+
+  const std::uint16_t children = freePort(), robots = freePort(), http_port = freePort();
+  {
+    BotmNode parent(clock_, "node:\n  machine_id: central\nlisten:\n  botm: 127.0.0.1:" + std::to_string(children) +
+                                "\nbotm:\n  parent: true\n  source: 127.0.0.1:" + std::to_string(qm_port.port()) +
+                                "\n  reconnect_min: 20ms\n  reconnect_max: 50ms\n");
+    BotmNode child(clock_,
+                   leafYaml("m2", "127.0.0.1:" + std::to_string(children), robots,
+                            "  http: 127.0.0.1:" + std::to_string(http_port) + "\n"),
+                   /*with_http=*/true);
+    // A second child that advertises an explicit URL and no HTTP port of its own.
+    BotmNode other(clock_, leafYaml("m3", "127.0.0.1:" + std::to_string(children), freePort(), "",
+                                    "  content_url: http://files.m3.example:8080/lcc/\n"));
+    const std::string m2_url = "http://127.0.0.1:" + std::to_string(http_port);
+    ASSERT_TRUE(eventually([&] { return locator.urlOf("m2") == m2_url && locator.urlOf("m3").has_value(); }));
+    EXPECT_EQ(locator.urlOf("m3"), "http://files.m3.example:8080/lcc");
+    EXPECT_EQ(locator.urlOf("central"), std::nullopt) << "a parent holds no content";
+
+    // A fetch through the chain; the file it made is served at the advertised URL.
+    auto f = stub();
+    auto r = robot(child, *f, robots, 2);
+    ASSERT_TRUE(eventually([&] { return links.capacity_ == 2; }));
+    qm_port.sendFetch(links.link_, qm::FetchOrder{77, "http://p.test/x?stub_size=4321", "text/html", std::nullopt, 0});
+    ASSERT_TRUE(eventually([&] {
+      std::lock_guard<std::mutex> l(links.mu_);
+      return !links.results_.empty();
+    }));
+    qm::FetchOutcome o;
+    {
+      std::lock_guard<std::mutex> l(links.mu_);
+      o = links.results_.at(0);
+    }
+    ASSERT_TRUE(o.ok) << o.message;
+    EXPECT_EQ(o.machine, "m2");
+    auto reply = testing::httpTestRequest(http_port, "GET", "/content/" + o.file);
+    ASSERT_EQ(reply.status, 200);
+    EXPECT_EQ(reply.headers["x-lcc-machine"], "m2");
+    EXPECT_EQ(reply.headers["x-lcc-size"], "4321");
+    auto on_disk = posixEnv()->readFile(child.content() + "/" + o.file);
+    ASSERT_TRUE(on_disk.isOk());
+    EXPECT_EQ(on_disk->size(), 4321u);
+    EXPECT_NE(reply.body.find(on_disk->substr(0, 100)), std::string::npos) << "the body carries the file";
+    r->stop();
+    ASSERT_TRUE(eventually([&] { return r->inFlight() == 0; }));
+  }
+  qm_port.stop();
+  qguard.reset();
+  qio.stop();
+  qthread.join();
 }
 
 }  // namespace

@@ -281,6 +281,39 @@ TEST(Forwarder, LoadsChildrenByOverloadedCapacityAndPassesResultsThrough) {
   EXPECT_EQ(c.fetches.size(), 1u);  // a freed place is used at once
 }
 
+TEST(Forwarder, PassesItsChildrensContentUrlsUpWithTheMachines) {
+  Forwarder fw(100);
+  fw.sourceUp();
+  ForwardActions a;
+  fw.childUp(1, "m1", 1, &a, "http://h1:7780");
+  fw.childUp(2, "m2", 1, &a);  // an older child: no content URL
+  auto ms = upstreamOf<proto::LinkMachines>(a.upstream);
+  ASSERT_FALSE(ms.empty());
+  EXPECT_EQ(ms.back().content_urls, (std::map<std::string, std::string>{{"m1", "http://h1:7780"}}));
+  // m2 is itself a parent of m3 and m4; it says where m3 is, and m9 is not behind it.
+  ForwardActions b;
+  fw.childMachines(2, {"m2", "m3", "m4"}, &b, {{"m3", "http://h3:1"}, {"m9", "http://h9:1"}});
+  ms = upstreamOf<proto::LinkMachines>(b.upstream);
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_EQ(ms[0].ids, (std::vector<std::string>{"m1", "m2", "m3", "m4"}));
+  EXPECT_EQ(ms[0].content_urls,
+            (std::map<std::string, std::string>{{"m1", "http://h1:7780"}, {"m3", "http://h3:1"}}));
+  // Only a change of the URLs is announced too; nothing when nothing changed.
+  ForwardActions c;
+  fw.childMachines(2, {"m2", "m3", "m4"}, &c, {{"m3", "http://h3:2"}});
+  ASSERT_EQ(upstreamOf<proto::LinkMachines>(c.upstream).size(), 1u);
+  EXPECT_EQ(upstreamOf<proto::LinkMachines>(c.upstream)[0].content_urls.at("m3"), "http://h3:2");
+  ForwardActions d;
+  fw.childMachines(2, {"m2", "m3", "m4"}, &d, {{"m3", "http://h3:2"}});
+  EXPECT_TRUE(upstreamOf<proto::LinkMachines>(d.upstream).empty());
+  // A child that goes takes its machines and URLs with it.
+  ForwardActions e;
+  fw.childDown(1, &e);
+  ms = upstreamOf<proto::LinkMachines>(e.upstream);
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_EQ(ms[0].content_urls, (std::map<std::string, std::string>{{"m3", "http://h3:2"}}));
+}
+
 TEST(Forwarder, RoutesDeletesByMachineAndAnswersUnknownMachines) {
   Forwarder fw(100);
   fw.sourceUp();

@@ -1,0 +1,393 @@
+#include "cu/remote_content.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <cctype>
+#include <charconv>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace lcc::cu {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+struct Target {
+  std::string host;       // for resolving (IPv6 without brackets)
+  std::string port;
+  std::string authority;  // Host header
+  std::string prefix;     // path prefix, no trailing '/'
+};
+
+bool parseBase(const std::string& url, Target* t) {
+  constexpr std::string_view kScheme = "http://";
+  if (url.compare(0, kScheme.size(), kScheme) != 0) return false;
+  std::string rest = url.substr(kScheme.size());
+  auto slash = rest.find('/');
+  t->authority = rest.substr(0, slash);
+  t->prefix = slash == std::string::npos ? std::string() : rest.substr(slash);
+  while (!t->prefix.empty() && t->prefix.back() == '/') t->prefix.pop_back();
+  const std::string& a = t->authority;
+  if (a.empty()) return false;
+  if (a.front() == '[') {
+    auto close = a.find(']');
+    if (close == std::string::npos) return false;
+    t->host = a.substr(1, close - 1);
+    t->port = close + 2 <= a.size() && a[close + 1] == ':' ? a.substr(close + 2) : "80";
+  } else if (auto colon = a.rfind(':'); colon != std::string::npos) {
+    t->host = a.substr(0, colon);
+    t->port = a.substr(colon + 1);
+  } else {
+    t->host = a;
+    t->port = "80";
+  }
+  return !t->host.empty() && !t->port.empty();
+}
+
+// Percent-encodes a content file name for the request target ('/' kept).
+std::string encodePath(std::string_view name) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : name) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+bool staleConnectionError(const beast::error_code& ec) {
+  return ec == bhttp::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+         ec == asio::error::broken_pipe || ec == bhttp::error::partial_message;
+}
+
+std::string describe(const beast::error_code& ec) {
+  if (ec == beast::error::timeout) return "timed out";
+  return ec.message();
+}
+
+// Answers come as several small writes (header, chunks, last chunk); a delayed ACK
+// here would hold each next write of a server without TCP_NODELAY for ~40 ms (Nagle).
+// Linux resets quick-ack mode by itself, so it is asked for before every read.
+void quickAck(tcp::socket& s) {
+#ifdef TCP_QUICKACK
+  int one = 1;
+  ::setsockopt(s.native_handle(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+#else
+  (void)s;
+#endif
+}
+
+struct Conn {
+  explicit Conn(asio::io_context& io) : stream(io) {}
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+  bool busy = false;
+};
+
+using Parser = bhttp::response_parser<bhttp::buffer_body>;
+
+}  // namespace
+
+struct RemoteContentReader::Impl {
+  Impl(RemoteOptions o, Counter* b) : options(o), bytes(b) {}
+
+  RemoteOptions options;
+  Counter* bytes;
+  asio::io_context io;
+  std::map<std::string, std::shared_ptr<Conn>> conns;  // base URL -> its keep-alive connection
+  std::set<std::string> down;
+  std::size_t opened = 0;
+
+  // Runs what was started on `io` until it is done (each operation has its timeout).
+  void runAll() {
+    io.restart();
+    io.run();
+  }
+
+  void markDown(const std::string& base, const std::string& why) {
+    if (down.insert(base).second) {
+      spdlog::warn("cu: content at {} is not reachable ({}); its records are unreadable for the rest of this answer",
+                   base, why);
+    }
+  }
+
+  void drop(const std::string& base, const std::shared_ptr<Conn>& c) {
+    beast::error_code ec;
+    c->stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    c->stream.close();
+    auto it = conns.find(base);
+    if (it != conns.end() && it->second == c) conns.erase(it);
+  }
+
+  Result<std::shared_ptr<Conn>> connect(const Target& t) {
+    auto c = std::make_shared<Conn>(io);
+    std::vector<tcp::endpoint> eps;
+    beast::error_code ec;
+    std::uint16_t port = 0;
+    auto [p, perr] = std::from_chars(t.port.data(), t.port.data() + t.port.size(), port);
+    if (perr != std::errc() || p != t.port.data() + t.port.size() || port == 0) {
+      return Status::invalidArgument("bad port " + t.port);
+    }
+    auto addr = asio::ip::make_address(t.host, ec);
+    if (!ec) {
+      eps.emplace_back(addr, port);
+    } else {
+      tcp::resolver resolver(io);
+      asio::steady_timer timer(io);
+      beast::error_code rec = asio::error::would_block;
+      resolver.async_resolve(t.host, t.port, [&](const beast::error_code& e, tcp::resolver::results_type res) {
+        rec = e;
+        for (const auto& r : res) eps.push_back(r.endpoint());
+        timer.cancel();
+      });
+      timer.expires_after(options.connect_timeout);
+      timer.async_wait([&](const beast::error_code& e) {
+        if (!e) resolver.cancel();
+      });
+      runAll();
+      if (rec) return Status::ioError("resolving " + t.host + ": " + describe(rec));
+      if (eps.empty()) return Status::ioError("resolving " + t.host + ": no address");
+    }
+    beast::error_code cec = asio::error::would_block;
+    c->stream.expires_after(options.connect_timeout);
+    c->stream.async_connect(eps, [&](const beast::error_code& e, const tcp::endpoint&) { cec = e; });
+    runAll();
+    if (cec) return Status::ioError("connecting to " + t.authority + ": " + describe(cec));
+    c->stream.socket().set_option(tcp::no_delay(true), ec);
+    ++opened;
+    return c;
+  }
+
+  // Sends the request and reads the answer's header on `c`.
+  beast::error_code exchange(Conn& c, const Target& t, const std::string& file, Parser& parser) {
+    bhttp::request<bhttp::empty_body> req{bhttp::verb::get, t.prefix + "/content/" + encodePath(file), 11};
+    req.set(bhttp::field::host, t.authority);
+    req.set(bhttp::field::user_agent, "lccd-cu");
+    req.keep_alive(true);
+    beast::error_code ec = asio::error::would_block;
+    c.stream.expires_after(options.read_timeout);
+    bhttp::async_write(c.stream, req, [&](const beast::error_code& e, std::size_t) { ec = e; });
+    runAll();
+    if (ec) return ec;
+    ec = asio::error::would_block;
+    c.stream.expires_after(options.read_timeout);
+    quickAck(c.stream.socket());
+    bhttp::async_read_header(c.stream, c.buffer, parser, [&](const beast::error_code& e, std::size_t) { ec = e; });
+    runAll();
+    return ec;
+  }
+};
+
+namespace {
+
+// The body of one answer, read as exactly `size` bytes.
+class RemoteSource final : public ContentSource {
+ public:
+  RemoteSource(std::shared_ptr<RemoteContentReader::Impl> impl, std::shared_ptr<Conn> conn,
+               std::unique_ptr<Parser> parser, std::string base, std::string what, std::uint64_t size)
+      : impl_(std::move(impl)),
+        conn_(std::move(conn)),
+        parser_(std::move(parser)),
+        base_(std::move(base)),
+        what_(std::move(what)),
+        size_(size) {}
+
+  ~RemoteSource() override {
+    // The connection is kept for the next record only after a clean, complete answer.
+    if (!failed_ && offset_ == size_ && parser_->is_done() && parser_->keep_alive()) {
+      conn_->busy = false;
+    } else {
+      impl_->drop(base_, conn_);
+    }
+  }
+
+  std::uint64_t size() const override { return size_; }
+
+  Result<std::size_t> read(char* buf, std::size_t n) override {
+    const std::uint64_t left = size_ - offset_;
+    if (n > left) n = static_cast<std::size_t>(left);
+    if (n == 0) return std::size_t{0};
+    std::size_t got = 0;
+    if (!failed_) {
+      while (got < n) {
+        if (parser_->is_done()) {
+          fail("the answer ended early", false);
+          break;
+        }
+        auto& body = parser_->get().body();
+        body.data = buf + got;
+        body.size = n - got;
+        beast::error_code ec = asio::error::would_block;
+        conn_->stream.expires_after(impl_->options.read_timeout);
+        quickAck(conn_->stream.socket());
+        bhttp::async_read(conn_->stream, conn_->buffer, *parser_,
+                          [&](const beast::error_code& e, std::size_t) { ec = e; });
+        impl_->runAll();
+        const std::size_t now = (n - got) - body.size;
+        got += now;
+        if (impl_->bytes) impl_->bytes->inc(now);
+        if (ec == bhttp::error::need_buffer) ec = {};
+        if (ec) {
+          fail(describe(ec), true);
+          break;
+        }
+      }
+    }
+    if (got < n) {  // zero-fill the announced size (see the header)
+      std::memset(buf + got, 0, n - got);
+      got = n;
+    }
+    offset_ += got;
+    if (offset_ == size_ && !failed_) finishMessage();
+    return got;
+  }
+
+ private:
+  void fail(const std::string& why, bool transport) {
+    failed_ = true;
+    spdlog::warn("cu: reading {}: {} after {} of {} bytes; the rest is zero-filled", what_, why, offset_, size_);
+    if (transport) impl_->markDown(base_, why);
+  }
+
+  // Reads what is left of the message (a chunked answer's last chunk) so that the
+  // connection can serve the next record; a longer body than announced ends its use.
+  void finishMessage() {
+    if (parser_->is_done()) return;
+    char scratch[512];
+    auto& body = parser_->get().body();
+    body.data = scratch;
+    body.size = sizeof scratch;
+    beast::error_code ec = asio::error::would_block;
+    conn_->stream.expires_after(impl_->options.read_timeout);
+    quickAck(conn_->stream.socket());
+    bhttp::async_read(conn_->stream, conn_->buffer, *parser_, [&](const beast::error_code& e, std::size_t) { ec = e; });
+    impl_->runAll();
+    if (ec || body.size != sizeof scratch) {
+      spdlog::debug("cu: {}: the answer did not end cleanly after {} bytes; its connection is closed", what_, size_);
+      impl_->drop(base_, conn_);
+    }
+  }
+
+  std::shared_ptr<RemoteContentReader::Impl> impl_;
+  std::shared_ptr<Conn> conn_;
+  std::unique_ptr<Parser> parser_;
+  const std::string base_;
+  const std::string what_;
+  const std::uint64_t size_;
+  std::uint64_t offset_ = 0;
+  bool failed_ = false;
+};
+
+}  // namespace
+
+RemoteContentReader::RemoteContentReader(RemoteOptions options, Counter* bytes)
+    : impl_(std::make_shared<Impl>(options, bytes)) {}
+
+RemoteContentReader::~RemoteContentReader() {
+  // Idle connections end here; one a source still reads is closed when the source goes.
+  for (auto& [base, c] : impl_->conns) {
+    if (c->busy) continue;
+    beast::error_code ec;
+    c->stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    c->stream.close();
+  }
+  impl_->conns.clear();
+}
+
+bool RemoteContentReader::isDown(const std::string& base_url) const { return impl_->down.count(base_url) != 0; }
+std::size_t RemoteContentReader::connectionsOpened() const { return impl_->opened; }
+
+Result<std::unique_ptr<ContentSource>> RemoteContentReader::open(const std::string& base_url, const std::string& file,
+                                                                  std::uint64_t size, const std::string& machine) {
+  Impl& im = *impl_;
+  if (im.down.count(base_url)) return Status::ioError(base_url + " is not reachable (earlier in this answer)");
+  Target t;
+  if (!parseBase(base_url, &t)) return Status::invalidArgument("not a content URL: " + base_url);
+  const std::string what = base_url + "/content/" + file;
+
+  std::shared_ptr<Conn> conn;
+  std::unique_ptr<Parser> parser;
+  for (int attempt = 0;; ++attempt) {
+    bool fresh = false;
+    auto it = im.conns.find(base_url);
+    if (it != im.conns.end() && !it->second->busy && it->second->stream.socket().is_open()) {
+      conn = it->second;
+    } else {
+      auto made = im.connect(t);
+      if (!made.isOk()) {
+        if (made.status().code() == StatusCode::kIOError) im.markDown(base_url, made.status().message());
+        return made.status();
+      }
+      conn = std::move(made).value();
+      im.conns[base_url] = conn;
+      fresh = true;
+    }
+    parser = std::make_unique<Parser>();
+    parser->header_limit(static_cast<std::uint32_t>(im.options.max_header));
+    // Only `size` bytes are read; a longer body ends the connection's use. (Not boost::none:
+    // Beast 1.74 then refuses every body with a Content-Length.)
+    parser->body_limit(std::numeric_limits<std::uint64_t>::max());
+    beast::error_code ec = im.exchange(*conn, t, file, *parser);
+    if (!ec) break;
+    im.drop(base_url, conn);
+    // A kept connection the server closed while idle: once more on a new one.
+    if (!fresh && attempt == 0 && staleConnectionError(ec)) continue;
+    im.markDown(base_url, describe(ec));
+    return Status::ioError(what + ": " + describe(ec));
+  }
+
+  const auto& res = parser->get();
+  const int status = static_cast<int>(res.result_int());
+  if (status != 200) {
+    im.drop(base_url, conn);
+    if (status == 404) return Status::notFound(what + ": 404 not found");
+    return Status::corruption(what + ": HTTP " + std::to_string(status));
+  }
+  if (auto m = res.find("X-LCC-Machine"); !machine.empty() && m != res.end() && m->value() != machine) {
+    im.drop(base_url, conn);
+    return Status::corruption(what + ": served by machine " + std::string(m->value().substr(0, 64)) +
+                              ", the record is on " + machine);
+  }
+  std::optional<std::uint64_t> announced;
+  if (auto f = res.find("X-LCC-Size"); f != res.end()) {
+    std::uint64_t v = 0;
+    auto sv = f->value();
+    auto [p, e] = std::from_chars(sv.data(), sv.data() + sv.size(), v);
+    if (e == std::errc() && p == sv.data() + sv.size()) announced = v;
+  } else if (auto cl = parser->content_length()) {
+    announced = *cl;
+  }
+  if (!announced || *announced != size) {
+    im.drop(base_url, conn);
+    return Status::corruption(what + ": the answer holds " + (announced ? std::to_string(*announced) : "an unknown number of") +
+                              " bytes, its record says " + std::to_string(size));
+  }
+  conn->busy = true;
+  return std::unique_ptr<ContentSource>(
+      std::make_unique<RemoteSource>(impl_, std::move(conn), std::move(parser), base_url, what, size));
+}
+
+}  // namespace lcc::cu

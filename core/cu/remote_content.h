@@ -1,0 +1,66 @@
+// remote_content.h — reading content that lives on another machine: GET
+// <url>/content/<file> from the HTTP port of that machine's BOT-M node
+// (core/botm/content_route.h), streamed, with timeouts.
+//
+// One RemoteContentReader per export (PreparedExport owns it): at most one
+// keep-alive connection per machine URL, reused record after record. A connection
+// the server closed while idle is re-opened once, transparently. After a transport
+// failure (connect refused or timed out, read timeout, reset) the URL is taken as
+// down for the rest of this export: its later records are unreadable at once, not
+// after another timeout each (one warning per URL per export).
+// A body must announce its size (X-LCC-Size, else Content-Length) and it must equal
+// the record's size, else the record is unreadable. A body that ends or stalls
+// early is zero-filled to the announced size (warned), like a local file that
+// shrinks, so an archive that announced the size stays readable.
+// Blocking: the calls run the Asio operations on a private io_context on the calling
+// thread (a CU export worker, never an io thread), each bounded by its timeout.
+// THREADS: one thread at a time (the export's).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/metrics.h"
+#include "lcc/byte_sink.h"
+#include "lcc/status.h"
+#include "lcc/types.h"
+
+namespace lcc::cu {
+
+struct RemoteOptions {
+  Millis connect_timeout{5000};  // cu.remote_connect_timeout (resolve + connect)
+  Millis read_timeout{30000};    // cu.remote_read_timeout (each write, header read and body read)
+  std::size_t max_header = 16 * 1024;
+};
+
+class RemoteContentReader {
+ public:
+  RemoteContentReader(RemoteOptions options, Counter* bytes = nullptr);
+  ~RemoteContentReader();
+  RemoteContentReader(const RemoteContentReader&) = delete;
+  RemoteContentReader& operator=(const RemoteContentReader&) = delete;
+
+  // Opens the content `file` of size `size` at `base_url` (normalised, see
+  // common/content_locator.h). When `machine` is given, an answer whose X-LCC-Machine
+  // names another machine is refused (a URL pointing at the wrong node must not give
+  // another machine's file of the same name). NotFound: the server answered 404;
+  // IOError: unreachable, timed out, or the URL is down for this export; Corruption:
+  // another size, status or machine. The source must be destroyed before the next
+  // open() for the same URL can reuse its connection.
+  Result<std::unique_ptr<ContentSource>> open(const std::string& base_url, const std::string& file, std::uint64_t size,
+                                              const std::string& machine = "");
+
+  // True when `base_url` is taken as down in this export.
+  bool isDown(const std::string& base_url) const;
+  // Connections made so far (keep-alive reuse shows as fewer connections than reads).
+  std::size_t connectionsOpened() const;
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace lcc::cu

@@ -1,0 +1,209 @@
+// GET /content/<file> (core/botm/content_route.h) on the real HTTP server over
+// 127.0.0.1: content and headers, a large file streamed, HEAD, and every way of
+// naming something that is not one of this BOT-M's content files refused with 404.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "botm/content_route.h"
+#include "botm/filename_store.h"
+#include "http/http_server.h"
+#include "support/http_test_server.h"
+#include "support/temp_dir.h"
+
+namespace lcc {
+namespace {
+
+using testing::httpTestRequest;
+using testing::TempDir;
+
+void writeFile(const std::string& path, const std::string& data) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << data;
+}
+
+// Decodes a chunked body; "" and *ok=false when it is not one.
+std::string dechunk(const std::string& body, bool* ok) {
+  std::string out;
+  std::size_t i = 0;
+  *ok = false;
+  for (;;) {
+    auto eol = body.find("\r\n", i);
+    if (eol == std::string::npos) return out;
+    std::size_t n = std::stoul(body.substr(i, eol - i), nullptr, 16);
+    i = eol + 2;
+    if (n == 0) {
+      *ok = body.compare(i, 2, "\r\n") == 0;
+      return out;
+    }
+    if (i + n + 2 > body.size()) return out;
+    out.append(body, i, n);
+    i += n + 2;
+  }
+}
+
+class ContentRouteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    content_ = dir_.path() + "/content";
+    outside_ = dir_.path() + "/outside";
+    std::filesystem::create_directories(content_);
+    writeFile(outside_ + "/secret", "secret bytes");
+    botm::addContentRoute(router_, {content_, "m2", 256}, metrics_);
+    http::ServerOptions so;
+    so.listen = "127.0.0.1:0";
+    so.workers = 2;
+    so.stream_workers = 2;
+    so.stream_buffer = 64 * 1024;
+    server_ = std::make_unique<http::Server>(io_, router_, so);
+    ASSERT_TRUE(server_->start().isOk());
+    guard_.emplace(io_.get_executor());
+    for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
+  }
+  void TearDown() override {
+    server_->stop();
+    guard_.reset();
+    io_.stop();
+    for (auto& t : threads_) t.join();
+  }
+  std::string write(std::uint64_t n, const std::string& data) {
+    std::string name = botm::FilenameStore::formatName(n, 256);
+    writeFile(content_ + "/" + name, data);
+    return name;
+  }
+  testing::HttpTestReply get(const std::string& target, const std::string& method = "GET") {
+    return httpTestRequest(server_->port(), method, target);
+  }
+  std::uint64_t counter(const std::string& name) { return metrics_.counter(name, "").value(); }
+
+  TempDir dir_;
+  std::string content_, outside_;
+  Metrics metrics_;
+  http::Router router_;
+  boost::asio::io_context io_;
+  std::unique_ptr<http::Server> server_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
+  std::vector<std::thread> threads_;
+};
+
+TEST_F(ContentRouteTest, ServesAContentFileWithItsSizeAndMachine) {
+  const std::string name = write(0x7b, "hello, other machine");
+  EXPECT_EQ(name, "00/00/7b");
+  auto r = get("/content/00/00/7b");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["x-lcc-machine"], "m2");
+  EXPECT_EQ(r.headers["x-lcc-size"], "20");
+  EXPECT_EQ(r.headers["content-type"], "application/octet-stream");
+  bool ok = false;
+  EXPECT_EQ(dechunk(r.body, &ok), "hello, other machine");
+  EXPECT_TRUE(ok) << "a complete chunked body";
+
+  auto head = get("/content/00/00/7b", "HEAD");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.headers["x-lcc-size"], "20");
+  EXPECT_EQ(head.body, "");
+
+  write(0x80, "");
+  auto empty = get("/content/00/00/80");
+  ASSERT_EQ(empty.status, 200);
+  EXPECT_EQ(empty.headers["x-lcc-size"], "0");
+  EXPECT_EQ(dechunk(empty.body, &ok), "");
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(counter("lcc_botm_content_reads_total"), 3u);
+}
+
+TEST_F(ContentRouteTest, ALargeFileIsStreamedWhole) {
+  std::mt19937 rng(3);
+  std::string big(12 * 1024 * 1024 + 5, '\0');
+  for (auto& c : big) c = static_cast<char>(rng() & 0xff);
+  write(0x10203, big);
+  auto r = get("/content/01/02/10203");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["x-lcc-size"], std::to_string(big.size()));
+  bool ok = false;
+  std::string body = dechunk(r.body, &ok);
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(body.size(), big.size());
+  EXPECT_TRUE(body == big);
+  EXPECT_EQ(counter("lcc_botm_content_bytes_total"), big.size());
+}
+
+TEST_F(ContentRouteTest, AnythingButOneOfItsNamesIs404) {
+  write(0x7b, "real");
+  writeFile(content_ + "/00/00/notes.txt", "not a content name");
+  writeFile(dir_.path() + "/state.txt", "above the content folder");
+  for (const std::string target : {
+           "/content/",
+           "/content/00/00",
+           "/content/00/00/",
+           "/content/7b",
+           "/content/00/00/7B",              // another spelling of the number
+           "/content/00/00/07b",
+           "/content/0/0/7b",
+           "/content/00/01/7b",              // the number lives in 00/00
+           "/content//00/00/7b",
+           "/content/00//00/7b",
+           "/content/./00/00/7b",
+           "/content/00/00/./7b",
+           "/content/00/00/notes.txt",
+           "/content/../state.txt",
+           "/content/00/../../state.txt",
+           "/content/%2e%2e/state.txt",
+           "/content/%2e%2e%2fstate.txt",
+           "/content/00%2f00%2f7b%00",
+           "/content/00/00/7b%00",
+           "/content//etc/passwd",
+           "/content/%2fetc%2fpasswd",
+           "/content/00/00/7b/..",
+           "/content/00/00/99",              // a good name, no file: absent
+       }) {
+    auto r = get(target);
+    EXPECT_TRUE(r.status == 404 || r.status == 400) << target << " -> " << r.status;
+    EXPECT_EQ(r.body.find("real"), std::string::npos) << target;
+    EXPECT_EQ(r.body.find("above"), std::string::npos) << target;
+  }
+  EXPECT_EQ(counter("lcc_botm_content_reads_total"), 0u);
+  EXPECT_EQ(get("/content/00/00/7b").status, 200) << "the good name still works";
+}
+
+TEST_F(ContentRouteTest, SymbolicLinksAreRefusedNotFollowed) {
+  write(0x7b, "real");
+  // A file name that is a link to a file outside the content folder.
+  ASSERT_EQ(::symlink((outside_ + "/secret").c_str(), (content_ + "/00/00/7c").c_str()), 0);
+  // A folder that is a link to a folder outside: 00/01/100 would resolve to outside/100.
+  writeFile(outside_ + "/100", "outside file");
+  ASSERT_EQ(::symlink(outside_.c_str(), (content_ + "/00/01").c_str()), 0);
+  // A link inside the folder to a real content file is refused as well.
+  ASSERT_EQ(::symlink((content_ + "/00/00/7b").c_str(), (content_ + "/00/00/7d").c_str()), 0);
+  // Not a regular file.
+  std::filesystem::create_directories(content_ + "/00/00/7e");
+  for (const std::string target : {"/content/00/00/7c", "/content/00/01/100", "/content/00/00/7d",
+                                   "/content/00/00/7e"}) {
+    auto r = get(target);
+    EXPECT_EQ(r.status, 404) << target;
+    EXPECT_EQ(r.body.find("secret"), std::string::npos) << target;
+    EXPECT_EQ(r.body.find("outside"), std::string::npos) << target;
+  }
+  EXPECT_EQ(counter("lcc_botm_content_refused_total"), 4u);
+}
+
+TEST(FilenameStoreNames, ParseNameIsTheInverseOfFormatOnly) {
+  for (std::uint32_t fanout : {2u, 16u, 256u, 1000u, 65536u}) {
+    for (std::uint64_t n : {0ull, 1ull, 123ull, 65535ull, 1ull << 40}) {
+      const std::string name = botm::FilenameStore::formatName(n, fanout);
+      EXPECT_EQ(botm::FilenameStore::parseName(name, fanout), n) << name;
+    }
+  }
+  EXPECT_EQ(botm::FilenameStore::parseName("00/00/7b", 16), std::nullopt) << "fanout 16 spells one digit";
+  EXPECT_EQ(botm::FilenameStore::parseName("0/0/7b", 256), std::nullopt);
+}
+
+}  // namespace
+}  // namespace lcc

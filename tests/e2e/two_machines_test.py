@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""End-to-end test of content that lives on another machine (issues 6 and 7).
+
+Three real lccd processes on 127.0.0.1 with two machine ids:
+  A  (machine mA): qm, uns, cu (and rs) - the central node a content user talks to;
+  P  (machine mA): the central BOT-M (botm.parent) connected to A's QM. It runs in
+     its own lccd because a QM and a parent BOT-M both listen on listen.botm;
+  B  (machine mB): a leaf BOT-M with its robot (bot) and its HTTP port, connected to P.
+A site is fetched by B's robot into B's content folder; `lcc cu query --format tar.gz`
+on A must return every file with the site's bytes although none of them is on A:
+the CU reads them from B's GET /content/<file>, whose URL B advertised to P and P
+passed to A's QM. Then: A restarts and learns the URL again; B stops and its
+records become missing="unreadable"; a bad cu.content_urls is refused by --check.
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import urllib.request
+import json
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pipeline_test import DEADLINE, Site, free_port, site_files, tar_contents, wait_for  # noqa: E402
+
+
+class Node:
+    def __init__(self, args, work, name, machine, roles, extra=""):
+        self.bin = args.bin
+        self.name = name
+        self.work = os.path.join(work, name)
+        os.makedirs(self.work)
+        self.ports = {k: free_port() for k in ("uns", "qm", "botm", "robots", "cu", "http")}
+        self.config = os.path.join(self.work, "lcc.yaml")
+        self.log = os.path.join(self.work, "lccd.log")
+        with open(self.config, "w") as f:
+            f.write(
+                f"""node:
+  data_dir: {os.path.join(self.work, "var")}
+  machine_id: {machine}
+roles: [{", ".join(roles)}]
+listen:
+"""
+                + "".join(f"  {k}: 127.0.0.1:{p}\n" for k, p in self.ports.items())
+                + f"""storage:
+  plugin_dir: {args.plugins}
+fetcher:
+  plugin: fetch-curl
+  options:
+    allow_private: true
+    timeout: 10s
+log:
+  level: info
+  file: {self.log}
+"""
+                + extra
+            )
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen([os.path.join(self.bin, "lccd"), "-c", self.config],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_for(f"{self.name} /status", lambda: self.status() is not None)
+
+    def status(self):
+        if self.proc.poll() is not None:
+            raise AssertionError(f"lccd {self.name} exited with {self.proc.returncode}: "
+                                 f"{self.proc.stderr.read().decode()}\n{self.log_tail()}")
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.ports['http']}/status", timeout=2) as r:
+            return json.load(r)
+
+    def log_tail(self):
+        try:
+            with open(self.log) as f:
+                return "".join(f.readlines()[-30:])
+        except OSError:
+            return ""
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(timeout=DEADLINE)
+        assert rc == 0, f"lccd {self.name} exited {rc} on SIGTERM\n{self.log_tail()}"
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def lcc(self, *argv, stdin=None, check=True):
+        cmd = [os.path.join(self.bin, "lcc"), "--config", self.config, *argv]
+        r = subprocess.run(cmd, input=stdin, capture_output=True, timeout=DEADLINE)
+        if check and r.returncode != 0:
+            raise AssertionError(f"{' '.join(cmd)} -> {r.returncode}\n{r.stdout.decode()}\n{r.stderr.decode()}"
+                                 f"\n{self.log_tail()}")
+        return r
+
+    def query_tar(self, *extra):
+        out = os.path.join(self.work, "export.tar.gz")
+        self.lcc("cu", "query", "--cu", f"127.0.0.1:{self.ports['cu']}", "--format", "tar.gz", "-o", out, *extra)
+        return out
+
+    def query_xml(self, *extra):
+        return self.lcc("cu", "query", "--cu", f"127.0.0.1:{self.ports['cu']}", "--format", "xml", *extra).stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--plugins", required=True)
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="lcc-e2e2-")
+    site = Site(os.path.join(work, "site"))
+    a = Node(args, work, "a", "mA", ["uns", "qm", "cu", "rs"])
+    p = Node(args, work, "p", "mA", ["botm"],
+             f"botm:\n  parent: true\n  source: 127.0.0.1:{a.ports['botm']}\n"
+             "  reconnect_min: 50ms\n  reconnect_max: 500ms\n")
+    b = Node(args, work, "b", "mB", ["botm", "bot"],
+             f"botm:\n  source: 127.0.0.1:{p.ports['botm']}\n  reconnect_min: 50ms\n  reconnect_max: 500ms\n")
+    nodes = [a, p, b]
+    try:
+        run(args, work, site, a, p, b)
+    except BaseException:
+        for n in nodes:
+            print(f"--- {n.name} log ---\n{n.log_tail()}", file=sys.stderr)
+        raise
+    finally:
+        for n in nodes:
+            n.kill()
+        site.stop()
+        if not os.environ.get("LCC_E2E_KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
+    print("e2e two machines: 1 passed, 0 failed")
+
+
+def run(args, work, site, a, p, b):
+    for i in range(12):
+        site.write(f"docs/page{i:02d}.html", (f"<html><body>page {i} of machine B</body></html>\n" * (i + 3)).encode())
+    site.write("docs/data.pdf", os.urandom(300_000))
+    site.write("docs/sub/deep.txt", b"deep text\n")
+
+    a.start()
+    p.start()
+    b.start()
+    b_url = f"http://127.0.0.1:{b.ports['http']}"
+    wait_for("A's CU knows where mB's content is",
+             lambda: a.status().get("cu", {}).get("content_urls", {}).get("mB") == b_url)
+
+    out = a.lcc("provider", "add", "--prefix", site.base).stdout.decode()
+    m = re.fullmatch(r"id=(\d+) password=(\S+)\n", out)
+    assert m, out
+    pid, password = m.group(1), m.group(2)
+    scan = a.lcc("cp", "scan", site.root, "--base-url", site.base).stdout
+    assert scan.count(b"<url") == 14, scan[:300]
+    sent = a.lcc("cp", "send", "--uns", f"127.0.0.1:{a.ports['uns']}", "--id", pid, "--password", password,
+                 "--full", "-", stdin=scan)
+    assert b"accepted 14 of 14" in sent.stdout.lower(), sent.stdout
+    wait_for("all 14 URLs stored", lambda: b'count="14"' in a.query_xml(), timeout=15)
+
+    # Every record names machine mB: no file is on A.
+    a_content = os.path.join(a.work, "var", "content")
+    assert not os.path.isdir(a_content) or not any(files for _, _, files in os.walk(a_content)), "content on A"
+    b_files = [f for _, _, files in os.walk(os.path.join(b.work, "var", "content")) for f in files]
+    assert len(b_files) == 14, b_files
+
+    expected = {site.base + k: v for k, v in site_files(site.root).items()}
+    got = tar_contents(a.query_tar("--provider", pid))
+    assert got == expected, f"export differs: {sorted(set(got) ^ set(expected))}"
+    xml = a.query_xml("--content").decode()
+    assert "missing=" not in xml, xml[:2000]
+    b_served = b.status()["counters"].get("lcc_botm_content_reads_total", 0)
+    assert b_served >= 28, f"B served {b_served} content reads"
+
+    # A restarts: P reconnects and announces mB's URL again; nothing was stored on A.
+    a.stop()
+    a.start()
+    wait_for("the URL learnt again",
+             lambda: a.status().get("cu", {}).get("content_urls", {}).get("mB") == b_url)
+    assert tar_contents(a.query_tar("--provider", pid)) == expected, "after A's restart"
+
+    # B stops: its content is unreadable (not a crash, not other-machine), and counted.
+    b.stop()
+    xml = a.query_xml("--content").decode()
+    assert xml.count('missing="unreadable"') == 14, xml[:2000]
+    assert a.status()["counters"].get("lcc_cu_content_missing_total", 0) >= 14
+
+    # A static map is checked when the config is loaded.
+    bad = os.path.join(work, "bad.yaml")
+    with open(a.config) as f, open(bad, "w") as g:
+        g.write(f.read() + "cu:\n  content_urls: [mB=ftp://x, nope]\n")
+    r = subprocess.run([os.path.join(args.bin, "lccd"), "-c", bad, "--check"], capture_output=True, timeout=DEADLINE)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stderr.decode().count("cu.content_urls") == 2, r.stderr.decode()
+
+    a.stop()
+    p.stop()
+
+
+if __name__ == "__main__":
+    main()
