@@ -17,6 +17,7 @@ namespace lcc::botm {
 namespace {
 
 constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::uint64_t kWholeBodyMax = 64 * 1024;  // larger files are streamed
 
 struct Fd {
   int fd = -1;
@@ -90,9 +91,28 @@ http::Response serve(const std::shared_ptr<RouteState>& state, const http::Reque
   r.content_type = "application/octet-stream";
   r.headers.emplace_back("X-LCC-Machine", st.options.machine);
   r.headers.emplace_back("X-LCC-Size", std::to_string(size));
-  r.headers.emplace_back("Content-Length", std::to_string(size));
   r.headers.emplace_back("Cache-Control", "no-store");
   std::string where = req.path;
+  if (size <= kWholeBodyMax) {
+    // A small file goes as one whole body with a real Content-Length: one write, no
+    // hop to a stream thread (most web pages; memory: kWholeBodyMax per HTTP worker).
+    r.body.resize(static_cast<std::size_t>(size));
+    std::size_t off = 0;
+    while (off < r.body.size()) {
+      ssize_t n = ::pread(fd->fd, r.body.data() + off, r.body.size() - off, static_cast<off_t>(off));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        spdlog::warn("botm: content file {} changed while it was read; answered 503", where);
+        return http::Response::text(503, "content file changed while it was read; try again\n");
+      }
+      off += static_cast<std::size_t>(n);
+    }
+    st.bytes->inc(size);
+    return r;
+  }
+  // Streamed: the server sends it chunked to HTTP/1.1 clients (and then drops this
+  // field); an HTTP/1.0 client gets the raw body with this length.
+  r.headers.emplace_back("Content-Length", std::to_string(size));
   r.stream = [fd, size, state, where](ByteSink& sink) -> Status {
     std::vector<char> buf(static_cast<std::size_t>(std::min<std::uint64_t>(kReadChunk, std::max<std::uint64_t>(size, 1))));
     std::uint64_t off = 0;

@@ -7,11 +7,13 @@
 // The file is opened component by component below botm.content_dir with O_NOFOLLOW,
 // so a symbolic link anywhere below the content folder is refused (404), never
 // followed; it must be a regular file. An absent file is 404.
-// 200 streams the file through Response::stream (bounded memory: 64 KiB reads into
-// the server's bounded sink). Headers: X-LCC-Machine (this machine), X-LCC-Size (the
-// file's size at open: what the body holds), Content-Length (the same; kept by the
-// server only for unchunked HTTP/1.0 answers, see README.md). If the file shrinks
-// while it is sent the body is cut (the client sees a truncated answer).
+// 200: a file up to 64 KiB goes as one whole body with Content-Length (one write, no
+// stream thread: the common web page); a larger one is streamed through
+// Response::stream (bounded memory: 64 KiB reads into the server's bounded sink),
+// chunked for HTTP/1.1. Headers: X-LCC-Machine (this machine) and X-LCC-Size (the
+// file's size at open: what the body holds) always. A streamed file that shrinks
+// while it is sent cuts the body (the client sees a truncated answer); a small one
+// that changes while it is read is 503.
 // No authentication: the same exposure as GET /cu/query, which already serves this
 // content (docs/design-decisions.md "Content reads across machines").
 // THREADS: the handler runs on an HTTP worker, the body on an HTTP stream worker;

@@ -101,9 +101,8 @@ TEST_F(ContentRouteTest, ServesAContentFileWithItsSizeAndMachine) {
   EXPECT_EQ(r.headers["x-lcc-machine"], "m2");
   EXPECT_EQ(r.headers["x-lcc-size"], "20");
   EXPECT_EQ(r.headers["content-type"], "application/octet-stream");
-  bool ok = false;
-  EXPECT_EQ(dechunk(r.body, &ok), "hello, other machine");
-  EXPECT_TRUE(ok) << "a complete chunked body";
+  EXPECT_EQ(r.headers["content-length"], "20") << "a small file is one whole body";
+  EXPECT_EQ(r.body, "hello, other machine");
 
   auto head = get("/content/00/00/7b", "HEAD");
   EXPECT_EQ(head.status, 200);
@@ -114,9 +113,20 @@ TEST_F(ContentRouteTest, ServesAContentFileWithItsSizeAndMachine) {
   auto empty = get("/content/00/00/80");
   ASSERT_EQ(empty.status, 200);
   EXPECT_EQ(empty.headers["x-lcc-size"], "0");
-  EXPECT_EQ(dechunk(empty.body, &ok), "");
-  EXPECT_TRUE(ok);
+  EXPECT_EQ(empty.headers["content-length"], "0");
+  EXPECT_EQ(empty.body, "");
   EXPECT_EQ(counter("lcc_botm_content_reads_total"), 3u);
+
+  // Just above the whole-body limit: streamed, chunked, X-LCC-Size says the size.
+  const std::string edge(64 * 1024 + 1, 'x');
+  write(0x81, edge);
+  auto streamed = get("/content/00/00/81");
+  ASSERT_EQ(streamed.status, 200);
+  EXPECT_EQ(streamed.headers["x-lcc-size"], std::to_string(edge.size()));
+  EXPECT_EQ(streamed.headers["transfer-encoding"], "chunked");
+  bool ok = false;
+  EXPECT_EQ(dechunk(streamed.body, &ok), edge);
+  EXPECT_TRUE(ok) << "a complete chunked body";
 }
 
 TEST_F(ContentRouteTest, ALargeFileIsStreamedWhole) {

@@ -7,7 +7,8 @@ Three real lccd processes on 127.0.0.1 with two machine ids:
      its own lccd because a QM and a parent BOT-M both listen on listen.botm;
   B  (machine mB): a leaf BOT-M with its robot (bot) and its HTTP port, connected to P.
 A site is fetched by B's robot into B's content folder; `lcc cu query --format tar.gz`
-on A must return every file with the site's bytes although none of them is on A:
+on A (and the C API, lcc-cu-example) must return every file with the site's bytes
+although none of them is on A:
 the CU reads them from B's GET /content/<file>, whose URL B advertised to P and P
 passed to A's QM. Then: A restarts and learns the URL again; B stops and its
 records become missing="unreadable"; a bad cu.content_urls is refused by --check.
@@ -172,6 +173,16 @@ def run(args, work, site, a, p, b):
     assert "missing=" not in xml, xml[:2000]
     b_served = b.status()["counters"].get("lcc_botm_content_reads_total", 0)
     assert b_served >= 28, f"B served {b_served} content reads"
+    # The C API reads content through the CU port: it gets B's bytes the same way.
+    r = subprocess.run([os.path.join(args.bin, "lcc-cu-example"), f"127.0.0.1:{a.ports['cu']}"],
+                       capture_output=True, timeout=DEADLINE)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.decode().splitlines()
+    assert len(lines) == 14, lines
+    for line in lines:
+        m = re.fullmatch(r"stored   (\S+) \(\S+\) seq \d+, (\d+) bytes", line)
+        assert m, line
+        assert int(m.group(2)) == len(expected[m.group(1)]), line
 
     # A restarts: P reconnects and announces mB's URL again; nothing was stored on A.
     a.stop()
