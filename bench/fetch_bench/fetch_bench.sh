@@ -133,8 +133,9 @@ YAML
   ticks=$(awk '{print $14 + $15}' "/proc/$LCCD_PID/stat")
   if [ -n "${THREADS_CPU:-}" ]; then  # THREADS_CPU=1: CPU seconds of each lccd thread
     for t in /proc/$LCCD_PID/task/*; do
-      printf '  thread %s %s: %.2fs\n' "$(basename "$t")" "$(cat "$t/comm")" \
-        "$(awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "$t/stat")"
+      printf '  thread %s %s: %.2fs, %s context switches\n' "$(basename "$t")" "$(cat "$t/comm")" \
+        "$(awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "$t/stat")" \
+        "$(awk '/ctxt_switches/ {n += $2} END {print n}' "$t/status")"
     done
   fi
   lcpu=$(echo "$ticks / $(getconf CLK_TCK)" | bc -l)
