@@ -5,7 +5,13 @@
 # that keeps capacity x 150% fetches outstanding, as the QM does). Same URLs, same
 # number of files written. Results go to docs/benchmarks.md ("Fetching").
 #
-#   BUILD=build-rel N=20000 RUNS=3 ROBOTS=2 SLOTS=32 IO_THREADS=1 [OUT=/dev/shm] [PERF=/tmp/lccd.perf] bench/fetch_bench/fetch_bench.sh
+#   BUILD=build-rel N=20000 RUNS=5 ROBOTS=1 SLOTS=64 [OUT=/dev/shm] bench/fetch_bench/fetch_bench.sh
+#
+# Knobs: ROBOTS, SLOTS (robots x slots = capacity), IO_THREADS (fetch-curl writer threads),
+# LCCD_THREADS (lccd io threads, default 2 as in lccd), OUT (where files go: /dev/shm =
+# tmpfs). Diagnostics of the lcc part of each run: THREADS_CPU=1 (CPU seconds and context
+# switches per lccd thread), PERF=<file> (perf record of the whole machine; perf report
+# --pid=<printed pid>), STAT=<file> (perf stat), STRACE=<file> (system call counts).
 #
 # Needs a Release build with lccd, fetch_bench, fetch-curl and storage-memory:
 #   cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=Release -DLCC_BUILD_TESTS=OFF
@@ -83,7 +89,7 @@ awk -v out="$OUT/curl_out" '{d=int((NR-1)/256); printf "url = \"%s\"\noutput = \
   "$SCR/urls_n.txt" > "$SCR/curl.cfg"
 
 now() { date +%s.%N; }
-curl_rates=(); lcc_rates=(); curl_cpu=(); lcc_cpu=()
+curl_rates=(); lcc_rates=(); curl_cpu=(); lcc_cpu=(); pair_ratios=()
 for run in $(seq 1 "$RUNS"); do
   # --- curl --parallel, one file per URL ---
   rm -rf "$OUT/curl_out" "$OUT/lcc"; sync
@@ -108,7 +114,7 @@ listen: {botm: 127.0.0.1:$SRC, robots: 127.0.0.1:$ROB, http: 127.0.0.1:$HTTP}
 log: {level: warn}
 storage: {plugin_dir: $BUILD/plugins, queue: storage-memory, content: storage-memory, providers: storage-memory}
 fetcher: {plugin: fetch-curl, options: {allow_private: true, max_connections: 256, io_threads: $IO_THREADS}}
-bot: {robots: $ROBOTS, slots: $SLOTS, in_process: ${IN_PROCESS:-true}}
+bot: {robots: $ROBOTS, slots: $SLOTS}
 botm: {reconnect_min: 10ms, reconnect_max: 100ms}
 YAML
   "$BUILD/bin/fetch_bench" --listen "127.0.0.1:$SRC" --urls "$SCR/urls_n.txt" --count "$N" > "$SCR/lcc_result.txt" &
@@ -121,8 +127,8 @@ YAML
     echo "lccd pid $LCCD_PID" >&2
     perf record -a -F 1999 -g -o "$PERF" 2>/dev/null >/dev/null &  # whole machine: report with --pid=<lccd pid>
     PERF_PID=$!
-  elif [ -n "${STAT:-}" ]; then  # STAT=<file>: instructions and context switches of lccd (load-independent)
-    perf stat -e instructions:u,instructions:k,context-switches,cpu-migrations -o "$STAT" -p "$LCCD_PID" &
+  elif [ -n "${STAT:-}" ]; then  # STAT=<file>: perf stat of lccd (CPU, context switches)
+    perf stat -e task-clock,context-switches,cpu-migrations -o "$STAT" -p "$LCCD_PID" &
     PERF_PID=$!
   elif [ -n "${STRACE:-}" ]; then  # STRACE=<file>: system call counts of lccd in the last run
     strace -c -f -o "$STRACE" -p "$LCCD_PID" 2>/dev/null &
@@ -145,6 +151,7 @@ YAML
   files=$(find "$OUT/lcc/content" -type f | wc -l)
   rate=$(echo "$line" | sed -n 's/.*rate=\([0-9.]*\).*/\1/p')
   lcc_rates+=("$rate"); lcc_cpu+=("$(echo "$N / $lcpu" | bc -l)")
+  pair_ratios+=("$(echo "$rate / ${curl_rates[-1]}" | bc -l)")  # this run's lcc against this run's curl
   printf 'run %d %s files=%d lccd cpu=%.2fs (%.0f files per CPU-second) load=%s\n' "$run" "$line" "$files" "$lcpu" \
     "$(echo "$N / $lcpu" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
 done
@@ -156,3 +163,6 @@ printf 'median curl --parallel-max 64: %.0f files/s; lcc (robots=%d x slots=%d, 
   "$cm" "$ROBOTS" "$SLOTS" "$IO_THREADS" "$lm" "$(echo "$lm / $cm" | bc -l)"
 printf 'median files per CPU-second: curl %.0f, lccd %.0f (lccd alone, nginx and fetch_bench not counted); ratio %.2f\n' \
   "$cc" "$lc" "$(echo "$lc / $cc" | bc -l)"
+pairs=$(printf '%s\n' "${pair_ratios[@]}" | sort -g | awk '{printf "%s%.2f", (NR > 1 ? " " : ""), $1}')
+printf 'ratio of each run (lcc / the curl run just before it), sorted: %s; median %.2f\n' "$pairs" \
+  "$(median "${pair_ratios[@]}")"

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <thread>
 
-#include "bot/local_robot.h"
 #include "bot/robot.h"
 #include "bot/temp_sweep.h"
 
@@ -15,10 +14,8 @@ namespace {
 
 class BotService final : public Service {
  public:
-  // `local`: the BOT-M of this process, which the robots attach to directly; null:
-  // they connect to `target` over TCP.
-  BotService(NodeContext& node, std::string target, RobotOptions opts, int robots, LocalRobotHost* local, bool sweep)
-      : node_(node), target_(std::move(target)), opts_(std::move(opts)), robots_(robots), local_(local), sweep_(sweep) {}
+  BotService(NodeContext& node, std::string target, RobotOptions opts, int robots, bool sweep)
+      : node_(node), target_(std::move(target)), opts_(std::move(opts)), robots_(robots), sweep_(sweep) {}
   ~BotService() override {
     stopping_ = true;
     if (sweeper_.joinable()) sweeper_.join();
@@ -41,19 +38,12 @@ class BotService final : public Service {
     for (int i = 0; i < robots_; ++i) {
       RobotOptions o = opts_;
       o.name = defaultRobotName() + "-r" + std::to_string(i);
-      if (local_ != nullptr) {
-        auto r = std::make_shared<LocalRobot>(*local_, *node_.fetcher, *node_.env, o, &counters_);
-        locals_.push_back(r);
-        r->start();
-        continue;
-      }
       auto c = std::make_shared<RobotClient>(*node_.io, *node_.clock, *node_.fetcher, *node_.env, target_, o,
                                              Millis(200), Millis(10000), &counters_);
       clients_.push_back(c);
       c->start();
     }
-    spdlog::info("bot: {} robot(s) with {} slots each, BOT-M {}", robots_, opts_.slots,
-                 local_ != nullptr ? "in this process" : "at " + target_);
+    spdlog::info("bot: {} robot(s) with {} slots each, BOT-M at {}", robots_, opts_.slots, target_);
     return Status::ok();
   }
 
@@ -61,7 +51,6 @@ class BotService final : public Service {
     stopping_ = true;
     if (sweeper_.joinable()) sweeper_.join();
     for (auto& c : clients_) c->stop();
-    for (auto& r : locals_) r->stop();
     // Cancelled fetches answer on the fetcher's thread; wait for them (bounded).
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     for (;;) {
@@ -73,16 +62,13 @@ class BotService final : public Service {
   std::size_t inFlight() const {
     std::size_t n = 0;
     for (const auto& c : clients_) n += c->inFlight();
-    for (const auto& r : locals_) n += r->inFlight();
     return n;
   }
 
   void status(nlohmann::json& out) const override {
     int connected = 0;
     for (const auto& c : clients_) connected += c->connected() ? 1 : 0;
-    for (const auto& r : locals_) connected += r->attached() ? 1 : 0;
     out["robots"] = robots_;
-    out["transport"] = local_ != nullptr ? "in-process" : "tcp";
     out["connected"] = connected;
     out["slots_per_robot"] = opts_.slots;
     out["in_flight"] = inFlight();
@@ -100,14 +86,12 @@ class BotService final : public Service {
   std::string target_;
   RobotOptions opts_;
   int robots_;
-  LocalRobotHost* local_;
   const bool sweep_;
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> swept_{0};
   std::thread sweeper_;
   RobotCounters counters_;
   std::vector<std::shared_ptr<RobotClient>> clients_;
-  std::vector<std::shared_ptr<LocalRobot>> locals_;
 };
 
 }  // namespace
@@ -119,15 +103,13 @@ Result<ServicePtr> makeBotService(NodeContext& node) {
   RobotOptions o;
   o.slots = static_cast<std::uint32_t>(cfg.getInt("bot.slots"));
   o.sync_files = cfg.getBool("bot.sync_files");
-  LocalRobotHost* local = nullptr;
   if (target.empty()) {
     // Our own BOT-M: its files all lie in its content folder.
     target = cfg.getString("listen.robots");
     std::string dir = cfg.getString("botm.content_dir");
     o.content_root = dir.empty() ? node.data_dir + "/content" : Config::absolutePath(dir);
-    if (cfg.getBool("bot.in_process")) local = node.local_robots;
   }
-  return ServicePtr(new BotService(node, target, o, static_cast<int>(cfg.getInt("bot.robots")), local,
+  return ServicePtr(new BotService(node, target, o, static_cast<int>(cfg.getInt("bot.robots")),
                                    cfg.getBool("bot.sweep_temp_files")));
 }
 

@@ -44,10 +44,9 @@ std::string defaultRobotName();
 // The temporary name a robot writes `file` through (same folder).
 std::string tempNameFor(const std::string& file);
 
-// What a robot does with one <fetch>, whatever carries it: check the path, make the
-// folder, fetch into a temporary name, rename or remove, and answer exactly once.
-// Shared by RobotSession (the robot protocol over a socket) and LocalRobot (a robot
-// inside the BOT-M's process).
+// What a robot does with one <fetch>, apart from the stream that carries it
+// (RobotSession): check the path, make the folder, fetch into a temporary name, rename
+// or remove, and answer exactly once.
 // THREADS: fetch() and cancelAll() from one thread at a time (the carrier's); the
 // reply runs on the fetcher's thread, or inline in fetch() for an immediate refusal.
 class RobotCore : public std::enable_shared_from_this<RobotCore> {

@@ -12,7 +12,6 @@
 #include <future>
 #include <map>
 
-#include "bot/local_robot.h"
 #include "bot/stream_socket.h"
 #include "botm/content_route.h"
 #include "botm/dispatch.h"
@@ -54,7 +53,7 @@ struct Settings {
   std::string content_url;   // advertised upstream (leaf only); empty: not advertised
 };
 
-class BotmService final : public Service, public bot::LocalRobotHost {
+class BotmService final : public Service {
  public:
   BotmService(NodeContext& node, Settings s)
       : node_(node), s_(std::move(s)), strand_(asio::make_strand(*node.io)), delay_(s_.reconnect_min) {
@@ -71,7 +70,6 @@ class BotmService final : public Service, public bot::LocalRobotHost {
   }
 
   std::string_view name() const override { return "botm"; }
-  bool parent() const { return s_.parent; }
 
   Status start() override {
     if (!s_.parent) {
@@ -162,58 +160,14 @@ class BotmService final : public Service, public bot::LocalRobotHost {
   void run(const Actions& a) {
     publish();  // gauges first: whoever sees a message sees the state behind it
     std::map<RobotId, std::string> per_robot;
-    std::map<RobotId, std::vector<proto::RobotFetch>> per_local;
-    for (const auto& [rid, f] : a.to_robots) {
-      if (local_.count(rid)) {
-        per_local[rid].push_back(f);
-      } else {
-        proto::appendRobotFetch(per_robot[rid], f);
-      }
-    }
+    for (const auto& [rid, f] : a.to_robots) proto::appendRobotFetch(per_robot[rid], f);
     for (auto& [rid, bytes] : per_robot) {
       auto it = peers_.find(rid);
       if (it != peers_.end()) it->second->send(std::move(bytes));
     }
-    for (const auto& [rid, fetches] : per_local) local_[rid](fetches);
     sendUp(a.upstream);
   }
 
-  // ---- robots in this process (bot::LocalRobotHost) ----------------------------
- public:
-  std::uint64_t newRobotId() override { return next_peer_.fetch_add(1); }
-
-  void attachRobot(std::uint64_t id, const std::string& name, std::uint32_t slots, Deliver deliver) override {
-    asio::post(strand_, [this, id, name, slots, deliver = std::move(deliver)]() mutable {
-      if (stopping_ || !disp_ || local_.count(id)) return;
-      local_.emplace(id, std::move(deliver));
-      spdlog::info("botm: robot {} (in this process) attached with {} slots", name, slots);
-      Actions a;
-      disp_->robotUp(id, slots, &a);
-      run(a);
-    });
-  }
-
-  void robotResults(std::uint64_t id, Take take) override {
-    asio::post(strand_, [this, id, take = std::move(take)] {
-      std::vector<proto::RobotResult> results = take();
-      if (!local_.count(id)) return;
-      Actions a;
-      for (const auto& r : results) disp_->robotResult(id, r, &a);
-      run(a);
-    });
-  }
-
-  void detachRobot(std::uint64_t id) override {
-    asio::post(strand_, [this, id] {
-      if (!local_.erase(id)) return;
-      spdlog::info("botm: robot {} (in this process) detached", id);
-      Actions a;
-      disp_->robotDown(id, &a);
-      run(a);
-    });
-  }
-
- private:
 
   void run(const ForwardActions& a) {
     publish();
@@ -466,7 +420,6 @@ class BotmService final : public Service, public bot::LocalRobotHost {
   std::unique_ptr<tcp::acceptor> acceptor_;
   std::shared_ptr<StreamSocket> source_;
   std::map<std::uint64_t, std::shared_ptr<StreamSocket>> peers_;  // robots or children (policy strand)
-  std::map<std::uint64_t, Deliver> local_;  // robots in this process (policy strand)
   std::atomic<std::uint64_t> next_peer_{1};
   bool stopping_ = false;
   bool source_warned_ = false;
@@ -534,10 +487,7 @@ Result<ServicePtr> makeBotmService(NodeContext& node) {
     }
     if (node.http) addContentRoute(*node.http, {s.content_dir, s.machine, s.fanout}, *node.metrics);
   }
-  auto svc = std::make_unique<BotmService>(node, std::move(s));
-  // Robots of this lccd may attach directly (bot.in_process); a parent takes none.
-  if (!svc->parent()) node.local_robots = svc.get();
-  return ServicePtr(std::move(svc));
+  return ServicePtr(new BotmService(node, std::move(s)));
 }
 
 }  // namespace lcc::botm

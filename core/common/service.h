@@ -33,9 +33,6 @@ class ContentLocator;
 namespace http {
 class Router;
 }
-namespace bot {
-class LocalRobotHost;
-}
 
 // Everything a role may use. Pointers the role does not need may be null: the daemon
 // opens only the stores and plugins that the configured roles need.
@@ -57,9 +54,6 @@ struct NodeContext {
   // Set by the QM when it runs in this process: URLs of a provider still queued
   // (init_accepted "processing"). Empty when there is no QM here.
   std::function<std::uint64_t(ProviderId)> queued_urls;
-  // Set by a BOT-M with robots (not a parent) in this process: lccd's own robots attach
-  // here instead of connecting over TCP (bot.in_process).
-  bot::LocalRobotHost* local_robots = nullptr;
   // Where each machine's content can be read over HTTP (common/content_locator.h):
   // static cu.content_urls entries, plus what the QM here learns from its BOT-Ms.
   ContentLocator* content_locator = nullptr;

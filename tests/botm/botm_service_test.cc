@@ -14,7 +14,6 @@
 #include <mutex>
 #include <thread>
 
-#include "bot/local_robot.h"
 #include "bot/robot.h"
 #include "botm/botm_service.h"
 #include "common/content_locator.h"
@@ -200,7 +199,6 @@ class BotmNode {
   std::string content() const { return dir_.path() + "/content"; }
   const std::string& dataDir() const { return dir_.path(); }
   boost::asio::io_context& io() { return io_; }
-  bot::LocalRobotHost* localRobots() { return node_.local_robots; }
 
  private:
   TempDir dir_;
@@ -402,78 +400,6 @@ TEST_F(BotmServiceTest, AParentForwardsToItsChildAndRoutesDeletesByMachine) {
   EXPECT_FALSE(posixEnv()->exists(child.content() + "/" + res.file));
   r->stop();
   ASSERT_TRUE(eventually([&] { return r->inFlight() == 0; }));
-}
-
-// The capacity a source was last told: the latest <capacity>, or the opening's.
-std::optional<std::uint64_t> capacityOf(const std::vector<proto::BotmMessage>& ms) {
-  for (auto it = ms.rbegin(); it != ms.rend(); ++it) {
-    if (const auto* c = std::get_if<proto::LinkCapacity>(&*it)) return c->slots;
-    if (const auto* h = std::get_if<proto::LinkBotmHello>(&*it)) return h->capacity;
-  }
-  return std::nullopt;
-}
-
-// lccd's own robots (roles botm + bot, bot.in_process) attach to the BOT-M without a
-// socket. They are robots like any other: capacity, results, deletes, and a robot that
-// leaves with a fetch in flight has it re-handed with the same filename.
-TEST_F(BotmServiceTest, InProcessRobotsFetchWithoutASocketAndHandOverWhenTheyLeave) {
-  FakeSource source;
-  BotmNode node(clock_, leafYaml("m1", source.address(), freePort()));
-  ASSERT_NE(node.localRobots(), nullptr) << "a leaf BOT-M takes in-process robots";
-  auto f = stub();
-  bot::RobotOptions o;
-  o.slots = 2;
-  o.name = "local-a";
-  o.content_root = node.content();
-  auto a = std::make_shared<bot::LocalRobot>(*node.localRobots(), *f, *posixEnv(), o);
-  a->start();
-  ASSERT_TRUE(source.waitFor([](const auto& ms) { return capacityOf(ms) == 2; }));
-  source.send(proto::encodeFetch({10, "http://p.test/ok?stub_size=10", "text/html", std::nullopt, 0, ""}) +
-              proto::encodeFetch({11, "http://p.test/gone?stub_status=404", "text/html", std::nullopt, 0, ""}) +
-              proto::encodeFetch({12, "http://p.test/same?stub_lm=1714564680", "text/html", 1714564680, 0, ""}));
-  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkResult>(ms) == 3; }));
-  std::map<std::uint64_t, proto::LinkResult> by_id;
-  for (auto& res : source.all<proto::LinkResult>()) by_id[res.id] = res;
-  ASSERT_TRUE(by_id[10].ok) << by_id[10].message;
-  EXPECT_EQ(by_id[10].size, 10u);
-  EXPECT_EQ(by_id[10].md5.size(), 32u);
-  EXPECT_FALSE(by_id[11].ok);
-  EXPECT_EQ(by_id[11].code, ErrorCode::kNotFound);
-  EXPECT_TRUE(by_id[12].unchanged);
-  auto body = posixEnv()->readFile(node.content() + "/" + by_id[10].file);
-  ASSERT_TRUE(body.isOk());
-  EXPECT_EQ(body.value().size(), 10u);
-
-  // A fetch that hangs; the robot leaves (bot role stopping): the fetch waits, unanswered.
-  source.send(proto::encodeFetch({20, "http://p.test/slow?stub_delay=60s&stub_size=7", "text/html", std::nullopt, 0,
-                                  ""}));
-  ASSERT_TRUE(eventually([&] {
-    return node.gauge("lcc_botm_fetches") == 4 && node.gauge("lcc_botm_queued") == 0 && a->inFlight() == 1;
-  }));
-  a->stop();
-  ASSERT_TRUE(source.waitFor([](const auto& ms) { return capacityOf(ms) == 0; }));
-  ASSERT_TRUE(eventually([&] { return node.gauge("lcc_botm_queued") == 1; }));
-  clock_.advance(60s);  // the cancelled fetch ends; its result must not go up
-  ASSERT_TRUE(eventually([&] { return a->inFlight() == 0; }));
-
-  // Another in-process robot takes it over, with the same filename.
-  o.name = "local-b";
-  auto b = std::make_shared<bot::LocalRobot>(*node.localRobots(), *f, *posixEnv(), o);
-  b->start();
-  ASSERT_TRUE(eventually([&] { return b->inFlight() == 1; }));
-  ASSERT_TRUE(eventually([&] {
-    clock_.advance(60s);
-    return source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkResult>(ms) >= 4; }, 20ms);
-  }));
-  source.sync();
-  auto results = source.all<proto::LinkResult>();
-  ASSERT_EQ(results.size(), 4u) << "exactly one result for the re-handed fetch";
-  EXPECT_EQ(results[3].id, 20u);
-  EXPECT_TRUE(results[3].ok) << results[3].message;
-  EXPECT_EQ(results[3].size, 7u);
-  EXPECT_EQ(node.gauge("lcc_botm_rehanded"), 1);
-  b->stop();
-  ASSERT_TRUE(eventually([&] { return b->inFlight() == 0; }));
 }
 
 // The QM's BOT-M port (the real qm::BotmServer) learns where each machine's content

@@ -104,8 +104,6 @@ const std::vector<KeySpec>& Config::schema() {
       {"bot.robots", KeyType::kInt, "1", 0, 1024, "robots run inside lccd when the bot role is on"},
       {"bot.slots", KeyType::kInt, "32", 1, 4096, "parallel fetches per robot"},
       {"bot.connect", KeyType::kString, "", 0, 300, "BOT-M robot port (empty: listen.robots)"},
-      {"bot.in_process", KeyType::kBool, "true", kNoMin, kNoMax,
-       "robots of this lccd's own BOT-M take fetches by direct calls (false: the robot protocol over TCP)"},
       {"bot.sweep_temp_files", KeyType::kBool, "true", kNoMin, kNoMax,
        "at start, remove robots' temporary files (<file>.<pid>-<n>.tmp) whose process is gone"},
       {"bot.sync_files", KeyType::kBool, "false", kNoMin, kNoMax,
