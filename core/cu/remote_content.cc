@@ -234,7 +234,7 @@ class RemoteSource final : public ContentSource {
     if (!failed_) {
       while (got < n) {
         if (parser_->is_done()) {
-          fail("the answer ended early", false);
+          fail("the answer ended early", false, got);
           break;
         }
         auto& body = parser_->get().body();
@@ -251,7 +251,7 @@ class RemoteSource final : public ContentSource {
         if (impl_->bytes) impl_->bytes->inc(now);
         if (ec == bhttp::error::need_buffer) ec = {};
         if (ec) {
-          fail(describe(ec), true);
+          fail(describe(ec), true, got);
           break;
         }
       }
@@ -266,9 +266,10 @@ class RemoteSource final : public ContentSource {
   }
 
  private:
-  void fail(const std::string& why, bool transport) {
+  void fail(const std::string& why, bool transport, std::size_t got_now) {
     failed_ = true;
-    spdlog::warn("cu: reading {}: {} after {} of {} bytes; the rest is zero-filled", what_, why, offset_, size_);
+    spdlog::warn("cu: reading {}: {} after {} of {} bytes; the rest is zero-filled", what_, why, offset_ + got_now,
+                 size_);
     if (transport) impl_->markDown(base_, why);
   }
 

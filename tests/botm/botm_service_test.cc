@@ -313,6 +313,9 @@ TEST_F(BotmServiceTest, ResultsAndDeletesOverTheWire) {
   FakeSource source;
   const std::uint16_t robots = freePort();
   BotmNode node(clock_, leafYaml("m1", source.address(), robots));
+  // The source session first: a robot that came before it would be counted in the
+  // opening's capacity, and no <capacity> message would follow.
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkBotmHello>(ms) == 1; }));
   auto f = stub();
   auto r = robot(node, *f, robots, 2);
   ASSERT_TRUE(source.waitFor([](const auto& ms) {
@@ -407,7 +410,10 @@ TEST_F(BotmServiceTest, AParentForwardsToItsChildAndRoutesDeletesByMachine) {
 // passes it up with the machine list, and the URL serves the fetched file.
 class RecordingLinks final : public qm::BotmLinkHandler {
  public:
-  void linkUp(qm::LinkId link, const std::string&, std::uint64_t) override { link_ = link; }
+  void linkUp(qm::LinkId link, const std::string&, std::uint64_t capacity) override {
+    capacity_ = capacity;
+    link_ = link;
+  }
   void linkCapacity(qm::LinkId, std::uint64_t capacity) override { capacity_ = capacity; }
   void linkMachines(qm::LinkId, const std::vector<std::string>&) override {}
   void linkDown(qm::LinkId) override {}
