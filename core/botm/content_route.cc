@@ -110,9 +110,9 @@ http::Response serve(const std::shared_ptr<RouteState>& state, const http::Reque
     st.bytes->inc(size);
     return r;
   }
-  // Streamed: the server sends it chunked to HTTP/1.1 clients (and then drops this
-  // field); an HTTP/1.0 client gets the raw body with this length.
-  r.headers.emplace_back("Content-Length", std::to_string(size));
+  // Streamed with its length announced (Content-Length, not chunked): the client can
+  // check the size before the body, and the connection stays reusable.
+  r.stream_length = size;
   r.stream = [fd, size, state, where](ByteSink& sink) -> Status {
     std::vector<char> buf(static_cast<std::size_t>(std::min<std::uint64_t>(kReadChunk, std::max<std::uint64_t>(size, 1))));
     std::uint64_t off = 0;

@@ -12,6 +12,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <functional>
+#include <optional>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,6 +61,10 @@ struct Response {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
   std::function<Status(ByteSink&)> stream;  // when set, body is ignored
+  // A streamed body of exactly this many bytes: sent with Content-Length instead of
+  // chunked, so the connection stays reusable. A stream that writes another count is
+  // cut and the connection closed (the client sees a short body, never a wrong one).
+  std::optional<std::uint64_t> stream_length;
 
   static Response text(int status, std::string body) {
     Response r;

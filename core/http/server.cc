@@ -122,11 +122,16 @@ struct Shared {
 // the connection's strand.
 class StreamSink final : public ByteSink {
  public:
-  // `chunked` false: an HTTP/1.0 client, the body is sent raw and ended by closing.
-  StreamSink(std::size_t limit, bool chunked, std::function<void()> kick)
-      : limit_(limit), chunked_(chunked), kick_(std::move(kick)) {}
+  // `chunked` false: the body is sent raw (its length announced, or an HTTP/1.0 client
+  // that reads until the connection closes). `length`: the exact byte count announced.
+  StreamSink(std::size_t limit, bool chunked, std::optional<std::uint64_t> length, std::function<void()> kick)
+      : limit_(limit), chunked_(chunked), length_(length), kick_(std::move(kick)) {}
 
   Status write(std::string_view bytes) override {
+    if (length_ && bytes.size() > *length_ - written_total_) {
+      return Status::internal("streamed body longer than its announced " + std::to_string(*length_) + " bytes");
+    }
+    written_total_ += bytes.size();
     while (!bytes.empty()) {
       std::size_t n = std::min(bytes.size(), kMaxChunk);
       LCC_RETURN_IF_ERROR(enqueue(chunked_ ? chunk(bytes.substr(0, n)) : std::string(bytes.substr(0, n)), false));
@@ -137,6 +142,10 @@ class StreamSink final : public ByteSink {
 
   // Queues the last chunk and waits until everything went out (or the client left).
   Status finish() {
+    if (length_ && written_total_ != *length_) {
+      return Status::internal("streamed body of " + std::to_string(written_total_) + " bytes, announced " +
+                              std::to_string(*length_));
+    }
     if (chunked_) LCC_RETURN_IF_ERROR(enqueue("0\r\n\r\n", true));
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return failed_ || (queued_ == 0 && pending_.empty() && !writing_); });
@@ -200,6 +209,8 @@ class StreamSink final : public ByteSink {
 
   const std::size_t limit_;
   const bool chunked_;
+  const std::optional<std::uint64_t> length_;
+  std::uint64_t written_total_ = 0;  // stream thread only
   std::function<void()> kick_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -414,7 +425,11 @@ struct Connection : std::enable_shared_from_this<Connection> {
     auto m = std::make_shared<bhttp::response<bhttp::string_body>>(static_cast<bhttp::status>(res.status), 11);
     setCommon(*m, res, keep_alive);
     if (res.stream) {  // HEAD of a streamed resource: headers only
-      if (!http10) m->chunked(true);
+      if (res.stream_length) {
+        m->content_length(*res.stream_length);
+      } else if (!http10) {
+        m->chunked(true);
+      }
       m->body().clear();
     } else {
       m->body() = std::move(res.body);
@@ -443,13 +458,20 @@ struct Connection : std::enable_shared_from_this<Connection> {
   void respondStream(Response res, bool keep_alive, bool http10) {
     auto m = std::make_shared<bhttp::response<bhttp::empty_body>>(static_cast<bhttp::status>(res.status), 11);
     setCommon(*m, res, keep_alive);
-    // HTTP/1.0 has no chunked encoding: the body runs until the connection closes.
-    if (http10) m->keep_alive(false);
-    else m->chunked(true);
+    // A known length goes as Content-Length; otherwise chunked, and HTTP/1.0 (no chunked
+    // encoding) gets the body until the connection closes.
+    const bool chunked = !res.stream_length && !http10;
+    if (res.stream_length) {
+      m->content_length(*res.stream_length);
+    } else if (http10) {
+      m->keep_alive(false);
+    } else {
+      m->chunked(true);
+    }
     auto sr = std::make_shared<bhttp::response_serializer<bhttp::empty_body>>(*m);
     std::weak_ptr<Connection> weak = weak_from_this();
     auto executor = stream.get_executor();
-    sink = std::make_shared<StreamSink>(shared->options.stream_buffer, !http10, [weak, executor] {
+    sink = std::make_shared<StreamSink>(shared->options.stream_buffer, chunked, res.stream_length, [weak, executor] {
       asio::post(executor, [weak] {
         if (auto c = weak.lock()) c->pump();
       });
@@ -478,7 +500,8 @@ struct Connection : std::enable_shared_from_this<Connection> {
             if (!clean && self->shared->streams_cut) self->shared->streams_cut->inc();
             asio::post(self->stream.get_executor(), [self, clean, keep_alive] {
               self->sink.reset();
-              // An unfinished chunked body can only be ended by closing the connection.
+              // An unfinished body (chunked, or short of its length) can only be ended by
+              // closing the connection.
               self->afterResponse(clean ? beast::error_code() : beast::error_code(asio::error::broken_pipe),
                                   keep_alive);
             });
@@ -536,6 +559,10 @@ struct Server::Impl {
   }
 
   void onAccepted(tcp::socket socket) {
+    // Answers leave in whole writes; Nagle would hold the tail of one until the peer's
+    // delayed ACK (~40 ms per request on a keep-alive connection).
+    boost::system::error_code nodelay_ec;
+    socket.set_option(tcp::no_delay(true), nodelay_ec);
     if (shared->open.load() >= shared->options.max_connections) {
       if (shared->refused) shared->refused->inc();
       // Refuse politely and close.

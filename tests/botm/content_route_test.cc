@@ -29,26 +29,6 @@ void writeFile(const std::string& path, const std::string& data) {
   f << data;
 }
 
-// Decodes a chunked body; "" and *ok=false when it is not one.
-std::string dechunk(const std::string& body, bool* ok) {
-  std::string out;
-  std::size_t i = 0;
-  *ok = false;
-  for (;;) {
-    auto eol = body.find("\r\n", i);
-    if (eol == std::string::npos) return out;
-    std::size_t n = std::stoul(body.substr(i, eol - i), nullptr, 16);
-    i = eol + 2;
-    if (n == 0) {
-      *ok = body.compare(i, 2, "\r\n") == 0;
-      return out;
-    }
-    if (i + n + 2 > body.size()) return out;
-    out.append(body, i, n);
-    i += n + 2;
-  }
-}
-
 class ContentRouteTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -117,16 +97,18 @@ TEST_F(ContentRouteTest, ServesAContentFileWithItsSizeAndMachine) {
   EXPECT_EQ(empty.body, "");
   EXPECT_EQ(counter("lcc_botm_content_reads_total"), 3u);
 
-  // Just above the whole-body limit: streamed, chunked, X-LCC-Size says the size.
+  // Just above the whole-body limit: streamed, its length announced, not chunked.
   const std::string edge(64 * 1024 + 1, 'x');
   write(0x81, edge);
   auto streamed = get("/content/00/00/81");
   ASSERT_EQ(streamed.status, 200);
   EXPECT_EQ(streamed.headers["x-lcc-size"], std::to_string(edge.size()));
-  EXPECT_EQ(streamed.headers["transfer-encoding"], "chunked");
-  bool ok = false;
-  EXPECT_EQ(dechunk(streamed.body, &ok), edge);
-  EXPECT_TRUE(ok) << "a complete chunked body";
+  EXPECT_EQ(streamed.headers["content-length"], std::to_string(edge.size()));
+  EXPECT_EQ(streamed.headers.count("transfer-encoding"), 0u);
+  EXPECT_EQ(streamed.body, edge);
+  auto streamed_head = get("/content/00/00/81", "HEAD");
+  EXPECT_EQ(streamed_head.headers["content-length"], std::to_string(edge.size()));
+  EXPECT_EQ(streamed_head.body, "");
 }
 
 TEST_F(ContentRouteTest, ALargeFileIsStreamedWhole) {
@@ -137,11 +119,9 @@ TEST_F(ContentRouteTest, ALargeFileIsStreamedWhole) {
   auto r = get("/content/01/02/10203");
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.headers["x-lcc-size"], std::to_string(big.size()));
-  bool ok = false;
-  std::string body = dechunk(r.body, &ok);
-  EXPECT_TRUE(ok);
-  EXPECT_EQ(body.size(), big.size());
-  EXPECT_TRUE(body == big);
+  EXPECT_EQ(r.headers["content-length"], std::to_string(big.size()));
+  EXPECT_EQ(r.body.size(), big.size());
+  EXPECT_TRUE(r.body == big);
   EXPECT_EQ(counter("lcc_botm_content_bytes_total"), big.size());
 }
 

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <iostream>
+#include <limits>
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -282,6 +283,54 @@ TEST(HttpServer, StreamsAChunkedBodyAndKeepsTheConnection) {
   auto head = c.request("HEAD", "/s");
   EXPECT_EQ(head.result_int(), 200);
   EXPECT_EQ(c.request("GET", "/after").body(), "after");
+}
+
+// A streamed body whose length is known goes with Content-Length (no chunks) and the
+// connection serves the next request; one that writes fewer or more bytes than it
+// announced is cut, so the client sees a short body, never a wrong one.
+TEST(HttpServer, AStreamOfKnownLengthIsSentWithContentLength) {
+  Router router;
+  auto lengthed = [](std::uint64_t announced, std::string body) {
+    return [announced, body](const Request&) {
+      Response r;
+      r.stream_length = announced;
+      r.stream = [body](ByteSink& sink) -> Status {
+        for (std::size_t i = 0; i < body.size(); i += 1000) {
+          LCC_RETURN_IF_ERROR(sink.write(std::string_view(body).substr(i, 1000)));
+        }
+        return Status::ok();
+      };
+      return r;
+    };
+  };
+  const std::string body(200 * 1000, 'b');
+  router.add("GET", "/exact", lengthed(body.size(), body));
+  router.add("GET", "/short", lengthed(body.size() + 1, body));
+  router.add("GET", "/long", lengthed(body.size() - 1, body));
+  router.add("GET", "/after", [](const Request&) { return Response::text(200, "after"); });
+  ServerFixture fx(router);
+  {
+    Client c(fx.port());
+    auto res = c.request("GET", "/exact");
+    EXPECT_EQ(res.result_int(), 200);
+    EXPECT_FALSE(res.chunked());
+    EXPECT_EQ(res[bhttp::field::content_length], std::to_string(body.size()));
+    EXPECT_TRUE(res.body() == body);
+    EXPECT_EQ(c.request("GET", "/after").body(), "after") << "the connection is reused";
+    auto head = c.request("HEAD", "/exact");
+    EXPECT_EQ(head[bhttp::field::content_length], std::to_string(body.size()));
+    EXPECT_EQ(c.request("GET", "/after").body(), "after");
+  }
+  for (const char* target : {"/short", "/long"}) {
+    Client c(fx.port());
+    c.send("GET", target);
+    boost::system::error_code ec;
+    bhttp::response_parser<bhttp::string_body> p;
+    p.body_limit(std::numeric_limits<std::uint64_t>::max());
+    bhttp::read(c.socket(), c.buffer(), p, ec);
+    EXPECT_TRUE(ec) << target << ": the body must not look complete";
+    EXPECT_FALSE(p.is_done()) << target;
+  }
 }
 
 TEST(HttpServer, Http10ClientGetsAStreamedBodyWithoutChunksEndedByClose) {
