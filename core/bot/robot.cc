@@ -118,6 +118,7 @@ void RobotCore::fetch(const proto::RobotFetch& f) {
   const std::uint64_t fid = req.id;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (cancelled_) return;  // cancelAll() ran meanwhile: start nothing it could miss
     running_.emplace(fid, f.id);
   }
   in_flight_++;
