@@ -128,7 +128,7 @@ YAML
     perf record -a -F 1999 -g -o "$PERF" 2>/dev/null >/dev/null &  # whole machine: report with --pid=<lccd pid>
     PERF_PID=$!
   elif [ -n "${STAT:-}" ]; then  # STAT=<file>: perf stat of lccd (CPU, context switches)
-    perf stat -e task-clock,context-switches,cpu-migrations -o "$STAT" -p "$LCCD_PID" &
+    perf stat -e "${STAT_EVENTS:-task-clock,context-switches,cpu-migrations}" -o "$STAT" -p "$LCCD_PID" &
     PERF_PID=$!
   elif [ -n "${STRACE:-}" ]; then  # STRACE=<file>: system call counts of lccd in the last run
     strace -c -f -o "$STRACE" -p "$LCCD_PID" 2>/dev/null &

@@ -1,5 +1,6 @@
 #include "bot/bot_service.h"
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -27,6 +28,7 @@ class BotService final : public Service {
     if (!opts_.content_root.empty() && sweep_) {
       // Robots that died mid-fetch (an lccd or lcc-bot killed) left temporary files.
       sweeper_ = std::thread([this] {
+        ::pthread_setname_np(::pthread_self(), "lcc-bot-sweep");
         TempSweepStats st = sweepTempFiles(*node_.env, opts_.content_root, processAlive, &stopping_);
         swept_.store(st.removed);
         if (st.removed > 0 || st.errors > 0) {

@@ -1,8 +1,14 @@
 #include "system_clock.h"
 
+#include <pthread.h>
+
 namespace lcc {
 
-SystemClock::SystemClock() : thread_([this] { run(); }) {}
+SystemClock::SystemClock()
+    : thread_([this] {
+        ::pthread_setname_np(::pthread_self(), "lcc-clock");  // top -H, perf, gdb
+        run();
+      }) {}
 
 SystemClock::~SystemClock() {
   {

@@ -1,5 +1,6 @@
 #include "cu/cu_server.h"
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <array>
@@ -28,7 +29,12 @@ namespace {
 class Workers {
  public:
   void start(std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) threads_.emplace_back([this] { loop(); });
+    for (std::size_t i = 0; i < n; ++i) {
+      threads_.emplace_back([this] {
+        ::pthread_setname_np(::pthread_self(), "lcc-cu-export");
+        loop();
+      });
+    }
   }
   void post(std::function<void()> job) {
     {
