@@ -84,6 +84,7 @@ Result<ServicePtr> makeCuService(NodeContext& node) {
   e.locator = node.content_locator;
   e.remote.connect_timeout = Millis(cfg.getInt("cu.remote_connect_timeout"));
   e.remote.read_timeout = Millis(cfg.getInt("cu.remote_read_timeout"));
+  e.remote.pipeline_depth = static_cast<std::size_t>(cfg.getInt("cu.remote_pipeline"));
 
   CuServerOptions s;
   s.listen = cfg.getString("listen.cu");

@@ -128,8 +128,7 @@ std::unique_ptr<ContentSource> QueryEngine::openContent(const ContentRecord& r,
       spdlog::warn("cu: record {} has an unsafe content file name '{}'; content omitted", r.key.url, r.filename);
       return missing(ContentMissing::kUnreadable);
     }
-    if (!*remote) *remote = std::make_unique<RemoteContentReader>(options_.remote, &stats_.content_bytes);
-    RemoteContentReader& reader = **remote;
+    RemoteContentReader& reader = remoteReader(remote);
     if (reader.isDown(*url)) return missing(ContentMissing::kUnreadable);  // warned once already
     auto src = reader.open(*url, r.filename, r.size, r.machine);
     if (!src.isOk()) {
@@ -160,6 +159,18 @@ std::unique_ptr<ContentSource> QueryEngine::openContent(const ContentRecord& r,
     return missing(ContentMissing::kUnreadable);
   }
   return std::make_unique<FileContentSource>(std::move(file).value(), r.size, path, stats_.content_bytes);
+}
+
+std::optional<std::string> QueryEngine::remoteUrlOf(const ContentRecord& r) const {
+  if (r.deleted || r.machine == options_.machine_id || options_.locator == nullptr || !safeContentName(r.filename)) {
+    return std::nullopt;
+  }
+  return options_.locator->urlOf(r.machine);
+}
+
+RemoteContentReader& QueryEngine::remoteReader(std::unique_ptr<RemoteContentReader>* remote) {
+  if (!*remote) *remote = std::make_unique<RemoteContentReader>(options_.remote, &stats_.content_bytes);
+  return **remote;
 }
 
 Result<std::unique_ptr<PreparedExport>> QueryEngine::prepare(const proto::CuQuery& q) {
@@ -241,6 +252,35 @@ PreparedExport::PreparedExport(QueryEngine& engine, Exporter& exporter, proto::C
 
 PreparedExport::~PreparedExport() = default;
 
+Status PreparedExport::offer(ExportStream& out, const ContentRecord& r) {
+  const std::size_t depth = engine_.options().remote.pipeline_depth;
+  if (!header_.with_content || depth <= 1) return emit(out, r);  // nothing to ask ahead for
+  window_.push_back(r);
+  // Ask for the content of every record in the window not asked for yet, in order.
+  for (; window_asked_ < window_.size(); ++window_asked_) {
+    const ContentRecord& w = window_[window_asked_];
+    if (auto url = engine_.remoteUrlOf(w)) {
+      RemoteContentReader& reader = engine_.remoteReader(&remote_);
+      if (!reader.isDown(*url)) reader.prefetch(*url, w.filename);
+    }
+  }
+  if (window_.size() < depth) return Status::ok();
+  ContentRecord front = std::move(window_.front());
+  window_.pop_front();
+  --window_asked_;
+  return emit(out, front);
+}
+
+Status PreparedExport::drain(ExportStream& out) {
+  while (!window_.empty()) {
+    ContentRecord front = std::move(window_.front());
+    window_.pop_front();
+    window_asked_ = window_asked_ > 0 ? window_asked_ - 1 : 0;
+    LCC_RETURN_IF_ERROR(emit(out, front));
+  }
+  return Status::ok();
+}
+
 Status PreparedExport::emit(ExportStream& out, const ContentRecord& r) {
   std::unique_ptr<ContentSource> content;
   ContentMissing why = ContentMissing::kNone;
@@ -283,13 +323,13 @@ Status PreparedExport::stream(ByteSink& sink) {
   if (!url_order_pids_.empty()) {
     for (ProviderId pid : url_order_pids_) {
       Status s = engine_.store().scanProvider(pid, [&](const ContentRecord& r) {
-        if (sent_ >= count) return false;
+        if (taken() >= count) return false;
         if (r.seq <= after_ || r.seq > last || !filter_.matches(r)) return true;
-        failure = emit(out, r);
+        failure = offer(out, r);
         return failure.isOk();
       });
       if (failure.isOk() && !s.isOk()) failure = s.withContext("reading the LCC DB");
-      if (!failure.isOk() || sent_ >= count) break;
+      if (!failure.isOk() || taken() >= count) break;
     }
   } else {
     // Seq order, in chunks: no exporter (and so no client) runs inside a store scan.
@@ -313,14 +353,15 @@ Status PreparedExport::stream(ByteSink& sink) {
         break;
       }
       for (const auto& r : chunk) {
-        if (sent_ >= count) break;
-        failure = emit(out, r);
+        if (taken() >= count) break;
+        failure = offer(out, r);
         if (!failure.isOk()) break;
         from = r.seq;
       }
-      more = !reached_end && sent_ < count;
+      more = !reached_end && taken() < count;
     }
   }
+  if (failure.isOk()) failure = drain(out);
   if (failure.isOk()) failure = out.finish();
   if (!failure.isOk()) stats.failed.inc();
   return failure;

@@ -16,7 +16,9 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,7 +42,7 @@ struct EngineOptions {
   // Where other machines' content is read (null: nowhere; such records are
   // missing="other-machine"). Static cu.content_urls win over discovered entries.
   const ContentLocator* locator = nullptr;
-  RemoteOptions remote;                    // cu.remote_connect_timeout, cu.remote_read_timeout
+  RemoteOptions remote;                    // cu.remote_connect_timeout, cu.remote_read_timeout, cu.remote_pipeline
 };
 
 // Why a record's content is not given (the exporters spell it in `missing=`).
@@ -81,7 +83,14 @@ class PreparedExport {
   std::uint64_t recordsSent() const { return sent_; }
 
  private:
+  // Records go through a small window so that the requests for other machines' content
+  // go out ahead of the records that need them (RemoteContentReader::prefetch).
+  // offer() takes the next record, emits the oldest once the window is full; drain()
+  // emits the rest.
+  Status offer(ExportStream& out, const ContentRecord& r);
+  Status drain(ExportStream& out);
   Status emit(ExportStream& out, const ContentRecord& r);
+  std::uint64_t taken() const { return sent_ + window_.size(); }
 
   QueryEngine& engine_;
   Exporter& exporter_;
@@ -92,6 +101,8 @@ class PreparedExport {
   const ChangeSeq after_;
   const std::vector<ProviderId> url_order_pids_;
   std::uint64_t sent_ = 0;
+  std::deque<ContentRecord> window_;  // offered, not yet emitted, in order
+  std::size_t window_asked_ = 0;      // the first window_asked_ of them were prefetched
 };
 
 class QueryEngine {
@@ -122,6 +133,10 @@ class QueryEngine {
   // machine whose URL is known); `why` says why there is no content.
   std::unique_ptr<ContentSource> openContent(const ContentRecord& r, std::unique_ptr<RemoteContentReader>* remote,
                                              ContentMissing* why);
+  // Where the content of a record of another machine is read, when it is known.
+  std::optional<std::string> remoteUrlOf(const ContentRecord& r) const;
+  // The export's reader of other machines' content (made at first use).
+  RemoteContentReader& remoteReader(std::unique_ptr<RemoteContentReader>* remote);
 
  private:
   ContentStore& store_;

@@ -17,6 +17,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <map>
 #include <set>
@@ -105,6 +106,7 @@ struct Conn {
   beast::tcp_stream stream;
   beast::flat_buffer buffer;
   bool busy = false;
+  std::deque<std::string> ahead;  // files asked for by prefetch(), answers not read yet, in order
 };
 
 using Parser = bhttp::response_parser<bhttp::buffer_body>;
@@ -181,8 +183,8 @@ struct RemoteContentReader::Impl {
     return c;
   }
 
-  // Sends the request and reads the answer's header on `c`.
-  beast::error_code exchange(Conn& c, const Target& t, const std::string& file, Parser& parser) {
+  // Sends the request for `file` on `c`.
+  beast::error_code request(Conn& c, const Target& t, const std::string& file) {
     bhttp::request<bhttp::empty_body> req{bhttp::verb::get, t.prefix + "/content/" + encodePath(file), 11};
     req.set(bhttp::field::host, t.authority);
     req.set(bhttp::field::user_agent, "lccd-cu");
@@ -191,13 +193,24 @@ struct RemoteContentReader::Impl {
     c.stream.expires_after(options.read_timeout);
     bhttp::async_write(c.stream, req, [&](const beast::error_code& e, std::size_t) { ec = e; });
     runAll();
-    if (ec) return ec;
-    ec = asio::error::would_block;
+    return ec;
+  }
+
+  // Reads the header of the next answer on `c`.
+  beast::error_code readHeader(Conn& c, Parser& parser) {
+    beast::error_code ec = asio::error::would_block;
     c.stream.expires_after(options.read_timeout);
     quickAck(c.stream.socket());
     bhttp::async_read_header(c.stream, c.buffer, parser, [&](const beast::error_code& e, std::size_t) { ec = e; });
     runAll();
     return ec;
+  }
+
+  // The kept connection to `base`, or null.
+  std::shared_ptr<Conn> kept(const std::string& base) {
+    auto it = conns.find(base);
+    if (it == conns.end() || !it->second->stream.socket().is_open()) return nullptr;
+    return it->second;
   }
 };
 
@@ -318,6 +331,29 @@ RemoteContentReader::~RemoteContentReader() {
   impl_->conns.clear();
 }
 
+void RemoteContentReader::prefetch(const std::string& base_url, const std::string& file) {
+  Impl& im = *impl_;
+  if (im.options.pipeline_depth <= 1 || im.down.count(base_url)) return;
+  Target t;
+  if (!parseBase(base_url, &t)) return;
+  std::shared_ptr<Conn> conn = im.kept(base_url);
+  if (!conn) {
+    auto made = im.connect(t);
+    if (!made.isOk()) return;  // open() will try, and report
+    conn = std::move(made).value();
+    im.conns[base_url] = conn;
+  }
+  if (conn->ahead.size() >= im.options.pipeline_depth) return;
+  for (const auto& f : conn->ahead) {
+    if (f == file) return;
+  }
+  if (im.request(*conn, t, file)) {
+    im.drop(base_url, conn);  // open() asks again on a new connection
+    return;
+  }
+  conn->ahead.push_back(file);
+}
+
 bool RemoteContentReader::isDown(const std::string& base_url) const { return impl_->down.count(base_url) != 0; }
 std::size_t RemoteContentReader::connectionsOpened() const { return impl_->opened; }
 
@@ -333,9 +369,18 @@ Result<std::unique_ptr<ContentSource>> RemoteContentReader::open(const std::stri
   std::unique_ptr<Parser> parser;
   for (int attempt = 0;; ++attempt) {
     bool fresh = false;
-    auto it = im.conns.find(base_url);
-    if (it != im.conns.end() && !it->second->busy && it->second->stream.socket().is_open()) {
-      conn = it->second;
+    bool asked = false;  // the request went out ahead (prefetch)
+    conn = im.kept(base_url);
+    if (conn && !conn->busy && !conn->ahead.empty() && conn->ahead.front() != file) {
+      // Not the answer that comes next on it: start over on a new connection.
+      im.drop(base_url, conn);
+      conn = nullptr;
+    }
+    if (conn && !conn->busy) {
+      if (!conn->ahead.empty()) {
+        conn->ahead.pop_front();
+        asked = true;
+      }
     } else {
       auto made = im.connect(t);
       if (!made.isOk()) {
@@ -351,7 +396,8 @@ Result<std::unique_ptr<ContentSource>> RemoteContentReader::open(const std::stri
     // Only `size` bytes are read; a longer body ends the connection's use. (Not boost::none:
     // Beast 1.74 then refuses every body with a Content-Length.)
     parser->body_limit(std::numeric_limits<std::uint64_t>::max());
-    beast::error_code ec = im.exchange(*conn, t, file, *parser);
+    beast::error_code ec = asked ? beast::error_code() : im.request(*conn, t, file);
+    if (!ec) ec = im.readHeader(*conn, *parser);
     if (!ec) break;
     im.drop(base_url, conn);
     // A kept connection the server closed while idle: once more on a new one.

@@ -33,6 +33,7 @@ struct RemoteOptions {
   Millis connect_timeout{5000};  // cu.remote_connect_timeout (resolve + connect)
   Millis read_timeout{30000};    // cu.remote_read_timeout (each write, header read and body read)
   std::size_t max_header = 16 * 1024;
+  std::size_t pipeline_depth = 8;  // cu.remote_pipeline: requests sent ahead per connection (1: none)
 };
 
 class RemoteContentReader {
@@ -51,6 +52,13 @@ class RemoteContentReader {
   // open() for the same URL can reuse its connection.
   Result<std::unique_ptr<ContentSource>> open(const std::string& base_url, const std::string& file, std::uint64_t size,
                                               const std::string& machine = "");
+
+  // Says that open(base_url, file, …) comes soon, after the open()s announced before
+  // it: its request may go out now on the machine's connection, behind the others
+  // (HTTP/1.1 pipelining, at most pipeline_depth unanswered), so the answers flow while
+  // the export writes. Failures are left to open(). An open() that is not the next
+  // announced file on that connection drops the connection and asks afresh.
+  void prefetch(const std::string& base_url, const std::string& file);
 
   // True when `base_url` is taken as down in this export.
   bool isDown(const std::string& base_url) const;

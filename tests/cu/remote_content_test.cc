@@ -203,6 +203,100 @@ TEST_F(RemoteContentTest, OneKeptConnectionPerMachineForManyRecords) {
   EXPECT_EQ(reader.connectionsOpened(), 1u);
 }
 
+// Requests announced with prefetch() go out ahead on the one connection; open()s in the
+// same order read their answers. An open() out of that order, or an answer that is not
+// 200, costs the pipelined answers (a new connection), never a wrong body.
+TEST_F(RemoteContentTest, PrefetchedRequestsAreAnsweredInOrderOnOneConnection) {
+  std::vector<std::string> names, bodies;
+  for (int i = 0; i < 12; ++i) {
+    bodies.push_back(randomBytes(1000 + static_cast<std::size_t>(i) * 9000, 100 + static_cast<unsigned>(i)));
+    names.push_back(m2_.write(200 + static_cast<std::uint64_t>(i), bodies.back()));
+  }
+  cu::RemoteOptions o;
+  o.pipeline_depth = 4;
+  cu::RemoteContentReader reader(o);
+  auto readOne = [&](int i) {
+    auto src = reader.open(m2_.url(), names[i], bodies[i].size());
+    EXPECT_TRUE(src.isOk()) << i << ": " << src.status().toString();
+    if (!src.isOk()) return std::string("<error>");
+    std::string got(bodies[i].size(), '\0');
+    auto n = (*src)->read(got.data(), got.size());
+    EXPECT_TRUE(n.isOk());
+    return got;
+  };
+  // A window of 4, as the engine keeps it: read the oldest, announce the next.
+  for (int i = 0; i < 4; ++i) reader.prefetch(m2_.url(), names[i]);
+  reader.prefetch(m2_.url(), names[3]);  // announced twice: asked for once
+  // The four requests went out before any open(): the server answers them already.
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (m2_.counter("lcc_botm_content_reads_total") < 4 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_EQ(m2_.counter("lcc_botm_content_reads_total"), 4u);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_TRUE(readOne(i) == bodies[i]) << i;
+    if (i + 4 < 8) reader.prefetch(m2_.url(), names[i + 4]);
+  }
+  EXPECT_EQ(reader.connectionsOpened(), 1u);
+  EXPECT_EQ(m2_.counter("lcc_botm_content_reads_total"), 8u) << "every file asked for once";
+
+  // Out of order: 9 and 10 are asked for, 10 is opened first.
+  reader.prefetch(m2_.url(), names[9]);
+  reader.prefetch(m2_.url(), names[10]);
+  EXPECT_TRUE(readOne(10) == bodies[10]);
+  EXPECT_TRUE(readOne(9) == bodies[9]);
+  EXPECT_EQ(reader.connectionsOpened(), 2u);
+
+  // An absent file between two present ones: 404 for it, the others read.
+  const std::string absent = botm::FilenameStore::formatName(999, 256);
+  reader.prefetch(m2_.url(), names[8]);
+  reader.prefetch(m2_.url(), absent);
+  reader.prefetch(m2_.url(), names[11]);
+  EXPECT_TRUE(readOne(8) == bodies[8]);
+  auto gone = reader.open(m2_.url(), absent, 3);
+  EXPECT_EQ(gone.status().code(), StatusCode::kNotFound) << gone.status().toString();
+  EXPECT_TRUE(readOne(11) == bodies[11]);
+  EXPECT_FALSE(reader.isDown(m2_.url()));
+}
+
+// Through the engine: more records than one scan chunk (256), in seq order (xml) and
+// URL order (tar.gz), every content byte equal with requests sent ahead or not.
+TEST_F(RemoteContentTest, ManyRecordsExportTheSameWithAndWithoutPipelining) {
+  std::map<std::string, std::string> want;
+  for (int i = 0; i < 300; ++i) {
+    const std::string url = "http://a.org/p" + std::to_string(i) + ".html";
+    std::string body = "page " + std::to_string(i) + " " + std::string(static_cast<std::size_t>(i % 50), 'x');
+    if (i % 7 == 0) {
+      w_.put(1, url, "text/html", body);  // some local ones in between
+    } else {
+      putRemote(1, url, 1000 + static_cast<std::uint64_t>(i), body);
+    }
+    want[url] = body;
+  }
+  for (std::size_t depth : {std::size_t{1}, std::size_t{8}}) {
+    locator_.setStatic({{"m2", m2_.url()}});
+    auto o = w_.engineOptions();
+    o.locator = &locator_;
+    o.remote.pipeline_depth = depth;
+    auto e = w_.makeEngine(o);
+    auto a = xml(*e);
+    ASSERT_EQ(a.urls.size(), want.size()) << "depth " << depth;
+    for (const auto& u : a.urls) EXPECT_EQ(u.content.value_or("<none>"), want[u.attr("c")]) << u.attr("c") << " depth " << depth;
+    CuQuery q;
+    q.format = "tar.gz";
+    Status st;
+    auto t = parseTarAnswer(cutest::runQuery(*e, q, &st));
+    ASSERT_TRUE(st.isOk()) << st.toString();
+    ASSERT_TRUE(t.ok) << t.error;
+    EXPECT_EQ(t.members.size(), want.size() + 1) << "every page and MANIFEST.xml, depth " << depth;
+    for (const auto& m : t.members) {
+      if (m.name == "MANIFEST.xml") continue;
+      EXPECT_EQ(m.data, want["http://" + m.name.substr(m.name.find('/') + 1)]) << m.name;
+    }
+    EXPECT_EQ(e->stats().content_missing.value(), 0u);
+  }
+}
+
 TEST_F(RemoteContentTest, AConnectionTheServerClosedWhileIdleIsReopened) {
   Machine quick(/*idle_timeout_ms=*/50);
   const std::string a = quick.write(1, "first"), b = quick.write(2, "second");

@@ -127,6 +127,8 @@ const std::vector<KeySpec>& Config::schema() {
        "connecting to another machine's HTTP port to read content"},
       {"cu.remote_read_timeout", KeyType::kDuration, "30s", 10, kHour,
        "longest silence while reading content from another machine"},
+      {"cu.remote_pipeline", KeyType::kInt, "8", 1, 1024,
+       "requests for another machine's content sent ahead on its connection (1: one at a time)"},
       // --- rs ---
       {"rs.secret_ttl", KeyType::kDuration, "7d", kMin, 365 * kDay, "how long a secret/password pair waits for verification"},
       {"rs.secret_file", KeyType::kString, "lococa-secret.txt", 1, 255, "file name the provider puts the secret in"},
