@@ -133,6 +133,16 @@ class RemoteContentTest : public ::testing::Test {
     return w_.makeEngine(o);
   }
 
+  cutest::TarAnswer tar(cu::QueryEngine& e) {
+    CuQuery q;
+    q.format = "tar.gz";
+    Status s;
+    auto t = parseTarAnswer(cutest::runQuery(e, q, &s));
+    EXPECT_TRUE(s.isOk()) << s.toString();
+    EXPECT_TRUE(t.ok) << t.error;
+    return t;
+  }
+
   cutest::XmlAnswer xml(cu::QueryEngine& e) {
     CuQuery q;
     q.content = true;
@@ -165,12 +175,7 @@ TEST_F(RemoteContentTest, ContentOfAnotherMachineIsReadFromItsHttpPort) {
   EXPECT_EQ(a.urls[3].content, "");
   EXPECT_EQ(e->stats().content_missing.value(), 0u);
 
-  CuQuery q;
-  q.format = "tar.gz";
-  Status s;
-  auto t = parseTarAnswer(cutest::runQuery(*e, q, &s));
-  ASSERT_TRUE(s.isOk()) << s.toString();
-  ASSERT_TRUE(t.ok) << t.error;
+  auto t = tar(*e);
   std::map<std::string, std::string> members;
   for (const auto& m : t.members) members[m.name] = m.data;
   ASSERT_EQ(members.count("1/a.org/r1.html"), 1u);
@@ -282,12 +287,7 @@ TEST_F(RemoteContentTest, ManyRecordsExportTheSameWithAndWithoutPipelining) {
     auto a = xml(*e);
     ASSERT_EQ(a.urls.size(), want.size()) << "depth " << depth;
     for (const auto& u : a.urls) EXPECT_EQ(u.content.value_or("<none>"), want[u.attr("c")]) << u.attr("c") << " depth " << depth;
-    CuQuery q;
-    q.format = "tar.gz";
-    Status st;
-    auto t = parseTarAnswer(cutest::runQuery(*e, q, &st));
-    ASSERT_TRUE(st.isOk()) << st.toString();
-    ASSERT_TRUE(t.ok) << t.error;
+    auto t = tar(*e);
     EXPECT_EQ(t.members.size(), want.size() + 1) << "every page and MANIFEST.xml, depth " << depth;
     for (const auto& m : t.members) {
       if (m.name == "MANIFEST.xml") continue;
