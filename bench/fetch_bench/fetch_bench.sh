@@ -7,7 +7,8 @@
 #
 #   BUILD=build-rel N=20000 RUNS=5 ROBOTS=1 SLOTS=64 [OUT=/dev/shm] bench/fetch_bench/fetch_bench.sh
 #
-# Knobs: ROBOTS, SLOTS (robots x slots = capacity), IO_THREADS (fetch-curl writer threads),
+# Knobs: ROBOTS, SLOTS (robots x slots = capacity), CURL_PARALLEL (curl's --parallel-max,
+# default 64), IO_THREADS (fetch-curl writer threads),
 # LCCD_THREADS (lccd io threads, default 2 as in lccd), OUT (where files go: /dev/shm =
 # tmpfs). Diagnostics of the lcc part of each run: THREADS_CPU=1 (CPU seconds and context
 # switches per lccd thread), PERF=<file> (perf record of the whole machine; perf report
@@ -24,6 +25,7 @@ RUNS=${RUNS:-3}
 ROBOTS=${ROBOTS:-2}
 SLOTS=${SLOTS:-32}
 IO_THREADS=${IO_THREADS:-1}
+CURL_PARALLEL=${CURL_PARALLEL:-64}  # curl's --parallel-max (64 in the issue)
 PROVIDERS=64
 FILES_PER_PROVIDER=16
 BASE=$((20000 + RANDOM % 20000))
@@ -95,7 +97,7 @@ for run in $(seq 1 "$RUNS"); do
   rm -rf "$OUT/curl_out" "$OUT/lcc"; sync
   t0=$(now)
   /usr/bin/time -f "%U %S" -o "$SCR/curl_cpu.txt" \
-    curl -s --no-progress-meter --parallel --parallel-max 64 --create-dirs -K "$SCR/curl.cfg"
+    curl -s --no-progress-meter --parallel --parallel-max "$CURL_PARALLEL" --create-dirs -K "$SCR/curl.cfg"
   t1=$(now)
   got=$(find "$OUT/curl_out" -type f | wc -l)
   rate=$(echo "$N / ($t1 - $t0)" | bc -l)
@@ -159,7 +161,7 @@ done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 cm=$(median "${curl_rates[@]}"); lm=$(median "${lcc_rates[@]}")
 cc=$(median "${curl_cpu[@]}"); lc=$(median "${lcc_cpu[@]}")
-printf 'median curl --parallel-max 64: %.0f files/s; lcc (robots=%d x slots=%d, io_threads=%d): %.0f files/s; ratio %.2f\n' \
+printf 'median curl --parallel-max %d: %.0f files/s; lcc (robots=%d x slots=%d, io_threads=%d): %.0f files/s; ratio %.2f\n' "$CURL_PARALLEL" \
   "$cm" "$ROBOTS" "$SLOTS" "$IO_THREADS" "$lm" "$(echo "$lm / $cm" | bc -l)"
 printf 'median files per CPU-second: curl %.0f, lccd %.0f (lccd alone, nginx and fetch_bench not counted); ratio %.2f\n' \
   "$cc" "$lc" "$(echo "$lc / $cc" | bc -l)"
