@@ -286,7 +286,9 @@ int runDaemon(const DaemonArgs& args) {
     if (s && !s->clean_shutdown) spdlog::warn("{} store was not closed cleanly; recovering", s->engine);
   }
 
-  boost::asio::io_context io;
+  // The hint is the number of threads that run it (`threads`): with one, Asio queues
+  // what a handler posts without locking or waking anyone.
+  boost::asio::io_context io(static_cast<int>(cfg.getInt("threads")));
   Metrics metrics;
   http::Router router;
   ContentLocator content_locator;
