@@ -9,7 +9,7 @@
 #
 # Knobs: ROBOTS, SLOTS (robots x slots = capacity), CURL_PARALLEL (curl's --parallel-max,
 # default 64), IO_THREADS (fetch-curl writer threads),
-# LCCD_THREADS (lccd io threads, default 2 as in lccd), OUT (where files go: /dev/shm =
+# LCCD_THREADS (lccd io threads; default 0: lccd's choice, 1 for roles botm+bot), OUT (where files go: /dev/shm =
 # tmpfs). Diagnostics of the lcc part of each run: THREADS_CPU=1 (CPU seconds and context
 # switches per lccd thread), PERF=<file> (perf record of the whole machine; perf report
 # --pid=<printed pid>), STAT=<file> (perf stat), STRACE=<file> (system call counts).
@@ -111,7 +111,7 @@ for run in $(seq 1 "$RUNS"); do
   cat > "$SCR/lcc.yaml" <<YAML
 node: {data_dir: $OUT/lcc, machine_id: m1}
 roles: [botm, bot]
-threads: ${LCCD_THREADS:-2}
+threads: ${LCCD_THREADS:-0}
 listen: {botm: 127.0.0.1:$SRC, robots: 127.0.0.1:$ROB, http: 127.0.0.1:$HTTP}
 log: {level: warn}
 storage: {plugin_dir: $BUILD/plugins, queue: storage-memory, content: storage-memory, providers: storage-memory}

@@ -41,6 +41,19 @@ struct Needs {
   bool queue = false, content = false, providers = false, fetcher = false, exporters = false;
 };
 
+// `threads: 0` (the default): one io thread for a node that only fetches — two io
+// threads wake each other at every hand-off of the fetch path (docs/benchmarks.md,
+// fetch_bench) — and two otherwise, so that a journal or spool sync on one strand does
+// not hold up the other connections.
+int ioThreads(const Config& cfg, const std::set<std::string>& roles) {
+  const int configured = static_cast<int>(cfg.getInt("threads"));
+  if (configured > 0) return configured;
+  for (const auto& r : roles) {
+    if (r != "botm" && r != "bot") return 2;
+  }
+  return 1;
+}
+
 Needs needsFor(const std::set<std::string>& roles) {
   Needs n;
   n.queue = roles.count("qm");
@@ -288,7 +301,8 @@ int runDaemon(const DaemonArgs& args) {
 
   // The hint is the number of threads that run it (`threads`): with one, Asio queues
   // what a handler posts without locking or waking anyone.
-  boost::asio::io_context io(static_cast<int>(cfg.getInt("threads")));
+  const int nthreads = ioThreads(cfg, roles);
+  boost::asio::io_context io(nthreads);
   Metrics metrics;
   http::Router router;
   ContentLocator content_locator;
@@ -380,7 +394,6 @@ int runDaemon(const DaemonArgs& args) {
       };
   signals.async_wait(on_signal);
 
-  const int nthreads = static_cast<int>(cfg.getInt("threads"));
   std::vector<std::thread> threads;
   for (int i = 0; i < nthreads; ++i) {
     threads.emplace_back([&io] {

@@ -192,5 +192,43 @@ TEST_F(LccdProcessTest, SighupKeepsItRunning) {
   EXPECT_EQ(waitExit(), 0) << log();
 }
 
+// How many io threads lccd runs (threads named lccd-io, as `top -H` shows them).
+std::size_t ioThreadsOf(pid_t pid) {
+  std::size_t n = 0;
+  for (const auto& t : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    std::ifstream comm(t.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    n += name == "lccd-io" ? 1 : 0;
+  }
+  return n;
+}
+
+// threads: 0 (the default) is one io thread for a node without roles other than botm
+// and bot, two otherwise; a number is taken as it is.
+TEST_F(LccdProcessTest, IoThreadsFollowTheRolesUnlessSet) {
+  const std::string base = [&] {
+    std::ifstream in(config_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }();
+  auto runWith = [&](const std::string& roles, const std::string& extra) -> std::size_t {
+    std::string yaml = base;
+    yaml.replace(yaml.find("roles: []"), 9, "roles: " + roles);
+    std::ofstream(config_, std::ios::trunc) << yaml << extra;
+    start();
+    EXPECT_TRUE(pollUntil([&] { return httpUp() || !running(); })) << log();
+    EXPECT_TRUE(running()) << log();
+    const std::size_t n = running() ? ioThreadsOf(pid_) : 0;
+    ::kill(pid_, SIGTERM);
+    EXPECT_EQ(waitExit(), 0) << log();
+    return n;
+  };
+  EXPECT_EQ(runWith("[]", ""), 1u);
+  EXPECT_EQ(runWith("[rs]", ""), 2u);
+  EXPECT_EQ(runWith("[rs]", "threads: 3\n"), 3u);
+}
+
 }  // namespace
 }  // namespace lcc

@@ -19,7 +19,8 @@ const std::vector<KeySpec>& Config::schema() {
       {"node.machine_id", KeyType::kString, "m1", 1, 64, "this machine's id; content files are tagged with it"},
       {"roles", KeyType::kStringList, "uns,qm,botm,bot,cu,rs", kNoMin, kNoMax,
        "roles this lccd runs: uns, qm, botm, bot, cu, rs (http runs whenever any role does)"},
-      {"threads", KeyType::kInt, "2", 1, 64, "io_context worker threads"},
+      {"threads", KeyType::kInt, "0", 0, 64,
+       "io_context worker threads (0: 1 when no role but botm and bot runs, else 2)"},
       // --- log ---
       {"log.level", KeyType::kString, "info", 1, 5, "debug, info, warn or error"},
       {"log.file", KeyType::kString, "", 0, 4096, "log file (empty: stderr); SIGHUP reopens it"},
