@@ -204,25 +204,41 @@ Status KvEngine::openImpl(const HostContext& host, const std::string& name, std:
   LCC_RETURN_IF_ERROR(writeMeta(false, keep_boot, pending_lost));
 
   // --- Kyoto files (Kyoto repairs a file that was not closed while opening it) ---
-  for (auto& spec : tables) {
-    Table t;
-    t.spec = spec;
-    t.path = dir_ + "/" + spec.file;
-    const std::uint32_t mode = kc::BasicDB::OWRITER | kc::BasicDB::OCREATE | kc::BasicDB::OTRYLOCK;
+  auto openTable = [&](const TableSpec& spec, const std::string& path,
+                       std::uint32_t mode) -> Result<std::unique_ptr<kc::BasicDB>> {
     if (spec.ordered) {
       auto db = std::make_unique<kc::TreeDB>();
       db->tune_map(options.mmap_size);
       db->tune_page_cache(options.page_cache);
       db->tune_buckets(std::max<std::int64_t>(1024, options.buckets / 64));
-      if (!db->open(t.path, mode)) return Status::ioError(kcError(*db, t.path, "open"));
-      t.db = std::move(db);
-    } else {
-      auto db = std::make_unique<kc::HashDB>();
-      db->tune_map(options.mmap_size);
-      db->tune_buckets(options.buckets);
-      if (!db->open(t.path, mode)) return Status::ioError(kcError(*db, t.path, "open"));
-      t.db = std::move(db);
+      if (!db->open(path, mode)) return Status::ioError(kcError(*db, path, "open"));
+      return std::unique_ptr<kc::BasicDB>(std::move(db));
     }
+    auto db = std::make_unique<kc::HashDB>();
+    db->tune_map(options.mmap_size);
+    db->tune_buckets(options.buckets);
+    if (!db->open(path, mode)) return Status::ioError(kcError(*db, path, "open"));
+    return std::unique_ptr<kc::BasicDB>(std::move(db));
+  };
+  const std::uint32_t mode = kc::BasicDB::OWRITER | kc::BasicDB::OCREATE | kc::BasicDB::OTRYLOCK;
+  for (auto& spec : tables) {
+    Table t;
+    t.spec = spec;
+    t.path = dir_ + "/" + spec.file;
+    if (!env_->exists(t.path)) {
+      // A new file is made whole beside its name and renamed into place: a crash while
+      // Kyoto writes its header then leaves no file, never one that cannot be opened.
+      const std::string fresh = t.path + ".new";
+      if (env_->exists(fresh)) LCC_RETURN_IF_ERROR(env_->removeFile(fresh));
+      {
+        LCC_ASSIGN_OR_RETURN(auto db, openTable(spec, fresh, mode | kc::BasicDB::OTRUNCATE));
+        if (!db->close()) return Status::ioError(kcError(*db, fresh, "close"));
+      }
+      LCC_RETURN_IF_ERROR(fsyncPath(fresh));
+      LCC_RETURN_IF_ERROR(env_->rename(fresh, t.path));
+      LCC_RETURN_IF_ERROR(env_->syncDir(dir_));
+    }
+    LCC_ASSIGN_OR_RETURN(t.db, openTable(spec, t.path, mode));
     tables_.push_back(std::move(t));
   }
 

@@ -387,6 +387,31 @@ TEST_F(KyotoTest, ProviderWritesAreDurableAtOnce) {
   EXPECT_EQ(p->create(r).value(), 3u);
 }
 
+// A crash while a store is first made (after its meta file, before Kyoto's header was
+// whole) must not leave a file Kyoto cannot open: a new table is made under
+// "<file>.new" and renamed into place. Here: the state such a crash leaves, a
+// half-written "providers.kct.new" and no "providers.kct".
+TEST_F(KyotoTest, ACrashWhileAStoreIsMadeLeavesOneThatOpens) {
+  {
+    auto p = openProviders();  // made, then dropped without close(): unclean
+    EXPECT_TRUE(p->openInfo().created);
+  }
+  const std::string table = dir_.path() + "/providers.kct";
+  ASSERT_TRUE(posixEnv()->exists(table));
+  EXPECT_FALSE(posixEnv()->exists(table + ".new")) << "renamed into place";
+  ASSERT_TRUE(posixEnv()->removeFile(table).isOk());
+  ASSERT_TRUE(posixEnv()->writeFileAtomic(table + ".new", std::string(7, 'K')).isOk());  // torn header
+
+  auto p = openProviders();
+  EXPECT_FALSE(p->openInfo().clean_shutdown);
+  ProviderRecord r;
+  r.state = ProviderState::kActive;
+  r.prefixes = {"http://a/"};
+  auto id = p->create(r);
+  ASSERT_TRUE(id.isOk()) << id.status().toString();
+  EXPECT_FALSE(posixEnv()->exists(table + ".new"));
+}
+
 TEST_F(KyotoTest, ContentSequenceOrderAndIndexFollowReplacements) {
   auto c = openContent();
   ContentBatch b;
