@@ -213,21 +213,26 @@ TEST_F(LccdProcessTest, IoThreadsFollowTheRolesUnlessSet) {
     ss << in.rdbuf();
     return ss.str();
   }();
-  auto runWith = [&](const std::string& roles, const std::string& extra) -> std::size_t {
+  // The threads name themselves as they start: wait for the expected count, then
+  // check that it stays there a moment (no third thread behind a second).
+  auto runWith = [&](const std::string& roles, const std::string& extra, std::size_t want) {
     std::string yaml = base;
     yaml.replace(yaml.find("roles: []"), 9, "roles: " + roles);
     std::ofstream(config_, std::ios::trunc) << yaml << extra;
     start();
     EXPECT_TRUE(pollUntil([&] { return httpUp() || !running(); })) << log();
-    EXPECT_TRUE(running()) << log();
-    const std::size_t n = running() ? ioThreadsOf(pid_) : 0;
+    ASSERT_TRUE(running()) << log();
+    std::size_t n = 0;
+    EXPECT_TRUE(pollUntil([&] { return (n = ioThreadsOf(pid_)) == want; }))
+        << roles << " " << extra << ": " << n << " io threads, want " << want;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(ioThreadsOf(pid_), want) << roles << " " << extra;
     ::kill(pid_, SIGTERM);
     EXPECT_EQ(waitExit(), 0) << log();
-    return n;
   };
-  EXPECT_EQ(runWith("[]", ""), 1u);
-  EXPECT_EQ(runWith("[rs]", ""), 2u);
-  EXPECT_EQ(runWith("[rs]", "threads: 3\n"), 3u);
+  runWith("[]", "", 1);
+  runWith("[rs]", "", 2);
+  runWith("[rs]", "threads: 3\n", 3);
 }
 
 }  // namespace
