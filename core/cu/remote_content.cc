@@ -14,13 +14,14 @@
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-#include <cctype>
 #include <charconv>
 #include <cstring>
 #include <deque>
 #include <limits>
 #include <map>
 #include <set>
+
+#include "http/url_codec.h"
 
 namespace lcc::cu {
 
@@ -61,22 +62,6 @@ bool parseBase(const std::string& url, Target* t) {
     t->port = "80";
   }
   return !t->host.empty() && !t->port.empty();
-}
-
-// Percent-encodes a content file name for the request target ('/' kept).
-std::string encodePath(std::string_view name) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : name) {
-    if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
 }
 
 bool staleConnectionError(const beast::error_code& ec) {
@@ -185,7 +170,7 @@ struct RemoteContentReader::Impl {
 
   // Sends the request for `file` on `c`.
   beast::error_code request(Conn& c, const Target& t, const std::string& file) {
-    bhttp::request<bhttp::empty_body> req{bhttp::verb::get, t.prefix + "/content/" + encodePath(file), 11};
+    bhttp::request<bhttp::empty_body> req{bhttp::verb::get, t.prefix + "/content/" + http::percentEncode(file, "/"), 11};
     req.set(bhttp::field::host, t.authority);
     req.set(bhttp::field::user_agent, "lccd-cu");
     req.keep_alive(true);
