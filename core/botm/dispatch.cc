@@ -15,6 +15,22 @@ proto::LinkResult failed(std::uint64_t id, ErrorCode code, std::string message) 
   r.message = std::move(message);
   return r;
 }
+
+// Whether a fetch from the source can wait for a slot (robots and children alike); when
+// not, its refusal goes up and it counts as rejected.
+bool admit(const proto::LinkFetch& f, bool id_in_flight, std::size_t queued, std::size_t max_queued,
+           DispatchCounters* counters, std::vector<Upstream>* upstream) {
+  counters->fetches++;
+  if (id_in_flight) {
+    upstream->push_back(failed(f.id, ErrorCode::kInternal, "fetch id already in flight on this connection"));
+  } else if (queued >= max_queued) {
+    upstream->push_back(failed(f.id, ErrorCode::kOffline, "BOT-M queue full (botm.max_queued)"));
+  } else {
+    return true;
+  }
+  counters->rejected++;
+  return false;
+}
 }  // namespace
 
 // ============================ Dispatcher (robots) ============================
@@ -55,17 +71,7 @@ void Dispatcher::sourceDown() {
 
 void Dispatcher::fetch(const proto::LinkFetch& f, Actions* out) {
   if (!source_up_) return;
-  counters_.fetches++;
-  if (by_source_id_.count(f.id)) {
-    out->upstream.push_back(failed(f.id, ErrorCode::kInternal, "fetch id already in flight on this connection"));
-    counters_.rejected++;
-    return;
-  }
-  if (queue_.size() >= max_queued_) {
-    out->upstream.push_back(failed(f.id, ErrorCode::kOffline, "BOT-M queue full (botm.max_queued)"));
-    counters_.rejected++;
-    return;
-  }
+  if (!admit(f, by_source_id_.count(f.id) != 0, queue_.size(), max_queued_, &counters_, &out->upstream)) return;
   const std::uint64_t id = next_job_++;
   Job j;
   j.session = session_;
@@ -310,17 +316,7 @@ void Forwarder::announce(ForwardActions* out, std::uint64_t old_capacity, const 
 
 void Forwarder::fetch(const proto::LinkFetch& f, ForwardActions* out) {
   if (!source_up_) return;
-  counters_.fetches++;
-  if (by_source_id_.count(f.id)) {
-    out->upstream.push_back(failed(f.id, ErrorCode::kInternal, "fetch id already in flight on this connection"));
-    counters_.rejected++;
-    return;
-  }
-  if (queue_.size() >= max_queued_) {
-    out->upstream.push_back(failed(f.id, ErrorCode::kOffline, "BOT-M queue full (botm.max_queued)"));
-    counters_.rejected++;
-    return;
-  }
+  if (!admit(f, by_source_id_.count(f.id) != 0, queue_.size(), max_queued_, &counters_, &out->upstream)) return;
   const std::uint64_t id = next_id_++;
   jobs_.emplace(id, Job{session_, f, 0});
   by_source_id_.emplace(f.id, id);
