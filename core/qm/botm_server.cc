@@ -131,9 +131,7 @@ struct BotmServer::Impl : std::enable_shared_from_this<BotmServer::Impl> {
   std::unique_ptr<tcp::acceptor> acceptor;
   std::atomic<std::uint16_t> port{0};
   bool stopped = false;
-  mutable std::mutex mu;
-  std::map<LinkId, std::weak_ptr<BotmConn>> conns;
-  LinkId next_id = 1;
+  ConnSet<BotmConn> conns;
 
   void accept() {
     if (!acceptor) return;
@@ -142,23 +140,9 @@ struct BotmServer::Impl : std::enable_shared_from_this<BotmServer::Impl> {
       asio::post(self->strand, [self, ec, sock = std::move(sock)]() mutable {
         if (!self->acceptor) return;
         if (!ec) {
-          LinkId id;
-          {
-            std::lock_guard<std::mutex> lk(self->mu);
-            id = self->next_id++;
-          }
-          std::weak_ptr<Impl> weak = self;
-          auto c = std::make_shared<BotmConn>(std::move(sock), id, self->options, self->handler, [weak, id] {
-            if (auto s = weak.lock()) {
-              std::lock_guard<std::mutex> lk(s->mu);
-              s->conns.erase(id);
-            }
-          });
-          {
-            std::lock_guard<std::mutex> lk(self->mu);
-            self->conns[id] = c;
-          }
-          c->start();
+          self->conns.add([&](LinkId id, std::function<void()> on_closed) {
+            return std::make_shared<BotmConn>(std::move(sock), id, self->options, self->handler, std::move(on_closed));
+          })->start();
         } else if (ec == asio::error::operation_aborted) {
           return;
         } else {
@@ -168,11 +152,7 @@ struct BotmServer::Impl : std::enable_shared_from_this<BotmServer::Impl> {
       });
     });
   }
-  std::shared_ptr<BotmConn> find(LinkId id) {
-    std::lock_guard<std::mutex> lk(mu);
-    auto it = conns.find(id);
-    return it == conns.end() ? nullptr : it->second.lock();
-  }
+  std::shared_ptr<BotmConn> find(LinkId id) { return conns.find(id); }
 };
 
 BotmServer::BotmServer(asio::io_context& io, BotmServerOptions options, BotmLinkHandler& handler)
@@ -206,14 +186,7 @@ void BotmServer::stop() {
       self->acceptor.reset();
     }
   });
-  std::vector<std::shared_ptr<BotmConn>> all;
-  {
-    std::lock_guard<std::mutex> lk(impl_->mu);
-    for (auto& [id, w] : impl_->conns) {
-      if (auto c = w.lock()) all.push_back(c);
-    }
-  }
-  for (auto& c : all) {
+  for (auto& c : impl_->conns.all()) {
     c->send(proto::encodeSourceClose());
     c->close(true);
   }
@@ -221,10 +194,7 @@ void BotmServer::stop() {
 
 std::uint16_t BotmServer::port() const { return impl_->port; }
 
-std::size_t BotmServer::connections() const {
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  return impl_->conns.size();
-}
+std::size_t BotmServer::connections() const { return impl_->conns.size(); }
 
 void BotmServer::sendFetch(LinkId link, const FetchOrder& order) {
   auto c = impl_->find(link);

@@ -118,9 +118,7 @@ struct IntakeServer::Impl : std::enable_shared_from_this<IntakeServer::Impl> {
   std::atomic<bool> listening{false};
   bool accepting = true;
   bool stopped = false;
-  mutable std::mutex mu;
-  std::map<std::uint64_t, std::weak_ptr<IntakeConn>> conns;
-  std::uint64_t next_id = 1;
+  ConnSet<IntakeConn> conns;
 
   Status listen() {
     auto a = std::make_unique<tcp::acceptor>(strand);
@@ -144,23 +142,9 @@ struct IntakeServer::Impl : std::enable_shared_from_this<IntakeServer::Impl> {
       asio::post(self->strand, [self, a, ec, sock = std::move(sock)]() mutable {
         if (self->acceptor.get() != a) return;  // listener was closed meanwhile
         if (!ec) {
-          std::uint64_t id;
-          {
-            std::lock_guard<std::mutex> lk(self->mu);
-            id = self->next_id++;
-          }
-          std::weak_ptr<Impl> weak = self;
-          auto c = std::make_shared<IntakeConn>(std::move(sock), self->options, self->submit, [weak, id] {
-            if (auto s = weak.lock()) {
-              std::lock_guard<std::mutex> lk(s->mu);
-              s->conns.erase(id);
-            }
-          });
-          {
-            std::lock_guard<std::mutex> lk(self->mu);
-            self->conns[id] = c;
-          }
-          c->start();
+          self->conns.add([&](std::uint64_t, std::function<void()> on_closed) {
+            return std::make_shared<IntakeConn>(std::move(sock), self->options, self->submit, std::move(on_closed));
+          })->start();
         } else if (ec == asio::error::operation_aborted) {
           return;
         } else {
@@ -178,14 +162,7 @@ struct IntakeServer::Impl : std::enable_shared_from_this<IntakeServer::Impl> {
     }
     listening = false;
   }
-  std::vector<std::shared_ptr<IntakeConn>> connections() {
-    std::vector<std::shared_ptr<IntakeConn>> out;
-    std::lock_guard<std::mutex> lk(mu);
-    for (auto& [id, w] : conns) {
-      if (auto c = w.lock()) out.push_back(c);
-    }
-    return out;
-  }
+  std::vector<std::shared_ptr<IntakeConn>> connections() { return conns.all(); }
 };
 
 IntakeServer::IntakeServer(asio::io_context& io, IntakeServerOptions options, SubmitFn submit)
@@ -230,10 +207,7 @@ void IntakeServer::setAccepting(bool accepting) {
 
 std::uint16_t IntakeServer::port() const { return impl_->port; }
 
-std::size_t IntakeServer::connections() const {
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  return impl_->conns.size();
-}
+std::size_t IntakeServer::connections() const { return impl_->conns.size(); }
 
 bool IntakeServer::listening() const { return impl_->listening; }
 
