@@ -203,12 +203,11 @@ Status moveToSlot(StoreTxn& t, const std::string& key, ListId from, TimeSlot slo
   return appendToList(t, *row, rec ? rec->priority : 0);
 }
 
-Status mergeIntoNow(StoreTxn& t, PSetId pset, TimeSlot slot) {
-  if (slot == kSlotNow) return Status::ok();
-  LCC_ASSIGN_OR_RETURN(auto src, t.pset(pset, slot));
-  if (!src) return Status::ok();
-  LCC_ASSIGN_OR_RETURN(auto dst, t.pset(pset, kSlotNow));
-  t.removePSet(pset, slot);
+Result<std::optional<PSetRecord>> movePSet(StoreTxn& t, PSetId pset, TimeSlot from, TimeSlot to) {
+  LCC_ASSIGN_OR_RETURN(auto src, t.pset(pset, from));
+  if (!src) return std::optional<PSetRecord>();
+  LCC_ASSIGN_OR_RETURN(auto dst, t.pset(pset, to));
+  t.removePSet(pset, from);
   if (dst) {
     LCC_ASSIGN_OR_RETURN(auto tail, t.entry(dst->last));
     if (tail) {
@@ -217,13 +216,19 @@ Status mergeIntoNow(StoreTxn& t, PSetId pset, TimeSlot slot) {
       dst->last = src->last;
       dst->count += src->count;
       t.putPSet(*dst);
-      return Status::ok();
+      return std::optional<PSetRecord>();
     }
   }
   PSetRecord p = *src;
-  p.slot = kSlotNow;
+  p.slot = to;
   t.putPSet(p);
-  t.effects.ready_psets.emplace_back(p.pid, p.pset);
+  return std::optional<PSetRecord>(p);
+}
+
+Status mergeIntoNow(StoreTxn& t, PSetId pset, TimeSlot slot) {
+  if (slot == kSlotNow) return Status::ok();
+  LCC_ASSIGN_OR_RETURN(auto moved, movePSet(t, pset, slot, kSlotNow));
+  if (moved) t.effects.ready_psets.emplace_back(moved->pid, moved->pset);
   return Status::ok();
 }
 

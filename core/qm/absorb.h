@@ -123,7 +123,12 @@ Status dropRow(StoreTxn& t, const std::string& key, ListId list);
 Status moveToTail(StoreTxn& t, const std::string& key, ListId list, std::uint16_t bad_count);
 // Moves a row to the end of (pset, slot).
 Status moveToSlot(StoreTxn& t, const std::string& key, ListId from, TimeSlot slot);
-// Joins list (pset, slot) onto (pset, kSlotNow) (or renames it when there is none).
+// Moves set `pset` from slot `from` to slot `to`. When `to` already holds that set, the
+// moved entries are appended to its list; otherwise the set itself changes slot and is
+// returned (nullopt: nothing was in `from`, or it was appended).
+Result<std::optional<PSetRecord>> movePSet(StoreTxn& t, PSetId pset, TimeSlot from, TimeSlot to);
+// Joins list (pset, slot) onto (pset, kSlotNow) (or renames it when there is none); a
+// set that becomes ready is reported in t.effects.
 Status mergeIntoNow(StoreTxn& t, PSetId pset, TimeSlot slot);
 
 // --- content -------------------------------------------------------------------

@@ -782,25 +782,8 @@ Status QueueManager::moveProviderToSlot(ProviderId pid, Millis delay) {
   const TimeSlot target = slots_.slotAt(deps_.clock->now() + delay);
   StoreTxn t(*deps_.queue, *deps_.content, seq_);
   for (PSetId pset : sched_.readySets(pid)) {
-    LCC_ASSIGN_OR_RETURN(auto src, t.pset(pset, kSlotNow));
     sched_.removeReadySet(pid, pset);
-    if (!src) continue;
-    LCC_ASSIGN_OR_RETURN(auto dst, t.pset(pset, target));
-    t.removePSet(pset, kSlotNow);
-    if (dst) {
-      LCC_ASSIGN_OR_RETURN(auto tail, t.entry(dst->last));
-      if (tail) {
-        tail->next = src->first;
-        t.putEntry(*tail);
-        dst->last = src->last;
-        dst->count += src->count;
-        t.putPSet(*dst);
-        continue;
-      }
-    }
-    PSetRecord p = *src;
-    p.slot = target;
-    t.putPSet(p);
+    LCC_RETURN_IF_ERROR(movePSet(t, pset, kSlotNow, target).status());
   }
   spdlog::info("qm: provider {} delayed past the bandwidth horizon; its sets wait for slot {}", pid, target);
   return finishTxn(t);
