@@ -9,7 +9,7 @@ from mB's `GET /content/<file>`. Best of 3 per format; the ratio is remote / loc
 
     python3 bench/remote_read_bench/remote_read_bench.py build/bin build/plugins [N] [SIZE]
 
-Uses the real processes and helpers of tests/e2e (two_machines_test.py, pipeline_test.py).
+Uses the real processes and helpers of tests/e2e (pipeline_test.py).
 Results go to docs/benchmarks.md ("remote_read_bench").
 """
 import os
@@ -20,8 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "e2e"))
-import two_machines_test as two  # noqa: E402
-from pipeline_test import wait_for  # noqa: E402
+from pipeline_test import Node, Site, wait_for  # noqa: E402
 
 
 class Args:
@@ -41,7 +40,7 @@ def load(node, site, n):
     scan = node.lcc("cp", "scan", site.root, "--base-url", site.base).stdout
     node.lcc("cp", "send", "--uns", f"127.0.0.1:{node.ports['uns']}", "--id", pid, "--password", password,
              "--full", "-", stdin=scan)
-    wait_for("every file stored", lambda: f'count="{n}"'.encode() in node.query_xml(), timeout=600)
+    wait_for("every file stored", lambda: f'count="{n}"'.encode() in node.query_xml_bytes(), timeout=600)
 
 
 def best_of_3(node, fmt, extra):
@@ -62,19 +61,19 @@ def main():
     size = int(sys.argv[4]) if len(sys.argv) > 4 else 8192
     formats = (("tar.gz", ()), ("xml", ("--content",)))
     work = tempfile.mkdtemp(prefix="lcc-remote-bench-")
-    site = two.Site(os.path.join(work, "site"))
+    site = Site(os.path.join(work, "site"))
     nodes = []
     try:
         fill(site, n, size)
-        one = two.Node(args, work, "one", "m1", ["uns", "qm", "botm", "bot", "cu", "rs"])
+        one = Node(args, work, "one", "m1", ["uns", "qm", "botm", "bot", "cu", "rs"])
         nodes.append(one)
         one.start()
         load(one, site, n)
         local = {fmt: best_of_3(one, fmt, extra) for fmt, extra in formats}
         one.stop()
-        a = two.Node(args, work, "a", "mA", ["uns", "qm", "cu", "rs"])
-        p = two.Node(args, work, "p", "mA", ["botm"], f"botm:\n  parent: true\n  source: 127.0.0.1:{a.ports['botm']}\n")
-        b = two.Node(args, work, "b", "mB", ["botm", "bot"], f"botm:\n  source: 127.0.0.1:{p.ports['botm']}\n")
+        a = Node(args, work, "a", "mA", ["uns", "qm", "cu", "rs"])
+        p = Node(args, work, "p", "mA", ["botm"], f"botm:\n  parent: true\n  source: 127.0.0.1:{a.ports['botm']}\n")
+        b = Node(args, work, "b", "mB", ["botm", "bot"], f"botm:\n  source: 127.0.0.1:{p.ports['botm']}\n")
         nodes += [a, p, b]
         for node in (a, p, b):
             node.start()

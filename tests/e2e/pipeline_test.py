@@ -79,19 +79,26 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-class Lcc:
-    def __init__(self, args, work):
+ALL_ROLES = ["uns", "qm", "botm", "bot", "cu", "rs"]
+
+
+class Node:
+    """One real lccd: its own folder <work>/<name>, ports, config and log."""
+
+    def __init__(self, args, work, name="lccd", machine="m1", roles=ALL_ROLES, extra=""):
         self.bin = args.bin
-        self.work = work
-        self.data = os.path.join(work, "var")
+        self.name = name
+        self.work = os.path.join(work, name)
+        os.makedirs(self.work)
         self.ports = {k: free_port() for k in ("uns", "qm", "botm", "robots", "cu", "http")}
-        self.config = os.path.join(work, "lcc.yaml")
+        self.config = os.path.join(self.work, "lcc.yaml")
+        self.log = os.path.join(self.work, "lccd.log")
         with open(self.config, "w") as f:
             f.write(
                 f"""node:
-  data_dir: {self.data}
-  machine_id: m1
-roles: [uns, qm, botm, bot, cu, rs]
+  data_dir: {os.path.join(self.work, "var")}
+  machine_id: {machine}
+roles: [{", ".join(roles)}]
 listen:
 """
                 + "".join(f"  {k}: 127.0.0.1:{p}\n" for k, p in self.ports.items())
@@ -104,26 +111,27 @@ fetcher:
     timeout: 10s
 log:
   level: info
-  file: {os.path.join(work, "lccd.log")}
+  file: {self.log}
 """
+                + extra
             )
         self.proc = None
 
     def start(self):
         self.proc = subprocess.Popen([os.path.join(self.bin, "lccd"), "-c", self.config],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_for("lccd /status", lambda: self.status() is not None)
+        wait_for(f"{self.name} /status", lambda: self.status() is not None)
 
     def status(self):
         if self.proc.poll() is not None:
-            raise AssertionError(f"lccd exited with {self.proc.returncode}: {self.proc.stderr.read().decode()}"
-                                 f"\n{self.log_tail()}")
+            raise AssertionError(f"lccd {self.name} exited with {self.proc.returncode}: "
+                                 f"{self.proc.stderr.read().decode()}\n{self.log_tail()}")
         with urllib.request.urlopen(f"http://127.0.0.1:{self.ports['http']}/status", timeout=2) as r:
             return json.load(r)
 
     def log_tail(self):
         try:
-            with open(os.path.join(self.work, "lccd.log")) as f:
+            with open(self.log) as f:
                 return "".join(f.readlines()[-40:])
         except OSError:
             return ""
@@ -131,7 +139,12 @@ log:
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         rc = self.proc.wait(timeout=DEADLINE)
-        assert rc == 0, f"lccd exited {rc} on SIGTERM\n{self.log_tail()}"
+        assert rc == 0, f"lccd {self.name} exited {rc} on SIGTERM\n{self.log_tail()}"
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
     def lcc(self, *argv, stdin=None, check=True):
         cmd = [os.path.join(self.bin, "lcc"), "--config", self.config, *argv]
@@ -141,8 +154,11 @@ log:
                                  f"\n{self.log_tail()}")
         return r
 
+    def query_xml_bytes(self, *extra):
+        return self.lcc("cu", "query", "--cu", f"127.0.0.1:{self.ports['cu']}", "--format", "xml", *extra).stdout
+
     def query_xml(self, *extra):
-        out = self.lcc("cu", "query", "--cu", f"127.0.0.1:{self.ports['cu']}", "--format", "xml", *extra).stdout
+        out = self.query_xml_bytes(*extra)
         doc = xml.dom.minidom.parseString(out)
         root = doc.documentElement
         assert root.namespaceURI == NS and root.localName == "result", out[:200]
@@ -191,15 +207,14 @@ def main():
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="lcc-e2e-")
     site = Site(os.path.join(work, "site"))
-    lcc = Lcc(args, work)
+    lcc = Node(args, work)
     try:
         run(lcc, site, work)
     except BaseException:
         print(lcc.log_tail(), file=sys.stderr)
         raise
     finally:
-        if lcc.proc and lcc.proc.poll() is None:
-            lcc.proc.kill()
+        lcc.kill()
         site.stop()
         shutil.rmtree(work, ignore_errors=True)
     print("e2e pipeline: 1 passed, 0 failed")

@@ -17,94 +17,12 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import urllib.request
-import json
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeline_test import DEADLINE, Site, free_port, site_files, tar_contents, wait_for  # noqa: E402
-
-
-class Node:
-    def __init__(self, args, work, name, machine, roles, extra=""):
-        self.bin = args.bin
-        self.name = name
-        self.work = os.path.join(work, name)
-        os.makedirs(self.work)
-        self.ports = {k: free_port() for k in ("uns", "qm", "botm", "robots", "cu", "http")}
-        self.config = os.path.join(self.work, "lcc.yaml")
-        self.log = os.path.join(self.work, "lccd.log")
-        with open(self.config, "w") as f:
-            f.write(
-                f"""node:
-  data_dir: {os.path.join(self.work, "var")}
-  machine_id: {machine}
-roles: [{", ".join(roles)}]
-listen:
-"""
-                + "".join(f"  {k}: 127.0.0.1:{p}\n" for k, p in self.ports.items())
-                + f"""storage:
-  plugin_dir: {args.plugins}
-fetcher:
-  plugin: fetch-curl
-  options:
-    allow_private: true
-    timeout: 10s
-log:
-  level: info
-  file: {self.log}
-"""
-                + extra
-            )
-        self.proc = None
-
-    def start(self):
-        self.proc = subprocess.Popen([os.path.join(self.bin, "lccd"), "-c", self.config],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_for(f"{self.name} /status", lambda: self.status() is not None)
-
-    def status(self):
-        if self.proc.poll() is not None:
-            raise AssertionError(f"lccd {self.name} exited with {self.proc.returncode}: "
-                                 f"{self.proc.stderr.read().decode()}\n{self.log_tail()}")
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.ports['http']}/status", timeout=2) as r:
-            return json.load(r)
-
-    def log_tail(self):
-        try:
-            with open(self.log) as f:
-                return "".join(f.readlines()[-30:])
-        except OSError:
-            return ""
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(timeout=DEADLINE)
-        assert rc == 0, f"lccd {self.name} exited {rc} on SIGTERM\n{self.log_tail()}"
-
-    def kill(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def lcc(self, *argv, stdin=None, check=True):
-        cmd = [os.path.join(self.bin, "lcc"), "--config", self.config, *argv]
-        r = subprocess.run(cmd, input=stdin, capture_output=True, timeout=DEADLINE)
-        if check and r.returncode != 0:
-            raise AssertionError(f"{' '.join(cmd)} -> {r.returncode}\n{r.stdout.decode()}\n{r.stderr.decode()}"
-                                 f"\n{self.log_tail()}")
-        return r
-
-    def query_tar(self, *extra):
-        out = os.path.join(self.work, "export.tar.gz")
-        self.lcc("cu", "query", "--cu", f"127.0.0.1:{self.ports['cu']}", "--format", "tar.gz", "-o", out, *extra)
-        return out
-
-    def query_xml(self, *extra):
-        return self.lcc("cu", "query", "--cu", f"127.0.0.1:{self.ports['cu']}", "--format", "xml", *extra).stdout
+from pipeline_test import DEADLINE, Node, Site, site_files, tar_contents, wait_for  # noqa: E402
 
 
 def main():
@@ -158,7 +76,7 @@ def run(args, work, site, a, p, b):
     sent = a.lcc("cp", "send", "--uns", f"127.0.0.1:{a.ports['uns']}", "--id", pid, "--password", password,
                  "--full", "-", stdin=scan)
     assert b"accepted 14 of 14" in sent.stdout.lower(), sent.stdout
-    wait_for("all 14 URLs stored", lambda: b'count="14"' in a.query_xml(), timeout=15)
+    wait_for("all 14 URLs stored", lambda: b'count="14"' in a.query_xml_bytes(), timeout=15)
 
     # Every record names machine mB: no file is on A.
     a_content = os.path.join(a.work, "var", "content")
@@ -169,7 +87,7 @@ def run(args, work, site, a, p, b):
     expected = {site.base + k: v for k, v in site_files(site.root).items()}
     got = tar_contents(a.query_tar("--provider", pid))
     assert got == expected, f"export differs: {sorted(set(got) ^ set(expected))}"
-    xml = a.query_xml("--content").decode()
+    xml = a.query_xml_bytes("--content").decode()
     assert "missing=" not in xml, xml[:2000]
     b_served = b.status()["counters"].get("lcc_botm_content_reads_total", 0)
     assert b_served >= 28, f"B served {b_served} content reads"
@@ -193,7 +111,7 @@ def run(args, work, site, a, p, b):
 
     # B stops: its content is unreadable (not a crash, not other-machine), and counted.
     b.stop()
-    xml = a.query_xml("--content").decode()
+    xml = a.query_xml_bytes("--content").decode()
     assert xml.count('missing="unreadable"') == 14, xml[:2000]
     assert a.status()["counters"].get("lcc_cu_content_missing_total", 0) >= 14
 
