@@ -255,6 +255,9 @@ PreparedExport::~PreparedExport() = default;
 Status PreparedExport::offer(ExportStream& out, const ContentRecord& r) {
   const std::size_t depth = engine_.options().remote.pipeline_depth;
   if (!header_.with_content || depth <= 1) return emit(out, r);  // nothing to ask ahead for
+  // Records of this machine go straight out until one of another machine comes (then
+  // everything after it keeps its place in the window).
+  if (window_.empty() && !engine_.remoteUrlOf(r)) return emit(out, r);
   window_.push_back(r);
   // Ask for the content of every record in the window not asked for yet, in order.
   for (; window_asked_ < window_.size(); ++window_asked_) {
