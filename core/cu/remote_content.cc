@@ -191,6 +191,18 @@ struct RemoteContentReader::Impl {
     return ec;
   }
 
+  // A new connection to `base`, kept for the records that follow. A machine that cannot
+  // be reached is taken as down, so it costs one timeout per answer.
+  Result<std::shared_ptr<Conn>> connectKept(const std::string& base, const Target& t) {
+    auto made = connect(t);
+    if (!made.isOk()) {
+      if (made.status().code() == StatusCode::kIOError) markDown(base, made.status().message());
+      return made.status();
+    }
+    conns[base] = *made;
+    return made;
+  }
+
   // The kept connection to `base`, or null.
   std::shared_ptr<Conn> kept(const std::string& base) {
     auto it = conns.find(base);
@@ -323,10 +335,9 @@ void RemoteContentReader::prefetch(const std::string& base_url, const std::strin
   if (!parseBase(base_url, &t)) return;
   std::shared_ptr<Conn> conn = im.kept(base_url);
   if (!conn) {
-    auto made = im.connect(t);
-    if (!made.isOk()) return;  // open() will try, and report
+    auto made = im.connectKept(base_url, t);
+    if (!made.isOk()) return;  // open() reports it
     conn = std::move(made).value();
-    im.conns[base_url] = conn;
   }
   if (conn->ahead.size() >= im.options.pipeline_depth) return;
   for (const auto& f : conn->ahead) {
@@ -367,13 +378,9 @@ Result<std::unique_ptr<ContentSource>> RemoteContentReader::open(const std::stri
         asked = true;
       }
     } else {
-      auto made = im.connect(t);
-      if (!made.isOk()) {
-        if (made.status().code() == StatusCode::kIOError) im.markDown(base_url, made.status().message());
-        return made.status();
-      }
+      auto made = im.connectKept(base_url, t);
+      if (!made.isOk()) return made.status();
       conn = std::move(made).value();
-      im.conns[base_url] = conn;
       fresh = true;
     }
     parser = std::make_unique<Parser>();
