@@ -48,10 +48,15 @@ struct XmlReader::Impl {
     XML_SetEntityDeclHandler(parser, &Impl::entityCb);
     // Never read external entities or DTDs.
     XML_SetParamEntityParsing(parser, XML_PARAM_ENTITY_PARSING_NEVER);
-    // Expat's reparse deferral (2.6, backported to Debian's 2.5) may hold a complete
-    // token until more bytes arrive; a peer that sent its last '>' and now waits for
-    // our answer would wait forever. Our limits already bound the reparse cost.
+    // Expat's reparse deferral (2.6, backported into later Debian 12 updates of 2.5)
+    // may hold a complete token until more bytes arrive; a peer that sent its last '>'
+    // and now waits for our answer would wait forever. Our limits already bound the
+    // reparse cost, so we switch it off. An Expat without the switch (Debian 12's
+    // 2.5.0-1+deb12u1) has no deferral either: there is nothing to switch off, and the
+    // build checks for the symbol (core/proto/CMakeLists.txt) instead of assuming it.
+#if LCC_HAVE_XML_REPARSE_DEFERRAL
     XML_SetReparseDeferralEnabled(parser, XML_FALSE);
+#endif
     depth = 0;
     started = false;
     complete = false;
