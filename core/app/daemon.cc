@@ -316,6 +316,17 @@ int runDaemon(const DaemonArgs& args) {
   node.metrics = &metrics;
   node.data_dir = data_dir;
   node.machine_id = cfg.getString("node.machine_id");
+  if (roles.count("uns") || roles.count("rs") || opened.providers) {
+    auto cost = parseHashCost(cfg.getString("uns.password_hash_ops"));
+    auto hasher = cost.isOk() ? PasswordHasher::open(*env, data_dir + "/auth.key", cost.value())
+                              : Result<std::unique_ptr<PasswordHasher>>(cost.status());
+    if (!hasher.isOk()) {
+      spdlog::error("{}", hasher.status().message());
+      opened.close();
+      return 2;
+    }
+    node.passwords = std::move(hasher).value();
+  }
   node.queue = opened.queue.get();
   node.content = opened.content.get();
   node.providers = opened.providers.get();

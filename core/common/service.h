@@ -17,6 +17,7 @@
 
 #include "common/config/config.h"
 #include "common/metrics.h"
+#include "common/password.h"
 #include "common/plugin/plugin_registry.h"
 #include "lcc/clock.h"
 #include "lcc/content_store.h"
@@ -48,6 +49,9 @@ struct NodeContext {
   QueueStore* queue = nullptr;        // qm
   ContentStore* content = nullptr;    // qm, cu
   ProviderStore* providers = nullptr; // uns, qm, rs, admin
+  // Hashes and checks provider passwords under the server key <data_dir>/auth.key
+  // (uns, rs, admin).
+  std::shared_ptr<const PasswordHasher> passwords;
   Fetcher* fetcher = nullptr;         // bot, rs
   std::vector<Exporter*> exporters;   // cu
   http::Router* http = nullptr;       // routes for the HTTP port

@@ -71,10 +71,16 @@ struct Admin {
     for (unsigned char c : password) {
       if (c < 0x20 || c == 0x7f) return jsonError(400, "password contains a control character");
     }
-    if (password.empty()) password = generatePassword();
-    auto hash = hashPassword(password, ctx.options.hash_cost);
-    if (!hash.isOk()) return jsonError(500, hash.status().message());
-    rec.password_hash = std::move(hash).value();
+    if (!ctx.options.passwords) return jsonError(503, "no password key on this node");
+    if (password.empty()) {
+      // A token we generate cannot be guessed: it gets the fast keyed hash.
+      password = PasswordHasher::generateToken();
+      rec.password_hash = ctx.options.passwords->hashToken(password);
+    } else {
+      auto hash = ctx.options.passwords->hashChosen(password);
+      if (!hash.isOk()) return jsonError(500, hash.status().message());
+      rec.password_hash = std::move(hash).value();
+    }
     if (ctx.clock) rec.created = ctx.clock->now();
     auto id = ctx.providers->create(rec);
     if (!id.isOk()) {
@@ -317,9 +323,7 @@ void registerNodeRoutes(NodeContext& node) {
   ctx.options.default_bandwidth = static_cast<std::uint64_t>(cfg.getInt("rs.default_bandwidth"));
   ctx.options.default_quota_files = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_files"));
   ctx.options.default_quota_bytes = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_bytes"));
-  if (auto cost = parseHashCost(cfg.getString("uns.password_hash_ops")); cost.isOk()) {
-    ctx.options.hash_cost = cost.value();
-  }
+  ctx.options.passwords = node.passwords;
   registerAdminRoutes(*node.http, std::move(ctx));
   std::string page = homePage(node.machine_id, cfg.getList("roles"));
   node.http->addExact("GET", "/", [page](const Request&) { return Response::html(200, page); });

@@ -36,7 +36,7 @@ struct AdminOptions {
   std::uint64_t default_bandwidth = 0;     // rs.default_bandwidth
   std::uint64_t default_quota_files = 0;   // rs.default_quota_files
   std::uint64_t default_quota_bytes = 0;   // rs.default_quota_bytes
-  HashCost hash_cost = HashCost::kInteractive;  // uns.password_hash_ops
+  std::shared_ptr<const PasswordHasher> passwords;  // <data_dir>/auth.key, uns.password_hash_ops
 };
 
 // What the admin routes use. `providers` may be null (then they answer 503).

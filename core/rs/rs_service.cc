@@ -39,6 +39,7 @@ Registrar::Registrar(ProviderStore& providers, Fetcher& fetcher, Clock& clock, E
     : providers_(providers), fetcher_(fetcher), clock_(clock), env_(env), options_(std::move(options)),
       // High ids: the fetcher may be shared with robots of this process.
       next_fetch_id_((1ull << 62) + 1) {
+  if (!options_.passwords) options_.passwords = PasswordHasher::ephemeral();
   if (Metrics* m = options_.metrics) {
     registered_ = &m->counter("lcc_rs_registrations_total", "registrations (step one) accepted");
     verified_ = &m->counter("lcc_rs_verified_total", "registrations verified (provider activated)");
@@ -69,12 +70,11 @@ Result<Registration> Registrar::registerProvider(const std::string& prefix_in, c
   reg.secret = randomHex(16);
   reg.secret_file = options_.secret_file;
   reg.secret_url = reg.prefix + options_.secret_file;
-  reg.password = generatePassword();
+  reg.password = PasswordHasher::generateToken();
   reg.expires = clock_.now() + options_.secret_ttl;
-  LCC_ASSIGN_OR_RETURN(std::string hash, hashPassword(reg.password, options_.hash_cost));
   ProviderRecord rec;
   rec.state = ProviderState::kPending;
-  rec.password_hash = std::move(hash);
+  rec.password_hash = options_.passwords->hashToken(reg.password);
   rec.prefixes = {reg.prefix};
   rec.priority = options_.default_priority;
   rec.bandwidth = options_.default_bandwidth;
@@ -104,7 +104,7 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
   if (!got.value()) return fail(404, "there is no registration with this id (unverified registrations are removed when they expire)");
   ProviderRecord rec = *got.value();
   const bool expired = rec.state == ProviderState::kPending && clock_.now() >= rec.reg_expires;
-  if (!verifyPassword(rec.password_hash, password)) {
+  if (!options_.passwords->verify(rec.password_hash, password).ok) {
     if (expired) (void)providers_.remove(id);
     return fail(403, "wrong id or password");
   }
@@ -434,7 +434,8 @@ Result<ServicePtr> makeRsService(NodeContext& node) {
   o.secret_max_size = static_cast<std::uint64_t>(cfg.getInt("rs.secret_max_size"));
   o.sweep_interval = Millis(cfg.getInt("rs.sweep_interval"));
   o.max_pending = static_cast<std::uint64_t>(cfg.getInt("rs.max_pending"));
-  LCC_ASSIGN_OR_RETURN(o.hash_cost, parseHashCost(cfg.getString("uns.password_hash_ops")));
+  if (!node.passwords) return Status::invalidArgument("the rs role needs the password key");
+  o.passwords = node.passwords;
   o.work_dir = node.data_dir + "/rs";
   o.metrics = node.metrics;
   LCC_RETURN_IF_ERROR(node.env->createDirs(o.work_dir, true));

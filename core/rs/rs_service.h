@@ -25,7 +25,7 @@ struct RsOptions {
   std::uint64_t secret_max_size = 4096;  // rs.secret_max_size
   Millis sweep_interval{3600 * 1000};    // rs.sweep_interval
   std::uint64_t max_pending = 1000;      // rs.max_pending
-  HashCost hash_cost = HashCost::kInteractive;  // uns.password_hash_ops
+  std::shared_ptr<const PasswordHasher> passwords;  // <data_dir>/auth.key
   std::string work_dir;  // fetched secret files land here for a moment (<data_dir>/rs)
   Metrics* metrics = nullptr;  // lcc_rs_* counters when set
 };

@@ -13,10 +13,26 @@ namespace lcc::uns {
 UnsCore::UnsCore(CoreConfig config, ProviderStore* providers, Clock* clock,
                  std::function<std::uint64_t(ProviderId)> queued_urls, std::function<std::uint64_t()> free_space)
     : config_(std::move(config)),
+      auth_cache_(config_.auth_cache_entries),
       providers_(providers),
       clock_(clock),
       queued_urls_(std::move(queued_urls)),
-      free_space_(std::move(free_space)) {}
+      free_space_(std::move(free_space)) {
+  if (!config_.passwords) config_.passwords = PasswordHasher::ephemeral();
+}
+
+bool UnsCore::checkPassword(ProviderId pid, const std::string& stored, const std::string& password,
+                            std::string* upgrade) {
+  if (auth_cache_.knows(pid, stored, password)) return true;
+  const PasswordHasher::Verdict v = config_.passwords->verify(stored, password);
+  if (!v.ok) return false;
+  if (v.upgrade) {
+    *upgrade = config_.passwords->hashToken(password);
+  } else if (v.slow) {
+    auth_cache_.remember(pid, stored, password);
+  }
+  return true;
+}
 
 ErrorCode UnsCore::admit(const std::string& ip) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -72,13 +88,14 @@ AuthResult UnsCore::authenticate(const AuthRequest& request, const std::string& 
     return refuse(ErrorCode::kInternal, "internal error");
   }
   if (!got.value()) {
-    // Spend the same time as for a known provider, so that answers do not tell which
-    // provider ids exist.
-    static const std::string kDummyHash = hashPassword(randomHex(16)).valueOr(std::string());
-    if (!kDummyHash.empty()) (void)verifyPassword(kDummyHash, request.password);
+    // Spend the time of a check of a generated token, the kind most providers have,
+    // so that answers do not tell which provider ids exist (docs/security.md).
+    config_.passwords->verifyNothing(request.password);
     return refuse(ErrorCode::kAuthFailed, "authentication failed");
   }
-  if (!verifyPassword(got.value()->password_hash, request.password)) {
+  const std::string stored_hash = got.value()->password_hash;
+  std::string upgraded_hash;
+  if (!checkPassword(pid, stored_hash, request.password, &upgraded_hash)) {
     return refuse(ErrorCode::kAuthFailed, "authentication failed");
   }
   if (got.value()->state != ProviderState::kActive) {
@@ -98,8 +115,16 @@ AuthResult UnsCore::authenticate(const AuthRequest& request, const std::string& 
   const WallTime now = clock_->now();
   ProviderRecord rec;
   Status s = providers_->modify(pid, [&](ProviderRecord& p) {
+    // The first connection ever: the LCC has nothing of this provider yet and asks for
+    // everything (docs/protocol.md, reason first-connect). Sticky until a full set.
+    if (p.conn_seq == 0 && !p.fullset_wanted) {
+      p.fullset_wanted = true;
+      p.fullset_reason = FullSetReason::kFirstConnect;
+    }
     // The init_accepted describes the previous connection, then this one is counted.
     rec = p;
+    // Only if no one changed the password since we checked it.
+    if (!upgraded_hash.empty() && p.password_hash == stored_hash) p.password_hash = upgraded_hash;
     ++p.conn_seq;
     p.last_ip = peer_ip;
     p.last_connect = now;

@@ -7,11 +7,14 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/password.h"
 #include "lcc/clock.h"
+#include "uns/auth_cache.h"
 #include "lcc/provider_store.h"
 #include "uns/session_policy.h"
 
@@ -25,6 +28,9 @@ struct CoreConfig {
   std::uint64_t report_errors = 20;
   std::uint64_t fullsets_per_period = 3;
   std::int64_t fullset_period_ms = 30LL * 24 * 3600 * 1000;
+  std::uint64_t auth_cache_entries = 4096;  // uns.auth_cache_entries
+  // Checks passwords (common/password.h); null: a key of this process only.
+  std::shared_ptr<const PasswordHasher> passwords;
 };
 
 class UnsCore {
@@ -39,7 +45,9 @@ class UnsCore {
 
   // init: checks the password and the provider's state, takes a per-provider slot,
   // counts the connection (seq, last IP and time) and builds the init_accepted data.
-  // Slow on purpose (password hash): call it off the connection's strand.
+  // A generated token is checked in a microsecond; a chosen password's Argon2id check
+  // takes about 100 ms the first time (then AuthCache remembers it): call it off the
+  // connection's strand. Also writes the PIDB (connection seq), synced.
   AuthResult authenticate(const AuthRequest& request, const std::string& peer_ip);
   // The session of an authenticated provider ended.
   void releaseProvider(ProviderId pid);
@@ -53,7 +61,12 @@ class UnsCore {
   std::uint64_t connections() const;
 
  private:
+  // True when `password` is the provider's; sets *upgrade to a fast hash to store
+  // in place of a slow one that protected a generated token.
+  bool checkPassword(ProviderId pid, const std::string& stored, const std::string& password, std::string* upgrade);
+
   CoreConfig config_;
+  AuthCache auth_cache_;
   ProviderStore* providers_;
   Clock* clock_;
   std::function<std::uint64_t(ProviderId)> queued_urls_;

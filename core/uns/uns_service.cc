@@ -438,6 +438,7 @@ UnsOptions unsOptionsFromConfig(const Config& cfg, const std::string& data_dir, 
   c.report_errors = static_cast<std::uint64_t>(cfg.getInt("uns.report_errors"));
   c.fullsets_per_period = static_cast<std::uint64_t>(cfg.getInt("uns.fullsets_per_period"));
   c.fullset_period_ms = cfg.getInt("uns.fullset_period");
+  c.auth_cache_entries = static_cast<std::uint64_t>(cfg.getInt("uns.auth_cache_entries"));
   auto& f = o.forwarder;
   f.qm_address = cfg.getString("uns.qm").empty() ? cfg.getString("listen.qm") : cfg.getString("uns.qm");
   f.uns_name = machine_id + "/uns";
@@ -454,9 +455,14 @@ namespace {
 class UnsService final : public Service {
  public:
   explicit UnsService(NodeContext& node)
-      : server_(*node.io, unsOptionsFromConfig(*node.config, node.data_dir, node.machine_id), node.providers,
+      : server_(*node.io, optionsFor(node), node.providers,
                 node.clock, node.env, node.metrics,
                 [&node](ProviderId pid) -> std::uint64_t { return node.queued_urls ? node.queued_urls(pid) : 0; }) {}
+  static UnsOptions optionsFor(const NodeContext& node) {
+    UnsOptions o = unsOptionsFromConfig(*node.config, node.data_dir, node.machine_id);
+    o.core.passwords = node.passwords;
+    return o;
+  }
   std::string_view name() const override { return "uns"; }
   Status start() override { return server_.start(); }
   void stop() override { server_.stop(); }

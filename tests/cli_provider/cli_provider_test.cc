@@ -65,6 +65,7 @@ class CliProviderTest : public ::testing::Test {
     ctx.options.default_quota_files = 777;
     ctx.options.default_quota_bytes = 1 << 20;
     ctx.options.default_priority = 3;
+    ctx.options.passwords = passwords_;
     http::registerAdminRoutes(router_, ctx);
     router_.add("GET", "/status", [](const http::Request&) {
       json j{{"machine_id", "m1"},
@@ -115,6 +116,7 @@ class CliProviderTest : public ::testing::Test {
   testing::SimClock clock_;
   PluginRegistry registry_;
   PluginPtr<ProviderStore> store_;
+  std::shared_ptr<const PasswordHasher> passwords_ = PasswordHasher::ephemeral();
   std::string token_;
   http::Router router_;
   std::unique_ptr<http::testing::ServerFixture> server_;
@@ -145,8 +147,9 @@ TEST_F(CliProviderTest, AddPrintsIdAndGeneratedPasswordAndStoresOnlyAHash) {
   EXPECT_EQ(p->quota_bytes, 1u << 20);
   EXPECT_NE(p->password_hash, password);
   EXPECT_EQ(p->password_hash.find(password), std::string::npos);
-  EXPECT_TRUE(verifyPassword(p->password_hash, password));
-  EXPECT_FALSE(verifyPassword(p->password_hash, password + "x"));
+  EXPECT_EQ(p->password_hash.rfind("$lcc-b2k$", 0), 0u) << "a generated token gets the fast keyed hash";
+  EXPECT_TRUE(passwords_->verify(p->password_hash, password).ok);
+  EXPECT_FALSE(passwords_->verify(p->password_hash, password + "x").ok);
 }
 
 TEST_F(CliProviderTest, AddTakesPasswordPriorityAndBandwidth) {
@@ -158,7 +161,8 @@ TEST_F(CliProviderTest, AddTakesPasswordPriorityAndBandwidth) {
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->priority, -7);
   EXPECT_EQ(p->bandwidth, 50000u);
-  EXPECT_TRUE(verifyPassword(p->password_hash, "s3cret pass&word"));
+  EXPECT_EQ(p->password_hash.rfind("$argon2id$", 0), 0u) << "a chosen password keeps Argon2id";
+  EXPECT_TRUE(passwords_->verify(p->password_hash, "s3cret pass&word").ok);
 }
 
 TEST_F(CliProviderTest, BadInputIsAUsageErrorAndStoresNothing) {

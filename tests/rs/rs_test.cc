@@ -136,6 +136,7 @@ class RsTest : public ::testing::Test {
     options_.sweep_interval = Millis(600 * 1000);
     options_.verify_timeout = Millis(5000);
     options_.default_quota_files = 500;
+    options_.passwords = PasswordHasher::ephemeral();
     options_.work_dir = dir_.file("rs");
     EXPECT_TRUE(posixEnv()->createDirs(options_.work_dir, true).isOk());
   }
@@ -194,8 +195,8 @@ TEST_F(RsTest, StepOneStoresAPendingProviderWithSecretPasswordAndExpiry) {
   EXPECT_EQ(p.prefixes, std::vector<std::string>{"http://www.server.com/docs/"});
   EXPECT_EQ(p.quota_files, 500u);
   EXPECT_NE(p.password_hash, g.password);
-  EXPECT_TRUE(verifyPassword(p.password_hash, g.password));
-  EXPECT_FALSE(verifyPassword(p.password_hash, g.password + "x"));
+  EXPECT_TRUE(options_.passwords->verify(p.password_hash, g.password).ok);
+  EXPECT_FALSE(options_.passwords->verify(p.password_hash, g.password + "x").ok);
 
   // Two registrations never share a secret or a password.
   auto r2 = reg->registerProvider("http://www.server.com/docs/", "");
@@ -482,6 +483,7 @@ TEST_F(RsTest, TheServiceIsBuiltFromTheConfigAndSweepsWhileRunning) {
   node.fetcher = &f;
   node.http = &router;
   node.data_dir = dir_.path();
+  node.passwords = PasswordHasher::ephemeral();
   auto svc = makeRsService(node);
   ASSERT_TRUE(svc.isOk()) << svc.status().toString();
   ASSERT_TRUE(svc.value()->start().isOk());

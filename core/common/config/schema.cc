@@ -60,7 +60,9 @@ const std::vector<KeySpec>& Config::schema() {
       {"uns.fullsets_per_period", KeyType::kInt, "3", 0, 1000000, "unsolicited full sets allowed per period"},
       {"uns.fullset_period", KeyType::kDuration, "30d", kMin, 3650 * kDay, "the full-set allowance period"},
       {"uns.password_hash_ops", KeyType::kString, "interactive", 1, 16,
-       "password hash cost: interactive or moderate (libsodium)"},
+       "Argon2id cost for passwords an administrator chooses: interactive or moderate (libsodium)"},
+      {"uns.auth_cache_entries", KeyType::kInt, "4096", 0, 1LL << 24,
+       "successful Argon2id checks remembered (per provider, dropped when the password changes); 0: none"},
       // --- qm ---
       {"qm.queue_high", KeyType::kInt, "10000000", 1, 1LL << 40, "queued URLs above which the QM stops listening"},
       {"qm.queue_low", KeyType::kInt, "8000000", 0, 1LL << 40, "queued URLs below which it listens again"},

@@ -1,0 +1,170 @@
+// Provider authentication: generated tokens on the fast keyed hash, chosen passwords
+// on Argon2id with a bounded cache, and old hashes upgraded at the next login.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "common/password.h"
+#include "common/posix_env.h"
+#include "support/sim_clock.h"
+#include "support/temp_dir.h"
+#include "uns/auth_cache.h"
+#include "uns/uns_core.h"
+#include "uns/uns_test_util.h"
+
+namespace lcc::uns {
+namespace {
+
+using testing::ProviderFixture;
+
+ProviderRecord provider(ProviderId id, std::string hash) {
+  ProviderRecord p;
+  p.id = id;
+  p.state = ProviderState::kActive;
+  p.password_hash = std::move(hash);
+  p.prefixes = {"http://p" + std::to_string(id) + ".example/"};
+  return p;
+}
+
+class AuthTest : public ::testing::Test {
+ protected:
+  std::string hashOf(ProviderId id) { return fx_->store()->get(id).value()->password_hash; }
+  ErrorCode login(UnsCore& core, ProviderId id, const std::string& password) {
+    AuthResult r = core.authenticate({std::to_string(id), password}, "127.0.0.1");
+    if (r.code == ErrorCode::kNone) core.releaseProvider(id);
+    return r.code;
+  }
+  CoreConfig config(std::size_t cache = 16) {
+    CoreConfig c;
+    c.passwords = hasher_;
+    c.auth_cache_entries = cache;
+    return c;
+  }
+
+  std::shared_ptr<const PasswordHasher> hasher_ = PasswordHasher::ephemeral();
+  const std::string token_ = PasswordHasher::generateToken();
+  const std::string legacy_token_ = "Xk4mPq7rTs9vWy2zAb3c";  // 20 characters, as earlier versions made
+  std::unique_ptr<ProviderFixture> fx_ = std::make_unique<ProviderFixture>(std::vector<ProviderRecord>{
+      provider(1, hasher_->hashToken(token_)),
+      provider(2, hasher_->hashChosen(legacy_token_).value()),
+      provider(3, hasher_->hashChosen("correct horse").value())});
+  lcc::testing::SimClock clock_;
+};
+
+TEST_F(AuthTest, AGeneratedTokenIsCheckedByTheKeyedHash) {
+  UnsCore core(config(), fx_->store(), &clock_, nullptr);
+  EXPECT_EQ(token_.size(), PasswordHasher::kTokenLength);
+  EXPECT_EQ(login(core, 1, token_), ErrorCode::kNone);
+  EXPECT_EQ(login(core, 1, token_ + "x"), ErrorCode::kAuthFailed);
+  EXPECT_EQ(login(core, 1, ""), ErrorCode::kAuthFailed);
+  EXPECT_EQ(login(core, 99, token_), ErrorCode::kAuthFailed);  // no such provider
+  // Another server key does not accept this server's hashes.
+  CoreConfig other = config();
+  other.passwords = PasswordHasher::ephemeral();
+  UnsCore stranger(other, fx_->store(), &clock_, nullptr);
+  EXPECT_EQ(login(stranger, 1, token_), ErrorCode::kAuthFailed);
+}
+
+TEST_F(AuthTest, AnArgonHashOfAGeneratedTokenIsUpgradedAtTheNextLogin) {
+  UnsCore core(config(), fx_->store(), &clock_, nullptr);
+  ASSERT_EQ(hashOf(2).rfind("$argon2id$", 0), 0u);
+  EXPECT_EQ(login(core, 2, legacy_token_ + "!"), ErrorCode::kAuthFailed);
+  EXPECT_EQ(hashOf(2).rfind("$argon2id$", 0), 0u) << "a failed login changes nothing";
+  EXPECT_EQ(login(core, 2, legacy_token_), ErrorCode::kNone);
+  EXPECT_EQ(hashOf(2).rfind("$lcc-b2k$", 0), 0u);
+  EXPECT_EQ(login(core, 2, legacy_token_), ErrorCode::kNone);
+  EXPECT_EQ(login(core, 2, legacy_token_ + "!"), ErrorCode::kAuthFailed);
+}
+
+TEST_F(AuthTest, AChosenPasswordKeepsArgonAndIsRememberedUntilItChanges) {
+  UnsCore core(config(), fx_->store(), &clock_, nullptr);
+  EXPECT_EQ(login(core, 3, "correct horse"), ErrorCode::kNone);
+  EXPECT_EQ(login(core, 3, "correct horse"), ErrorCode::kNone);
+  EXPECT_EQ(hashOf(3).rfind("$argon2id$", 0), 0u) << "a person's password is never moved to the fast hash";
+  EXPECT_EQ(login(core, 3, "wrong horse"), ErrorCode::kAuthFailed) << "the cache only answers yes for the same password";
+  // The administrator changes the password: the remembered check no longer counts.
+  ASSERT_TRUE(fx_->store()->modify(3, [&](ProviderRecord& p) {
+    p.password_hash = hasher_->hashChosen("battery staple").value();
+    return Status::ok();
+  }).isOk());
+  EXPECT_EQ(login(core, 3, "correct horse"), ErrorCode::kAuthFailed);
+  EXPECT_EQ(login(core, 3, "battery staple"), ErrorCode::kNone);
+}
+
+TEST_F(AuthTest, ANewProviderIsAskedForAFullSetUntilItSendsOne) {
+  UnsCore core(config(), fx_->store(), &clock_, nullptr);
+  AuthResult first = core.authenticate({"1", token_}, "127.0.0.1");
+  ASSERT_EQ(first.code, ErrorCode::kNone);
+  core.releaseProvider(1);
+  EXPECT_TRUE(first.info.fullset_wanted);
+  EXPECT_EQ(first.info.fullset_reason, "first-connect");
+  AuthResult again = core.authenticate({"1", token_}, "127.0.0.1");
+  core.releaseProvider(1);
+  EXPECT_TRUE(again.info.fullset_wanted) << "sticky until a full set arrives";
+  ASSERT_TRUE(core.setAccepted(1, SetKind::kFull, true).isOk());
+  AuthResult after = core.authenticate({"1", token_}, "127.0.0.1");
+  core.releaseProvider(1);
+  EXPECT_FALSE(after.info.fullset_wanted);
+  EXPECT_FALSE(fx_->store()->get(1).value()->fullset_wanted);
+}
+
+TEST(AuthCache, IsBoundedAndForgetsTheLeastRecentlyUsed) {
+  AuthCache cache(2);
+  cache.remember(1, "h1", "a");
+  cache.remember(2, "h2", "b");
+  EXPECT_TRUE(cache.knows(1, "h1", "a"));  // 1 is now the most recent
+  cache.remember(3, "h3", "c");
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_TRUE(cache.knows(1, "h1", "a"));
+  EXPECT_FALSE(cache.knows(2, "h2", "b"));
+  EXPECT_TRUE(cache.knows(3, "h3", "c"));
+  EXPECT_FALSE(cache.knows(3, "h3-changed", "c"));
+  EXPECT_EQ(cache.size(), 1u) << "an entry for a changed hash is dropped";
+  AuthCache none(0);
+  none.remember(1, "h1", "a");
+  EXPECT_FALSE(none.knows(1, "h1", "a"));
+}
+
+TEST(PasswordHasher, KeepsItsKeyInAPrivateFileAcrossRestarts) {
+  lcc::testing::TempDir dir;
+  const std::string path = dir.file("auth.key");
+  auto first = PasswordHasher::open(*posixEnv(), path, HashCost::kInteractive);
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  const std::string hash = first.value()->hashToken("tok");
+  auto second = PasswordHasher::open(*posixEnv(), path, HashCost::kInteractive);
+  ASSERT_TRUE(second.isOk());
+  EXPECT_TRUE(second.value()->verify(hash, "tok").ok);
+
+  ::chmod(path.c_str(), 0640);
+  EXPECT_FALSE(PasswordHasher::open(*posixEnv(), path, HashCost::kInteractive).isOk());
+  ::chmod(path.c_str(), 0600);
+  std::ofstream(path, std::ios::trunc) << "not a key\n";
+  auto bad = PasswordHasher::open(*posixEnv(), path, HashCost::kInteractive);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("auth.key"), std::string::npos);
+}
+
+TEST(PasswordHasher, RefusesWhatItCannotRead) {
+  auto h = PasswordHasher::ephemeral();
+  EXPECT_FALSE(h->verify("", "x").ok);
+  EXPECT_FALSE(h->verify("plain", "plain").ok);
+  EXPECT_FALSE(h->verify("$lcc-b2k$1$zz$zz", "x").ok);
+  EXPECT_FALSE(h->verify("$lcc-b2k$1$", "").ok);
+  std::string good = h->hashToken("t");
+  EXPECT_FALSE(h->verify(good.substr(0, good.size() - 1), "t").ok);
+}
+
+TEST(PasswordHasher, OnlyTokenShapedPasswordsCountAsGenerated) {
+  for (int i = 0; i < 50; ++i) EXPECT_TRUE(PasswordHasher::looksGenerated(PasswordHasher::generateToken()));
+  EXPECT_FALSE(PasswordHasher::looksGenerated("short"));
+  EXPECT_FALSE(PasswordHasher::looksGenerated("aaaaaaaaaaaaaaaaaaaaaaaa"));
+  EXPECT_FALSE(PasswordHasher::looksGenerated("correct horse battery staple"));  // a space
+  EXPECT_FALSE(PasswordHasher::looksGenerated("Il0O1lIl0O1lIl0O1lIl0O"));  // look-alikes are not in the alphabet
+}
+
+}  // namespace
+}  // namespace lcc::uns
