@@ -20,7 +20,7 @@ struct RawSqliteRun {
   DiskUse disk_after_close;
 };
 
-// Plain SQLite, the way the research note measured it (performance-limits.md §3):
+// Plain SQLite, the way the research note measured it (the performance research note §3):
 // table (id INTEGER PRIMARY KEY, urlkey BLOB UNIQUE, val BLOB), WAL,
 // synchronous=FULL, one prepared INSERT .. ON CONFLICT(urlkey) DO UPDATE per record,
 // BEGIN/COMMIT per `batch` records (so every batch is durable when COMMIT returns).

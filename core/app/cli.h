@@ -1,4 +1,4 @@
-// cli.h — the `lcc` command (surface.md): each command group lives in its own
+// cli.h — the `lcc` command (docs/commands.md): each command group lives in its own
 // cli_<group>.cc and registers itself on the CLI11 app.
 #pragma once
 

@@ -1,4 +1,4 @@
-// cli_cp.cc — the content provider's tools (surface.md):
+// cli_cp.cc — the content provider's tools (docs/commands.md):
 //   lcc cp send  — sends <url/> lines (or a whole <lococa:set>) to a UNS, prints the result
 //   lcc cp scan  — <url/> lines for the files under a folder, optionally only the changes
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-// lcc cu query — a content user's query on the CU port (protocol.md §3, surface.md).
+// lcc cu query — a content user's query on the CU port (docs/protocol.md §3.3).
 //
 // Writes the raw answer (XML or tar.gz) to -o FILE (through FILE.part, renamed when
 // the answer is complete) or to stdout; progress (bytes, records) on stderr when

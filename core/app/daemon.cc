@@ -282,7 +282,7 @@ int runDaemon(const DaemonArgs& args) {
   }
 
   // Destruction order matters: the registry (and so every plugin library) outlives the
-  // io_context, its threads and every plugin object (aesthetics §11.4).
+  // io_context, its threads and every plugin object (docs/architecture.md, "The plugin boundary").
   SystemClock clock;
   HostContext host{&clock, env, nullptr, data_dir, cfg.getString("node.machine_id")};
   host.logger = pluginLogger("plugin");

@@ -1,4 +1,4 @@
-// lcc-bot — a robot for a BOT-M (surface.md "Programs", protocol.md §4).
+// lcc-bot — a robot for a BOT-M (docs/commands.md, docs/protocol.md §4).
 //
 //   lcc-bot --connect HOST:PORT [--slots N] [-c FILE]   connect (and reconnect) to a BOT-M
 //   lcc-bot --listen PORT [--slots N]                   wait for one connection (nc, tests)
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   std::string connect, listen, config_file, name, content_dir, plugin_dir, fetcher_name = "fetch-curl";
   std::uint32_t slots = 8;
   bool allow_private = false, sync_files = false;
-  CLI::App app{"lcc-bot — an LCC robot: fetches what its BOT-M asks (protocol.md §4)"};
+  CLI::App app{"lcc-bot — an LCC robot: fetches what its BOT-M asks (docs/protocol.md §4)"};
   auto* c_opt = app.add_option("--connect", connect, "BOT-M robot port to connect to (HOST:PORT)");
   auto* l_opt = app.add_option("--listen", listen, "wait for one connection on PORT or HOST:PORT (127.0.0.1 by default)");
   c_opt->excludes(l_opt);

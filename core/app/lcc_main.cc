@@ -1,4 +1,4 @@
-// lcc — the administrator's, provider's and content user's command (surface.md).
+// lcc — the administrator's, provider's and content user's command (docs/commands.md).
 #include <iostream>
 
 #include "app/cli.h"

@@ -1,4 +1,4 @@
-// lccd — the LCC daemon (surface.md "Programs").
+// lccd — the LCC daemon (docs/commands.md).
 #include <CLI/CLI.hpp>
 #include <iostream>
 

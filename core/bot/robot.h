@@ -1,5 +1,5 @@
 // robot.h — a robot: fetches what its BOT-M asks over the robot protocol
-// (protocol.md §4) through a Fetcher, writes through a temporary name, renames.
+// (docs/protocol.md §4) through a Fetcher, writes through a temporary name, renames.
 //
 // RobotSession is one connection (either direction: lcc-bot --listen accepts it,
 // RobotClient connects and reconnects). Each session speaks first (<lcc:robot>).

@@ -1,5 +1,5 @@
 // content_route.h — GET /content/<file> on the node's HTTP port: a leaf BOT-M serves
-// the content files of its machine to CUs on other machines (design §9; issue 6).
+// the content files of its machine to CUs on other machines (design document §9; issue 6).
 //
 // <file> must be exactly a name this BOT-M's FilenameStore could have issued
 // ("00/00/7b" with botm.fanout 256); anything else — traversal, absolute paths,

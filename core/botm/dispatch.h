@@ -1,11 +1,11 @@
-// dispatch.h — the BOT-M's policy, without sockets (architecture.md rule 8).
+// dispatch.h — the BOT-M's policy, without sockets (docs/architecture.md rule 8).
 //
-// Dispatcher: a BOT-M with robots (design §7). Takes the events of its url source
+// Dispatcher: a BOT-M with robots (design document §7). Takes the events of its url source
 // and its robots, returns what to send where. It owns the jobs (fetches taken from
 // the source), the robots' slots and the filename management (FilenameStore); it
 // unlinks content files itself, through the Env.
 //
-// Forwarder: a parent BOT-M (botm.parent, design §7 "When Talking to Other
+// Forwarder: a parent BOT-M (botm.parent, design document §7 "When Talking to Other
 // BOT-Ms"). No filename management: it forwards fetches to child BOT-Ms (each
 // loaded up to capacity x botm.child_overload_pct), routes deletes by machine id and
 // passes results up unchanged.

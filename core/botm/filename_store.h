@@ -1,5 +1,5 @@
 // filename_store.h — the BOT-M's only persistent state: which content file names
-// may be handed out next (design §7 "filename management").
+// may be handed out next (design document §7 "filename management").
 //
 // A name is a number n, spelled as a path of a two-level fan-out:
 //   "<d1>/<d2>/<n in hex>"  with d2 = (n / F) % F, d1 = (n / F²) % F, F = botm.fanout,

@@ -1,4 +1,4 @@
-// cu_client.h — the client side of the CU query (protocol.md §3), in C++: connect to
+// cu_client.h — the client side of the CU query (docs/protocol.md §3), in C++: connect to
 // a CU port, send a query, and read the answer as raw bytes or as records.
 //
 // WHO: liblcc_client.so (the C API, lcc_client.h) and `lcc cu query`.

@@ -1,6 +1,6 @@
 /* lcc_client.h — the LCC content-user C API (liblcc_client.so).
  *
- * Runs a CU query (protocol.md §3) against one or several LCC endpoints (the CU TCP
+ * Runs a CU query (docs/protocol.md §3) against one or several LCC endpoints (the CU TCP
  * port, host:port of `listen.cu`) and presents one merged view: the endpoints are
  * queried in turn, in the order given, and their answers concatenated (design
  * document §12: a split LCC holds each provider in exactly one sub-LCC, so nothing
@@ -105,7 +105,7 @@ LCC_CLIENT_API long long lcc_cursor_read_content(lcc_cursor* cursor, void* buf, 
  * that endpoint (always after LCC_DONE). */
 LCC_CLIENT_API uint64_t lcc_cursor_count(const lcc_cursor* cursor, size_t endpoint);
 LCC_CLIENT_API uint64_t lcc_cursor_last_seq(const lcc_cursor* cursor, size_t endpoint);
-/* The query_rejected code (protocol.md §2) after LCC_EREJECTED, else 0. */
+/* The query_rejected code (docs/protocol.md §2) after LCC_EREJECTED, else 0. */
 LCC_CLIENT_API int lcc_cursor_reject_code(const lcc_cursor* cursor);
 /* The last error in words ("" when none). */
 LCC_CLIENT_API const char* lcc_cursor_error(const lcc_cursor* cursor);

@@ -1,5 +1,5 @@
 // content_locator.h — where the content files of each machine can be read over HTTP
-// (design §9: "find the ports of these BOT-Ms by communicating with the central
+// (design document §9: "find the ports of these BOT-Ms by communicating with the central
 // well-known one connected to the QM").
 //
 // Two sources, one answer per machine id:

@@ -1,4 +1,4 @@
-// journal.h — the durable intake journal (architecture.md rule 1), shared by the
+// journal.h — the durable intake journal (docs/architecture.md rule 1), shared by the
 // QM intake and the UNS spool.
 //
 // A journal is a folder of segment files `<dir>/<first-position>.jnl`. A record is

@@ -1,4 +1,4 @@
-// time_util.h — RFC 3339 times on the wire (protocol.md: "Times").
+// time_util.h — RFC 3339 times on the wire (docs/protocol.md §0, "Times").
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// cu_http.h — GET /cu/query on the HTTP port (protocol.md §3, surface.md).
+// cu_http.h — GET /cu/query on the HTTP port (docs/protocol.md §3.3).
 //
 // The handler parses the parameters and runs the counting pass on the HTTP worker
 // thread, so a bad query is a 400 with the query_rejected XML and a store failure a

@@ -1,5 +1,5 @@
 // cu_server.h — the CU port (listen.cu): one XML query per connection, the answer
-// streamed until the server closes (protocol.md §3).
+// streamed until the server closes (docs/protocol.md §3).
 //
 // Per connection, on its strand: read the query (CuQueryParser; cu.max_query_bytes,
 // cu.idle_timeout -> 133), then hand it to an export worker, which runs the query

@@ -1,5 +1,5 @@
 // admin_api.h — the administrator's HTTP API under /admin/ (what `lcc provider` and
-// `lcc status` use) and the node's home page GET / (surface.md "HTTP port").
+// `lcc status` use) and the node's home page GET / (docs/protocol.md §7).
 //
 // Every /admin/ request needs `Authorization: Bearer <token>`, the token being the
 // content of <data_dir>/admin.token (read on each request, compared in constant

@@ -1,5 +1,5 @@
 // http_server.h — the daemon's HTTP port (Boost.Beast): RS pages, /cu/query,
-// /status, /metrics and the admin API (surface.md "HTTP port").
+// /status, /metrics and the admin API (docs/protocol.md §7).
 //
 // Roles register routes on a Router before the server starts. Handlers run on the
 // server's worker threads, never on an io thread, so they may block on stores.

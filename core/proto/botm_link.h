@@ -59,7 +59,7 @@ struct LinkFetch {
 struct LinkResult {
   std::uint64_t id = 0;
   bool ok = false;
-  ErrorCode code = ErrorCode::kNone;    // on ok=false: a protocol.md §2 code
+  ErrorCode code = ErrorCode::kNone;    // on ok=false: a docs/protocol.md §2 code
   int http = 0;                         // 0: no HTTP status
   std::string machine;                  // ok and not unchanged: where the file lives
   std::string file;                     // relative to that machine's content directory

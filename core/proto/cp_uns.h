@@ -1,4 +1,4 @@
-// cp_uns.h — the CP ↔ UNS codec (spec/protocol.md §1–2): pure functions, no sockets.
+// cp_uns.h — the CP ↔ UNS codec (docs/protocol.md §1–2): pure functions, no sockets.
 //
 // UNS side: CpRequestDecoder turns the CP's bytes (init, then set, kDocuments
 // framing) into events; validateUrl() checks one <url> (codes 201–205); the
@@ -74,7 +74,7 @@ class CpRequestDecoder {
 };
 
 // ---------------------------------------------------------------------------
-// URL validation (protocol.md §1.2)
+// URL validation (docs/protocol.md §1.2)
 
 struct UrlRules {
   std::vector<std::string> accept_mime;  // "type/subtype" or "type/*"

@@ -1,4 +1,4 @@
-// cu_query.h — the CU query of protocol.md §3: its value, the XML document, the
+// cu_query.h — the CU query of docs/protocol.md §3: its value, the XML document, the
 // HTTP parameters of GET /cu/query, and the query_rejected answer.
 //
 // WHO: the CU (parses queries from TCP and HTTP), the C API and `lcc cu query`

@@ -1,4 +1,4 @@
-# lcc_cu_xml_format: the XML answer formatting of protocol.md §3 (cu_xml_format.cc)
+# lcc_cu_xml_format: the XML answer formatting of docs/protocol.md §3 (cu_xml_format.cc)
 # as a small PIC static library with hidden visibility, for the exporter plugins
 # (cu-xml, cu-tar), which link with -Wl,--no-undefined and so must carry it.
 # Included by each plugin's CMakeLists.txt; the first include defines the target.

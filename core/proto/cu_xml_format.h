@@ -1,4 +1,4 @@
-// cu_xml_format.h — the XML answer of protocol.md §3, piece by piece, and base64.
+// cu_xml_format.h — the XML answer of docs/protocol.md §3, piece by piece, and base64.
 //
 // WHO: the cu-xml and cu-tar plugins (the answer and MANIFEST.xml), the C API (base64
 // decoding). Pure functions on strings; standard library only, so a plugin links the

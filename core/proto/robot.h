@@ -1,4 +1,4 @@
-// robot.h — the robot protocol, BOT-M <-> BOT (protocol.md §4: the contract).
+// robot.h — the robot protocol, BOT-M <-> BOT (docs/protocol.md §4: the contract).
 //
 // WHO: the BOT-M writes encodeBotmRobot*() and reads with RobotStreamDecoder; a robot
 // (core/bot, lcc-bot) writes encodeRobot*() and reads with BotmRobotStreamDecoder.

@@ -1,6 +1,6 @@
 // xml_reader.h — streaming Expat with hard limits, for every XML protocol of the LCC.
 //
-// Two framings (protocol.md "Conventions"):
+// Two framings (docs/protocol.md §0):
 //  - kDocuments: each top-level element is one document (CP↔UNS: init, then set;
 //    the CU query). When a top-level element ends, feed() stops and reports how
 //    many bytes it used; the next bytes start a fresh document.
@@ -28,8 +28,8 @@
 namespace lcc::proto {
 
 // Namespaces of the LCC's XML protocols.
-inline constexpr std::string_view kLococaNs = "http://www.lococa.org/1.0";            // protocol.md §1, §3
-inline constexpr std::string_view kRobotNs = "http://www.lococa.org/1.0/robot";       // protocol.md §4
+inline constexpr std::string_view kLococaNs = "http://www.lococa.org/1.0";            // docs/protocol.md §1, §3
+inline constexpr std::string_view kRobotNs = "http://www.lococa.org/1.0/robot";       // docs/protocol.md §4
 inline constexpr std::string_view kInternalNs = "http://www.lococa.org/1.0/internal"; // docs/internal-protocols.md
 
 struct XmlName {

@@ -1,10 +1,10 @@
-// absorb.h — the queue logic of design §6, written once for every storage plugin.
+// absorb.h — the queue logic of design document §6, written once for every storage plugin.
 //
 // StoreTxn gathers the changes of one step (absorbing a set, a fetch result, a slot
 // merge) as a QueueBatch and a ContentBatch, with a read-your-writes overlay so a
 // step sees its own earlier changes (a set naming the same URL twice, a list whose
 // tail was just appended to). commit() applies the ContentBatch first, then the
-// QueueBatch (architecture.md rule 2: catalog, then queue), unsynced; the QM syncs
+// QueueBatch (docs/architecture.md rule 2: catalog, then queue), unsynced; the QM syncs
 // both at checkpoints.
 //
 // The functions below are the design's operations: "insert an update notification",

@@ -834,7 +834,7 @@ Status QueueManager::handleResult(const InFlight& f, const FetchOutcome& o) {
 
   if (o.ok) {
     if (!row || row->op == QueueOp::kNothing) {
-      // Removed during the fetch (design §6 "Some Notes"): drop what came back.
+      // Removed during the fetch (design document §6 "Some Notes"): drop what came back.
       if (has_file) {
         DeleteRequest d{o.machine, o.file, now};
         t.putDelete(d);

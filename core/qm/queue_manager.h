@@ -1,5 +1,5 @@
 // queue_manager.h — the QM's engine: intake, absorb, fetching, results, deletes,
-// checkpoints, ageing, overload and cache-crash (design §6; architecture.md rules 1–6).
+// checkpoints, ageing, overload and cache-crash (design document §6; docs/architecture.md rules 1–6).
 //
 // No sockets: the intake server hands it sets, the BOT-M server hands it link events
 // and results, and it talks back through BotmPort. Every method runs on one thread at
@@ -75,7 +75,7 @@ struct QmOptions {
 
 using LinkId = std::uint64_t;
 
-// A fetch handed to a BOT-M (internal-protocols.md §2 <fetch>).
+// A fetch handed to a BOT-M (docs/internal-protocols.md §2 <fetch>).
 struct FetchOrder {
   std::uint64_t id = 0;
   std::string url;

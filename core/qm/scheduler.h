@@ -1,11 +1,11 @@
-// scheduler.h — who fetches next (design §6 "Fetching of URLs", "Bandwidth Delay").
+// scheduler.h — who fetches next (design document §6 "Fetching of URLs", "Bandwidth Delay").
 //
 // A pure policy class: it takes events (a set became ready, a fetch was handed out,
 // finished or failed, the BOT-M capacity changed, time passed) and answers "which
 // provider next". No sockets, no store access, no timers of its own: time comes from
 // the injected Clock and the owner calls tick() every qm.bandwidth_tick.
 //
-// Memory is per provider (architecture.md rule 4): for each provider its priority,
+// Memory is per provider (docs/architecture.md rule 4): for each provider its priority,
 // bandwidth, in-flight count, delay and the ids of its ready sets (the QPSDB rows
 // with slot -1, 8 bytes each — sets, never URLs). The design's three tables are:
 //  - being-fetched: providers with fetches in flight (inFlight(pid) > 0);

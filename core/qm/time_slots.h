@@ -1,4 +1,4 @@
-// time_slots.h — time-of-day slots (design §6 "Time Of Day Fetching").
+// time_slots.h — time-of-day slots (design document §6 "Time Of Day Fetching").
 //
 // The LCC divides a rolling period (qm.slot_period, a day by default) into qm.slots
 // equal slots, counted from the Unix epoch in UTC. A URL's `tod` names the slots in

@@ -1,5 +1,5 @@
 // forwarder.h — the UNS's side of the UNS → QM link (docs/internal-protocols.md §1)
-// and the spool (the "unsdb", design §5, §10, §11).
+// and the spool (the "unsdb", design document §5, §10, §11).
 //
 // One permanent, pipelined TCP connection to the QM. A set is given a set id
 // (strictly increasing, persisted in blocks in <spool_dir>/set_id) and then either

@@ -1,4 +1,4 @@
-// session_policy.h — one CP session as a state machine (protocol.md §1): events in,
+// session_policy.h — one CP session as a state machine (docs/protocol.md §1): events in,
 // actions out, no sockets and no clocks, so it runs the same in a unit test.
 //
 //   kAwaitInit ──init──▶ kAuthenticating ──ok──▶ kAwaitSet ──set──▶ kInSet ──</set>──▶

@@ -1,4 +1,4 @@
-// member_path.h — the tar member path of one URL identity (protocol.md §3):
+// member_path.h — the tar member path of one URL identity (docs/protocol.md §3):
 // `<pid>/<host>/<path>`, readable, never absolute, never `.` or `..`, and unique per
 // (pid, c, m) by construction, with no state kept between records.
 //

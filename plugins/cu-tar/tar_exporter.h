@@ -1,4 +1,4 @@
-// tar_exporter.h — cu-tar: gzip-compressed POSIX tar answers (protocol.md §3; README.md).
+// tar_exporter.h — cu-tar: gzip-compressed POSIX tar answers (docs/protocol.md §3; README.md).
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// xml_exporter.h — cu-xml: the XML answer of protocol.md §3 (see README.md).
+// xml_exporter.h — cu-xml: the XML answer of docs/protocol.md §3 (see README.md).
 #pragma once
 
 #include <string>

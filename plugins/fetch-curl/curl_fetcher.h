@@ -34,7 +34,7 @@ struct CurlOptions {
   std::size_t write_chunk = 256 * 1024;  // bytes gathered before a write is handed to a writer
 };
 
-// Maps an HTTP status that is not a success to a protocol.md §2 code.
+// Maps an HTTP status that is not a success to a docs/protocol.md §2 code.
 ErrorCode classifyHttpStatus(long status, bool conditional);
 // "text/html; charset=utf-8" -> "text/html" (lower case, trimmed).
 std::string baseMime(std::string_view content_type);

@@ -137,7 +137,7 @@ Status applyDirective(std::string_view name, std::string_view value, Directives*
     d->status = static_cast<int>(*n);
   } else if (name == "code") {
     auto n = parseUnsigned(value);
-    if (!n || !isKnownErrorCode(static_cast<unsigned>(*n))) return bad("a protocol error code (protocol.md §2)");
+    if (!n || !isKnownErrorCode(static_cast<unsigned>(*n))) return bad("a protocol error code (docs/protocol.md §2)");
     d->code = static_cast<ErrorCode>(*n);
   } else if (name == "delay") {
     auto n = parseStubDuration(value);

@@ -1,4 +1,4 @@
-// The CU query of protocol.md §3: the XML document, the HTTP parameters, refusals.
+// The CU query of docs/protocol.md §3: the XML document, the HTTP parameters, refusals.
 #include <gtest/gtest.h>
 
 #include "cu_test_util.h"

@@ -1,4 +1,4 @@
-// Absorb semantics (design §6 "Arriving URLs"), case by case, on every storage plugin.
+// Absorb semantics (design document §6 "Arriving URLs"), case by case, on every storage plugin.
 #include "qm/absorb.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// config.h — etc/lcc.yaml into an immutable, validated Config (surface.md).
+// config.h — etc/lcc.yaml into an immutable, validated Config (docs/configuration.md).
 //
 // Every key of the core is declared once in schema.cc (path, type, default, bounds,
 // help). Loading collects every problem — unknown keys, wrong types, values out of
@@ -84,7 +84,7 @@ class Config {
                                     std::vector<ConfigProblem>* problems) const;
 
   // Paths relative to the config file's folder... no: relative paths are relative to
-  // the working directory, as in surface.md (`./var`). This resolves them to absolute.
+  // the working directory, as in docs/configuration.md (`./var`). This resolves them to absolute.
   static std::string absolutePath(const std::string& path);
 
   // Every key with its effective value, one per line (lccd --print-config).

@@ -25,12 +25,12 @@ const std::vector<KeySpec>& Config::schema() {
       {"log.level", KeyType::kString, "info", 1, 5, "debug, info, warn or error"},
       {"log.file", KeyType::kString, "", 0, 4096, "log file (empty: stderr); SIGHUP reopens it"},
       // --- listen ---
-      {"listen.uns", KeyType::kHostPort, "127.0.0.1:7700", kNoMin, kNoMax, "CPs connect here (protocol.md §1)"},
+      {"listen.uns", KeyType::kHostPort, "127.0.0.1:7700", kNoMin, kNoMax, "CPs connect here (docs/protocol.md §1)"},
       {"listen.qm", KeyType::kHostPort, "127.0.0.1:7701", kNoMin, kNoMax, "UNSes connect here"},
       {"listen.botm", KeyType::kHostPort, "127.0.0.1:7702", kNoMin, kNoMax,
        "BOT-Ms connect here to their url source (the QM, or a parent BOT-M)"},
-      {"listen.robots", KeyType::kHostPort, "127.0.0.1:7703", kNoMin, kNoMax, "robots connect here (protocol.md §4)"},
-      {"listen.cu", KeyType::kHostPort, "127.0.0.1:7704", kNoMin, kNoMax, "CU queries (protocol.md §3)"},
+      {"listen.robots", KeyType::kHostPort, "127.0.0.1:7703", kNoMin, kNoMax, "robots connect here (docs/protocol.md §4)"},
+      {"listen.cu", KeyType::kHostPort, "127.0.0.1:7704", kNoMin, kNoMax, "CU queries (docs/protocol.md §3)"},
       {"listen.http", KeyType::kHostPort, "127.0.0.1:7780", kNoMin, kNoMax,
        "registration pages, /cu/query, /status, /metrics, admin API"},
       // --- storage ---

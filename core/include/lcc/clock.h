@@ -1,4 +1,4 @@
-// lcc/clock.h — time, injected (architecture.md rule 5).
+// lcc/clock.h — time, injected (docs/architecture.md rule 5).
 //
 // WHO: every component and plugin that looks at time or waits. Production uses the
 // system clock (core/common/system_clock.h); tests use a simulated clock whose

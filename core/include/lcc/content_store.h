@@ -1,7 +1,7 @@
 // lcc/content_store.h — the LCC DB: one record per stored URL, with a change sequence
-// and tombstones (design document §6, §9; protocol.md §3).
+// and tombstones (design document §6, §9; docs/protocol.md §3).
 //
-// WHO CALLS IT: the QM writes (it is the only writer, design §6); the CU, the UNS
+// WHO CALLS IT: the QM writes (it is the only writer, design document §6); the CU, the UNS
 // (quota figures) and the admin API read, concurrently with the writer.
 // THREADS: apply()/sync()/close() from one writer thread at a time; the read methods
 // are thread-safe and may run concurrently with the writer. A scan sees a consistent
@@ -51,7 +51,7 @@ class ContentBatch {
   std::vector<Op> ops_;
 };
 
-// A filter for sequence scans (protocol.md §3). Kinds are AND-ed, values within a
+// A filter for sequence scans (docs/protocol.md §3). Kinds are AND-ed, values within a
 // kind OR-ed; an empty list means "any".
 struct ContentFilter {
   std::vector<ProviderId> providers;

@@ -1,4 +1,4 @@
-// lcc/error_codes.h — the protocol error codes of spec/protocol.md §2.
+// lcc/error_codes.h — the protocol error codes of docs/protocol.md §2.
 //
 // WHO: the UNS (session and url codes), the QM (fetch codes into the PIDB error
 // list), fetchers (fetch codes in FetchResult), the CU (query_rejected).
@@ -86,7 +86,7 @@ constexpr bool isKnownErrorCode(unsigned v) {
 }
 
 // Fetch errors that are about the whole provider site rather than one URL: the QM
-// delays the whole set instead of marking one URL bad (design §6, "Fetching").
+// delays the whole set instead of marking one URL bad (design document §6, "Fetching").
 constexpr bool isProviderWideFetchError(ErrorCode code) {
   return code == ErrorCode::kDnsFailure || code == ErrorCode::kConnectFailure;
 }

@@ -1,4 +1,4 @@
-// lcc/exporter.h — a CU output format (cu-xml, cu-tar): protocol.md §3.
+// lcc/exporter.h — a CU output format (cu-xml, cu-tar): docs/protocol.md §3.
 //
 // WHO CALLS IT: the CU query engine, once per query: begin(), add() per record in
 // change-sequence order, finish(). The same exporter serves TCP, HTTP and files

@@ -12,7 +12,7 @@
 //    result.md5 describe exactly those bytes, and the file is closed (not synced:
 //    the robot decides). On failure request.path may hold partial data; the caller
 //    removes it. With unchanged=true (HTTP 304) the file is not touched.
-//  - Every outcome maps to a code of protocol.md §2 (kNone on success).
+//  - Every outcome maps to a code of docs/protocol.md §2 (kNone on success).
 // PRECONDITIONS:
 //  REQUIRES: request.id unique among this fetcher's fetches in flight.
 #pragma once

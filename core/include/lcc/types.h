@@ -32,7 +32,7 @@ inline std::int64_t toUnixMillis(WallTime t) { return t.time_since_epoch().count
 inline WallTime fromUnixMillis(std::int64_t ms) { return WallTime(Millis(ms)); }
 
 // ---------------------------------------------------------------------------
-// URL identity: (provider, resolved conceptual URL, MIME type) — protocol.md §1.2.
+// URL identity: (provider, resolved conceptual URL, MIME type) — docs/protocol.md §1.2.
 struct UrlKey {
   ProviderId pid = 0;
   std::string url;   // the resolved conceptual URL ("c" after urlprefix)
@@ -76,7 +76,7 @@ inline std::string encodeProviderPrefix(ProviderId pid) {
 }
 
 // ---------------------------------------------------------------------------
-// One URL notification after the UNS validated it (protocol.md §1.2).
+// One URL notification after the UNS validated it (docs/protocol.md §1.2).
 enum class UrlOp : std::uint8_t { kUpdate = 0, kDelete = 1 };
 
 struct UrlNotice {
@@ -141,7 +141,7 @@ struct DeleteRequest {
 };
 
 // ---------------------------------------------------------------------------
-// LCC DB (design document §6 "Fetching", §9; protocol.md §3).
+// LCC DB (design document §6 "Fetching", §9; docs/protocol.md §3).
 struct ContentRecord {
   UrlKey key;
   ChangeSeq seq = 0;       // assigned by the QM on every store or removal
@@ -233,7 +233,7 @@ struct ProviderRecord {
 };
 
 // ---------------------------------------------------------------------------
-// Fetching (protocol.md §4; Fetcher).
+// Fetching (docs/protocol.md §4; Fetcher).
 struct FetchRequest {
   std::uint64_t id = 0;            // caller's id, echoed in the result
   std::string url;                 // http or https
