@@ -1,0 +1,44 @@
+// lccd_process.h — a real lccd for a benchmark: its own folder, free loopback ports,
+// a config written from the arguments, started and stopped as a child process.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace lcc::bench {
+
+class LccdProcess {
+ public:
+  // `roles` as in lcc.yaml; `extra` is YAML appended to the config.
+  LccdProcess(std::string work_dir, std::vector<std::string> roles, std::string extra = "");
+  ~LccdProcess();
+
+  // Starts lccd and waits (at most 30 s) until its HTTP port answers a connect.
+  bool start();
+  // SIGTERM, then waits; true when it exited 0.
+  bool stop();
+  std::uint16_t port(const std::string& listener) const { return ports_.at(listener); }
+  const std::string& config() const { return config_; }
+  pid_t pid() const { return pid_; }
+  // VmHWM and VmRSS of the running lccd, in bytes.
+  std::uint64_t peakRss() const;
+  std::uint64_t rss() const;
+  // Runs `lcc --config <ours> args...` and returns its stdout ("" on failure).
+  std::string lcc(const std::vector<std::string>& args) const;
+
+ private:
+  std::string work_;
+  std::string config_;
+  std::map<std::string, std::uint16_t> ports_;
+  pid_t pid_ = -1;
+};
+
+std::uint16_t freeLoopbackPort();
+// Connects to 127.0.0.1:port; -1 on failure.
+int connectLoopback(std::uint16_t port);
+
+}  // namespace lcc::bench

@@ -1,0 +1,172 @@
+// session_bench — CP sessions over real sockets against a real lccd (roles uns, qm):
+//  - serial: one session at a time (init + a set of --urls URLs, until set_result);
+//  - concurrent: --providers clients at once, each its own provider, --sessions in all;
+// beside the limit of the durable path measured in the same run: the same set bytes
+// appended serially to a file with an fdatasync each (what one set costs at least when
+// nothing is batched). Prints sets/s, latencies and the ratio to that baseline.
+//
+//   build/bin/session_bench [--providers 64] [--sessions 20000] [--urls 10] [--serial 20]
+//                           [--store storage-kyoto]
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_util.h"
+#include "session_bench/lccd_process.h"
+
+namespace lcc::bench {
+namespace {
+
+struct Args {
+  int providers = 64;
+  int sessions = 20000;
+  int urls = 10;
+  int serial = 20;
+  std::string store = "storage-kyoto";
+};
+
+struct Provider {
+  std::string id, password;
+};
+
+std::string setDocument(int provider_index, int session, int urls) {
+  std::string s = "<lococa:set xmlns:lococa=\"http://www.lococa.org/1.0\" set=\"partial\" urlprefix=\"http://p" +
+                  std::to_string(provider_index) + ".example/\">";
+  for (int u = 0; u < urls; ++u) {
+    s += "<url c=\"s" + std::to_string(session) + "/u" + std::to_string(u) + ".html\" m=\"text/html\" sz=\"" +
+         std::to_string(1000 + u) + "\"/>";
+  }
+  return s + "</lococa:set>";
+}
+
+// One whole session; true when the set was accepted.
+bool runSession(std::uint16_t port, const Provider& p, const std::string& set) {
+  int fd = connectLoopback(port);
+  if (fd < 0) return false;
+  std::string out = "<lococa:init xmlns:lococa=\"http://www.lococa.org/1.0\"><provider id=\"" + p.id +
+                    "\" passwd=\"" + p.password + "\"/></lococa:init>" + set;
+  bool ok = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(out.size());
+  std::string in;
+  char buf[8192];
+  while (ok) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    in.append(buf, static_cast<std::size_t>(n));
+    if (in.find("set_result>") != std::string::npos || in.find("init_rejected>") != std::string::npos) break;
+  }
+  ::close(fd);
+  return ok && in.find("<set_accepted") != std::string::npos;
+}
+
+double baselineSetsPerSecond(const std::string& dir, const std::string& set, int count) {
+  const std::string path = dir + "/baseline.journal";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return 0;
+  Stopwatch sw;
+  for (int i = 0; i < count; ++i) {
+    if (::write(fd, set.data(), set.size()) != static_cast<ssize_t>(set.size()) || ::fdatasync(fd) != 0) break;
+  }
+  double s = sw.seconds();
+  ::close(fd);
+  return count / s;
+}
+
+std::vector<Provider> addProviders(const LccdProcess& lccd, int n) {
+  std::vector<Provider> out;
+  for (int i = 0; i < n; ++i) {
+    std::string line = lccd.lcc({"provider", "add", "--prefix", "http://p" + std::to_string(i) + ".example/"});
+    auto id = line.find("id="), pw = line.find(" password=");
+    if (id == std::string::npos || pw == std::string::npos) return {};
+    std::string pass = line.substr(pw + 10);
+    while (!pass.empty() && (pass.back() == '\n' || pass.back() == '\r')) pass.pop_back();
+    out.push_back({line.substr(id + 3, pw - id - 3), pass});
+  }
+  return out;
+}
+
+int run(const Args& a) {
+  const std::string dir = makeTempDir("session");
+  std::printf("session_bench: %d providers, %d sessions of %d URLs, store %s\n%s\n", a.providers, a.sessions, a.urls,
+              a.store.c_str(), machineLine(dir).c_str());
+  const std::string stores = "storage:\n  queue: {plugin: " + a.store + "}\n  content: {plugin: " + a.store +
+                             "}\n  providers: {plugin: " + a.store + "}\nuns:\n  max_connections_per_ip: 4096\n";
+  LccdProcess lccd(dir, {"uns", "qm"}, stores);
+  if (!lccd.start()) {
+    std::fprintf(stderr, "lccd did not start (see %s/lccd.log)\n", dir.c_str());
+    return 1;
+  }
+  std::vector<Provider> providers = addProviders(lccd, a.providers);
+  if (providers.size() != static_cast<std::size_t>(a.providers)) {
+    std::fprintf(stderr, "lcc provider add failed\n");
+    return 1;
+  }
+  const std::uint16_t port = lccd.port("uns");
+  const double base = baselineSetsPerSecond(dir, setDocument(0, 0, a.urls), std::min(a.sessions, 5000));
+
+  std::vector<double> serial_us;
+  for (int i = 0; i < a.serial; ++i) {
+    Stopwatch sw;
+    if (!runSession(port, providers[0], setDocument(0, i, a.urls))) std::fprintf(stderr, "serial session %d failed\n", i);
+    serial_us.push_back(sw.micros());
+  }
+
+  std::atomic<int> next{0}, failed{0};
+  std::vector<std::vector<double>> lat(providers.size());
+  Stopwatch wall;
+  std::vector<std::thread> clients;
+  for (std::size_t c = 0; c < providers.size(); ++c) {
+    clients.emplace_back([&, c] {
+      for (int s; (s = next.fetch_add(1)) < a.sessions;) {
+        Stopwatch sw;
+        if (!runSession(port, providers[c], setDocument(static_cast<int>(c), a.serial + s, a.urls))) ++failed;
+        lat[c].push_back(sw.micros());
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  const double secs = wall.seconds();
+  std::vector<double> all;
+  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+  const double rate = a.sessions / secs;
+  std::printf("baseline   append + fdatasync per set, serial: %.0f sets/s\n", base);
+  std::printf("serial     %d sessions: mean %.2f ms, p50 %.2f ms, p99 %.2f ms\n", a.serial,
+              [&] { double t = 0; for (double v : serial_us) t += v; return t / serial_us.size() / 1000; }(),
+              percentile(serial_us, 50) / 1000, percentile(serial_us, 99) / 1000);
+  std::printf("concurrent %zu clients: %.0f sets/s (%.0f URLs/s), p50 %.2f ms, p99 %.2f ms, %d failed\n",
+              providers.size(), rate, rate * a.urls, percentile(all, 50) / 1000, percentile(all, 99) / 1000,
+              failed.load());
+  std::printf("ratio      concurrent / baseline: %.2fx\n", rate / base);
+  std::printf("lccd       peak RSS %.1f MB\n", static_cast<double>(lccd.peakRss()) / 1e6);
+  const bool clean = lccd.stop();
+  if (!std::getenv("KEEP")) removeTree(dir);
+  return failed.load() == 0 && clean ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace lcc::bench
+
+int main(int argc, char** argv) {
+  lcc::bench::Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--providers") a.providers = std::atoi(v.c_str());
+    else if (k == "--sessions") a.sessions = std::atoi(v.c_str());
+    else if (k == "--urls") a.urls = std::atoi(v.c_str());
+    else if (k == "--serial") a.serial = std::atoi(v.c_str());
+    else if (k == "--store") a.store = v;
+    else {
+      std::fprintf(stderr, "usage: session_bench [--providers N] [--sessions N] [--urls N] [--serial N] [--store P]\n");
+      return 2;
+    }
+  }
+  if (a.providers < 1 || a.sessions < 1 || a.urls < 1 || a.serial < 1) return 2;
+  return lcc::bench::run(a);
+}
