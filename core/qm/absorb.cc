@@ -1,6 +1,16 @@
 #include "qm/absorb.h"
 
+#include <charconv>
+
 namespace lcc::qm {
+
+std::optional<std::uint64_t> parseMetaU64(const std::optional<std::string>& value) {
+  if (!value) return std::nullopt;
+  std::uint64_t v = 0;
+  auto r = std::from_chars(value->data(), value->data() + value->size(), v);
+  if (r.ec != std::errc() || r.ptr != value->data() + value->size()) return std::nullopt;
+  return v;
+}
 
 // ---------------------------------------------------------------------------
 // StoreTxn

@@ -34,6 +34,9 @@ namespace lcc::qm {
 inline constexpr const char* kMetaAppliedPos = "qm.applied_journal_pos";  // last journal record applied
 inline constexpr const char* kMetaNextPSet = "qm.next_pset";
 inline std::string metaUnsKey(const std::string& uns) { return "qm.uns." + uns; }  // highest set id applied
+inline constexpr const char* kMetaLastMerge = "qm.last_merge_ms";  // wall time of the last slot merge
+// A meta value written as a decimal number; nullopt when absent or not a number.
+std::optional<std::uint64_t> parseMetaU64(const std::optional<std::string>& value);
 
 // What a committed step asks of the rest of the QM.
 struct TxnEffects {

@@ -1,5 +1,6 @@
 // queue_manager.h — the QM's engine: intake, absorb, fetching, results, deletes,
 // checkpoints, ageing, overload and cache-crash (design document §6; docs/architecture.md rules 1–6).
+// One class, one file per concern: queue_manager_<concern>.cc (core/qm/README.md).
 //
 // No sockets: the intake server hands it sets, the BOT-M server hands it link events
 // and results, and it talks back through BotmPort. Every method runs on one thread at
@@ -36,6 +37,7 @@
 #include "lcc/queue_store.h"
 #include "qm/absorb.h"
 #include "qm/intake_set.h"
+#include "qm/result_policy.h"
 #include "qm/scheduler.h"
 #include "qm/time_slots.h"
 
@@ -211,21 +213,45 @@ class QueueManager {
     std::uint64_t bandwidth = 0;
   };
 
+  // What one walk of a ready set's list came to (dispatch).
+  enum class Walk {
+    kNext,     // nothing of this set can go now: try the provider's next set
+    kRestart,  // the list changed (a row dropped or moved): walk it again
+    kDone,     // a fetch went out, or the provider waits: dispatchOne() returns true
+    kStop,     // no link has room, or a store failed: dispatchOne() returns false
+  };
+
+  // intake (queue_manager_intake.cc)
   Status applySet(const IntakeSet& set, JournalPos pos);
   Status finishTxn(StoreTxn& t);  // commit + effects
   void applyEffects(TxnEffects& e);
   ProviderInfo providerInfo(ProviderId pid);
+  // replay and rebuild (queue_manager_rebuild.cc)
+  Status replayJournal(std::string& crash_why);
   Status loadTables();
+  void reloadTables(const std::vector<PSetRecord>& lists);
+  // dispatch (queue_manager_dispatch.cc)
   bool dispatchOne(ProviderId pid);  // false: nothing more can go now
+  Walk walkReadySet(ProviderId pid, PSetId pset, WallTime now, TimeSlot cur_slot);
+  bool holdForRetry(ProviderId pid);  // the head row is bad and its retry time has not come
+  void sendFetch(ProviderId pid, PSetId pset, LinkId link, const std::string& key, const UrlNotice& n);
   std::optional<LinkId> pickLink() const;
-  void pumpDeletes();
   Status moveProviderToSlot(ProviderId pid, Millis delay);
+  // results (queue_manager_result.cc; the decision is result_policy.h)
+  Status handleResult(const InFlight& f, const FetchOutcome& o);
+  void countResult(const FetchOutcome& o, const ResultAction& a);
+  Status writeResult(StoreTxn& t, const InFlight& f, const FetchOutcome& o, const ResultAction& a,
+                     std::optional<QueueEntry>& row, const std::optional<ContentRecord>& old, WallTime now);
+  Status scheduleAfterResult(ProviderId pid, const ResultAction& a);
   void recordError(ProviderId pid, const UrlNotice& n, const FetchOutcome& o);
+  // delete manager (queue_manager_deletes.cc)
+  void pumpDeletes();
+  // periodic work (queue_manager_periodic.cc)
   void flushProviderDeltas();
+  // overload and failures (queue_manager_overload.cc)
   void storeFailed(const Status& s);
   void updateOverload();
-  Status handleResult(const InFlight& f, const FetchOutcome& o);
-  void deleteFileNow(const std::string& machine, const std::string& file);
+  // life cycle (queue_manager.cc) and status (queue_manager_status.cc)
   void schedule(Millis every, std::function<void()> fn, TimerId* id);
   void post(std::function<void()> fn);
   void publishMetrics();

@@ -1,0 +1,221 @@
+// queue_manager_rebuild.cc — start-up: the intake journal replayed past the applied
+// position, the in-memory tables loaded from the QPSDB, and the QPSDB rebuilt from the
+// QDB's `next` chains when their counts disagree.
+#include "qm/queue_manager.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <tuple>
+
+namespace lcc::qm {
+
+Status QueueManager::replayJournal(std::string& crash_why) {
+  if (!deps_.journal) return Status::ok();
+  auto because = [&](const std::string& why) { crash_why += (crash_why.empty() ? "" : "; ") + why; };
+  std::uint64_t replayed = 0;
+  auto info = deps_.journal->replay(applied_pos_, [&](JournalPos pos, std::string_view payload) -> Status {
+    auto set = decodeIntakeSet(payload);
+    if (!set.isOk()) {
+      because("journal record " + std::to_string(pos) + ": " + set.status().message());
+      return Status::ok();
+    }
+    if (!set->uns.empty()) {
+      auto& seen = uns_seen_[set->uns];
+      seen = std::max(seen, set->id);
+    }
+    ++replayed;
+    return applySet(*set, pos);
+  });
+  if (!info.isOk()) {
+    if (!failed_.isOk()) return failed_;
+    because("journal replay: " + info.status().message());
+  } else if (info->corruption) {
+    because("journal corruption: " + info->detail);
+  }
+  if (replayed > 0) spdlog::info("qm: replayed {} sets from the intake journal", replayed);
+  next_pset_ = std::max<PSetId>(next_pset_, deps_.journal->lastPosition() + 1);
+  return Status::ok();
+}
+
+Status QueueManager::loadTables() {
+  std::unique_lock<std::mutex> lk(queued_mu_);
+  queued_.clear();
+  queued_total_ = 0;
+  std::uint64_t sum = 0;
+  std::vector<PSetRecord> ready;
+  LCC_RETURN_IF_ERROR(deps_.queue->scanPSets(std::nullopt, [&](const PSetRecord& p) {
+    queued_[p.pid] += p.count;
+    sum += p.count;
+    if (p.slot == kSlotNow) ready.push_back(p);
+    return true;
+  }));
+  LCC_ASSIGN_OR_RETURN(std::uint64_t rows, deps_.queue->entryCount());
+  if (rows != sum) {
+    lk.unlock();
+    spdlog::warn("qm: QPSDB lists hold {} rows but the QDB has {}; rebuilding the QPSDB", sum, rows);
+    return rebuildPSets();
+  }
+  queued_total_ = sum;
+  for (const auto& p : ready) {
+    ProviderInfo info = providerInfo(p.pid);
+    sched_.setProvider(p.pid, info.priority, info.bandwidth);
+    sched_.addReadySet(p.pid, p.pset);
+  }
+  return Status::ok();
+}
+
+namespace {
+
+using ListKey = std::pair<PSetId, TimeSlot>;
+
+// Rebuilds the QPSDB lists from the QDB rows alone: a list is a `next` chain, its head
+// a row no other row points to. Broken chains (a `next` to a row that is gone, a
+// cycle) are cut, and two chains with the same (pset, slot) are joined; the fixes go
+// into `batch`.
+class ListRebuilder {
+ public:
+  ListRebuilder(QueueBatch& batch, std::function<std::int32_t(ProviderId)> priority_of)
+      : batch_(batch), priority_of_(std::move(priority_of)) {}
+
+  void addRow(const QueueEntry& e) {
+    rows_.emplace(encodeUrlKey(e.notice.key), e);
+    if (!e.next.empty()) pointed_.insert(e.next);
+  }
+
+  void build() {
+    std::vector<std::string> heads;
+    for (const auto& [key, e] : rows_) {
+      if (!pointed_.count(key)) heads.push_back(key);
+    }
+    std::sort(heads.begin(), heads.end(), [&](const std::string& a, const std::string& b) {
+      const auto& x = rows_.at(a);
+      const auto& y = rows_.at(b);
+      return std::tie(x.pset, x.slot, x.queued, a) < std::tie(y.pset, y.slot, y.queued, b);
+    });
+    for (const auto& h : heads) place(h);
+    // Rows only reachable through a cycle: each becomes its own list.
+    for (const auto& [key, e] : rows_) {
+      if (!placed_.count(key)) place(key);
+    }
+  }
+
+  const std::map<ListKey, PSetRecord>& lists() const { return lists_; }
+  std::size_t rowCount() const { return rows_.size(); }
+
+ private:
+  // Follows the chain from `head`; returns its length and sets `last` to its tail.
+  std::uint64_t walk(const std::string& head, std::string& last) {
+    std::string cur = head;
+    std::uint64_t n = 0;
+    while (!cur.empty() && rows_.count(cur) && placed_.insert(cur).second) {
+      last = cur;
+      ++n;
+      const QueueEntry& e = rows_.at(cur);
+      if (!e.next.empty() && !rows_.count(e.next)) {
+        QueueEntry fixed = e;  // points at a row that is gone: end the chain here
+        fixed.next.clear();
+        batch_.putEntry(fixed);
+        break;
+      }
+      cur = e.next;
+    }
+    if (!cur.empty() && rows_.count(cur) && placed_.count(cur) && cur != last) {
+      QueueEntry fixed = rows_.at(last);  // a cycle: cut it
+      fixed.next.clear();
+      batch_.putEntry(fixed);
+    }
+    return n;
+  }
+
+  void place(const std::string& head) {
+    const QueueEntry& h = rows_.at(head);
+    const ListKey id{h.pset, h.slot};
+    std::string last;
+    const std::uint64_t n = walk(head, last);
+    auto it = lists_.find(id);
+    if (it == lists_.end()) {
+      PSetRecord p;
+      p.pset = id.first;
+      p.slot = id.second;
+      p.pid = h.notice.key.pid;
+      p.priority = priority_of_(p.pid);
+      p.first = head;
+      p.last = last;
+      p.count = n;
+      lists_.emplace(id, p);
+    } else {
+      // Two chains with the same (pset, slot): join them.
+      QueueEntry tail = rows_.at(it->second.last);
+      tail.next = head;
+      rows_[it->second.last].next = head;
+      batch_.putEntry(tail);
+      it->second.last = last;
+      it->second.count += n;
+    }
+  }
+
+  QueueBatch& batch_;
+  std::function<std::int32_t(ProviderId)> priority_of_;
+  std::unordered_map<std::string, QueueEntry> rows_;
+  std::unordered_set<std::string> pointed_;
+  std::unordered_set<std::string> placed_;
+  std::map<ListKey, PSetRecord> lists_;
+};
+
+}  // namespace
+
+Status QueueManager::rebuildPSets() {
+  QueueBatch b;
+  ListRebuilder rebuilder(b, [this](ProviderId pid) { return providerInfo(pid).priority; });
+  LCC_RETURN_IF_ERROR(deps_.queue->scanEntries([&](const QueueEntry& e) {
+    rebuilder.addRow(e);
+    return true;
+  }));
+  std::vector<ListKey> old;
+  LCC_RETURN_IF_ERROR(deps_.queue->scanPSets(std::nullopt, [&](const PSetRecord& p) {
+    old.emplace_back(p.pset, p.slot);
+    return true;
+  }));
+  for (auto [ps, sl] : old) b.removePSet(ps, sl);
+  rebuilder.build();
+  const auto& lists = rebuilder.lists();
+  for (const auto& [id, p] : lists) b.putPSet(p);
+  LCC_RETURN_IF_ERROR(deps_.queue->apply(b).withContext("queue store"));
+  spdlog::info("qm: rebuilt the QPSDB: {} lists over {} rows", lists.size(), rebuilder.rowCount());
+  std::vector<PSetRecord> records;
+  records.reserve(lists.size());
+  for (const auto& [id, p] : lists) records.push_back(p);
+  reloadTables(records);
+  return Status::ok();
+}
+
+void QueueManager::reloadTables(const std::vector<PSetRecord>& lists) {
+  for (const auto& p : lists) {
+    if (p.slot == kSlotNow) sched_.removeReadySet(p.pid, p.pset);
+  }
+  std::vector<ProviderId> known;
+  {
+    std::lock_guard<std::mutex> lk(queued_mu_);
+    for (const auto& [pid, n] : queued_) known.push_back(pid);
+  }
+  for (ProviderId pid : known) {
+    for (PSetId ps : sched_.readySets(pid)) sched_.removeReadySet(pid, ps);
+  }
+  std::lock_guard<std::mutex> lk(queued_mu_);
+  queued_.clear();
+  queued_total_ = 0;
+  for (const auto& p : lists) {
+    queued_[p.pid] += p.count;
+    queued_total_ += p.count;
+    if (p.slot == kSlotNow) {
+      ProviderInfo info = providerInfo(p.pid);
+      sched_.setProvider(p.pid, info.priority, info.bandwidth);
+      sched_.addReadySet(p.pid, p.pset);
+    }
+  }
+}
+
+}  // namespace lcc::qm

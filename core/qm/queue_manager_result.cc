@@ -1,0 +1,201 @@
+// queue_manager_result.cc — results: a fetch result is checked, decideResult()
+// (result_policy.h) says what it does to the queue, and this file executes that action
+// on the stores, the scheduler and the PIDB error list.
+#include "qm/queue_manager.h"
+
+#include <spdlog/spdlog.h>
+
+namespace lcc::qm {
+
+void QueueManager::onResult(LinkId link, const FetchOutcome& o) {
+  auto it = inflight_.find(o.id);
+  if (it == inflight_.end()) {
+    spdlog::warn("qm: result for unknown fetch id {} from link {}", o.id, link);
+    return;
+  }
+  InFlight f = std::move(it->second);
+  inflight_.erase(it);
+  inflight_keys_.erase(f.key);
+  if (auto l = links_.find(f.link); l != links_.end() && l->second.in_flight > 0) l->second.in_flight -= 1;
+  if (failed_.isOk()) {
+    FetchOutcome checked = o;
+    if (checked.ok && !checked.unchanged && checked.file.empty()) {
+      // A success that names no file cannot be stored: retry it like an internal error.
+      spdlog::warn("qm: result {} from link {} says ok but names no file", o.id, link);
+      checked.ok = false;
+      checked.code = ErrorCode::kInternal;
+      checked.message = "result without a file";
+    }
+    Status s = handleResult(f, checked);
+    if (!s.isOk()) storeFailed(s);
+  }
+  updateOverload();
+  pump();
+}
+
+namespace {
+
+RowState rowState(const std::optional<QueueEntry>& row, const UrlNotice& fetched) {
+  if (!row) return RowState::kGone;
+  if (row->op == QueueOp::kNothing) return RowState::kRemoved;
+  return row->notice == fetched ? RowState::kCurrent : RowState::kNewer;
+}
+
+// The LCC DB record of a stored fetch: what the BOT-M wrote, described by the notice.
+ContentRecord fetchedRecord(const UrlNotice& n, const FetchOutcome& o, WallTime now) {
+  ContentRecord r;
+  r.key = n.key;
+  r.view_tag = n.view_tag;
+  r.browse = n.browse;
+  r.fetch = n.fetch;
+  r.mtime = o.mtime ? o.mtime : n.mtime;
+  r.size = o.size;
+  r.md5 = o.md5;
+  r.machine = o.machine;
+  r.filename = o.file;
+  r.stored = now;
+  r.refreshed = now;
+  r.declared_mtime = n.mtime;
+  r.declared_size = n.size;
+  r.declared_md5 = n.md5;
+  return r;
+}
+
+// A 304: the content did not change; only a change a content user can see (view
+// tag, browse or fetch URL) takes a new seq.
+ContentRecord refreshedRecord(StoreTxn& t, ContentRecord r, const UrlNotice& n, WallTime now) {
+  if (!visibleToContentUsersEqual(r, n)) r.seq = t.nextSeq();
+  r.refreshed = now;
+  r.view_tag = n.view_tag;
+  r.browse = n.browse;
+  r.fetch = n.fetch;
+  r.declared_mtime = n.mtime;
+  r.declared_size = n.size;
+  r.declared_md5 = n.md5;
+  return r;
+}
+
+}  // namespace
+
+Status QueueManager::handleResult(const InFlight& f, const FetchOutcome& o) {
+  const WallTime now = deps_.clock->now();
+  StoreTxn t(*deps_.queue, *deps_.content, seq_);
+  LCC_ASSIGN_OR_RETURN(auto row, t.entry(f.key));
+  ResultEvent ev;
+  ev.ok = o.ok;
+  ev.unchanged = o.unchanged;
+  ev.has_file = o.ok && !o.unchanged && !o.file.empty();
+  ev.code = o.code;
+  if (o.retry_after) ev.retry_after = Millis(*o.retry_after * 1000);
+  ev.size = o.size;
+  ev.row = rowState(row, f.notice);
+  ev.bad_count = row ? row->bad_count : 0;
+  ev.mono_now = deps_.clock->monoNow();
+  std::optional<ContentRecord> old;
+  if (ev.ok && ev.unchanged && (ev.row == RowState::kCurrent || ev.row == RowState::kNewer)) {
+    LCC_ASSIGN_OR_RETURN(old, t.content(f.key));
+    ev.content_live = old && !old->deleted;
+  }
+  const ResultAction a =
+      decideResult(ev, ResultRules{options_.max_retries, options_.retry_delay, options_.provider_error_delay});
+  countResult(o, a);
+  if (ev.has_file) {
+    // The BOT-M handed this name out again, so it freed it: an FSMDB delete still
+    // waiting for it (its first execution's answer was lost) is stale and would
+    // unlink the new content.
+    t.removeDelete(o.machine, o.file);
+  }
+  LCC_RETURN_IF_ERROR(writeResult(t, f, o, a, row, old, now));
+  LCC_RETURN_IF_ERROR(finishTxn(t));
+  return scheduleAfterResult(f.pid, a);
+}
+
+void QueueManager::countResult(const FetchOutcome& o, const ResultAction& a) {
+  if (!o.ok) {
+    ++stats_.errors;
+  } else if (a.verdict == ResultVerdict::kStored) {
+    ++stats_.fetched;
+  } else if (o.unchanged && a.verdict != ResultVerdict::kDiscarded) {
+    ++stats_.unchanged;
+  }
+  if (a.verdict == ResultVerdict::kWaitSet || a.verdict == ResultVerdict::kRetryLater) ++stats_.retries;
+}
+
+Status QueueManager::writeResult(StoreTxn& t, const InFlight& f, const FetchOutcome& o, const ResultAction& a,
+                                 std::optional<QueueEntry>& row, const std::optional<ContentRecord>& old,
+                                 WallTime now) {
+  const ListId list{f.pset, kSlotNow};
+  if (a.delete_file) {
+    DeleteRequest d{o.machine, o.file, now};
+    t.putDelete(d);
+    t.effects.deletes.push_back(d);
+  }
+  // Final: into the PIDB error list, and the URL's content goes (a removal).
+  if (a.verdict == ResultVerdict::kGiveUp) recordError(f.pid, row->notice, o);
+  if (a.remove_url) {
+    LCC_ASSIGN_OR_RETURN(bool removed, removeContent(t, f.key, now));
+    (void)removed;
+    return dropRow(t, f.key, list);
+  }
+  switch (a.verdict) {
+    case ResultVerdict::kStored:
+      LCC_RETURN_IF_ERROR(storeContent(t, fetchedRecord(f.notice, o, now)));
+      break;
+    case ResultVerdict::kRefreshed:
+      t.putContent(refreshedRecord(t, *old, f.notice, now));
+      break;
+    case ResultVerdict::kRetryLater:
+      // To the end of its set, marked bad; tried again after qm.retry_delay.
+      return moveToTail(t, f.key, list, a.bad_count);
+    case ResultVerdict::kFetchAgain:
+    case ResultVerdict::kWaitSet:
+      row->bad_count = a.bad_count;
+      t.putEntry(*row);
+      return Status::ok();
+    case ResultVerdict::kDiscarded:
+    case ResultVerdict::kGiveUp:
+      return Status::ok();
+  }
+  // Catalog first, queue second (rule 2): both in this txn, applied in that order.
+  if (!a.keep_row) return dropRow(t, f.key, list);
+  row->bad_count = a.bad_count;
+  t.putEntry(*row);
+  return Status::ok();
+}
+
+Status QueueManager::scheduleAfterResult(ProviderId pid, const ResultAction& a) {
+  if (a.verdict == ResultVerdict::kWaitSet) {
+    // The whole set waits; the row keeps its place.
+    (void)sched_.finished(pid, 0);
+    if (sched_.delay(pid, a.delay) == Scheduler::After::kBeyondHorizon) return moveProviderToSlot(pid, a.delay);
+    return Status::ok();
+  }
+  if (a.verdict == ResultVerdict::kRetryLater) sched_.setRetryAt(pid, a.retry_at);
+  if (sched_.finished(pid, a.charge_bytes) == Scheduler::After::kBeyondHorizon) {
+    // Over its bandwidth by more than the wheel holds: the sets wait for a time slot.
+    return moveProviderToSlot(pid, sched_.lastBeyond(pid));
+  }
+  return Status::ok();
+}
+
+void QueueManager::recordError(ProviderId pid, const UrlNotice& n, const FetchOutcome& o) {
+  if (!deps_.providers) return;
+  FetchErrorEntry err;
+  err.notice = n;
+  err.code = o.code;
+  err.http_status = o.http;
+  err.message = o.message.empty() ? std::string(errorCodeMessage(o.code)) : o.message;
+  err.when = deps_.clock->now();
+  const std::size_t keep = options_.max_errors_kept;
+  Status s = deps_.providers->modify(
+      pid,
+      [&](ProviderRecord& r) {
+        r.error_total += 1;
+        if (r.errors.size() < keep) r.errors.push_back(err);
+        return Status::ok();
+      },
+      false);
+  if (!s.isOk() && !s.isNotFound()) spdlog::warn("qm: recording a fetch error of provider {}: {}", pid, s.toString());
+}
+
+}  // namespace lcc::qm

@@ -1,0 +1,78 @@
+// queue_manager_status.cc — state for /status and /metrics.
+#include "qm/queue_manager.h"
+
+namespace lcc::qm {
+
+void QueueManager::publishMetrics() {
+  if (!deps_.metrics) return;
+  auto bump = [&](const char* name, const char* help, std::uint64_t now, std::uint64_t& before) {
+    deps_.metrics->counter(name, help).inc(now - before);
+    before = now;
+  };
+  Stats& p = published_;
+  const Stats& n = stats_;
+  bump("lcc_qm_sets_total", "sets accepted (durable) by the QM", n.sets, p.sets);
+  bump("lcc_qm_sets_duplicate_total", "replayed sets acknowledged without applying", n.sets_duplicate, p.sets_duplicate);
+  bump("lcc_qm_sets_rejected_total", "sets rejected with 130", n.sets_rejected, p.sets_rejected);
+  bump("lcc_qm_urls_total", "URL notices absorbed", n.urls, p.urls);
+  bump("lcc_qm_fetches_dispatched_total", "fetches handed to BOT-Ms", n.dispatched, p.dispatched);
+  bump("lcc_qm_fetched_total", "fetches stored", n.fetched, p.fetched);
+  bump("lcc_qm_unchanged_total", "fetches answered 304", n.unchanged, p.unchanged);
+  bump("lcc_qm_fetch_errors_total", "failed fetches", n.errors, p.errors);
+  bump("lcc_qm_retries_total", "fetches to be retried", n.retries, p.retries);
+  bump("lcc_qm_fetches_skipped_total", "updates not fetched (declared mt/size/md5 unchanged)", n.skipped, p.skipped);
+  bump("lcc_qm_removals_total", "records removed (tombstones)", n.removals, p.removals);
+  bump("lcc_qm_deletes_sent_total", "file deletes sent to BOT-Ms", n.deletes_sent, p.deletes_sent);
+  bump("lcc_qm_deletes_done_total", "file deletes confirmed", n.deletes_done, p.deletes_done);
+  bump("lcc_qm_checkpoints_total", "store checkpoints", n.checkpoints, p.checkpoints);
+  bump("lcc_qm_journal_syncs_total", "intake journal group commits", n.journal_syncs, p.journal_syncs);
+  deps_.metrics->gauge("lcc_qm_queued_urls", "URLs in the QDB").set(static_cast<std::int64_t>(queued_total_));
+  deps_.metrics->gauge("lcc_qm_in_flight", "fetches outstanding").set(static_cast<std::int64_t>(inflight_.size()));
+  deps_.metrics->gauge("lcc_qm_overloaded", "1 while sets are refused").set(overloaded_ ? 1 : 0);
+  deps_.metrics->gauge("lcc_qm_cache_crash", "1 once cache-crash was raised").set(cache_crash_ ? 1 : 0);
+}
+
+std::uint64_t QueueManager::queued(ProviderId pid) const {
+  std::lock_guard<std::mutex> lk(queued_mu_);
+  auto it = queued_.find(pid);
+  return it == queued_.end() ? 0 : it->second;
+}
+
+nlohmann::json QueueManager::status() const {
+  nlohmann::json j;
+  j["queued_urls"] = queued_total_;
+  j["providers_queued"] = queued_.size();
+  j["providers_scheduled"] = sched_.providerCount();
+  j["providers_eligible"] = sched_.eligibleCount();
+  j["providers_delayed"] = sched_.delayedCount();
+  j["ready_sets"] = sched_.readySetCount();
+  j["in_flight"] = inflight_.size();
+  j["capacity"] = sched_.capacity();
+  j["in_flight_limit"] = sched_.limit();
+  j["botm_links"] = links_.size();
+  j["deletes_out"] = deletes_out_.size();
+  j["overloaded"] = overloaded_;
+  j["cache_crash"] = cache_crash_;
+  j["failed"] = !failed_.isOk();
+  if (!failed_.isOk()) j["failure"] = failed_.toString();
+  j["applied_journal_pos"] = applied_pos_;
+  j["max_seq"] = seq_;
+  j["sets"] = stats_.sets;
+  j["sets_duplicate"] = stats_.sets_duplicate;
+  j["sets_rejected"] = stats_.sets_rejected;
+  j["urls_absorbed"] = stats_.urls;
+  j["fetches_dispatched"] = stats_.dispatched;
+  j["fetched"] = stats_.fetched;
+  j["unchanged"] = stats_.unchanged;
+  j["fetch_errors"] = stats_.errors;
+  j["retries"] = stats_.retries;
+  j["fetches_skipped"] = stats_.skipped;
+  j["removals"] = stats_.removals;
+  j["deletes_sent"] = stats_.deletes_sent;
+  j["deletes_done"] = stats_.deletes_done;
+  j["checkpoints"] = stats_.checkpoints;
+  j["journal_syncs"] = stats_.journal_syncs;
+  return j;
+}
+
+}  // namespace lcc::qm

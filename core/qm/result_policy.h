@@ -1,0 +1,90 @@
+// result_policy.h — what one fetch result does to the queue (the LoCoCa design document §6 "Fetching"):
+// a pure function, events in and an action out. No stores, no clock, no I/O: the QM
+// gathers the facts (the outcome, the QDB row as it is now, the clock reading), asks
+// decideResult(), and only executes the action it gets back
+// (queue_manager_result.cc). tests/qm/result_policy_test.cc holds it as a table.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "lcc/error_codes.h"
+#include "lcc/types.h"
+
+namespace lcc::qm {
+
+// THE retry rule: a failed fetch with one of these codes is tried again (up to
+// qm.max_retries); every other code is final and goes to the PIDB error list.
+// kNone and kInternal/kOffline (the BOT-M or robot failed, not the site) retry too.
+constexpr bool isRetryableFetchError(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kNone:
+    case ErrorCode::kServerError:
+    case ErrorCode::kFetchTimeout:
+    case ErrorCode::kDnsFailure:
+    case ErrorCode::kConnectFailure:
+    case ErrorCode::kInternal:
+    case ErrorCode::kOffline:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The QDB row of the fetched URL when its result comes back.
+enum class RowState : std::uint8_t {
+  kGone,     // no row (removed by a full set, ageing, ...)
+  kRemoved,  // op=nothing: a removal notification arrived during the fetch
+  kCurrent,  // the notice that was fetched is still the row's notice
+  kNewer,    // a newer notice for the URL arrived during the fetch
+};
+
+struct ResultEvent {
+  // The outcome, as the BOT-M reported it.
+  bool ok = false;
+  bool unchanged = false;  // 304
+  bool has_file = false;   // ok, not unchanged, names a file
+  ErrorCode code = ErrorCode::kNone;
+  std::optional<Millis> retry_after;
+  std::uint64_t size = 0;
+  // The queue.
+  RowState row = RowState::kCurrent;
+  std::uint16_t bad_count = 0;  // the row's retryable failures so far
+  bool content_live = false;    // a live LCC DB record exists (only consulted for a 304)
+  // The clock.
+  MonoTime mono_now{};
+};
+
+struct ResultRules {
+  std::uint32_t max_retries = 3;
+  Millis retry_delay{60 * 1000};
+  Millis provider_error_delay{10 * 60 * 1000};
+};
+
+enum class ResultVerdict : std::uint8_t {
+  kDiscarded,   // the row was removed or is gone: drop what came back
+  kStored,      // new content: an LCC DB record with a new seq
+  kRefreshed,   // 304: the record is refreshed
+  kFetchAgain,  // the row stays where it is and goes out again
+  kWaitSet,     // provider-wide error: the whole set waits `delay`, the row keeps its place
+  kRetryLater,  // the row goes to the end of its set, the provider retries at `retry_at`
+  kGiveUp,      // final: `code` into the PIDB error list, the URL removed
+};
+
+struct ResultAction {
+  ResultVerdict verdict = ResultVerdict::kDiscarded;
+  bool delete_file = false;        // the file that came back goes to the delete manager
+  bool remove_url = false;         // the URL's content is removed and its row dropped
+  bool keep_row = false;           // stored/refreshed, but a newer notice keeps the row queued
+  std::uint16_t bad_count = 0;     // the row's bad count when it stays queued
+  std::uint64_t charge_bytes = 0;  // charged to the provider's bandwidth
+  Millis delay{0};                 // kWaitSet
+  MonoTime retry_at{};             // kRetryLater
+  ErrorCode code = ErrorCode::kNone;  // kGiveUp
+
+  friend bool operator==(const ResultAction&, const ResultAction&) = default;
+};
+
+ResultAction decideResult(const ResultEvent& e, const ResultRules& rules);
+
+}  // namespace lcc::qm
