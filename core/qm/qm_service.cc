@@ -7,7 +7,7 @@
 #include <future>
 #include <mutex>
 
-#include "common/journal.h"
+#include "lcc/support/journal.h"
 #include "qm/botm_server.h"
 #include "qm/intake_server.h"
 #include "qm/queue_manager.h"

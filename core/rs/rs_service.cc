@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "common/time_util.h"
+#include "lcc/support/time_util.h"
 #include "http/admin_api.h"
 #include "http/url_codec.h"
 

@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "member_path.h"
-#include "proto/cu_xml_format.h"
+#include "lcc/support/cu_xml_format.h"
 #include "tar_writer.h"
 
 namespace lcc::plugins::cu_tar {

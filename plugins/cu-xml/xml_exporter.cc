@@ -1,6 +1,6 @@
 #include "xml_exporter.h"
 
-#include "proto/cu_xml_format.h"
+#include "lcc/support/cu_xml_format.h"
 
 namespace lcc::plugins::cu_xml {
 namespace {

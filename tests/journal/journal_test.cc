@@ -1,6 +1,6 @@
 // journal_test.cc — the intake journal: replay, group commit, torn tails at every
 // byte, bit flips, sticky failure, trimming, monotonic positions.
-#include "common/journal.h"
+#include "lcc/support/journal.h"
 
 #include <gtest/gtest.h>
 
