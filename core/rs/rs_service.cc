@@ -437,7 +437,7 @@ Result<ServicePtr> makeRsService(NodeContext& node) {
   LCC_ASSIGN_OR_RETURN(o.hash_cost, parseHashCost(cfg.getString("uns.password_hash_ops")));
   o.work_dir = node.data_dir + "/rs";
   o.metrics = node.metrics;
-  LCC_RETURN_IF_ERROR(node.env->createDirs(o.work_dir, true));
+  LCC_RETURN_IF_ERROR(node.env->createDirs(o.work_dir, DirOptions{.private_dir = true}));
   auto reg = std::make_shared<Registrar>(*node.providers, *node.fetcher, *node.clock, *node.env, std::move(o));
   registerRsRoutes(*node.http, reg);
   return ServicePtr(new RsService(reg, node.io));

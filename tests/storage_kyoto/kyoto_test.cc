@@ -47,7 +47,7 @@ class SyncFailEnv final : public Env {
   Status rename(const std::string& a, const std::string& b) override { return base_->rename(a, b); }
   Status removeFile(const std::string& p) override { return base_->removeFile(p); }
   Status truncate(const std::string& p, std::uint64_t s) override { return base_->truncate(p, s); }
-  Status createDirs(const std::string& p, bool priv) override { return base_->createDirs(p, priv); }
+  Status createDirs(const std::string& p, const DirOptions& o) override { return base_->createDirs(p, o); }
   Status syncDir(const std::string& d) override { return base_->syncDir(d); }
   Result<std::vector<std::string>> listDir(const std::string& d) override { return base_->listDir(d); }
   bool exists(const std::string& p) override { return base_->exists(p); }

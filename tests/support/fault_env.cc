@@ -219,7 +219,9 @@ Status FaultEnv::truncate(const std::string& path, std::uint64_t size) {
   return Status::ok();
 }
 
-Status FaultEnv::createDirs(const std::string& path, bool private_dir) { return base_->createDirs(path, private_dir); }
+Status FaultEnv::createDirs(const std::string& path, const DirOptions& options) {
+  return base_->createDirs(path, options);
+}
 
 Status FaultEnv::syncDir(const std::string& dir) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -69,7 +69,8 @@ class FaultEnv final : public Env {
   Status rename(const std::string& from, const std::string& to) override;
   Status removeFile(const std::string& path) override;
   Status truncate(const std::string& path, std::uint64_t size) override;
-  Status createDirs(const std::string& path, bool private_dir = false) override;
+  Status createDirs(const std::string& path, const DirOptions& options) override;
+  using Env::createDirs;
   Status syncDir(const std::string& dir) override;
   Result<std::vector<std::string>> listDir(const std::string& dir) override;
   bool exists(const std::string& path) override;

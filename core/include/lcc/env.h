@@ -39,6 +39,11 @@ class ReadableFile {
   virtual Result<std::uint64_t> size() = 0;
 };
 
+// How createDirs() makes a folder.
+struct DirOptions {
+  bool private_dir = false;  // mode 0700 (else 0755, less the umask)
+};
+
 enum class OpenMode : std::uint8_t {
   kTruncate,   // create or empty
   kAppend,     // create or keep and append at the end
@@ -60,8 +65,9 @@ class Env {
   virtual Status removeFile(const std::string& path) = 0;
   // Shrinks or grows a file to `size` bytes.
   virtual Status truncate(const std::string& path, std::uint64_t size) = 0;
-  // mkdir -p; mode 0700 when `private_dir`.
-  virtual Status createDirs(const std::string& path, bool private_dir = false) = 0;
+  // mkdir -p.
+  virtual Status createDirs(const std::string& path, const DirOptions& options) = 0;
+  Status createDirs(const std::string& path) { return createDirs(path, DirOptions{}); }
   // Makes the directory entries of `dir` durable (after create, rename, unlink).
   virtual Status syncDir(const std::string& dir) = 0;
   virtual Result<std::vector<std::string>> listDir(const std::string& dir) = 0;
