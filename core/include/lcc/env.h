@@ -4,7 +4,8 @@
 // filename state, the CU reading content, the admin token. Storage engines that do
 // their own I/O (Kyoto, SQLite) do not go through it.
 // Production: core/common/posix_env.h. Tests: a fault-injecting Env that fails the
-// n-th sync or write and can "crash" by dropping whatever was not synced.
+// n-th sync or write and can "crash" by dropping whatever was not synced; test Envs
+// derive from EnvWrapper and override only what they change.
 // THREADS: Env methods are thread-safe. A file object is used by one thread at a time.
 // DURABILITY: data is durable only after WritableFile::sync() returned OK; a new or
 // renamed name is durable only after syncDir() of its folder returned OK.
@@ -80,6 +81,37 @@ class Env {
   Result<std::string> readFile(const std::string& path);
   // Write to path.tmp, sync, rename over path, sync the folder.
   Status writeFileAtomic(const std::string& path, std::string_view data);
+};
+
+// An Env that forwards every call to a target Env (LevelDB's EnvWrapper). A test Env
+// derives from it and overrides only what it changes (a failing sync, a full disk).
+// The target must outlive the wrapper.
+class EnvWrapper : public Env {
+ public:
+  explicit EnvWrapper(Env* target) : target_(target) {}
+  Env* target() const { return target_; }
+
+  Result<std::unique_ptr<WritableFile>> openWritable(const std::string& path, OpenMode mode) override {
+    return target_->openWritable(path, mode);
+  }
+  Result<std::unique_ptr<ReadableFile>> openReadable(const std::string& path) override {
+    return target_->openReadable(path);
+  }
+  Status rename(const std::string& from, const std::string& to) override { return target_->rename(from, to); }
+  Status removeFile(const std::string& path) override { return target_->removeFile(path); }
+  Status truncate(const std::string& path, std::uint64_t size) override { return target_->truncate(path, size); }
+  Status createDirs(const std::string& path, const DirOptions& options) override {
+    return target_->createDirs(path, options);
+  }
+  using Env::createDirs;
+  Status syncDir(const std::string& dir) override { return target_->syncDir(dir); }
+  Result<std::vector<std::string>> listDir(const std::string& dir) override { return target_->listDir(dir); }
+  bool exists(const std::string& path) override { return target_->exists(path); }
+  Result<std::uint64_t> fileSize(const std::string& path) override { return target_->fileSize(path); }
+  Result<std::uint64_t> freeSpace(const std::string& path) override { return target_->freeSpace(path); }
+
+ private:
+  Env* target_;
 };
 
 }  // namespace lcc
