@@ -1,7 +1,11 @@
 # cmake -DBUILD_DIR=<build> -P build_probes.cmake
-# Builds the two layer probes (tests/layers/CMakeLists.txt) with plugin flags:
-# layer_probe_public_only must compile, layer_probe_core_internal must fail because
-# "common/posix_env.h" is not found. Anything else fails the test.
+# Builds the layer probes (tests/layers/CMakeLists.txt):
+#  - layer_probe_public_only (plugin flags, lcc/ and lcc/support/ headers) must compile;
+#  - layer_probe_core_internal (plugin flags, "common/posix_env.h") must fail on that
+#    include: plugins see no core folder;
+#  - layer_probe_proto_sees_rs (links lcc_proto, includes "rs/rs_service.h") must fail
+#    on that include: a core library sees only the folders of what it links.
+# Anything else fails the test.
 function(build_probe target out_var rc_var)
   execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${target}
     OUTPUT_VARIABLE _out ERROR_VARIABLE _out RESULT_VARIABLE _rc)
@@ -9,16 +13,21 @@ function(build_probe target out_var rc_var)
   set(${rc_var} "${_rc}" PARENT_SCOPE)
 endfunction()
 
+function(expect_missing target header)
+  build_probe(${target} out rc)
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "${target}: including ${header} compiled; a layer is open")
+  endif()
+  string(REPLACE "." "\\." _re "${header}")
+  if(NOT out MATCHES "${_re}: No such file or directory")
+    message(FATAL_ERROR "${target} failed, but not on its include of ${header}:\n${out}")
+  endif()
+endfunction()
+
 build_probe(layer_probe_public_only out rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "a plugin cannot build with lcc/ and lcc/support/ headers:\n${out}")
 endif()
-build_probe(layer_probe_core_internal out rc)
-if(rc EQUAL 0)
-  message(FATAL_ERROR "a plugin source including common/posix_env.h compiled: "
-    "a core folder is on the plugins' include path")
-endif()
-if(NOT out MATCHES "common/posix_env\\.h: No such file or directory")
-  message(FATAL_ERROR "the core-internal probe failed, but not on its include:\n${out}")
-endif()
-message(STATUS "plugins see lcc/ and nothing else of the core")
+expect_missing(layer_probe_core_internal "common/posix_env.h")
+expect_missing(layer_probe_proto_sees_rs "rs/rs_service.h")
+message(STATUS "plugins see lcc/ only; lcc_proto does not see rs/")
