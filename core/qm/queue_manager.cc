@@ -504,7 +504,7 @@ Status QueueManager::applySet(const IntakeSet& set, JournalPos pos) {
           r.fullset_reason = FullSetReason::kNone;
           return Status::ok();
         },
-        false);
+        WriteOptions{.durable = false});
     if (!s.isOk() && !s.isNotFound()) spdlog::warn("qm: clearing the full-set flag of provider {}: {}", set.pid, s.toString());
   }
   return Status::ok();
@@ -972,7 +972,7 @@ void QueueManager::recordError(ProviderId pid, const UrlNotice& n, const FetchOu
         if (r.errors.size() < keep) r.errors.push_back(err);
         return Status::ok();
       },
-      false);
+      WriteOptions{.durable = false});
   if (!s.isOk() && !s.isNotFound()) spdlog::warn("qm: recording a fetch error of provider {}: {}", pid, s.toString());
 }
 
@@ -1110,7 +1110,7 @@ void QueueManager::flushProviderDeltas() {
           r.used_bytes = add(r.used_bytes, u.bytes);
           return Status::ok();
         },
-        false);
+        WriteOptions{.durable = false});
     if (!s.isOk() && !s.isNotFound()) spdlog::warn("qm: quota use of provider {}: {}", pid, s.toString());
   }
   usage_pending_.clear();
