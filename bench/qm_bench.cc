@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "common/journal.h"
+#include "lcc/support/journal.h"
 #include "common/plugin/plugin_registry.h"
 #include "common/posix_env.h"
 #include "common/system_clock.h"

@@ -1,5 +1,10 @@
 # lcc_add_plugin(NAME <name> SOURCES <files...> ENTRY <plugin_entry.cc> [LIBS <libs...>])
 #
+# A plugin compiles against lcc_plugin_sdk only (core/include: lcc/*.h, the plugin API,
+# and lcc/support/*.h, the support library it links statically); LIBS names outside
+# libraries (Kyoto, curl, zlib...), never a core library (lcc_common, lcc_proto...):
+# that is refused here, and tests/layers checks the include lines.
+#
 # Makes:
 #  - <name>: a MODULE library at build/plugins/<name>.so, hidden visibility,
 #    -Wl,--no-undefined, holding the `lcc_plugin` alias from ENTRY;
@@ -10,14 +15,20 @@
 function(lcc_add_plugin)
   cmake_parse_arguments(P "" "NAME;ENTRY" "SOURCES;LIBS" ${ARGN})
   string(REPLACE "-" "_" _id ${P_NAME})
+  foreach(_lib IN LISTS P_LIBS)
+    if(_lib MATCHES "^lcc_")
+      message(FATAL_ERROR "plugin ${P_NAME}: LIBS names the core library ${_lib}; "
+        "plugins link only lcc_plugin_sdk (CONTRIBUTING.md, Layers)")
+    endif()
+  endforeach()
 
   add_library(${_id}_impl STATIC ${P_SOURCES})
-  target_link_libraries(${_id}_impl PUBLIC lcc_api ${P_LIBS})
+  target_link_libraries(${_id}_impl PUBLIC lcc_plugin_sdk ${P_LIBS})
   set_target_properties(${_id}_impl PROPERTIES
     CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON POSITION_INDEPENDENT_CODE ON)
 
   add_library(${_id} MODULE ${P_ENTRY})
-  target_link_libraries(${_id} PRIVATE ${_id}_impl lcc_api)
+  target_link_libraries(${_id} PRIVATE ${_id}_impl lcc_plugin_sdk)
   target_include_directories(${_id} PRIVATE ${Boost_INCLUDE_DIRS})
   set_target_properties(${_id} PROPERTIES
     OUTPUT_NAME ${P_NAME}

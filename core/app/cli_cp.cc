@@ -21,7 +21,7 @@
 #include "app/cli.h"
 #include "common/md5.h"
 #include "common/posix_env.h"
-#include "common/time_util.h"
+#include "lcc/support/time_util.h"
 #include "http/url_codec.h"
 #include "proto/cp_uns.h"
 #include "proto/xml_reader.h"

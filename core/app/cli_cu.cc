@@ -14,7 +14,7 @@
 #include "app/cli.h"
 #include "capi/cu_client.h"
 #include "common/config/config.h"
-#include "common/time_util.h"
+#include "lcc/support/time_util.h"
 #include "proto/cu_query.h"
 
 namespace lcc::cli {

@@ -272,7 +272,7 @@ int runDaemon(const DaemonArgs& args) {
   }
   Env* env = posixEnv();
   const std::string data_dir = Config::absolutePath(cfg.getString("node.data_dir"));
-  if (Status s = env->createDirs(data_dir, true); !s.isOk()) {
+  if (Status s = env->createDirs(data_dir, DirOptions{.private_dir = true}); !s.isOk()) {
     spdlog::error("node.data_dir: {}", s.message());
     return 1;
   }

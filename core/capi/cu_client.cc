@@ -12,7 +12,7 @@
 #include <cstring>
 #include <limits>
 
-#include "common/time_util.h"
+#include "lcc/support/time_util.h"
 
 namespace lcc::capi {
 namespace {

@@ -18,7 +18,7 @@
 
 #include "lcc/status.h"
 #include "proto/cu_query.h"
-#include "proto/cu_xml_format.h"
+#include "lcc/support/cu_xml_format.h"
 #include "proto/xml_reader.h"
 
 namespace lcc::capi {

@@ -134,7 +134,7 @@ class PosixEnv final : public Env {
     return Status::ok();
   }
 
-  Status createDirs(const std::string& path, bool private_dir) override {
+  Status createDirs(const std::string& path, const DirOptions& options) override {
     if (path.empty()) return Status::invalidArgument("empty directory name");
     std::string cur;
     std::size_t pos = 0;
@@ -142,7 +142,7 @@ class PosixEnv final : public Env {
       pos = path.find('/', pos + 1);
       cur = path.substr(0, pos);
       if (cur.empty()) continue;
-      if (::mkdir(cur.c_str(), private_dir ? 0700 : 0755) != 0 && errno != EEXIST) {
+      if (::mkdir(cur.c_str(), options.private_dir ? 0700 : 0755) != 0 && errno != EEXIST) {
         return errnoStatus("mkdir", cur, errno);
       }
     }

@@ -23,7 +23,7 @@ class CuService final : public Service {
 
   Status start() override {
     const std::string& tmp = engine_.options().temp_dir;
-    LCC_RETURN_IF_ERROR(node_.env->createDirs(tmp, true).withContext("cu temp_dir"));
+    LCC_RETURN_IF_ERROR(node_.env->createDirs(tmp, DirOptions{.private_dir = true}).withContext("cu temp_dir"));
     // Exporters' files left by a crash.
     if (auto names = node_.env->listDir(tmp); names.isOk()) {
       for (const auto& n : *names) {

@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/time_util.h"
+#include "lcc/support/time_util.h"
 #include "http/url_codec.h"
 
 namespace lcc::http {

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <limits>
 
-#include "common/time_util.h"
+#include "lcc/support/time_util.h"
 
 namespace lcc::proto {
 

@@ -3,8 +3,8 @@
 #include <charconv>
 #include <limits>
 
-#include "common/time_util.h"
-#include "proto/cu_xml_format.h"
+#include "lcc/support/time_util.h"
+#include "lcc/support/cu_xml_format.h"
 #include "proto/xml_reader.h"
 
 namespace lcc::proto {

@@ -1,6 +1,6 @@
 #include "proto/robot.h"
 
-#include "common/time_util.h"
+#include "lcc/support/time_util.h"
 
 namespace lcc::proto {
 

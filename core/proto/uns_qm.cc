@@ -5,7 +5,7 @@
 
 #include "common/md5.h"
 #include "proto/cp_uns.h"
-#include "common/time_util.h"
+#include "lcc/support/time_util.h"
 
 namespace lcc::proto {
 

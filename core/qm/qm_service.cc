@@ -7,7 +7,7 @@
 #include <future>
 #include <mutex>
 
-#include "common/journal.h"
+#include "lcc/support/journal.h"
 #include "qm/botm_server.h"
 #include "qm/intake_server.h"
 #include "qm/queue_manager.h"
@@ -35,7 +35,7 @@ class QmService final : public Service, public BotmLinkHandler {
     const Config& cfg = *node_.config;
     QmOptions options = QmOptions::fromConfig(cfg);
     const std::string dir = node_.data_dir + "/qm";
-    LCC_RETURN_IF_ERROR(node_.env->createDirs(dir, true));
+    LCC_RETURN_IF_ERROR(node_.env->createDirs(dir, DirOptions{.private_dir = true}));
     auto j = Journal::open(node_.env, dir + "/journal");
     if (!j.isOk()) return j.status().withContext("qm intake journal");
     journal_ = std::move(j).value();

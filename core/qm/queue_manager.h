@@ -29,7 +29,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "common/journal.h"
+#include "lcc/support/journal.h"
 #include "common/metrics.h"
 #include "lcc/clock.h"
 #include "lcc/content_store.h"

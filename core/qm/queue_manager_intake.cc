@@ -165,7 +165,7 @@ Status QueueManager::applySet(const IntakeSet& set, JournalPos pos) {
           r.fullset_reason = FullSetReason::kNone;
           return Status::ok();
         },
-        false);
+        WriteOptions{.durable = false});
     if (!s.isOk() && !s.isNotFound()) spdlog::warn("qm: clearing the full-set flag of provider {}: {}", set.pid, s.toString());
   }
   return Status::ok();

@@ -81,7 +81,7 @@ void QueueManager::flushProviderDeltas() {
           r.used_bytes = add(r.used_bytes, u.bytes);
           return Status::ok();
         },
-        false);
+        WriteOptions{.durable = false});
     if (!s.isOk() && !s.isNotFound()) spdlog::warn("qm: quota use of provider {}: {}", pid, s.toString());
   }
   usage_pending_.clear();

@@ -194,7 +194,7 @@ void QueueManager::recordError(ProviderId pid, const UrlNotice& n, const FetchOu
         if (r.errors.size() < keep) r.errors.push_back(err);
         return Status::ok();
       },
-      false);
+      WriteOptions{.durable = false});
   if (!s.isOk() && !s.isNotFound()) spdlog::warn("qm: recording a fetch error of provider {}: {}", pid, s.toString());
 }
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "common/time_util.h"
+#include "lcc/support/time_util.h"
 #include "http/admin_api.h"
 #include "http/url_codec.h"
 
@@ -438,7 +438,7 @@ Result<ServicePtr> makeRsService(NodeContext& node) {
   o.passwords = node.passwords;
   o.work_dir = node.data_dir + "/rs";
   o.metrics = node.metrics;
-  LCC_RETURN_IF_ERROR(node.env->createDirs(o.work_dir, true));
+  LCC_RETURN_IF_ERROR(node.env->createDirs(o.work_dir, DirOptions{.private_dir = true}));
   auto reg = std::make_shared<Registrar>(*node.providers, *node.fetcher, *node.clock, *node.env, std::move(o));
   registerRsRoutes(*node.http, reg);
   return ServicePtr(new RsService(reg, node.io));

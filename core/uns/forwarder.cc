@@ -113,7 +113,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   }
 
   Status open() {
-    LCC_RETURN_IF_ERROR(env->createDirs(opt.spool_dir, true));
+    LCC_RETURN_IF_ERROR(env->createDirs(opt.spool_dir, DirOptions{.private_dir = true}));
     if (env->exists(idFile())) {
       auto text = env->readFile(idFile());
       if (!text.isOk()) return text.status();

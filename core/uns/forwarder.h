@@ -25,7 +25,7 @@
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
-#include "common/journal.h"
+#include "lcc/support/journal.h"
 #include "common/metrics.h"
 #include "lcc/env.h"
 #include "uns/session_policy.h"

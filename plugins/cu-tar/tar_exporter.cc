@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "member_path.h"
-#include "proto/cu_xml_format.h"
+#include "lcc/support/cu_xml_format.h"
 #include "tar_writer.h"
 
 namespace lcc::plugins::cu_tar {
@@ -209,17 +209,12 @@ Result<std::unique_ptr<ExportStream>> TarExporter::begin(ByteSink& sink, const E
 const PluginDescriptor* describe() {
   static const PluginDescriptor kDescriptor = {
       LCC_PLUGIN_VERSION_FIELDS,
-      "cu-tar",
-      "1.0",
-      kProvidesExporter,
-      kOptions,
-      sizeof kOptions / sizeof kOptions[0],
-      nullptr,
-      nullptr,
-      nullptr,
-      nullptr,
-      nullptr,
-      &makeExporter,
+      .name = "cu-tar",
+      .version = "1.0",
+      .provides = kProvidesExporter,
+      .options = kOptions,
+      .option_count = sizeof kOptions / sizeof kOptions[0],
+      .make_exporter = &makeExporter,
   };
   return &kDescriptor;
 }

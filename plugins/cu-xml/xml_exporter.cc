@@ -1,6 +1,6 @@
 #include "xml_exporter.h"
 
-#include "proto/cu_xml_format.h"
+#include "lcc/support/cu_xml_format.h"
 
 namespace lcc::plugins::cu_xml {
 namespace {
@@ -92,17 +92,12 @@ Result<std::unique_ptr<ExportStream>> XmlExporter::begin(ByteSink& sink, const E
 const PluginDescriptor* describe() {
   static const PluginDescriptor kDescriptor = {
       LCC_PLUGIN_VERSION_FIELDS,
-      "cu-xml",
-      "1.0",
-      kProvidesExporter,
-      kOptions,
-      sizeof kOptions / sizeof kOptions[0],
-      nullptr,
-      nullptr,
-      nullptr,
-      nullptr,
-      nullptr,
-      &makeExporter,
+      .name = "cu-xml",
+      .version = "1.0",
+      .provides = kProvidesExporter,
+      .options = kOptions,
+      .option_count = sizeof kOptions / sizeof kOptions[0],
+      .make_exporter = &makeExporter,
   };
   return &kDescriptor;
 }

@@ -58,17 +58,13 @@ Result<Fetcher*> makeFetcher(const HostContext& host, const OptionsView& o) {
 const PluginDescriptor* describe() {
   static const PluginDescriptor kDescriptor = {
       LCC_PLUGIN_VERSION_FIELDS,
-      "fetch-curl",
-      "1.0",
-      kProvidesFetcher,
-      kOptions,
-      sizeof(kOptions) / sizeof(kOptions[0]),
-      &init,
-      nullptr,
-      nullptr,
-      nullptr,
-      &makeFetcher,
-      nullptr,
+      .name = "fetch-curl",
+      .version = "1.0",
+      .provides = kProvidesFetcher,
+      .options = kOptions,
+      .option_count = sizeof(kOptions) / sizeof(kOptions[0]),
+      .init = &init,
+      .make_fetcher = &makeFetcher,
   };
   return &kDescriptor;
 }

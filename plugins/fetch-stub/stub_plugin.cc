@@ -49,17 +49,12 @@ Result<Fetcher*> makeFetcher(const HostContext& host, const OptionsView& o) {
 const PluginDescriptor* describe() {
   static const PluginDescriptor kDescriptor = {
       LCC_PLUGIN_VERSION_FIELDS,
-      "fetch-stub",
-      "1.0",
-      kProvidesFetcher,
-      kOptions,
-      sizeof(kOptions) / sizeof(kOptions[0]),
-      nullptr,
-      nullptr,
-      nullptr,
-      nullptr,
-      &makeFetcher,
-      nullptr,
+      .name = "fetch-stub",
+      .version = "1.0",
+      .provides = kProvidesFetcher,
+      .options = kOptions,
+      .option_count = sizeof(kOptions) / sizeof(kOptions[0]),
+      .make_fetcher = &makeFetcher,
   };
   return &kDescriptor;
 }

@@ -39,7 +39,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/journal.h"
+#include "lcc/support/journal.h"
 #include "lcc/host.h"
 #include "lcc/options.h"
 #include "lcc/status.h"

@@ -366,15 +366,16 @@ Result<std::optional<ProviderRecord>> KyotoProviderStore::get(ProviderId id) {
   return std::optional<ProviderRecord>(std::move(*r));
 }
 
-Status KyotoProviderStore::put(const ProviderRecord& record, bool durable) {
+Status KyotoProviderStore::put(const ProviderRecord& record, const WriteOptions& options) {
   std::lock_guard<std::mutex> lock(mu_);
   LCC_RETURN_IF_ERROR(engine_->writable());
   LCC_ASSIGN_OR_RETURN(auto v, engine_->get(0, pRowKey(record.id)));
   if (!v) return Status::notFound("provider " + std::to_string(record.id) + " does not exist");
-  return write({{0, pRowKey(record.id), encodeProvider(record)}}, durable);
+  return write({{0, pRowKey(record.id), encodeProvider(record)}}, options.durable);
 }
 
-Status KyotoProviderStore::modify(ProviderId id, const std::function<Status(ProviderRecord&)>& fn, bool durable) {
+Status KyotoProviderStore::modify(ProviderId id, const std::function<Status(ProviderRecord&)>& fn,
+                                  const WriteOptions& options) {
   std::lock_guard<std::mutex> lock(mu_);
   LCC_RETURN_IF_ERROR(engine_->writable());
   LCC_ASSIGN_OR_RETURN(auto cur, get(id));
@@ -382,7 +383,7 @@ Status KyotoProviderStore::modify(ProviderId id, const std::function<Status(Prov
   ProviderRecord r = std::move(*cur);
   LCC_RETURN_IF_ERROR(fn(r));
   r.id = id;
-  return write({{0, pRowKey(id), encodeProvider(r)}}, durable);
+  return write({{0, pRowKey(id), encodeProvider(r)}}, options.durable);
 }
 
 Status KyotoProviderStore::remove(ProviderId id) {

@@ -71,8 +71,11 @@ class KyotoProviderStore final : public ProviderStore {
   const StoreOpenInfo& openInfo() const override { return engine_->openInfo(); }
   Result<ProviderId> create(const ProviderRecord& record) override;
   Result<std::optional<ProviderRecord>> get(ProviderId id) override;
-  Status put(const ProviderRecord& record, bool durable) override;
-  Status modify(ProviderId id, const std::function<Status(ProviderRecord&)>& fn, bool durable) override;
+  Status put(const ProviderRecord& record, const WriteOptions& options) override;
+  Status modify(ProviderId id, const std::function<Status(ProviderRecord&)>& fn,
+                const WriteOptions& options) override;
+  using ProviderStore::modify;
+  using ProviderStore::put;
   Status remove(ProviderId id) override;
   Status scan(const std::function<bool(const ProviderRecord&)>& fn) override;
   Status sync() override;

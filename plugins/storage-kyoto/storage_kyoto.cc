@@ -20,17 +20,14 @@ Result<ProviderStore*> makeProviders(const HostContext& host, const OptionsView&
 const PluginDescriptor* describe() {
   static const PluginDescriptor kDescriptor = {
       LCC_PLUGIN_VERSION_FIELDS,
-      kPluginName,
-      "1.0.0",
-      kProvidesQueueStore | kProvidesContentStore | kProvidesProviderStore,
-      kOptionSpecs,
-      kOptionCount,
-      nullptr,
-      &makeQueue,
-      &makeContent,
-      &makeProviders,
-      nullptr,
-      nullptr,
+      .name = kPluginName,
+      .version = "1.0.0",
+      .provides = kProvidesQueueStore | kProvidesContentStore | kProvidesProviderStore,
+      .options = kOptionSpecs,
+      .option_count = kOptionCount,
+      .make_queue_store = &makeQueue,
+      .make_content_store = &makeContent,
+      .make_provider_store = &makeProviders,
   };
   return &kDescriptor;
 }

@@ -22,17 +22,12 @@ Result<ProviderStore*> makeProviders(const HostContext&, const OptionsView&) {
 const PluginDescriptor* describe() {
   static const PluginDescriptor kDescriptor = {
       LCC_PLUGIN_VERSION_FIELDS,
-      "storage-memory",
-      "1.0",
-      kProvidesQueueStore | kProvidesContentStore | kProvidesProviderStore,
-      nullptr,
-      0,
-      nullptr,
-      &makeQueue,
-      &makeContent,
-      &makeProviders,
-      nullptr,
-      nullptr,
+      .name = "storage-memory",
+      .version = "1.0",
+      .provides = kProvidesQueueStore | kProvidesContentStore | kProvidesProviderStore,
+      .make_queue_store = &makeQueue,
+      .make_content_store = &makeContent,
+      .make_provider_store = &makeProviders,
   };
   return &kDescriptor;
 }

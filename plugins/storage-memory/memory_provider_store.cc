@@ -40,7 +40,7 @@ Result<std::optional<ProviderRecord>> MemoryProviderStore::get(ProviderId id) {
   return std::optional<ProviderRecord>(it->second);
 }
 
-Status MemoryProviderStore::put(const ProviderRecord& record, bool /*durable*/) {
+Status MemoryProviderStore::put(const ProviderRecord& record, const WriteOptions& /*options*/) {
   std::lock_guard<std::mutex> lock(mu_);
   LCC_RETURN_IF_ERROR(usable());
   auto it = records_.find(record.id);
@@ -49,7 +49,8 @@ Status MemoryProviderStore::put(const ProviderRecord& record, bool /*durable*/) 
   return Status::ok();
 }
 
-Status MemoryProviderStore::modify(ProviderId id, const std::function<Status(ProviderRecord&)>& fn, bool /*durable*/) {
+Status MemoryProviderStore::modify(ProviderId id, const std::function<Status(ProviderRecord&)>& fn,
+                                   const WriteOptions& /*options*/) {
   std::lock_guard<std::mutex> lock(mu_);
   LCC_RETURN_IF_ERROR(usable());
   auto it = records_.find(id);

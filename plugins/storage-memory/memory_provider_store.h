@@ -17,8 +17,11 @@ class MemoryProviderStore final : public ProviderStore {
   const StoreOpenInfo& openInfo() const override { return info_; }
   Result<ProviderId> create(const ProviderRecord& record) override;
   Result<std::optional<ProviderRecord>> get(ProviderId id) override;
-  Status put(const ProviderRecord& record, bool durable = true) override;
-  Status modify(ProviderId id, const std::function<Status(ProviderRecord&)>& fn, bool durable = true) override;
+  Status put(const ProviderRecord& record, const WriteOptions& options) override;
+  Status modify(ProviderId id, const std::function<Status(ProviderRecord&)>& fn,
+                const WriteOptions& options) override;
+  using ProviderStore::modify;
+  using ProviderStore::put;
   Status remove(ProviderId id) override;
   Status scan(const std::function<bool(const ProviderRecord&)>& fn) override;
   Status sync() override;

@@ -171,10 +171,10 @@ Status SqliteProviderStore::updateLocked(const ProviderRecord& r, bool* found) {
   return Status::ok();
 }
 
-Status SqliteProviderStore::put(const ProviderRecord& record, bool durable) {
+Status SqliteProviderStore::put(const ProviderRecord& record, const WriteOptions& options) {
   std::lock_guard<std::mutex> lk(mu_);
   LCC_RETURN_IF_ERROR(writableLocked());
-  LCC_RETURN_IF_ERROR(beginLocked(durable));
+  LCC_RETURN_IF_ERROR(beginLocked(options.durable));
   bool found = false;
   Status s = updateLocked(record, &found);
   if (s.isOk() && !found) {
@@ -183,10 +183,11 @@ Status SqliteProviderStore::put(const ProviderRecord& record, bool durable) {
   return finishLocked(s, false);
 }
 
-Status SqliteProviderStore::modify(ProviderId id, const std::function<Status(ProviderRecord&)>& fn, bool durable) {
+Status SqliteProviderStore::modify(ProviderId id, const std::function<Status(ProviderRecord&)>& fn,
+                                   const WriteOptions& options) {
   std::lock_guard<std::mutex> lk(mu_);
   LCC_RETURN_IF_ERROR(writableLocked());
-  LCC_RETURN_IF_ERROR(beginLocked(durable));
+  LCC_RETURN_IF_ERROR(beginLocked(options.durable));
   auto current = getLocked(id);
   if (!current.isOk()) return finishLocked(current.status(), current.status().isCorruption());
   if (!*current) return finishLocked(Status::notFound("no provider " + std::to_string(id)), true);

@@ -6,7 +6,7 @@
 // its read, the caller's function and the write in one transaction under the lock.
 // scan() reads chunks under the lock and calls back outside it.
 // DURABILITY: a durable write commits with synchronous=FULL (one WAL fdatasync that
-// also covers earlier non-durable commits); durable=false commits unsynced.
+// also covers earlier non-durable commits); WriteOptions::durable = false commits unsynced.
 #pragma once
 
 #include <memory>
@@ -26,8 +26,11 @@ class SqliteProviderStore final : public ProviderStore {
   const StoreOpenInfo& openInfo() const override { return info_; }
   Result<ProviderId> create(const ProviderRecord& record) override;
   Result<std::optional<ProviderRecord>> get(ProviderId id) override;
-  Status put(const ProviderRecord& record, bool durable = true) override;
-  Status modify(ProviderId id, const std::function<Status(ProviderRecord&)>& fn, bool durable = true) override;
+  Status put(const ProviderRecord& record, const WriteOptions& options) override;
+  Status modify(ProviderId id, const std::function<Status(ProviderRecord&)>& fn,
+                const WriteOptions& options) override;
+  using ProviderStore::modify;
+  using ProviderStore::put;
   Status remove(ProviderId id) override;
   Status scan(const std::function<bool(const ProviderRecord&)>& fn) override;
   Status sync() override;

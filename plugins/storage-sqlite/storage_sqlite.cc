@@ -50,17 +50,15 @@ Result<ProviderStore*> makeProviders(const HostContext& host, const OptionsView&
 const PluginDescriptor* describe() {
   static const PluginDescriptor kDescriptor = {
       LCC_PLUGIN_VERSION_FIELDS,
-      kPluginName,
-      "1.0.0",
-      kProvidesQueueStore | kProvidesContentStore | kProvidesProviderStore,
-      kOptionSpecs,
-      kOptionCount,
-      &init,
-      &makeQueue,
-      &makeContent,
-      &makeProviders,
-      nullptr,
-      nullptr,
+      .name = kPluginName,
+      .version = "1.0.0",
+      .provides = kProvidesQueueStore | kProvidesContentStore | kProvidesProviderStore,
+      .options = kOptionSpecs,
+      .option_count = kOptionCount,
+      .init = &init,
+      .make_queue_store = &makeQueue,
+      .make_content_store = &makeContent,
+      .make_provider_store = &makeProviders,
   };
   return &kDescriptor;
 }

@@ -1,4 +1,4 @@
-#include "common/time_util.h"
+#include "lcc/support/time_util.h"
 
 #include <gtest/gtest.h>
 

@@ -23,7 +23,7 @@
 #include "common/md5.h"
 #include "common/plugin/plugin_registry.h"
 #include "common/posix_env.h"
-#include "common/time_util.h"
+#include "lcc/support/time_util.h"
 #include "support/http_test_server.h"
 #include "support/sim_clock.h"
 #include "support/temp_dir.h"

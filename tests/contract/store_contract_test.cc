@@ -778,7 +778,7 @@ TEST_P(StoreContractTest, ProviderPutModifyRemove) {
   EXPECT_EQ(p->get(id).value()->used_files, r.used_files + 10) << "a refused modify stores nothing";
   EXPECT_TRUE(p->modify(77, [](ProviderRecord&) { return Status::ok(); }).isNotFound());
 
-  ASSERT_TRUE(p->put(r, /*durable=*/false).isOk());
+  ASSERT_TRUE(p->put(r, WriteOptions{.durable = false}).isOk());
   ASSERT_TRUE(p->sync().isOk());
   ASSERT_TRUE(p->remove(id).isOk());
   EXPECT_EQ(p->get(id).value(), std::nullopt);
@@ -838,7 +838,7 @@ TEST_P(StoreContractTest, ProviderIsThreadSafeAndModifyIsAtomic) {
               ++r.conn_seq;
               return Status::ok();
             },
-            /*durable=*/i % 10 == 0);
+            WriteOptions{.durable = i % 10 == 0});
         if (!s.isOk()) ++failures;
         if (i % 25 == 0) {
           auto made = p->create(provider("t" + std::to_string(t)));
@@ -877,7 +877,7 @@ TEST_P(StoreContractTest, ProviderRestartKeepsRecordsAndIdCounter) {
   ASSERT_TRUE(p->modify(a, [](ProviderRecord& r) {
                  r.used_bytes = 7;
                  return Status::ok();
-               }, /*durable=*/false).isOk());
+               }, WriteOptions{.durable = false}).isOk());
   ASSERT_TRUE(p->remove(b).isOk());  // the highest id is gone: it still must not come back
   ASSERT_TRUE(p->close().isOk());
   p.reset();

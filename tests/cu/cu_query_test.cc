@@ -3,7 +3,7 @@
 
 #include "cu_test_util.h"
 #include "proto/cu_query.h"
-#include "proto/cu_xml_format.h"
+#include "lcc/support/cu_xml_format.h"
 
 namespace lcc {
 namespace {

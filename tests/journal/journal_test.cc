@@ -1,6 +1,6 @@
 // journal_test.cc — the intake journal: replay, group commit, torn tails at every
 // byte, bit flips, sticky failure, trimming, monotonic positions.
-#include "common/journal.h"
+#include "lcc/support/journal.h"
 
 #include <gtest/gtest.h>
 
@@ -21,8 +21,10 @@ using testing::TempDir;
 
 // A small fault-injecting Env over the POSIX one: counts syncs and appends and fails
 // the n-th of them (1-based; 0 = never).
-class FailingEnv final : public Env {
+class FailingEnv final : public EnvWrapper {
  public:
+  FailingEnv() : EnvWrapper(posixEnv()) {}
+
   int fail_sync_at = 0;
   int fail_append_at = 0;
   int syncs = 0;
@@ -53,22 +55,9 @@ class FailingEnv final : public Env {
   };
 
   Result<std::unique_ptr<WritableFile>> openWritable(const std::string& p, OpenMode m) override {
-    LCC_ASSIGN_OR_RETURN(auto f, base_->openWritable(p, m));
+    LCC_ASSIGN_OR_RETURN(auto f, target()->openWritable(p, m));
     return std::unique_ptr<WritableFile>(new File(this, std::move(f)));
   }
-  Result<std::unique_ptr<ReadableFile>> openReadable(const std::string& p) override { return base_->openReadable(p); }
-  Status rename(const std::string& a, const std::string& b) override { return base_->rename(a, b); }
-  Status removeFile(const std::string& p) override { return base_->removeFile(p); }
-  Status truncate(const std::string& p, std::uint64_t s) override { return base_->truncate(p, s); }
-  Status createDirs(const std::string& p, bool priv) override { return base_->createDirs(p, priv); }
-  Status syncDir(const std::string& d) override { return base_->syncDir(d); }
-  Result<std::vector<std::string>> listDir(const std::string& d) override { return base_->listDir(d); }
-  bool exists(const std::string& p) override { return base_->exists(p); }
-  Result<std::uint64_t> fileSize(const std::string& p) override { return base_->fileSize(p); }
-  Result<std::uint64_t> freeSpace(const std::string& p) override { return base_->freeSpace(p); }
-
- private:
-  Env* base_ = posixEnv();
 };
 
 std::map<JournalPos, std::string> pending_payloads_;  // appended, not yet committed

@@ -36,9 +36,15 @@ Result<Fetcher*> makeFetcher(const HostContext&, const OptionsView&) {
 
 const PluginDescriptor* describe() {
   static const PluginDescriptor kDescriptor = {
-      LCC_TEST_ABI_MAJOR, LCC_TEST_ABI_MINOR, sizeof(PluginDescriptor), LCC_TEST_SIGNATURE, LCC_TEST_API_HASH,
-      LCC_TEST_NAME, "0.0-test", kProvidesFetcher, nullptr, 0, nullptr, nullptr, nullptr, nullptr, &makeFetcher,
-      nullptr,
+      .abi_major = LCC_TEST_ABI_MAJOR,
+      .abi_minor = LCC_TEST_ABI_MINOR,
+      .descriptor_size = sizeof(PluginDescriptor),
+      .build_signature = LCC_TEST_SIGNATURE,
+      .api_hash = LCC_TEST_API_HASH,
+      .name = LCC_TEST_NAME,
+      .version = "0.0-test",
+      .provides = kProvidesFetcher,
+      .make_fetcher = &makeFetcher,
   };
   return &kDescriptor;
 }

@@ -138,7 +138,7 @@ class RsTest : public ::testing::Test {
     options_.default_quota_files = 500;
     options_.passwords = PasswordHasher::ephemeral();
     options_.work_dir = dir_.file("rs");
-    EXPECT_TRUE(posixEnv()->createDirs(options_.work_dir, true).isOk());
+    EXPECT_TRUE(posixEnv()->createDirs(options_.work_dir, DirOptions{.private_dir = true}).isOk());
   }
 
   std::shared_ptr<Registrar> makeRegistrar(Fetcher& f) {

@@ -19,8 +19,9 @@ namespace lcc::testing {
 namespace {
 
 // Fails the n-th WritableFile::sync() (1-based, counted from arm()).
-class SyncFailEnv final : public Env {
+class SyncFailEnv final : public EnvWrapper {
  public:
+  SyncFailEnv() : EnvWrapper(posixEnv()) {}
   void arm(int nth) {
     countdown_ = nth;
   }
@@ -40,22 +41,11 @@ class SyncFailEnv final : public Env {
     std::unique_ptr<WritableFile> f_;
   };
   Result<std::unique_ptr<WritableFile>> openWritable(const std::string& p, OpenMode m) override {
-    LCC_ASSIGN_OR_RETURN(auto f, base_->openWritable(p, m));
+    LCC_ASSIGN_OR_RETURN(auto f, target()->openWritable(p, m));
     return std::unique_ptr<WritableFile>(new File(this, std::move(f)));
   }
-  Result<std::unique_ptr<ReadableFile>> openReadable(const std::string& p) override { return base_->openReadable(p); }
-  Status rename(const std::string& a, const std::string& b) override { return base_->rename(a, b); }
-  Status removeFile(const std::string& p) override { return base_->removeFile(p); }
-  Status truncate(const std::string& p, std::uint64_t s) override { return base_->truncate(p, s); }
-  Status createDirs(const std::string& p, bool priv) override { return base_->createDirs(p, priv); }
-  Status syncDir(const std::string& d) override { return base_->syncDir(d); }
-  Result<std::vector<std::string>> listDir(const std::string& d) override { return base_->listDir(d); }
-  bool exists(const std::string& p) override { return base_->exists(p); }
-  Result<std::uint64_t> fileSize(const std::string& p) override { return base_->fileSize(p); }
-  Result<std::uint64_t> freeSpace(const std::string& p) override { return base_->freeSpace(p); }
 
  private:
-  Env* base_ = posixEnv();
   int countdown_ = 0;
 };
 

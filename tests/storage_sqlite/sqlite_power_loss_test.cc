@@ -131,7 +131,7 @@ TEST_F(SqlitePowerLossTest, ContentAndProviderStoresKeepWhatWasSynced) {
     ASSERT_EQ(*p->create(ProviderRecord{}), 1u);  // durable on return
     ProviderRecord r = **p->get(1);
     r.used_files = 5;
-    ASSERT_TRUE(p->put(r, /*durable=*/false).isOk());  // may go
+    ASSERT_TRUE(p->put(r, WriteOptions{.durable = false}).isOk());  // may go
     vfs_.powerLoss();
     c.reset();
     p.reset();

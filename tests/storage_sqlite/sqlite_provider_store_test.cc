@@ -127,7 +127,7 @@ TEST_F(SqliteProviderTest, ConcurrentModifiesAreAtomic) {
         EXPECT_TRUE(s->modify(1, [](ProviderRecord& r) {
                        ++r.conn_seq;
                        return Status::ok();
-                     }, /*durable=*/false).isOk());
+                     }, WriteOptions{.durable = false}).isOk());
         EXPECT_TRUE(s->get(1).isOk());
       }
     });
@@ -143,7 +143,7 @@ TEST_F(SqliteProviderTest, NonDurableWritesBecomeDurableAtClose) {
     ASSERT_TRUE(s->create(ProviderRecord{}).isOk());
     ProviderRecord p = **s->get(1);
     p.used_bytes = 77;
-    ASSERT_TRUE(s->put(p, /*durable=*/false).isOk());
+    ASSERT_TRUE(s->put(p, WriteOptions{.durable = false}).isOk());
     ASSERT_TRUE(s->close().isOk());
   }
   auto s = openProviders();
@@ -160,7 +160,7 @@ TEST_F(SqliteProviderTest, ScanCallbackMayUseTheStore) {
                  EXPECT_TRUE(s->modify(r.id, [](ProviderRecord& x) {
                                 ++x.error_total;
                                 return Status::ok();
-                              }, false).isOk());
+                              }, WriteOptions{.durable = false}).isOk());
                  return true;
                }).isOk());
   EXPECT_EQ(n, 300);

@@ -44,7 +44,7 @@ class FaultEnv::File final : public WritableFile {
   std::uint64_t epoch_;
 };
 
-FaultEnv::FaultEnv(Env* base) : base_(base) {}
+FaultEnv::FaultEnv(Env* base) : EnvWrapper(base) {}
 FaultEnv::~FaultEnv() = default;
 
 std::string FaultEnv::dirOf(const std::string& path) {
@@ -147,17 +147,17 @@ void FaultEnv::afterSync(const std::shared_ptr<FileState>& st, std::uint64_t siz
 }
 
 std::optional<std::string> FaultEnv::capture(const std::string& path) {
-  auto size = base_->fileSize(path);
+  auto size = target()->fileSize(path);
   if (!size.isOk() || size.value() > kMaxCapture) return std::nullopt;
-  auto bytes = base_->readFile(path);
+  auto bytes = target()->readFile(path);
   if (!bytes.isOk()) return std::nullopt;
   return std::move(bytes).value();
 }
 
 Result<std::unique_ptr<WritableFile>> FaultEnv::openWritable(const std::string& path, OpenMode mode) {
   std::lock_guard<std::mutex> lock(mu_);
-  const bool existed = base_->exists(path);
-  LCC_ASSIGN_OR_RETURN(auto file, base_->openWritable(path, mode));
+  const bool existed = target()->exists(path);
+  LCC_ASSIGN_OR_RETURN(auto file, target()->openWritable(path, mode));
   auto& st = files_[path];
   if (!st) {
     st = std::make_shared<FileState>();
@@ -170,10 +170,6 @@ Result<std::unique_ptr<WritableFile>> FaultEnv::openWritable(const std::string& 
   return std::unique_ptr<WritableFile>(std::make_unique<File>(this, std::move(file), st, epoch_));
 }
 
-Result<std::unique_ptr<ReadableFile>> FaultEnv::openReadable(const std::string& path) {
-  return base_->openReadable(path);
-}
-
 Status FaultEnv::rename(const std::string& from, const std::string& to) {
   std::lock_guard<std::mutex> lock(mu_);
   if (dead_) {
@@ -181,8 +177,8 @@ Status FaultEnv::rename(const std::string& from, const std::string& to) {
     return injected("rename after the disk died");
   }
   std::optional<std::string> replaced;
-  if (base_->exists(to)) replaced = capture(to);
-  LCC_RETURN_IF_ERROR(base_->rename(from, to));
+  if (target()->exists(to)) replaced = capture(to);
+  LCC_RETURN_IF_ERROR(target()->rename(from, to));
   files_.erase(to);
   if (auto it = files_.find(from); it != files_.end()) {
     it->second->path = to;
@@ -202,7 +198,7 @@ Status FaultEnv::removeFile(const std::string& path) {
   bool never_durable = false;
   if (auto it = files_.find(path); it != files_.end()) never_durable = it->second->created_unsynced;
   std::optional<std::string> bytes = never_durable ? std::nullopt : capture(path);
-  LCC_RETURN_IF_ERROR(base_->removeFile(path));
+  LCC_RETURN_IF_ERROR(target()->removeFile(path));
   files_.erase(path);
   if (!never_durable) pending_.push_back(PendingOp{PendingOp::kRemove, path, "", std::move(bytes)});
   return Status::ok();
@@ -214,12 +210,10 @@ Status FaultEnv::truncate(const std::string& path, std::uint64_t size) {
     ++injected_;
     return injected("truncate after the disk died");
   }
-  LCC_RETURN_IF_ERROR(base_->truncate(path, size));
+  LCC_RETURN_IF_ERROR(target()->truncate(path, size));
   if (auto it = files_.find(path); it != files_.end() && it->second->synced > size) it->second->synced = size;
   return Status::ok();
 }
-
-Status FaultEnv::createDirs(const std::string& path, bool private_dir) { return base_->createDirs(path, private_dir); }
 
 Status FaultEnv::syncDir(const std::string& dir) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -232,7 +226,7 @@ Status FaultEnv::syncDir(const std::string& dir) {
     ++injected_;
     return injected("syncDir #" + std::to_string(syncdirs_));
   }
-  LCC_RETURN_IF_ERROR(base_->syncDir(dir));
+  LCC_RETURN_IF_ERROR(target()->syncDir(dir));
   for (auto& [path, st] : files_) {
     if (dirOf(path) == dir) st->created_unsynced = false;
   }
@@ -242,16 +236,13 @@ Status FaultEnv::syncDir(const std::string& dir) {
   return Status::ok();
 }
 
-Result<std::vector<std::string>> FaultEnv::listDir(const std::string& dir) { return base_->listDir(dir); }
-bool FaultEnv::exists(const std::string& path) { return base_->exists(path); }
-Result<std::uint64_t> FaultEnv::fileSize(const std::string& path) { return base_->fileSize(path); }
 
 Result<std::uint64_t> FaultEnv::freeSpace(const std::string& path) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (free_space_) return *free_space_;
   }
-  return base_->freeSpace(path);
+  return target()->freeSpace(path);
 }
 
 void FaultEnv::crash() {
@@ -260,15 +251,15 @@ void FaultEnv::crash() {
   // 1. Files: names never made durable vanish; unsynced bytes are cut off.
   for (const auto& [path, st] : files_) {
     if (st->created_unsynced) {
-      if (base_->exists(path)) (void)base_->removeFile(path);
+      if (target()->exists(path)) (void)target()->removeFile(path);
       continue;
     }
-    auto size = base_->fileSize(path);
-    if (size.isOk() && size.value() > st->synced) (void)base_->truncate(path, st->synced);
+    auto size = target()->fileSize(path);
+    if (size.isOk() && size.value() > st->synced) (void)target()->truncate(path, st->synced);
   }
   // 2. Undo renames and removals that no syncDir made durable, newest first.
   auto restore = [&](const std::string& path, const std::string& bytes) {
-    auto f = base_->openWritable(path, OpenMode::kTruncate);
+    auto f = target()->openWritable(path, OpenMode::kTruncate);
     if (!f.isOk()) return;
     (void)f.value()->append(bytes);
     (void)f.value()->sync();
@@ -276,7 +267,7 @@ void FaultEnv::crash() {
   };
   for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) {
     if (it->kind == PendingOp::kRename) {
-      if (base_->exists(it->to)) (void)base_->rename(it->to, it->from);
+      if (target()->exists(it->to)) (void)target()->rename(it->to, it->from);
       if (it->replaced) restore(it->to, *it->replaced);
     } else if (it->replaced) {
       restore(it->from, *it->replaced);

@@ -1,5 +1,5 @@
-// fault_env.h — an Env that wraps another Env and injects faults (LevelDB's
-// FaultInjectionTestEnv, in spirit).
+// fault_env.h — an Env that wraps another Env (an EnvWrapper) and injects faults
+// (LevelDB's FaultInjectionTestEnv, in spirit).
 //
 // FAULTS (counted from the moment they are armed, 1-based):
 //  - failNthSync(n): the n-th WritableFile::sync() fails (IOError), nothing synced.
@@ -38,7 +38,7 @@
 
 namespace lcc::testing {
 
-class FaultEnv final : public Env {
+class FaultEnv final : public EnvWrapper {
  public:
   explicit FaultEnv(Env* base);
   ~FaultEnv() override;
@@ -63,17 +63,12 @@ class FaultEnv final : public Env {
   std::uint64_t writeCount() const;
   std::uint64_t injectedFailures() const;
 
-  // --- Env ---
+  // --- Env: what a fault or a crash changes; the rest goes to the base Env ---
   Result<std::unique_ptr<WritableFile>> openWritable(const std::string& path, OpenMode mode) override;
-  Result<std::unique_ptr<ReadableFile>> openReadable(const std::string& path) override;
   Status rename(const std::string& from, const std::string& to) override;
   Status removeFile(const std::string& path) override;
   Status truncate(const std::string& path, std::uint64_t size) override;
-  Status createDirs(const std::string& path, bool private_dir = false) override;
   Status syncDir(const std::string& dir) override;
-  Result<std::vector<std::string>> listDir(const std::string& dir) override;
-  bool exists(const std::string& path) override;
-  Result<std::uint64_t> fileSize(const std::string& path) override;
   Result<std::uint64_t> freeSpace(const std::string& path) override;
 
  private:
@@ -99,7 +94,6 @@ class FaultEnv final : public Env {
   std::optional<std::string> capture(const std::string& path);  // caller holds mu_
   static std::string dirOf(const std::string& path);
 
-  Env* base_;
   mutable std::mutex mu_;
   std::uint64_t epoch_ = 0;
   std::map<std::string, std::shared_ptr<FileState>> files_;

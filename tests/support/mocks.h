@@ -48,7 +48,8 @@ class MockEnv : public Env {
   MOCK_METHOD(Status, rename, (const std::string& from, const std::string& to), (override));
   MOCK_METHOD(Status, removeFile, (const std::string& path), (override));
   MOCK_METHOD(Status, truncate, (const std::string& path, std::uint64_t size), (override));
-  MOCK_METHOD(Status, createDirs, (const std::string& path, bool private_dir), (override));
+  MOCK_METHOD(Status, createDirs, (const std::string& path, const DirOptions& options), (override));
+  using Env::createDirs;
   MOCK_METHOD(Status, syncDir, (const std::string& dir), (override));
   MOCK_METHOD(Result<std::vector<std::string>>, listDir, (const std::string& dir), (override));
   MOCK_METHOD(bool, exists, (const std::string& path), (override));
@@ -112,9 +113,12 @@ class MockProviderStore : public ProviderStore {
   MOCK_METHOD(const StoreOpenInfo&, openInfo, (), (const, override));
   MOCK_METHOD(Result<ProviderId>, create, (const ProviderRecord& record), (override));
   MOCK_METHOD(Result<std::optional<ProviderRecord>>, get, (ProviderId id), (override));
-  MOCK_METHOD(Status, put, (const ProviderRecord& record, bool durable), (override));
-  MOCK_METHOD(Status, modify, (ProviderId id, const std::function<Status(ProviderRecord&)>& fn, bool durable),
+  MOCK_METHOD(Status, put, (const ProviderRecord& record, const WriteOptions& options), (override));
+  MOCK_METHOD(Status, modify,
+              (ProviderId id, const std::function<Status(ProviderRecord&)>& fn, const WriteOptions& options),
               (override));
+  using ProviderStore::modify;
+  using ProviderStore::put;
   MOCK_METHOD(Status, remove, (ProviderId id), (override));
   MOCK_METHOD(Status, scan, (const std::function<bool(const ProviderRecord&)>& fn), (override));
   MOCK_METHOD(Status, sync, (), (override));

@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "../time_util.h"
+#include "lcc/support/time_util.h"
 
 namespace lcc {
 

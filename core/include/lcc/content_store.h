@@ -60,35 +60,9 @@ struct ContentFilter {
   std::optional<WallTime> stored_since;    // stored >= this
   bool include_deleted = false;
 
-  static bool mimeMatches(std::string_view pattern, std::string_view mime) {
-    if (pattern == "*" || pattern == "*/*") return true;
-    if (pattern.size() >= 2 && pattern.substr(pattern.size() - 2) == "/*") {
-      auto type = pattern.substr(0, pattern.size() - 1);  // "text/"
-      return mime.size() > type.size() && mime.substr(0, type.size()) == type;
-    }
-    return pattern == mime;
-  }
-
-  bool matches(const ContentRecord& r) const {
-    if (r.deleted && !include_deleted) return false;
-    if (stored_since && r.stored < *stored_since) return false;
-    if (!providers.empty()) {
-      bool any = false;
-      for (ProviderId p : providers) any = any || p == r.key.pid;
-      if (!any) return false;
-    }
-    if (!mime_patterns.empty()) {
-      bool any = false;
-      for (const auto& p : mime_patterns) any = any || mimeMatches(p, r.key.mime);
-      if (!any) return false;
-    }
-    if (!url_prefixes.empty()) {
-      bool any = false;
-      for (const auto& p : url_prefixes) any = any || r.key.url.compare(0, p.size(), p) == 0;
-      if (!any) return false;
-    }
-    return true;
-  }
+  // "*" and "*/*" match anything, "text/*" any "text/<subtype>", else equality.
+  static bool mimeMatches(std::string_view pattern, std::string_view mime);
+  bool matches(const ContentRecord& r) const;
 };
 
 class ContentStore {

@@ -4,7 +4,8 @@
 // filename state, the CU reading content, the admin token. Storage engines that do
 // their own I/O (Kyoto, SQLite) do not go through it.
 // Production: core/common/posix_env.h. Tests: a fault-injecting Env that fails the
-// n-th sync or write and can "crash" by dropping whatever was not synced.
+// n-th sync or write and can "crash" by dropping whatever was not synced; test Envs
+// derive from EnvWrapper and override only what they change.
 // THREADS: Env methods are thread-safe. A file object is used by one thread at a time.
 // DURABILITY: data is durable only after WritableFile::sync() returned OK; a new or
 // renamed name is durable only after syncDir() of its folder returned OK.
@@ -39,6 +40,11 @@ class ReadableFile {
   virtual Result<std::uint64_t> size() = 0;
 };
 
+// How createDirs() makes a folder.
+struct DirOptions {
+  bool private_dir = false;  // mode 0700 (else 0755, less the umask)
+};
+
 enum class OpenMode : std::uint8_t {
   kTruncate,   // create or empty
   kAppend,     // create or keep and append at the end
@@ -60,8 +66,9 @@ class Env {
   virtual Status removeFile(const std::string& path) = 0;
   // Shrinks or grows a file to `size` bytes.
   virtual Status truncate(const std::string& path, std::uint64_t size) = 0;
-  // mkdir -p; mode 0700 when `private_dir`.
-  virtual Status createDirs(const std::string& path, bool private_dir = false) = 0;
+  // mkdir -p.
+  virtual Status createDirs(const std::string& path, const DirOptions& options) = 0;
+  Status createDirs(const std::string& path) { return createDirs(path, DirOptions{}); }
   // Makes the directory entries of `dir` durable (after create, rename, unlink).
   virtual Status syncDir(const std::string& dir) = 0;
   virtual Result<std::vector<std::string>> listDir(const std::string& dir) = 0;
@@ -76,31 +83,35 @@ class Env {
   Status writeFileAtomic(const std::string& path, std::string_view data);
 };
 
-inline Result<std::string> Env::readFile(const std::string& path) {
-  LCC_ASSIGN_OR_RETURN(auto file, openReadable(path));
-  std::string out;
-  char buf[65536];
-  std::uint64_t off = 0;
-  for (;;) {
-    LCC_ASSIGN_OR_RETURN(std::size_t n, file->read(off, sizeof buf, buf));
-    if (n == 0) break;
-    out.append(buf, n);
-    off += n;
-  }
-  return out;
-}
+// An Env that forwards every call to a target Env (LevelDB's EnvWrapper). A test Env
+// derives from it and overrides only what it changes (a failing sync, a full disk).
+// The target must outlive the wrapper.
+class EnvWrapper : public Env {
+ public:
+  explicit EnvWrapper(Env* target) : target_(target) {}
+  Env* target() const { return target_; }
 
-inline Status Env::writeFileAtomic(const std::string& path, std::string_view data) {
-  const std::string tmp = path + ".tmp";
-  {
-    LCC_ASSIGN_OR_RETURN(auto file, openWritable(tmp, OpenMode::kTruncate));
-    LCC_RETURN_IF_ERROR(file->append(data));
-    LCC_RETURN_IF_ERROR(file->sync());
-    LCC_RETURN_IF_ERROR(file->close());
+  Result<std::unique_ptr<WritableFile>> openWritable(const std::string& path, OpenMode mode) override {
+    return target_->openWritable(path, mode);
   }
-  LCC_RETURN_IF_ERROR(rename(tmp, path));
-  auto slash = path.rfind('/');
-  return syncDir(slash == std::string::npos ? std::string(".") : path.substr(0, slash == 0 ? 1 : slash));
-}
+  Result<std::unique_ptr<ReadableFile>> openReadable(const std::string& path) override {
+    return target_->openReadable(path);
+  }
+  Status rename(const std::string& from, const std::string& to) override { return target_->rename(from, to); }
+  Status removeFile(const std::string& path) override { return target_->removeFile(path); }
+  Status truncate(const std::string& path, std::uint64_t size) override { return target_->truncate(path, size); }
+  Status createDirs(const std::string& path, const DirOptions& options) override {
+    return target_->createDirs(path, options);
+  }
+  using Env::createDirs;
+  Status syncDir(const std::string& dir) override { return target_->syncDir(dir); }
+  Result<std::vector<std::string>> listDir(const std::string& dir) override { return target_->listDir(dir); }
+  bool exists(const std::string& path) override { return target_->exists(path); }
+  Result<std::uint64_t> fileSize(const std::string& path) override { return target_->fileSize(path); }
+  Result<std::uint64_t> freeSpace(const std::string& path) override { return target_->freeSpace(path); }
+
+ private:
+  Env* target_;
+};
 
 }  // namespace lcc

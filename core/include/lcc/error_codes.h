@@ -45,45 +45,12 @@ enum class ErrorCode : std::uint16_t {
   kHttpOther = 312,
 };
 
-// The short English text that goes with a code on the wire.
-constexpr std::string_view errorCodeMessage(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kNone: return "ok";
-    case ErrorCode::kMalformed: return "malformed document or protocol order violated";
-    case ErrorCode::kLimitExceeded: return "element or attribute limit exceeded";
-    case ErrorCode::kAuthFailed: return "authentication failed";
-    case ErrorCode::kNotActive: return "provider not active";
-    case ErrorCode::kTooManyConnections: return "too many connections";
-    case ErrorCode::kOffline: return "system temporarily off-line, try again later";
-    case ErrorCode::kFullSetNotAllowed: return "full set not allowed now";
-    case ErrorCode::kSetTooLarge: return "set too large";
-    case ErrorCode::kTimeout: return "timed out waiting for data";
-    case ErrorCode::kInternal: return "internal error";
-    case ErrorCode::kInvalidUrl: return "invalid URL";
-    case ErrorCode::kOutsidePrefix: return "URL outside the registered prefixes";
-    case ErrorCode::kMimeNotAccepted: return "mime type not accepted";
-    case ErrorCode::kInvalidOp: return "invalid op";
-    case ErrorCode::kInvalidAttribute: return "invalid attribute value";
-    case ErrorCode::kQuotaExceeded: return "provider quota exceeded";
-    case ErrorCode::kNotFound: return "not found";
-    case ErrorCode::kAccessDenied: return "access denied";
-    case ErrorCode::kServerError: return "server error after retries";
-    case ErrorCode::kFetchTimeout: return "timed out after retries";
-    case ErrorCode::kDnsFailure: return "host name did not resolve after retries";
-    case ErrorCode::kConnectFailure: return "connection failed after retries";
-    case ErrorCode::kMimeMismatch: return "returned MIME type differs from the declared one";
-    case ErrorCode::kTooLarge: return "content larger than the configured maximum";
-    case ErrorCode::kMd5Mismatch: return "MD5 differs from the declared one";
-    case ErrorCode::kRedirectError: return "too many redirects, or a redirect outside http/https";
-    case ErrorCode::kAddressRefused: return "address refused by policy";
-    case ErrorCode::kHttpOther: return "HTTP status not stored";
-  }
-  return "unknown error";
-}
+// The short English text that goes with a code on the wire; "unknown error" for a
+// number that is not a code.
+std::string_view errorCodeMessage(ErrorCode code);
 
-constexpr bool isKnownErrorCode(unsigned v) {
-  return errorCodeMessage(static_cast<ErrorCode>(v)) != "unknown error";
-}
+// True when `v` is the number of a code above (input from the wire or a file).
+bool isKnownErrorCode(unsigned v);
 
 // Fetch errors that are about the whole provider site rather than one URL: the QM
 // delays the whole set instead of marking one URL bad (design document §6, "Fetching").

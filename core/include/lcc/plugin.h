@@ -35,7 +35,7 @@
 #include "lcc/queue_store.h"
 #include "lcc/status.h"
 
-#define LCC_PLUGIN_ABI_MAJOR 1u
+#define LCC_PLUGIN_ABI_MAJOR 2u
 #define LCC_PLUGIN_ABI_MINOR 0u
 
 #define LCC_STRINGIFY_INNER(x) #x
@@ -94,9 +94,20 @@ struct PluginDescriptor {
   Result<Exporter*> (*make_exporter)(const HostContext& host, const OptionsView& options);
 };
 
-// Fills the version fields; plugins start their descriptor with this.
-#define LCC_PLUGIN_VERSION_FIELDS \
-  LCC_PLUGIN_ABI_MAJOR, LCC_PLUGIN_ABI_MINOR, sizeof(::lcc::PluginDescriptor), LCC_BUILD_SIGNATURE, LCC_API_HASH
+// Fills the version fields (designated initialisers); a plugin starts its descriptor
+// with this and names every other field it sets, leaving out what it does not provide:
+//
+//     static const PluginDescriptor kDescriptor = {
+//         LCC_PLUGIN_VERSION_FIELDS,
+//         .name = "cu-xml",
+//         .version = "1.0",
+//         .provides = kProvidesExporter,
+//         .make_exporter = &makeExporter,
+//     };
+#define LCC_PLUGIN_VERSION_FIELDS                                                       \
+  .abi_major = LCC_PLUGIN_ABI_MAJOR, .abi_minor = LCC_PLUGIN_ABI_MINOR,                 \
+  .descriptor_size = sizeof(::lcc::PluginDescriptor), .build_signature = LCC_BUILD_SIGNATURE, \
+  .api_hash = LCC_API_HASH
 
 }  // namespace lcc
 

@@ -4,8 +4,8 @@
 // (errors, quota use, wanted flag), the RS (registration) and the admin API.
 // THREADS: every method is thread-safe; modify() is an atomic read-modify-write.
 // DURABILITY: create(), put(), modify() and remove() return OK only when the change
-// is durable (synced), unless `durable` is false, in which case it is durable at
-// the next durable write or close(). Writes are rare (connections, errors), so
+// is durable (synced), unless WriteOptions::durable is false, in which case it is
+// durable at the next durable write, sync() or close(). Writes are rare (connections, errors), so
 // per-write sync is affordable.
 #pragma once
 
@@ -17,6 +17,13 @@
 #include "lcc/types.h"
 
 namespace lcc {
+
+// How put() and modify() make a change durable (as LevelDB's WriteOptions).
+struct WriteOptions {
+  // true: OK only once the change is synced. false: the change is written but
+  // becomes durable with the next durable write, sync() or close().
+  bool durable = true;
+};
 
 class ProviderStore {
  public:
@@ -32,11 +39,16 @@ class ProviderStore {
   virtual Result<ProviderId> create(const ProviderRecord& record) = 0;
   virtual Result<std::optional<ProviderRecord>> get(ProviderId id) = 0;
   // Replaces an existing record; NotFound if there is none.
-  virtual Status put(const ProviderRecord& record, bool durable = true) = 0;
+  virtual Status put(const ProviderRecord& record, const WriteOptions& options) = 0;
   // Runs fn on the current record under the store's lock and stores the result if fn
   // returns OK. NotFound if there is no such provider. fn must not call the store.
   virtual Status modify(ProviderId id, const std::function<Status(ProviderRecord&)>& fn,
-                        bool durable = true) = 0;
+                        const WriteOptions& options) = 0;
+  // The same with the default WriteOptions (durable).
+  Status put(const ProviderRecord& record) { return put(record, WriteOptions{}); }
+  Status modify(ProviderId id, const std::function<Status(ProviderRecord&)>& fn) {
+    return modify(id, fn, WriteOptions{});
+  }
   virtual Status remove(ProviderId id) = 0;
   // Every provider in id order.
   virtual Status scan(const std::function<bool(const ProviderRecord&)>& fn) = 0;

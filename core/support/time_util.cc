@@ -1,4 +1,4 @@
-#include "time_util.h"
+#include "lcc/support/time_util.h"
 
 #include <charconv>
 #include <ctime>

@@ -12,7 +12,7 @@
 // segment carry consecutive positions starting at that number. An empty segment
 // whose name is N means "the next position is N": that is how positions stay
 // monotonic when every record was trimmed.
-#include "journal.h"
+#include "lcc/support/journal.h"
 
 #include <algorithm>
 #include <array>

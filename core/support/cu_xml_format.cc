@@ -1,6 +1,6 @@
-#include "proto/cu_xml_format.h"
+#include "lcc/support/cu_xml_format.h"
 
-#include "common/time_util.h"
+#include "lcc/support/time_util.h"
 
 namespace lcc::proto {
 namespace {

@@ -1,8 +1,8 @@
 // cu_xml_format.h — the XML answer of docs/protocol.md §3, piece by piece, and base64.
 //
 // WHO: the cu-xml and cu-tar plugins (the answer and MANIFEST.xml), the C API (base64
-// decoding). Pure functions on strings; standard library only, so a plugin links the
-// PIC library `lcc_cu_xml_format` (core/proto/cu_xml_format.cmake) and carries it.
+// decoding), the CU. Pure functions on strings; part of the support library
+// (core/support, lcc_support), which each plugin links statically.
 // Output is always well-formed XML 1.0 whatever the record holds: text that is not
 // valid UTF-8 or holds characters XML cannot carry is repaired (URLs: percent-encoded;
 // other text: U+FFFD), never passed through.
