@@ -239,12 +239,11 @@ int runDispatch(const Args& a) {
     auto batch = std::move(botm.orders);
     botm.orders.clear();
     for (auto [link, id] : batch) {
-      FetchOutcome r;
+      FetchResult r;
       r.id = id;
-      r.ok = true;
-      r.http = 200;
+      r.http_status = 200;
       r.machine = "m1";
-      r.file = std::to_string(++file);
+      r.filename = std::to_string(++file);
       r.size = 5120;
       r.md5 = "0123456789abcdef0123456789abcdef";
       qm.onResult(link, r);

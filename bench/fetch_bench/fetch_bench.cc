@@ -113,9 +113,9 @@ int main(int argc, char** argv) {
     for (const auto& m : msgs) {
       if (const auto* h = std::get_if<proto::LinkBotmHello>(&m)) capacity = h->capacity;
       if (const auto* c = std::get_if<proto::LinkCapacity>(&m)) capacity = c->slots;
-      if (const auto* r = std::get_if<proto::LinkResult>(&m)) {
+      if (const auto* r = std::get_if<FetchResult>(&m)) {
         ++done;
-        if (r->ok) {
+        if (r->ok()) {
           ++ok;
           bytes += r->size;
         } else {

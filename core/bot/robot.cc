@@ -78,9 +78,8 @@ void RobotCore::cancelAll() {
 }
 
 void RobotCore::fetch(const proto::RobotFetch& f) {
-  proto::RobotResult fail;
+  FetchResult fail;
   fail.id = f.id;
-  fail.ok = false;
   bool duplicate = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -126,24 +125,22 @@ void RobotCore::fetch(const proto::RobotFetch& f) {
   const bool sync = opts_.sync_files;
   Status s = fetcher_.start(req, [self, fid, botm_id = f.id, file = f.file, tmp = req.path, sync](const FetchResult& r) {
     // Fetcher thread: the file work, then the answer.
-    proto::RobotResult out;
+    FetchResult out;
     out.id = botm_id;
-    out.http = r.http_status;
-    if (r.retry_after) out.retry_after = r.retry_after->count() / 1000;
+    out.http_status = r.http_status;
+    out.retry_after = r.retry_after;
     if (r.ok() && r.unchanged) {
-      out.ok = true;
       out.unchanged = true;
-      if (out.http == 0) out.http = 304;
+      if (out.http_status == 0) out.http_status = 304;
     } else if (r.ok()) {
       Status st = sync ? fsyncPath(tmp) : Status::ok();
       if (st.isOk()) st = self->env_.rename(tmp, file);
       if (st.isOk() && sync) st = self->env_.syncDir(parentOf(file));
       if (st.isOk()) {
-        out.ok = true;
         out.mime = r.mime;
         out.size = r.size;
         out.md5 = r.md5;
-        out.mtime = r.last_modified;
+        out.last_modified = r.last_modified;
       } else {
         (void)self->env_.removeFile(tmp);
         out.code = ErrorCode::kInternal;
@@ -155,7 +152,7 @@ void RobotCore::fetch(const proto::RobotFetch& f) {
       out.message = r.message.empty() ? std::string(errorCodeMessage(r.code)) : r.message;
     }
     if (self->counters_) {
-      if (!out.ok) {
+      if (!out.ok()) {
         self->counters_->failed++;
       } else if (out.unchanged) {
         self->counters_->unchanged++;
@@ -179,7 +176,7 @@ void RobotCore::fetch(const proto::RobotFetch& f) {
   }
 }
 
-void RobotCore::finished(std::uint64_t fid, const proto::RobotResult& r) {
+void RobotCore::finished(std::uint64_t fid, const FetchResult& r) {
   bool answer;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -209,7 +206,7 @@ void RobotSession::start(std::function<void(const std::string&)> on_end) {
   on_end_ = std::move(on_end);
   std::weak_ptr<RobotSession> weak = shared_from_this();
   // Answers finished close together share one hand-off to the strand and one write.
-  core_ = std::make_shared<RobotCore>(fetcher_, env_, opts_, counters_, [weak](const proto::RobotResult& r) {
+  core_ = std::make_shared<RobotCore>(fetcher_, env_, opts_, counters_, [weak](const FetchResult& r) {
     auto self = weak.lock();
     if (!self) return;  // the session is gone: the BOT-M re-hands the fetch
     if (self->answers_.push(r)) asio::post(self->socket_->strand(), [self] { self->sendAnswers(); });

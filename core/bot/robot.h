@@ -51,7 +51,7 @@ std::string tempNameFor(const std::string& file);
 // reply runs on the fetcher's thread, or inline in fetch() for an immediate refusal.
 class RobotCore : public std::enable_shared_from_this<RobotCore> {
  public:
-  using Reply = std::function<void(const proto::RobotResult&)>;
+  using Reply = std::function<void(const FetchResult&)>;
   RobotCore(Fetcher& fetcher, Env& env, RobotOptions options, RobotCounters* counters, Reply reply);
 
   void fetch(const proto::RobotFetch& f);
@@ -63,7 +63,7 @@ class RobotCore : public std::enable_shared_from_this<RobotCore> {
 
  private:
   Status checkPath(const std::string& file) const;
-  void finished(std::uint64_t fetcher_id, const proto::RobotResult& r);
+  void finished(std::uint64_t fetcher_id, const FetchResult& r);
 
   Fetcher& fetcher_;
   Env& env_;
@@ -128,7 +128,7 @@ class RobotSession : public std::enable_shared_from_this<RobotSession> {
   bool ended_ = false;
   bool closing_ = false;  // we are ending the stream: cancelled fetches are not answered
   std::function<void(const std::string&)> on_end_;
-  HandOff<proto::RobotResult> answers_;  // finished on the fetcher's thread, not yet sent
+  HandOff<FetchResult> answers_;  // finished on the fetcher's thread, not yet sent
 };
 
 // A robot that connects to a BOT-M's robot port and reconnects with back-off.

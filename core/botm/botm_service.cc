@@ -30,7 +30,7 @@ std::string encodeUp(const Upstream& u) {
   return std::visit(
       [](const auto& m) -> std::string {
         using T = std::decay_t<decltype(m)>;
-        if constexpr (std::is_same_v<T, proto::LinkResult>) return proto::encodeResult(m);
+        if constexpr (std::is_same_v<T, FetchResult>) return proto::encodeResult(m);
         if constexpr (std::is_same_v<T, proto::LinkDeleted>) return proto::encodeDeleted(m);
         if constexpr (std::is_same_v<T, proto::LinkCapacity>) return proto::encodeCapacity(m);
         if constexpr (std::is_same_v<T, proto::LinkMachines>) return proto::encodeMachines(m);
@@ -330,7 +330,7 @@ class BotmService final : public Service {
                 s->send(proto::encodeBotmRobotOpen({s_.machine}));
                 spdlog::info("botm: robot {} ({}) connected with {} slots", h->name, s->peer(), h->slots);
                 disp_->robotUp(id, h->slots, &a);
-              } else if (const auto* r = std::get_if<proto::RobotResult>(&m)) {
+              } else if (const auto* r = std::get_if<FetchResult>(&m)) {
                 if (peers_.count(id)) disp_->robotResult(id, *r, &a);
               } else if (std::holds_alternative<proto::LinkPing>(m)) {
                 s->send(proto::encodeLinkPong());
@@ -379,7 +379,7 @@ class BotmService final : public Service {
                 fwd_->childUp(id, h->machine, h->capacity, &a, h->content_url);
               } else if (!peers_.count(id)) {
                 continue;
-              } else if (const auto* r = std::get_if<proto::LinkResult>(&m)) {
+              } else if (const auto* r = std::get_if<FetchResult>(&m)) {
                 fwd_->childResult(id, *r, &a);
               } else if (const auto* d = std::get_if<proto::LinkDeleted>(&m)) {
                 fwd_->childDeleted(id, *d, &a);

@@ -7,10 +7,9 @@
 namespace lcc::botm {
 
 namespace {
-proto::LinkResult failed(std::uint64_t id, ErrorCode code, std::string message) {
-  proto::LinkResult r;
+FetchResult failed(std::uint64_t id, ErrorCode code, std::string message) {
+  FetchResult r;
   r.id = id;
-  r.ok = false;
   r.code = code;
   r.message = std::move(message);
   return r;
@@ -177,7 +176,7 @@ void Dispatcher::dropName(std::uint64_t name, bool unlink_file) {
   names_->release(name);
 }
 
-void Dispatcher::robotResult(RobotId robot, const proto::RobotResult& r, Actions* out) {
+void Dispatcher::robotResult(RobotId robot, const FetchResult& r, Actions* out) {
   auto jt = jobs_.find(r.id);
   if (jt == jobs_.end() || jt->second.robot != robot) {
     spdlog::warn("botm: robot {} answered fetch {} it does not hold; ignored", robot, r.id);
@@ -190,29 +189,28 @@ void Dispatcher::robotResult(RobotId robot, const proto::RobotResult& r, Actions
   names_in_use_.erase(name);
   const bool stale = !source_up_ || j.session != session_;
   if (!stale) by_source_id_.erase(j.fetch.id);
-  proto::LinkResult up;
+  FetchResult up;
   up.id = j.fetch.id;
-  up.ok = r.ok;
-  up.http = r.http;
+  up.http_status = r.http_status;
   up.retry_after = r.retry_after;
-  if (r.ok && !r.unchanged) {
+  if (r.ok() && !r.unchanged) {
     if (stale) {
       counters_.stale++;
       dropName(name, true);
     } else {
       counters_.results_ok++;
       up.machine = machine_;
-      up.file = names_->format(name);
+      up.filename = names_->format(name);
       up.mime = r.mime;
       up.size = r.size;
       up.md5 = r.md5;
-      up.mtime = r.mtime;
+      up.last_modified = r.last_modified;
     }
   } else {
     // Unchanged or failed: no file is referenced, the name is free again. A failed
     // robot removed its temporary file; the final name was never written.
     dropName(name, false);
-    if (r.ok) {
+    if (r.ok()) {
       counters_.unchanged++;
       up.unchanged = true;
     } else {
@@ -410,7 +408,7 @@ void Forwarder::childMachines(ChildId child, const std::vector<std::string>& ids
   announce(out, old_cap, old_machines, old_urls);
 }
 
-void Forwarder::childResult(ChildId child, const proto::LinkResult& r, ForwardActions* out) {
+void Forwarder::childResult(ChildId child, const FetchResult& r, ForwardActions* out) {
   auto jt = jobs_.find(r.id);
   if (jt == jobs_.end() || jt->second.child != child) {
     spdlog::warn("botm: child {} answered fetch {} it does not hold; ignored", child, r.id);
@@ -421,11 +419,11 @@ void Forwarder::childResult(ChildId child, const proto::LinkResult& r, ForwardAc
   if (auto cit = children_.find(child); cit != children_.end()) cit->second.jobs.erase(r.id);
   if (source_up_ && j.session == session_) {
     by_source_id_.erase(j.fetch.id);
-    proto::LinkResult up = r;  // machine and file pass through unchanged
+    FetchResult up = r;  // machine and file pass through unchanged
     up.id = j.fetch.id;
-    if (r.ok && !r.unchanged) {
+    if (r.ok() && !r.unchanged) {
       counters_.results_ok++;
-    } else if (r.ok) {
+    } else if (r.ok()) {
       counters_.unchanged++;
     } else {
       counters_.results_failed++;

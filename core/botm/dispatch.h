@@ -34,7 +34,7 @@
 
 namespace lcc::botm {
 
-using Upstream = std::variant<proto::LinkResult, proto::LinkDeleted, proto::LinkCapacity, proto::LinkMachines>;
+using Upstream = std::variant<FetchResult, proto::LinkDeleted, proto::LinkCapacity, proto::LinkMachines>;
 using RobotId = std::uint64_t;
 using ChildId = std::uint64_t;
 
@@ -62,7 +62,7 @@ class Dispatcher {
 
   void robotUp(RobotId robot, std::uint32_t slots, Actions* out);
   void robotDown(RobotId robot, Actions* out);
-  void robotResult(RobotId robot, const proto::RobotResult& r, Actions* out);
+  void robotResult(RobotId robot, const FetchResult& r, Actions* out);
 
   std::uint64_t capacity() const { return capacity_; }
   std::vector<std::string> machines() const { return {machine_}; }
@@ -128,7 +128,7 @@ class Forwarder {
   // `content_urls`: machine -> content URL from the child's <machines> (may be empty).
   void childMachines(ChildId child, const std::vector<std::string>& ids, ForwardActions* out,
                      const std::map<std::string, std::string>& content_urls = {});
-  void childResult(ChildId child, const proto::LinkResult& r, ForwardActions* out);
+  void childResult(ChildId child, const FetchResult& r, ForwardActions* out);
   void childDeleted(ChildId child, const proto::LinkDeleted& d, ForwardActions* out);
   void childDown(ChildId child, ForwardActions* out);
 

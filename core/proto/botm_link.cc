@@ -1,6 +1,8 @@
 #include "proto/botm_link.h"
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <limits>
 
 #include "lcc/support/time_util.h"
@@ -133,6 +135,62 @@ ErrorCode AttrParser::code(std::string_view name) {
   return static_cast<ErrorCode>(c);
 }
 
+void appendResult(std::string& out, const FetchResult& r, bool with_file) {
+  out.append("<result");
+  appendAttr(out, "id", std::to_string(r.id));
+  appendAttr(out, "ok", r.ok() ? "yes" : "no");
+  if (!r.ok()) appendAttr(out, "code", std::to_string(static_cast<std::uint16_t>(r.code)));
+  if (r.http_status != 0) appendAttr(out, "http", std::to_string(r.http_status));
+  if (r.ok() && r.unchanged) appendAttr(out, "unchanged", "yes");
+  if (r.ok() && !r.unchanged) {
+    if (with_file) {
+      appendAttr(out, "machine", r.machine);
+      appendAttr(out, "file", r.filename);
+    }
+    if (!r.mime.empty()) appendAttr(out, "mime", r.mime);
+    appendAttr(out, "sz", std::to_string(r.size));
+    if (!r.md5.empty()) appendAttr(out, "md5", r.md5);
+    if (r.last_modified) appendAttr(out, "mt", formatRfc3339(*r.last_modified));
+  }
+  if (r.retry_after) {
+    appendAttr(out, "retry_after",
+               std::to_string(std::chrono::duration_cast<std::chrono::seconds>(*r.retry_after).count()));
+  }
+  if (!r.ok() && !r.message.empty()) {
+    out.push_back('>');
+    appendXmlEscaped(out, r.message);
+    out.append("</result>\n");
+  } else {
+    out.append("/>\n");
+  }
+}
+
+FetchResult decodeResult(AttrParser& p, const RawElement& el, bool with_file) {
+  FetchResult r;
+  r.id = p.reqU64("id");
+  const bool ok = p.yes("ok");
+  r.http_status = static_cast<int>(p.optU64("http"));
+  r.unchanged = p.yes("unchanged");
+  if (with_file) {
+    r.machine = p.str("machine");
+    r.filename = p.str("file");
+  }
+  r.mime = p.str("mime");
+  r.size = p.optU64("sz");
+  r.md5 = p.str("md5");
+  r.last_modified = p.optTime("mt");
+  if (auto s = p.optI64("retry_after")) {
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max() / 1000;
+    r.retry_after = std::chrono::seconds(std::clamp(*s, -kMax, kMax));
+  }
+  if (!ok) {
+    r.code = p.code("code");
+    if (r.code == ErrorCode::kNone) r.code = ErrorCode::kInternal;  // "ok=no" is never a success
+    r.message = el.text;
+  }
+  return r;
+}
+
 }  // namespace detail
 
 namespace {
@@ -140,6 +198,8 @@ namespace {
 using detail::appendAttr;
 using detail::AttrParser;
 using detail::RawElement;
+using detail::appendResult;
+using detail::decodeResult;
 
 std::string u64(std::uint64_t v) { return std::to_string(v); }
 
@@ -174,29 +234,9 @@ std::string encodeBotmOpen(const LinkBotmHello& hello) {
   return out;
 }
 
-std::string encodeResult(const LinkResult& r) {
-  std::string out = "<result";
-  appendAttr(out, "id", u64(r.id));
-  appendAttr(out, "ok", r.ok ? "yes" : "no");
-  if (!r.ok) appendAttr(out, "code", u64(static_cast<std::uint16_t>(r.code)));
-  if (r.http != 0) appendAttr(out, "http", std::to_string(r.http));
-  if (r.ok && r.unchanged) appendAttr(out, "unchanged", "yes");
-  if (r.ok && !r.unchanged) {
-    appendAttr(out, "machine", r.machine);
-    appendAttr(out, "file", r.file);
-    if (!r.mime.empty()) appendAttr(out, "mime", r.mime);
-    appendAttr(out, "sz", u64(r.size));
-    if (!r.md5.empty()) appendAttr(out, "md5", r.md5);
-    if (r.mtime) appendAttr(out, "mt", formatRfc3339(*r.mtime));
-  }
-  if (r.retry_after) appendAttr(out, "retry_after", std::to_string(*r.retry_after));
-  if (!r.ok && !r.message.empty()) {
-    out.push_back('>');
-    appendXmlEscaped(out, r.message);
-    out.append("</result>\n");
-  } else {
-    out.append("/>\n");
-  }
+std::string encodeResult(const FetchResult& r) {
+  std::string out;
+  appendResult(out, r, true);
   return out;
 }
 
@@ -359,22 +399,8 @@ bool BotmStreamDecoder::feed(std::string_view bytes, std::vector<BotmMessage>* o
           return;
         }
         if (el.name == "result") {
-          LinkResult r;
-          r.id = p.reqU64("id");
-          r.ok = p.yes("ok");
-          r.http = static_cast<int>(p.optU64("http"));
-          r.unchanged = p.yes("unchanged");
-          r.machine = p.str("machine");
-          r.file = p.str("file");
-          r.mime = p.str("mime");
-          r.size = p.optU64("sz");
-          r.md5 = p.str("md5");
-          r.mtime = p.optTime("mt");
-          r.retry_after = p.optI64("retry_after");
-          if (!r.ok) {
-            r.code = p.code("code");
-            r.message = el.text;
-          } else if (!r.unchanged && (r.machine.empty() || r.file.empty())) {
+          FetchResult r = decodeResult(p, el, true);
+          if (p.ok && r.ok() && !r.unchanged && (r.machine.empty() || r.filename.empty())) {
             p.bad("file", "a successful result needs machine and file");
           }
           if (p.ok) out->push_back(std::move(r));

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "lcc/error_codes.h"
+#include "lcc/types.h"
 #include "proto/xml_reader.h"
 
 namespace lcc::proto {
@@ -55,23 +56,9 @@ struct LinkFetch {
   friend bool operator==(const LinkFetch&, const LinkFetch&) = default;
 };
 
-// BOT-M -> source: the outcome of one fetch.
-struct LinkResult {
-  std::uint64_t id = 0;
-  bool ok = false;
-  ErrorCode code = ErrorCode::kNone;    // on ok=false: a docs/protocol.md §2 code
-  int http = 0;                         // 0: no HTTP status
-  std::string machine;                  // ok and not unchanged: where the file lives
-  std::string file;                     // relative to that machine's content directory
-  std::string mime;
-  std::uint64_t size = 0;
-  std::string md5;
-  std::optional<std::int64_t> mtime;    // Last-Modified, seconds since the epoch
-  bool unchanged = false;               // HTTP 304: no file referenced
-  std::optional<std::int64_t> retry_after;  // seconds, from a 429/503
-  std::string message;                  // short English text (ok=false)
-  friend bool operator==(const LinkResult&, const LinkResult&) = default;
-};
+// BOT-M -> source: the outcome of one fetch is an lcc::FetchResult (lcc/types.h) with
+// the source's id. ok and not unchanged: machine and filename say where the file lives.
+// A failure read without a code (or with code 0) is read as kInternal.
 
 // source -> BOT-M: unlink `file` on `machine` and free its name.
 struct LinkDelete {
@@ -120,12 +107,12 @@ struct LinkEnd {
 using SourceMessage = std::variant<LinkSourceHello, LinkFetch, LinkDelete, LinkPing, LinkPong, LinkEnd>;
 // What a source reads (sent by a BOT-M).
 using BotmMessage =
-    std::variant<LinkBotmHello, LinkResult, LinkDeleted, LinkCapacity, LinkMachines, LinkPing, LinkPong, LinkEnd>;
+    std::variant<LinkBotmHello, FetchResult, LinkDeleted, LinkCapacity, LinkMachines, LinkPing, LinkPong, LinkEnd>;
 
 // ---- encoders (each returns one complete piece of the stream) ----------------
 // BOT-M side.
 std::string encodeBotmOpen(const LinkBotmHello& hello);
-std::string encodeResult(const LinkResult& r);
+std::string encodeResult(const FetchResult& r);
 std::string encodeDeleted(const LinkDeleted& d);
 std::string encodeCapacity(const LinkCapacity& c);
 std::string encodeMachines(const LinkMachines& m);
@@ -215,6 +202,12 @@ struct AttrParser {
   bool yes(std::string_view name);   // "yes", "true", "1"
   ErrorCode code(std::string_view name);  // absent or unknown: kInternal
 };
+// <result>, the same element in the robot protocol and the BOT-M link: a FetchResult
+// on the wire. `with_file`: machine and file are written and read (the link); the
+// robot protocol has neither. retry_after is whole seconds on the wire (truncated),
+// read back clamped to what Millis holds; a failure read without a code is kInternal.
+void appendResult(std::string& out, const FetchResult& r, bool with_file);
+FetchResult decodeResult(AttrParser& p, const RawElement& el, bool with_file);
 }  // namespace detail
 
 // Reads what a source sends (used by a BOT-M).

@@ -9,6 +9,8 @@ namespace {
 using detail::appendAttr;
 using detail::AttrParser;
 using detail::RawElement;
+using detail::appendResult;
+using detail::decodeResult;
 
 std::string openRoot(std::string_view root) {
   std::string out = "<lcc:";
@@ -29,34 +31,13 @@ std::string encodeRobotOpen(const RobotHello& hello) {
   return out;
 }
 
-std::string encodeRobotResult(const RobotResult& r) {
+std::string encodeRobotResult(const FetchResult& r) {
   std::string out;
   appendRobotResult(out, r);
   return out;
 }
 
-void appendRobotResult(std::string& out, const RobotResult& r) {
-  out.append("<result");
-  appendAttr(out, "id", std::to_string(r.id));
-  appendAttr(out, "ok", r.ok ? "yes" : "no");
-  if (!r.ok) appendAttr(out, "code", std::to_string(static_cast<std::uint16_t>(r.code)));
-  if (r.http != 0) appendAttr(out, "http", std::to_string(r.http));
-  if (r.ok && r.unchanged) appendAttr(out, "unchanged", "yes");
-  if (r.ok && !r.unchanged) {
-    if (!r.mime.empty()) appendAttr(out, "mime", r.mime);
-    appendAttr(out, "sz", std::to_string(r.size));
-    if (!r.md5.empty()) appendAttr(out, "md5", r.md5);
-    if (r.mtime) appendAttr(out, "mt", formatRfc3339(*r.mtime));
-  }
-  if (r.retry_after) appendAttr(out, "retry_after", std::to_string(*r.retry_after));
-  if (!r.ok && !r.message.empty()) {
-    out.push_back('>');
-    appendXmlEscaped(out, r.message);
-    out.append("</result>\n");
-  } else {
-    out.append("/>\n");
-  }
-}
+void appendRobotResult(std::string& out, const FetchResult& r) { appendResult(out, r, false); }
 
 std::string encodeRobotClose() { return "</lcc:robot>\n"; }
 
@@ -110,20 +91,7 @@ bool RobotStreamDecoder::feed(std::string_view bytes, std::vector<FromRobotMessa
           return;
         }
         if (el.name == "result") {
-          RobotResult r;
-          r.id = p.reqU64("id");
-          r.ok = p.yes("ok");
-          r.http = static_cast<int>(p.optU64("http"));
-          r.unchanged = p.yes("unchanged");
-          r.mime = p.str("mime");
-          r.size = p.optU64("sz");
-          r.md5 = p.str("md5");
-          r.mtime = p.optTime("mt");
-          r.retry_after = p.optI64("retry_after");
-          if (!r.ok) {
-            r.code = p.code("code");
-            r.message = el.text;
-          }
+          FetchResult r = decodeResult(p, el, false);
           if (p.ok) out->push_back(std::move(r));
         } else if (el.name == "ping") {
           out->push_back(LinkPing{});

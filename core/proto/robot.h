@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "lcc/error_codes.h"
+#include "lcc/types.h"
 #include "proto/botm_link.h"
 
 namespace lcc::proto {
@@ -47,34 +48,22 @@ struct RobotFetch {  // BOT-M -> robot
   friend bool operator==(const RobotFetch&, const RobotFetch&) = default;
 };
 
-struct RobotResult {  // robot -> BOT-M
-  std::uint64_t id = 0;
-  bool ok = false;
-  ErrorCode code = ErrorCode::kNone;  // on ok=false
-  int http = 0;
-  std::string mime;
-  std::uint64_t size = 0;
-  std::string md5;
-  std::optional<std::int64_t> mtime;
-  bool unchanged = false;
-  std::optional<std::int64_t> retry_after;  // seconds
-  std::string message;
-  friend bool operator==(const RobotResult&, const RobotResult&) = default;
-};
+// robot -> BOT-M: the outcome of one fetch is an lcc::FetchResult (lcc/types.h) with
+// the BOT-M's id; machine and filename are not sent (the BOT-M knows where the file is).
 
 struct RobotEnd {
   friend bool operator==(const RobotEnd&, const RobotEnd&) = default;
 };
 
 // What the BOT-M reads from a robot.
-using FromRobotMessage = std::variant<RobotHello, RobotResult, LinkPing, LinkPong, RobotEnd>;
+using FromRobotMessage = std::variant<RobotHello, FetchResult, LinkPing, LinkPong, RobotEnd>;
 // What a robot reads from its BOT-M.
 using ToRobotMessage = std::variant<RobotBotmHello, RobotFetch, LinkPing, LinkPong, RobotEnd>;
 
 // Robot side.
 std::string encodeRobotOpen(const RobotHello& hello);
-std::string encodeRobotResult(const RobotResult& r);
-void appendRobotResult(std::string& out, const RobotResult& r);  // the same, appended
+std::string encodeRobotResult(const FetchResult& r);
+void appendRobotResult(std::string& out, const FetchResult& r);  // the same, appended
 std::string encodeRobotClose();  // "</lcc:robot>"
 // BOT-M side.
 std::string encodeBotmRobotOpen(const RobotBotmHello& hello);

@@ -64,21 +64,9 @@ class BotmConn final : public StreamConn {
       spdlog::warn("qm botm link {} ({}): message before the opening; disconnecting", id_, peer());
       return false;
     }
-    if (auto* r = std::get_if<proto::LinkResult>(&m)) {
-      FetchOutcome o;
-      o.id = r->id;
-      o.ok = r->ok;
-      o.code = r->ok ? ErrorCode::kNone : (r->code == ErrorCode::kNone ? ErrorCode::kInternal : r->code);
-      o.http = r->http;
-      o.machine = r->machine.empty() ? machine_ : r->machine;
-      o.file = r->file;
-      o.mime = r->mime;
-      o.size = r->size;
-      o.md5 = r->md5;
-      o.mtime = r->mtime;
-      o.unchanged = r->unchanged;
-      o.retry_after = r->retry_after;
-      o.message = r->message;
+    if (auto* r = std::get_if<FetchResult>(&m)) {
+      FetchResult o = *r;
+      if (o.machine.empty()) o.machine = machine_;
       handler_.result(id_, o);
     } else if (auto* d = std::get_if<proto::LinkDeleted>(&m)) {
       handler_.deleted(id_, d->id, d->ok, d->reason);

@@ -29,7 +29,7 @@ class BotmLinkHandler {
   virtual void linkCapacity(LinkId link, std::uint64_t capacity) = 0;
   virtual void linkMachines(LinkId link, const std::vector<std::string>& machines) = 0;
   virtual void linkDown(LinkId link) = 0;
-  virtual void result(LinkId link, const FetchOutcome& outcome) = 0;
+  virtual void result(LinkId link, const FetchResult& outcome) = 0;
   virtual void deleted(LinkId link, std::uint64_t id, bool ok, const std::string& reason) = 0;
 };
 

@@ -132,7 +132,7 @@ class QmService final : public Service, public BotmLinkHandler {
   void linkDown(LinkId link) override {
     asio::post(strand_, [this, link] { qm_->linkDown(link); });
   }
-  void result(LinkId link, const FetchOutcome& outcome) override {
+  void result(LinkId link, const FetchResult& outcome) override {
     asio::post(strand_, [this, link, outcome] {
       qm_->onResult(link, outcome);
       refresh(false);

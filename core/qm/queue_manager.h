@@ -86,22 +86,6 @@ struct FetchOrder {
   std::uint64_t max_size = 0;
 };
 
-// A BOT-M's <result>.
-struct FetchOutcome {
-  std::uint64_t id = 0;
-  bool ok = false;
-  ErrorCode code = ErrorCode::kNone;
-  int http = 0;
-  std::string machine;
-  std::string file;
-  std::string mime;
-  std::uint64_t size = 0;
-  std::string md5;
-  std::optional<std::int64_t> mtime;
-  bool unchanged = false;
-  std::optional<std::int64_t> retry_after;  // seconds
-  std::string message;
-};
 
 class BotmPort {
  public:
@@ -148,7 +132,8 @@ class QueueManager {
   void linkCapacity(LinkId link, std::uint64_t capacity);
   void linkMachines(LinkId link, const std::vector<std::string>& machines);
   void linkDown(LinkId link);
-  void onResult(LinkId link, const FetchOutcome& outcome);
+  // A BOT-M's <result> (lcc::FetchResult, decoded by botm_server.cc).
+  void onResult(LinkId link, const FetchResult& outcome);
   void onDeleted(LinkId link, std::uint64_t id, bool ok, const std::string& reason);
 
   // Hands out fetches and deletes while there is room.
@@ -238,12 +223,12 @@ class QueueManager {
   std::optional<LinkId> pickLink() const;
   Status moveProviderToSlot(ProviderId pid, Millis delay);
   // results (queue_manager_result.cc; the decision is result_policy.h)
-  Status handleResult(const InFlight& f, const FetchOutcome& o);
-  void countResult(const FetchOutcome& o, const ResultAction& a);
-  Status writeResult(StoreTxn& t, const InFlight& f, const FetchOutcome& o, const ResultAction& a,
+  Status handleResult(const InFlight& f, const FetchResult& o);
+  void countResult(const FetchResult& o, const ResultAction& a);
+  Status writeResult(StoreTxn& t, const InFlight& f, const FetchResult& o, const ResultAction& a,
                      std::optional<QueueEntry>& row, const std::optional<ContentRecord>& old, WallTime now);
   Status scheduleAfterResult(ProviderId pid, const ResultAction& a);
-  void recordError(ProviderId pid, const UrlNotice& n, const FetchOutcome& o);
+  void recordError(ProviderId pid, const UrlNotice& n, const FetchResult& o);
   // delete manager (queue_manager_deletes.cc)
   void pumpDeletes();
   // periodic work (queue_manager_periodic.cc)

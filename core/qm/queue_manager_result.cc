@@ -7,7 +7,7 @@
 
 namespace lcc::qm {
 
-void QueueManager::onResult(LinkId link, const FetchOutcome& o) {
+void QueueManager::onResult(LinkId link, const FetchResult& o) {
   auto it = inflight_.find(o.id);
   if (it == inflight_.end()) {
     spdlog::warn("qm: result for unknown fetch id {} from link {}", o.id, link);
@@ -18,11 +18,10 @@ void QueueManager::onResult(LinkId link, const FetchOutcome& o) {
   inflight_keys_.erase(f.key);
   if (auto l = links_.find(f.link); l != links_.end() && l->second.in_flight > 0) l->second.in_flight -= 1;
   if (failed_.isOk()) {
-    FetchOutcome checked = o;
-    if (checked.ok && !checked.unchanged && checked.file.empty()) {
+    FetchResult checked = o;
+    if (checked.ok() && !checked.unchanged && checked.filename.empty()) {
       // A success that names no file cannot be stored: retry it like an internal error.
       spdlog::warn("qm: result {} from link {} says ok but names no file", o.id, link);
-      checked.ok = false;
       checked.code = ErrorCode::kInternal;
       checked.message = "result without a file";
     }
@@ -42,17 +41,17 @@ RowState rowState(const std::optional<QueueEntry>& row, const UrlNotice& fetched
 }
 
 // The LCC DB record of a stored fetch: what the BOT-M wrote, described by the notice.
-ContentRecord fetchedRecord(const UrlNotice& n, const FetchOutcome& o, WallTime now) {
+ContentRecord fetchedRecord(const UrlNotice& n, const FetchResult& o, WallTime now) {
   ContentRecord r;
   r.key = n.key;
   r.view_tag = n.view_tag;
   r.browse = n.browse;
   r.fetch = n.fetch;
-  r.mtime = o.mtime ? o.mtime : n.mtime;
+  r.mtime = o.last_modified ? o.last_modified : n.mtime;
   r.size = o.size;
   r.md5 = o.md5;
   r.machine = o.machine;
-  r.filename = o.file;
+  r.filename = o.filename;
   r.stored = now;
   r.refreshed = now;
   r.declared_mtime = n.mtime;
@@ -77,16 +76,16 @@ ContentRecord refreshedRecord(StoreTxn& t, ContentRecord r, const UrlNotice& n, 
 
 }  // namespace
 
-Status QueueManager::handleResult(const InFlight& f, const FetchOutcome& o) {
+Status QueueManager::handleResult(const InFlight& f, const FetchResult& o) {
   const WallTime now = deps_.clock->now();
   StoreTxn t(*deps_.queue, *deps_.content, seq_);
   LCC_ASSIGN_OR_RETURN(auto row, t.entry(f.key));
   ResultEvent ev;
-  ev.ok = o.ok;
+  ev.ok = o.ok();
   ev.unchanged = o.unchanged;
-  ev.has_file = o.ok && !o.unchanged && !o.file.empty();
+  ev.has_file = o.ok() && !o.unchanged && !o.filename.empty();
   ev.code = o.code;
-  if (o.retry_after) ev.retry_after = Millis(*o.retry_after * 1000);
+  ev.retry_after = o.retry_after;
   ev.size = o.size;
   ev.row = rowState(row, f.notice);
   ev.bad_count = row ? row->bad_count : 0;
@@ -103,15 +102,15 @@ Status QueueManager::handleResult(const InFlight& f, const FetchOutcome& o) {
     // The BOT-M handed this name out again, so it freed it: an FSMDB delete still
     // waiting for it (its first execution's answer was lost) is stale and would
     // unlink the new content.
-    t.removeDelete(o.machine, o.file);
+    t.removeDelete(o.machine, o.filename);
   }
   LCC_RETURN_IF_ERROR(writeResult(t, f, o, a, row, old, now));
   LCC_RETURN_IF_ERROR(finishTxn(t));
   return scheduleAfterResult(f.pid, a);
 }
 
-void QueueManager::countResult(const FetchOutcome& o, const ResultAction& a) {
-  if (!o.ok) {
+void QueueManager::countResult(const FetchResult& o, const ResultAction& a) {
+  if (!o.ok()) {
     ++stats_.errors;
   } else if (a.verdict == ResultVerdict::kStored) {
     ++stats_.fetched;
@@ -121,12 +120,12 @@ void QueueManager::countResult(const FetchOutcome& o, const ResultAction& a) {
   if (a.verdict == ResultVerdict::kWaitSet || a.verdict == ResultVerdict::kRetryLater) ++stats_.retries;
 }
 
-Status QueueManager::writeResult(StoreTxn& t, const InFlight& f, const FetchOutcome& o, const ResultAction& a,
+Status QueueManager::writeResult(StoreTxn& t, const InFlight& f, const FetchResult& o, const ResultAction& a,
                                  std::optional<QueueEntry>& row, const std::optional<ContentRecord>& old,
                                  WallTime now) {
   const ListId list{f.pset, kSlotNow};
   if (a.delete_file) {
-    DeleteRequest d{o.machine, o.file, now};
+    DeleteRequest d{o.machine, o.filename, now};
     t.putDelete(d);
     t.effects.deletes.push_back(d);
   }
@@ -178,12 +177,12 @@ Status QueueManager::scheduleAfterResult(ProviderId pid, const ResultAction& a) 
   return Status::ok();
 }
 
-void QueueManager::recordError(ProviderId pid, const UrlNotice& n, const FetchOutcome& o) {
+void QueueManager::recordError(ProviderId pid, const UrlNotice& n, const FetchResult& o) {
   if (!deps_.providers) return;
   FetchErrorEntry err;
   err.notice = n;
   err.code = o.code;
-  err.http_status = o.http;
+  err.http_status = o.http_status;
   err.message = o.message.empty() ? std::string(errorCodeMessage(o.code)) : o.message;
   err.when = deps_.clock->now();
   const std::size_t keep = options_.max_errors_kept;

@@ -50,13 +50,13 @@ class BotmEnd {
     }
     return msgs_;
   }
-  proto::RobotResult result(std::size_t index) {
+  FetchResult result(std::size_t index) {
     auto m = read(index + 1);
     EXPECT_GT(m.size(), index);
     if (m.size() <= index) return {};
-    const auto* r = std::get_if<proto::RobotResult>(&m[index]);
+    const auto* r = std::get_if<FetchResult>(&m[index]);
     EXPECT_NE(r, nullptr);
-    return r ? *r : proto::RobotResult{};
+    return r ? *r : FetchResult{};
   }
   int fd() const { return fd_; }
 
@@ -151,12 +151,12 @@ TEST_F(RobotSessionTest, WritesThroughATemporaryNameAndRenamesOnSuccess) {
   end_->send(proto::encodeRobotFetch({42, server_.url("/ok/a.htm"), file, "text/html", std::nullopt, 0}));
   auto r = end_->result(1);
   EXPECT_EQ(r.id, 42u);
-  ASSERT_TRUE(r.ok) << r.message;
-  EXPECT_EQ(r.http, 200);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.http_status, 200);
   EXPECT_EQ(r.mime, "text/html");
   EXPECT_EQ(r.size, 10240u);
   EXPECT_EQ(r.md5, Md5::of(TestHttpServer::body(10240)));
-  EXPECT_EQ(*r.mtime, 1714564680);
+  EXPECT_EQ(*r.last_modified, 1714564680);
   EXPECT_EQ(posixEnv()->readFile(file).value(), TestHttpServer::body(10240));
   EXPECT_EQ(filesIn(content_), std::vector<std::string>{"2a"});  // no temporary left
 }
@@ -170,15 +170,15 @@ TEST_F(RobotSessionTest, FailuresLeaveNoFileAndUnchangedLeavesTheOldOneAlone) {
   end_->send(proto::encodeRobotFetch({1, server_.url("/status/404"), content_ + "/00/00/1", "text/html", std::nullopt, 0}) +
              proto::encodeRobotFetch({2, server_.url("/cond/x"), content_ + "/00/00/2", "text/html", 1714564680, 0}) +
              proto::encodeRobotFetch({3, server_.url("/chunked/200000"), content_ + "/00/00/3", "", std::nullopt, 1000}));
-  std::map<std::uint64_t, proto::RobotResult> by_id;
+  std::map<std::uint64_t, FetchResult> by_id;
   for (std::size_t i = 1; i <= 3; ++i) {
     auto r = end_->result(i);
     by_id[r.id] = r;
   }
-  EXPECT_FALSE(by_id[1].ok);
+  EXPECT_FALSE(by_id[1].ok());
   EXPECT_EQ(by_id[1].code, ErrorCode::kNotFound);
-  EXPECT_EQ(by_id[1].http, 404);
-  EXPECT_TRUE(by_id[2].ok);
+  EXPECT_EQ(by_id[1].http_status, 404);
+  EXPECT_TRUE(by_id[2].ok());
   EXPECT_TRUE(by_id[2].unchanged);
   EXPECT_EQ(by_id[3].code, ErrorCode::kTooLarge);
   EXPECT_EQ(posixEnv()->readFile(content_ + "/00/00/2").value(), "old content");
@@ -194,7 +194,7 @@ TEST_F(RobotSessionTest, RefusesFilesOutsideItsContentFolder) {
              proto::encodeRobotFetch({3, server_.url("/ok/a"), "relative/path", "", std::nullopt, 0}));
   for (std::size_t i = 1; i <= 3; ++i) {
     auto r = end_->result(i);
-    EXPECT_FALSE(r.ok);
+    EXPECT_FALSE(r.ok());
     EXPECT_EQ(r.code, ErrorCode::kInternal);
   }
   EXPECT_EQ(server_.requests(), 0u);
@@ -209,7 +209,7 @@ TEST_F(RobotSessionTest, SyncedFilesAreStoredToo) {
   const std::string file = content_ + "/01/02/10205";
   end_->send(proto::encodeRobotFetch({7, server_.url("/ok/b"), file, "text/html", std::nullopt, 0}));
   auto r = end_->result(1);
-  ASSERT_TRUE(r.ok) << r.message;
+  ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(posixEnv()->fileSize(file).value(), 10240u);
 }
 
@@ -248,7 +248,7 @@ TEST(LccBot, ListenModeCanBeDrivenByHandAndEndsWithTheStream) {
   end.send("<x:botm xmlns:x=\"http://www.lococa.org/1.0/robot\" machine=\"m1\">\n"
            "<fetch id=\"1\" url=\"http://h.test/a?stub_size=33\" file=\"" + file + "\" mime=\"text/html\"/>\n");
   auto r = end.result(1);
-  ASSERT_TRUE(r.ok) << r.message;
+  ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.size, 33u);
   EXPECT_EQ(posixEnv()->fileSize(file).value(), 33u);
   end.send("</x:botm>\n");
@@ -322,9 +322,9 @@ TEST(BotService, RunsTheConfiguredRobotsAgainstTheRobotPort) {
   auto r5 = robots[1]->result(1);
   auto r6 = robots[1]->result(2);
   if (r5.id == 6) std::swap(r5, r6);
-  ASSERT_TRUE(r5.ok) << r5.message;
+  ASSERT_TRUE(r5.ok()) << r5.message;
   EXPECT_EQ(posixEnv()->fileSize(file).value(), 12u);
-  EXPECT_FALSE(r6.ok);
+  EXPECT_FALSE(r6.ok());
   nlohmann::json st;
   service->status(st);
   EXPECT_EQ(st["connected"], 2);

@@ -291,15 +291,15 @@ TEST_F(BotmServiceTest, ARobotKilledMidFetchHasItsFetchRehandedWithTheSameFileAn
   // before the timer existed cannot strand the test.
   ASSERT_TRUE(eventually([&] {
     clock_.advance(60s);
-    return source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkResult>(ms) >= 1; }, 20ms);
+    return source.waitFor([](const auto& ms) { return FakeSource::count<FetchResult>(ms) >= 1; }, 20ms);
   }));
   source.sync();
-  auto results = source.all<proto::LinkResult>();
+  auto results = source.all<FetchResult>();
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].id, 1u);
-  EXPECT_TRUE(results[0].ok) << results[0].message;
+  EXPECT_TRUE(results[0].ok()) << results[0].message;
   EXPECT_EQ(results[0].machine, "m1");
-  EXPECT_EQ(results[0].file, "00/00/0");  // the name robot A had
+  EXPECT_EQ(results[0].filename, "00/00/0");  // the name robot A had
   EXPECT_EQ(results[0].size, 100u);
   EXPECT_EQ(node.gauge("lcc_botm_rehanded"), 1);
   auto body = posixEnv()->readFile(node.content() + "/00/00/0");
@@ -325,18 +325,18 @@ TEST_F(BotmServiceTest, ResultsAndDeletesOverTheWire) {
   source.send(proto::encodeFetch({10, "http://p.test/ok?stub_size=10", "text/html", std::nullopt, 0, ""}) +
               proto::encodeFetch({11, "http://p.test/gone?stub_status=404", "text/html", std::nullopt, 0, ""}) +
               proto::encodeFetch({12, "http://p.test/same?stub_lm=1714564680", "text/html", 1714564680, 0, ""}));
-  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkResult>(ms) == 3; }));
-  std::map<std::uint64_t, proto::LinkResult> by_id;
-  for (auto& res : source.all<proto::LinkResult>()) by_id[res.id] = res;
-  ASSERT_TRUE(by_id[10].ok);
-  EXPECT_FALSE(by_id[11].ok);
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<FetchResult>(ms) == 3; }));
+  std::map<std::uint64_t, FetchResult> by_id;
+  for (auto& res : source.all<FetchResult>()) by_id[res.id] = res;
+  ASSERT_TRUE(by_id[10].ok());
+  EXPECT_FALSE(by_id[11].ok());
   EXPECT_EQ(by_id[11].code, ErrorCode::kNotFound);
-  EXPECT_EQ(by_id[11].http, 404);
+  EXPECT_EQ(by_id[11].http_status, 404);
   EXPECT_TRUE(by_id[12].unchanged);
-  const std::string file = node.content() + "/" + by_id[10].file;
+  const std::string file = node.content() + "/" + by_id[10].filename;
   ASSERT_TRUE(posixEnv()->exists(file));
 
-  source.send(proto::encodeDelete({1, "m7", by_id[10].file}) + proto::encodeDelete({2, "m1", by_id[10].file}) +
+  source.send(proto::encodeDelete({1, "m7", by_id[10].filename}) + proto::encodeDelete({2, "m1", by_id[10].filename}) +
               proto::encodeDelete({3, "m1", "../../../etc/passwd"}));
   ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkDeleted>(ms) == 3; }));
   auto del = source.all<proto::LinkDeleted>();
@@ -389,18 +389,18 @@ TEST_F(BotmServiceTest, AParentForwardsToItsChildAndRoutesDeletesByMachine) {
     return c && c->slots == 2 && m && m->ids == std::vector<std::string>{"m2"};
   }));
   source.send(proto::encodeFetch({5, "http://p.test/x?stub_size=7", "text/html", std::nullopt, 0, ""}));
-  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkResult>(ms) == 1; }));
-  auto res = source.all<proto::LinkResult>().at(0);
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<FetchResult>(ms) == 1; }));
+  auto res = source.all<FetchResult>().at(0);
   EXPECT_EQ(res.id, 5u);
-  ASSERT_TRUE(res.ok) << res.message;
+  ASSERT_TRUE(res.ok()) << res.message;
   EXPECT_EQ(res.machine, "m2");
-  ASSERT_TRUE(posixEnv()->exists(child.content() + "/" + res.file));
-  source.send(proto::encodeDelete({1, "m9", res.file}) + proto::encodeDelete({2, "m2", res.file}));
+  ASSERT_TRUE(posixEnv()->exists(child.content() + "/" + res.filename));
+  source.send(proto::encodeDelete({1, "m9", res.filename}) + proto::encodeDelete({2, "m2", res.filename}));
   ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkDeleted>(ms) == 2; }));
   auto del = source.all<proto::LinkDeleted>();
   EXPECT_EQ(del[0], (proto::LinkDeleted{1, false, "unknown-machine"}));
   EXPECT_EQ(del[1], (proto::LinkDeleted{2, true, ""}));
-  EXPECT_FALSE(posixEnv()->exists(child.content() + "/" + res.file));
+  EXPECT_FALSE(posixEnv()->exists(child.content() + "/" + res.filename));
   r->stop();
   ASSERT_TRUE(eventually([&] { return r->inFlight() == 0; }));
 }
@@ -417,7 +417,7 @@ class RecordingLinks final : public qm::BotmLinkHandler {
   void linkCapacity(qm::LinkId, std::uint64_t capacity) override { capacity_ = capacity; }
   void linkMachines(qm::LinkId, const std::vector<std::string>&) override {}
   void linkDown(qm::LinkId) override {}
-  void result(qm::LinkId, const qm::FetchOutcome& o) override {
+  void result(qm::LinkId, const FetchResult& o) override {
     std::lock_guard<std::mutex> l(mu_);
     results_.push_back(o);
   }
@@ -425,7 +425,7 @@ class RecordingLinks final : public qm::BotmLinkHandler {
   std::atomic<qm::LinkId> link_{0};
   std::atomic<std::uint64_t> capacity_{0};
   std::mutex mu_;
-  std::vector<qm::FetchOutcome> results_;
+  std::vector<FetchResult> results_;
 };
 
 TEST_F(BotmServiceTest, ContentUrlsOfChildrenReachTheQmAndServeTheFetchedFile) {
@@ -466,18 +466,18 @@ TEST_F(BotmServiceTest, ContentUrlsOfChildrenReachTheQmAndServeTheFetchedFile) {
       std::lock_guard<std::mutex> l(links.mu_);
       return !links.results_.empty();
     }));
-    qm::FetchOutcome o;
+    FetchResult o;
     {
       std::lock_guard<std::mutex> l(links.mu_);
       o = links.results_.at(0);
     }
-    ASSERT_TRUE(o.ok) << o.message;
+    ASSERT_TRUE(o.ok()) << o.message;
     EXPECT_EQ(o.machine, "m2");
-    auto reply = testing::httpTestRequest(http_port, "GET", "/content/" + o.file);
+    auto reply = testing::httpTestRequest(http_port, "GET", "/content/" + o.filename);
     ASSERT_EQ(reply.status, 200);
     EXPECT_EQ(reply.headers["x-lcc-machine"], "m2");
     EXPECT_EQ(reply.headers["x-lcc-size"], "4321");
-    auto on_disk = posixEnv()->readFile(child.content() + "/" + o.file);
+    auto on_disk = posixEnv()->readFile(child.content() + "/" + o.filename);
     ASSERT_TRUE(on_disk.isOk());
     EXPECT_EQ(on_disk->size(), 4321u);
     EXPECT_NE(reply.body.find(on_disk->substr(0, 100)), std::string::npos) << "the body carries the file";

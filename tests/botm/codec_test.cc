@@ -17,6 +17,37 @@ std::vector<Msg> feedAll(Dec& dec, const std::string& bytes, std::size_t chunk) 
   return out;
 }
 
+// Results for the tests below.
+FetchResult storedResult(std::uint64_t id, std::string machine = "", std::string filename = "") {
+  FetchResult r;
+  r.id = id;
+  r.http_status = 200;
+  r.machine = std::move(machine);
+  r.filename = std::move(filename);
+  r.mime = "text/html";
+  r.size = 5120;
+  r.md5 = "0123456789abcdef0123456789abcdef";
+  r.last_modified = 1714564680;
+  return r;
+}
+FetchResult failedResult(std::uint64_t id, ErrorCode code, int http, std::string message,
+                         std::optional<Millis> retry_after = std::nullopt) {
+  FetchResult r;
+  r.id = id;
+  r.code = code;
+  r.http_status = http;
+  r.message = std::move(message);
+  r.retry_after = retry_after;
+  return r;
+}
+FetchResult notModifiedResult(std::uint64_t id) {
+  FetchResult r;
+  r.id = id;
+  r.http_status = 304;
+  r.unchanged = true;
+  return r;
+}
+
 TEST(BotmLink, SourceToBotmRoundTripInAnyChunking) {
   LinkFetch f{123, "http://www.server.com/a.htm?x=1&y=<2>", "text/html", 1714564680, 52428800,
               "0123456789abcdef0123456789abcdef"};
@@ -37,26 +68,24 @@ TEST(BotmLink, SourceToBotmRoundTripInAnyChunking) {
 }
 
 TEST(BotmLink, BotmToSourceRoundTrip) {
-  LinkResult ok;
+  FetchResult ok;
   ok.id = 123;
-  ok.ok = true;
-  ok.http = 200;
+  ok.http_status = 200;
   ok.machine = "m1";
-  ok.file = "00/00/7b";
+  ok.filename = "00/00/7b";
   ok.mime = "text/html";
   ok.size = 5120;
   ok.md5 = "0123456789abcdef0123456789abcdef";
-  ok.mtime = 1714564680;
-  LinkResult bad;
+  ok.last_modified = 1714564680;
+  FetchResult bad;
   bad.id = 124;
   bad.code = ErrorCode::kServerError;
-  bad.http = 503;
-  bad.retry_after = 120;
+  bad.http_status = 503;
+  bad.retry_after = std::chrono::seconds(120);
   bad.message = "service <unavailable>";
-  LinkResult same;
+  FetchResult same;
   same.id = 125;
-  same.ok = true;
-  same.http = 304;
+  same.http_status = 304;
   same.unchanged = true;
   std::string bytes = encodeBotmOpen({"m1", 32, ""}) + encodeResult(ok) + encodeResult(bad) + encodeResult(same) +
                       encodeDeleted({9, true, ""}) + encodeDeleted({10, false, "unknown-machine"}) +
@@ -65,9 +94,9 @@ TEST(BotmLink, BotmToSourceRoundTrip) {
   auto msgs = feedAll<BotmStreamDecoder, BotmMessage>(dec, bytes, 3);
   ASSERT_EQ(msgs.size(), 9u);
   EXPECT_EQ(std::get<LinkBotmHello>(msgs[0]), (LinkBotmHello{"m1", 32, ""}));
-  EXPECT_EQ(std::get<LinkResult>(msgs[1]), ok);
-  EXPECT_EQ(std::get<LinkResult>(msgs[2]), bad);
-  EXPECT_EQ(std::get<LinkResult>(msgs[3]), same);
+  EXPECT_EQ(std::get<FetchResult>(msgs[1]), ok);
+  EXPECT_EQ(std::get<FetchResult>(msgs[2]), bad);
+  EXPECT_EQ(std::get<FetchResult>(msgs[3]), same);
   EXPECT_EQ(std::get<LinkDeleted>(msgs[4]), (LinkDeleted{9, true, ""}));
   EXPECT_EQ(std::get<LinkDeleted>(msgs[5]).reason, "unknown-machine");
   EXPECT_EQ(std::get<LinkCapacity>(msgs[6]).slots, 64u);
@@ -186,19 +215,71 @@ TEST(RobotProtocol, RoundTripBothWays) {
   EXPECT_EQ(std::get<RobotFetch>(msgs[1]), f);
   EXPECT_TRUE(std::holds_alternative<RobotEnd>(msgs[2]));
 
-  RobotResult ok{42, true, ErrorCode::kNone, 200, "text/html", 5120, "0123456789abcdef0123456789abcdef", 1714564680,
-                 false, std::nullopt, ""};
-  RobotResult nf{43, false, ErrorCode::kNotFound, 404, "", 0, "", std::nullopt, false, std::nullopt, "not found"};
-  RobotResult same{44, true, ErrorCode::kNone, 304, "", 0, "", std::nullopt, true, std::nullopt, ""};
+  FetchResult ok = storedResult(42);
+  FetchResult nf = failedResult(43, ErrorCode::kNotFound, 404, "not found");
+  FetchResult same = notModifiedResult(44);
   std::string up = encodeRobotOpen({8, "host-1234"}) + encodeRobotResult(ok) + encodeRobotResult(nf) +
                    encodeRobotResult(same) + encodeRobotClose();
   RobotStreamDecoder bd;
   auto got = feedAll<RobotStreamDecoder, FromRobotMessage>(bd, up, 1);
   ASSERT_EQ(got.size(), 5u);
   EXPECT_EQ(std::get<RobotHello>(got[0]), (RobotHello{8, "host-1234"}));
-  EXPECT_EQ(std::get<RobotResult>(got[1]), ok);
-  EXPECT_EQ(std::get<RobotResult>(got[2]), nf);
-  EXPECT_EQ(std::get<RobotResult>(got[3]), same);
+  EXPECT_EQ(std::get<FetchResult>(got[1]), ok);
+  EXPECT_EQ(std::get<FetchResult>(got[2]), nf);
+  EXPECT_EQ(std::get<FetchResult>(got[3]), same);
+}
+
+// One record (lcc::FetchResult) on both protocols: the bytes are those the codecs wrote
+// when each protocol had its own result struct (pinned from that build), whole and
+// byte by byte. retry_after crosses as whole seconds, filename as "file".
+TEST(FetchResultOnTheWire, ResultBytesAreUnchangedGolden) {
+  FetchResult ok = storedResult(123, "m1", "00/00/7b");
+  FetchResult bad = failedResult(124, ErrorCode::kServerError, 503, "service <unavailable>", std::chrono::seconds(120));
+  FetchResult same = notModifiedResult(125);
+  const std::string link = encodeResult(ok) + encodeResult(bad) + encodeResult(same);
+  EXPECT_EQ(link,
+            "<result id=\"123\" ok=\"yes\" http=\"200\" machine=\"m1\" file=\"00/00/7b\" mime=\"text/html\" "
+            "sz=\"5120\" md5=\"0123456789abcdef0123456789abcdef\" mt=\"2024-05-01T11:58:00Z\"/>\n"
+            "<result id=\"124\" ok=\"no\" code=\"303\" http=\"503\" retry_after=\"120\">service "
+            "&lt;unavailable&gt;</result>\n"
+            "<result id=\"125\" ok=\"yes\" http=\"304\" unchanged=\"yes\"/>\n");
+  // The robot protocol has no machine or file; a Retry-After below a second is 0.
+  FetchResult busy = failedResult(45, ErrorCode::kServerError, 429, "", Millis(30'999));
+  ok.id = 42;
+  const std::string robot = encodeRobotResult(ok) + encodeRobotResult(busy);
+  EXPECT_EQ(robot,
+            "<result id=\"42\" ok=\"yes\" http=\"200\" mime=\"text/html\" sz=\"5120\" "
+            "md5=\"0123456789abcdef0123456789abcdef\" mt=\"2024-05-01T11:58:00Z\"/>\n"
+            "<result id=\"45\" ok=\"no\" code=\"303\" http=\"429\" retry_after=\"30\"/>\n");
+  ok.id = 123;
+  const std::string stream = encodeBotmOpen({"m1", 1, ""}) + link;
+  for (std::size_t chunk : {stream.size(), std::size_t{1}}) {
+    BotmStreamDecoder dec;
+    auto msgs = feedAll<BotmStreamDecoder, BotmMessage>(dec, stream, chunk);
+    ASSERT_EQ(msgs.size(), 4u);
+    EXPECT_EQ(std::get<FetchResult>(msgs[1]), ok);
+    EXPECT_EQ(std::get<FetchResult>(msgs[2]).retry_after, Millis(120'000));
+    EXPECT_EQ(std::get<FetchResult>(msgs[3]), same);
+  }
+}
+
+// "ok=no" never reads as a success: without a code, or with code 0, it is 140.
+TEST(FetchResultOnTheWire, AFailureWithoutACodeIsInternal) {
+  const std::string bytes = encodeBotmOpen({"m1", 1, ""}) + "<result id=\"1\" ok=\"no\"/>\n" +
+                            "<result id=\"2\" ok=\"no\" code=\"0\"/>\n";
+  BotmStreamDecoder dec;
+  auto msgs = feedAll<BotmStreamDecoder, BotmMessage>(dec, bytes, bytes.size());
+  ASSERT_EQ(msgs.size(), 3u);
+  EXPECT_EQ(std::get<FetchResult>(msgs[1]).code, ErrorCode::kInternal);
+  EXPECT_EQ(std::get<FetchResult>(msgs[2]).code, ErrorCode::kInternal);
+  RobotStreamDecoder rd;
+  std::vector<FromRobotMessage> out;
+  ASSERT_TRUE(rd.feed("<lcc:robot xmlns:lcc=\"http://www.lococa.org/1.0/robot\" slots=\"1\">"
+                      "<result id=\"3\" ok=\"no\" code=\"0\"/>",
+                      &out));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_FALSE(std::get<FetchResult>(out[1]).ok());
+  EXPECT_EQ(std::get<FetchResult>(out[1]).code, ErrorCode::kInternal);
 }
 
 TEST(RobotProtocol, ParsesTheSpecExampleTypedByHand) {
@@ -208,8 +289,8 @@ TEST(RobotProtocol, ParsesTheSpecExampleTypedByHand) {
   std::vector<FromRobotMessage> out;
   ASSERT_TRUE(d.feed(hello + res, &out));
   ASSERT_EQ(out.size(), 2u);
-  EXPECT_EQ(std::get<RobotResult>(out[1]).code, ErrorCode::kNotFound);
-  EXPECT_EQ(std::get<RobotResult>(out[1]).message, "not found");
+  EXPECT_EQ(std::get<FetchResult>(out[1]).code, ErrorCode::kNotFound);
+  EXPECT_EQ(std::get<FetchResult>(out[1]).message, "not found");
 }
 
 TEST(RobotProtocol, RefusesZeroSlotsAndFetchWithoutFile) {

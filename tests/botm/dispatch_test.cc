@@ -19,11 +19,10 @@ proto::LinkFetch fetchOf(std::uint64_t id, std::string url = "http://s/a.htm") {
   return f;
 }
 
-proto::RobotResult okResult(std::uint64_t job) {
-  proto::RobotResult r;
+FetchResult okResult(std::uint64_t job) {
+  FetchResult r;
   r.id = job;
-  r.ok = true;
-  r.http = 200;
+  r.http_status = 200;
   r.mime = "text/html";
   r.size = 5;
   r.md5 = "5d41402abc4b2a76b9719d911017c592";
@@ -75,12 +74,12 @@ TEST_F(DispatcherTest, ReportsCapacityAndHandsFetchesToFreeSlotsWithNewNames) {
   writeFile(b.to_robots[0].second.file);
   Actions c;
   disp_->robotResult(1, okResult(b.to_robots[0].second.id), &c);
-  auto res = upstreamOf<proto::LinkResult>(c.upstream);
+  auto res = upstreamOf<FetchResult>(c.upstream);
   ASSERT_EQ(res.size(), 1u);
   EXPECT_EQ(res[0].id, 100u);
-  EXPECT_TRUE(res[0].ok);
+  EXPECT_TRUE(res[0].ok());
   EXPECT_EQ(res[0].machine, "m1");
-  EXPECT_EQ(res[0].file, "00/00/0");
+  EXPECT_EQ(res[0].filename, "00/00/0");
   EXPECT_EQ(res[0].md5, "5d41402abc4b2a76b9719d911017c592");
   ASSERT_EQ(c.to_robots.size(), 1u);
   EXPECT_EQ(c.to_robots[0].second.file, content_ + "/00/00/2");
@@ -110,10 +109,10 @@ TEST_F(DispatcherTest, ARobotThatDiesHasItsFetchesRehandedWithTheSameNamesAndOne
   EXPECT_TRUE(d.upstream.empty());
   disp_->robotResult(2, okResult(c.to_robots[0].second.id), &d);
   disp_->robotResult(2, okResult(c.to_robots[0].second.id), &d);
-  auto res = upstreamOf<proto::LinkResult>(d.upstream);
+  auto res = upstreamOf<FetchResult>(d.upstream);
   ASSERT_EQ(res.size(), 1u);
   EXPECT_EQ(res[0].id, 7u);
-  EXPECT_EQ(res[0].file, first.file.substr(content_.size() + 1));
+  EXPECT_EQ(res[0].filename, first.file.substr(content_.size() + 1));
 }
 
 TEST_F(DispatcherTest, FailuresAndUnchangedFreeTheNameForReuse) {
@@ -121,34 +120,32 @@ TEST_F(DispatcherTest, FailuresAndUnchangedFreeTheNameForReuse) {
   disp_->robotUp(1, 1, &a);
   disp_->fetch(fetchOf(1), &a);
   const auto f1 = a.to_robots.at(0).second;
-  proto::RobotResult nf;
+  FetchResult nf;
   nf.id = f1.id;
-  nf.ok = false;
   nf.code = ErrorCode::kNotFound;
-  nf.http = 404;
+  nf.http_status = 404;
   nf.message = "not found";
   Actions b;
   disp_->robotResult(1, nf, &b);
-  auto res = upstreamOf<proto::LinkResult>(b.upstream);
+  auto res = upstreamOf<FetchResult>(b.upstream);
   ASSERT_EQ(res.size(), 1u);
-  EXPECT_FALSE(res[0].ok);
+  EXPECT_FALSE(res[0].ok());
   EXPECT_EQ(res[0].code, ErrorCode::kNotFound);
-  EXPECT_TRUE(res[0].file.empty());
+  EXPECT_TRUE(res[0].filename.empty());
   EXPECT_TRUE(names_->isFree(*names_->parse(f1.file.substr(content_.size() + 1))));
   Actions c;
   disp_->fetch(fetchOf(2), &c);
   EXPECT_EQ(c.to_robots.at(0).second.file, f1.file);  // reused
-  proto::RobotResult same;
+  FetchResult same;
   same.id = c.to_robots[0].second.id;
-  same.ok = true;
   same.unchanged = true;
-  same.http = 304;
+  same.http_status = 304;
   Actions d;
   disp_->robotResult(1, same, &d);
-  auto r2 = upstreamOf<proto::LinkResult>(d.upstream);
+  auto r2 = upstreamOf<FetchResult>(d.upstream);
   ASSERT_EQ(r2.size(), 1u);
   EXPECT_TRUE(r2[0].unchanged);
-  EXPECT_TRUE(r2[0].file.empty());
+  EXPECT_TRUE(r2[0].filename.empty());
   EXPECT_EQ(names_->freeCount(), 1u);
 }
 
@@ -196,7 +193,7 @@ TEST_F(DispatcherTest, ResultsOfALostSourceSessionAreDroppedAndTheirFilesRemoved
   writeFile(f.file);
   Actions b;
   disp_->robotResult(1, okResult(f.id), &b);
-  EXPECT_TRUE(upstreamOf<proto::LinkResult>(b.upstream).empty());
+  EXPECT_TRUE(upstreamOf<FetchResult>(b.upstream).empty());
   EXPECT_FALSE(posixEnv()->exists(f.file));
   EXPECT_EQ(disp_->counters().stale, 1u);
 }
@@ -209,7 +206,7 @@ TEST_F(DispatcherTest, DuplicateIdsAndAFullQueueAreAnsweredNotQueued) {
   small.fetch(fetchOf(1), &a);
   small.fetch(fetchOf(2), &a);
   small.fetch(fetchOf(3), &a);
-  auto res = upstreamOf<proto::LinkResult>(a.upstream);
+  auto res = upstreamOf<FetchResult>(a.upstream);
   ASSERT_EQ(res.size(), 2u);
   EXPECT_EQ(res[0].code, ErrorCode::kInternal);
   EXPECT_EQ(res[1].id, 3u);
@@ -225,7 +222,7 @@ TEST_F(DispatcherTest, RestartNeverReusesANameStillReferenced) {
     writeFile(f.file);
     Actions r;
     disp_->robotResult(1, okResult(f.id), &r);
-    referenced.insert(upstreamOf<proto::LinkResult>(r.upstream).at(0).file);
+    referenced.insert(upstreamOf<FetchResult>(r.upstream).at(0).filename);
   }
   Actions d;
   disp_->remove({1, "m1", *referenced.begin()}, &d);
@@ -266,18 +263,17 @@ TEST(Forwarder, LoadsChildrenByOverloadedCapacityAndPassesResultsThrough) {
   EXPECT_EQ(per[1], 3);  // 2 x 150%
   EXPECT_EQ(per[2], 6);  // 4 x 150%
   EXPECT_EQ(fw.queued(), 3u);
-  proto::LinkResult r;
+  FetchResult r;
   r.id = b.fetches[0].second.id;
-  r.ok = true;
-  r.http = 200;
+  r.http_status = 200;
   r.machine = "m2";
-  r.file = "00/00/2a";
+  r.filename = "00/00/2a";
   ForwardActions c;
   fw.childResult(b.fetches[0].first, r, &c);
-  auto up = upstreamOf<proto::LinkResult>(c.upstream);
+  auto up = upstreamOf<FetchResult>(c.upstream);
   ASSERT_EQ(up.size(), 1u);
   EXPECT_EQ(up[0].machine, "m2");
-  EXPECT_EQ(up[0].file, "00/00/2a");
+  EXPECT_EQ(up[0].filename, "00/00/2a");
   EXPECT_EQ(c.fetches.size(), 1u);  // a freed place is used at once
 }
 
@@ -354,15 +350,14 @@ TEST(Forwarder, AChildThatGoesAwayHasItsFetchesGivenToAnother) {
   ASSERT_EQ(b.fetches.size(), 1u);
   EXPECT_EQ(b.fetches[0].first, 2u);
   EXPECT_EQ(b.fetches[0].second.url, "http://s/a.htm");
-  proto::LinkResult r;
+  FetchResult r;
   r.id = b.fetches[0].second.id;
-  r.ok = false;
   r.code = ErrorCode::kNotFound;
   ForwardActions c;
   fw.childResult(1, r, &c);  // from the gone child: ignored
   fw.childResult(2, r, &c);
-  ASSERT_EQ(upstreamOf<proto::LinkResult>(c.upstream).size(), 1u);
-  EXPECT_EQ(upstreamOf<proto::LinkResult>(c.upstream)[0].id, 42u);
+  ASSERT_EQ(upstreamOf<FetchResult>(c.upstream).size(), 1u);
+  EXPECT_EQ(upstreamOf<FetchResult>(c.upstream)[0].id, 42u);
 }
 
 }  // namespace

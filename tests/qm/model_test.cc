@@ -129,11 +129,10 @@ std::string runHistory(const std::string& plugin, unsigned seed) {
         files_made.insert(file);
         qm.onResult(f.link, okResult(f.order.id, file, 100));
       } else if (kind < 70 && f.order.since) {
-        FetchOutcome u;
+        FetchResult u;
         u.id = f.order.id;
-        u.ok = true;
         u.unchanged = true;
-        u.http = 304;
+        u.http_status = 304;
         qm.onResult(f.link, u);
       } else if (kind < 85) {
         qm.onResult(f.link, errResult(f.order.id, ErrorCode::kServerError, 500));

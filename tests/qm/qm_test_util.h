@@ -130,26 +130,24 @@ inline IntakeSet makeSet(ProviderId pid, std::vector<UrlNotice> urls, std::uint6
   return s;
 }
 
-inline FetchOutcome okResult(std::uint64_t id, const std::string& file, std::uint64_t size = 100,
-                             std::string machine = "m1") {
-  FetchOutcome o;
+inline FetchResult okResult(std::uint64_t id, const std::string& file, std::uint64_t size = 100,
+                            std::string machine = "m1") {
+  FetchResult o;
   o.id = id;
-  o.ok = true;
-  o.http = 200;
+  o.http_status = 200;
   o.machine = std::move(machine);
-  o.file = file;
+  o.filename = file;
   o.size = size;
   o.md5 = "0123456789abcdef0123456789abcdef";
   return o;
 }
 
-inline FetchOutcome errResult(std::uint64_t id, ErrorCode code, int http = 0,
-                              std::optional<std::int64_t> retry_after = std::nullopt) {
-  FetchOutcome o;
+inline FetchResult errResult(std::uint64_t id, ErrorCode code, int http = 0,
+                             std::optional<Millis> retry_after = std::nullopt) {
+  FetchResult o;
   o.id = id;
-  o.ok = false;
   o.code = code;
-  o.http = http;
+  o.http_status = http;
   o.retry_after = retry_after;
   o.message = std::string(errorCodeMessage(code));
   return o;

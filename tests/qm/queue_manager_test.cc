@@ -274,10 +274,9 @@ TEST_P(QmTest, NotModifiedRefreshesWithoutReportingAChange) {
   submit(makeSet(1, {update(1, "http://a/1", 200)}, 2));
   f = botm_.takeFetches();
   ASSERT_EQ(f.size(), 1u);
-  FetchOutcome not_modified;
+  FetchResult not_modified;
   not_modified.id = f[0].order.id;
-  not_modified.ok = true;
-  not_modified.http = 304;
+  not_modified.http_status = 304;
   not_modified.unchanged = true;
   qm_->onResult(1, not_modified);
   auto r = record(1, "http://a/1");
@@ -360,7 +359,7 @@ TEST_P(QmTest, RetryAfterHoldsTheWholeSet) {
   ASSERT_EQ(f.size(), 2u);
   const auto& a = f[0].order.url == "http://a/1" ? f[0] : f[1];
   const auto& b = f[0].order.url == "http://a/1" ? f[1] : f[0];
-  qm_->onResult(1, errResult(a.order.id, ErrorCode::kServerError, 503, 120));
+  qm_->onResult(1, errResult(a.order.id, ErrorCode::kServerError, 503, std::chrono::seconds(120)));
   qm_->onResult(1, okResult(b.order.id, "b1"));
   clock_.advance(Millis(119 * 1000));
   EXPECT_TRUE(botm_.fetches.empty()) << "provider 1 fetched during its Retry-After";

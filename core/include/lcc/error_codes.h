@@ -58,10 +58,4 @@ constexpr bool isProviderWideFetchError(ErrorCode code) {
   return code == ErrorCode::kDnsFailure || code == ErrorCode::kConnectFailure;
 }
 
-// Fetch errors worth retrying for the same URL (up to the configured count).
-constexpr bool isRetryableFetchError(ErrorCode code) {
-  return code == ErrorCode::kServerError || code == ErrorCode::kFetchTimeout ||
-         code == ErrorCode::kDnsFailure || code == ErrorCode::kConnectFailure;
-}
-
 }  // namespace lcc

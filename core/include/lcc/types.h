@@ -212,19 +212,26 @@ struct FetchRequest {
   std::string expected_md5;        // verify when non-empty and the fetcher is so configured
 };
 
+// One fetch's outcome: the single record every hop uses. A fetcher fills it, the robot
+// answers it to its BOT-M, the BOT-M adds machine and filename and passes it up, the QM
+// stores it. Each codec converts only at its own wire edge (docs/internal-protocols.md:
+// retry_after is whole seconds on the wire, mt an RFC 3339 time).
 struct FetchResult {
-  std::uint64_t id = 0;
+  std::uint64_t id = 0;                  // the id of the request it answers (each hop its own)
   ErrorCode code = ErrorCode::kNone;     // kNone on success
-  int http_status = 0;
+  int http_status = 0;                   // 0 when there was no HTTP answer
+  std::string machine;                   // from the BOT-M: the machine holding the file
+  std::string filename;                  // from the BOT-M: relative to that machine's content directory
   std::string mime;                      // Content-Type without parameters
   std::uint64_t size = 0;
   std::string md5;
-  std::optional<std::int64_t> last_modified;  // seconds since the epoch
+  std::optional<std::int64_t> last_modified;  // seconds since the epoch (as ContentRecord::mtime)
   bool unchanged = false;                // 304: nothing was written
   std::optional<Millis> retry_after;     // from a 429/503
   std::string message;                   // short English detail for errors
 
   bool ok() const { return code == ErrorCode::kNone; }
+  friend bool operator==(const FetchResult&, const FetchResult&) = default;
 };
 
 }  // namespace lcc
