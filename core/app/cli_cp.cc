@@ -23,6 +23,7 @@
 #include "common/posix_env.h"
 #include "lcc/support/time_util.h"
 #include "http/url_codec.h"
+#include "net/host_port.h"
 #include "proto/cp_uns.h"
 #include "proto/xml_reader.h"
 
@@ -117,13 +118,12 @@ class InputReader : public proto::XmlHandler {
 };
 
 int connectTo(const std::string& hostport, std::string* err) {
-  auto colon = hostport.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    *err = "--uns must be HOST:PORT (got " + hostport + ")";
+  auto hp = net::HostPort::parseTarget(hostport);
+  if (!hp.isOk()) {
+    *err = "--uns must be HOST:PORT: " + hp.status().message();
     return -1;
   }
-  std::string host = hostport.substr(0, colon), port = hostport.substr(colon + 1);
-  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  const std::string host = hp->host, port = hp->portString();
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;

@@ -15,6 +15,7 @@
 #include "capi/cu_client.h"
 #include "common/config/config.h"
 #include "lcc/support/time_util.h"
+#include "net/host_port.h"
 #include "proto/cu_query.h"
 
 namespace lcc::cli {
@@ -42,11 +43,8 @@ std::string defaultCu(const Globals& g) {
     auto cfg = Config::load(g.config_file, {}, &problems);
     if (cfg.isOk()) listen = cfg->getString("listen.cu");
   }
-  auto colon = listen.rfind(':');
-  std::string host = listen.substr(0, colon);
-  if (host == "0.0.0.0" || host.empty() || host == "*") host = "127.0.0.1";
-  if (host == "::" || host == "[::]") host = "::1";
-  return host + listen.substr(colon);
+  auto hp = net::HostPort::parse(listen);
+  return hp.isOk() ? hp->reachable().toString() : listen;  // a bad one is reported by parseEndpoint
 }
 
 // Counts "<url " in a stream whose chunks may split the token.

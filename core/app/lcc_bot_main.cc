@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "bot/robot.h"
+#include "net/host_port.h"
 #include "common/config/config.h"
 #include "common/logging.h"
 #include "common/plugin/plugin_registry.h"
@@ -127,11 +128,12 @@ int main(int argc, char** argv) {
       client->start();
       spdlog::info("lcc-bot: connecting to BOT-M {} with {} slots", connect, slots);
     } else {
-      std::string host = "127.0.0.1", port = listen;
-      if (listen.find(':') != std::string::npos && !lcc::bot::splitHostPort(listen, &host, &port)) {
-        std::cerr << "lcc-bot: --listen wants PORT or HOST:PORT (got " << listen << ")\n";
+      auto hp = lcc::net::HostPort::parse(listen.find(':') == std::string::npos ? "127.0.0.1:" + listen : listen);
+      if (!hp.isOk()) {
+        std::cerr << "lcc-bot: --listen wants PORT or HOST:PORT: " << hp.status().message() << "\n";
         return 2;
       }
+      std::string host = hp->resolverHost(), port = hp->portString();
       try {
         asio::ip::tcp::endpoint ep(asio::ip::make_address(host), static_cast<unsigned short>(std::stoi(port)));
         acceptor = std::make_unique<asio::ip::tcp::acceptor>(io, ep);
@@ -147,7 +149,7 @@ int main(int argc, char** argv) {
           io.stop();
           return;
         }
-        auto stream = std::make_shared<lcc::bot::StreamSocket>(io, std::move(sock));
+        auto stream = lcc::net::Connection::overTcp(io, std::move(sock));
         session = std::make_shared<lcc::bot::RobotSession>(stream, *fetcher, *env, ro);
         session->start([&](const std::string& why) {
           spdlog::info("lcc-bot: connection ended: {}", why);

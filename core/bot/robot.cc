@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <boost/asio/connect.hpp>
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
@@ -189,7 +188,7 @@ void RobotCore::finished(std::uint64_t fid, const FetchResult& r) {
 
 // ---- RobotSession ---------------------------------------------------------------
 
-RobotSession::RobotSession(std::shared_ptr<StreamSocket> socket, Fetcher& fetcher, Env& env, RobotOptions options,
+RobotSession::RobotSession(std::shared_ptr<net::Connection> socket, Fetcher& fetcher, Env& env, RobotOptions options,
                            RobotCounters* counters)
     : socket_(std::move(socket)),
       fetcher_(fetcher),
@@ -213,7 +212,10 @@ void RobotSession::start(std::function<void(const std::string&)> on_end) {
   });
   auto self = shared_from_this();
   socket_->send(proto::encodeRobotOpen({opts_.slots, opts_.name}));
-  socket_->start([self](std::string_view b) { self->onData(b); }, [self](const std::string& why) { self->ended(why); });
+  net::Connection::Handlers h;
+  h.on_bytes = [self](std::string_view b) { self->onData(b); };
+  h.on_close = [self](net::CloseReason, const std::string& why) { self->ended(why); };
+  socket_->start(std::move(h));
 }
 
 void RobotSession::stop() {
@@ -265,7 +267,7 @@ void RobotSession::onData(std::string_view bytes) {
   if (!ok) {
     spdlog::warn("robot {}: BOT-M {} broke the protocol ({}): {}; disconnecting", opts_.name, socket_->peer(),
                  static_cast<int>(decoder_.error()), decoder_.errorMessage());
-    socket_->close("protocol error");
+    socket_->close(net::CloseReason::kProtocolError);
   }
 }
 
@@ -273,18 +275,21 @@ void RobotSession::onData(std::string_view bytes) {
 
 RobotClient::RobotClient(asio::io_context& io, Clock& clock, Fetcher& fetcher, Env& env, std::string target,
                          RobotOptions options, Millis retry_min, Millis retry_max, RobotCounters* counters)
-    : io_(io),
-      clock_(clock),
-      fetcher_(fetcher),
-      env_(env),
-      target_(std::move(target)),
-      opts_(std::move(options)),
-      retry_min_(retry_min),
-      retry_max_(retry_max),
-      delay_(retry_min),
-      counters_(counters) {}
+    : fetcher_(fetcher), env_(env), target_(target), opts_(std::move(options)), counters_(counters) {
+  net::ConnectorOptions co;
+  co.what = "BOT-M address";
+  co.target = std::move(target);
+  co.back_off = {retry_min, retry_max};
+  connector_ = std::make_shared<net::Connector>(io, clock, std::move(co));
+}
 
-void RobotClient::start() { connect(); }
+void RobotClient::start() {
+  std::weak_ptr<RobotClient> weak = shared_from_this();
+  Status s = connector_->start([weak](std::shared_ptr<net::Connection> c) {
+    if (auto self = weak.lock()) self->connected(std::move(c));
+  });
+  if (!s.isOk()) spdlog::error("robot: {}", s.message());
+}
 
 std::size_t RobotClient::inFlight() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -296,67 +301,28 @@ void RobotClient::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    if (timer_ != 0) clock_.cancel(timer_);
-    timer_ = 0;
     s = session_;
   }
+  connector_->stop();
   if (s) s->stop();
 }
 
-void RobotClient::retryLater() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (stopping_) return;
-  Millis d = delay_;
-  delay_ = std::min(retry_max_, delay_ * 2);
-  std::weak_ptr<RobotClient> weak = shared_from_this();
-  timer_ = clock_.schedule(d, [weak] {
-    if (auto self = weak.lock()) asio::post(self->io_, [self] { self->connect(); });
-  });
-}
-
-void RobotClient::connect() {
+void RobotClient::connected(std::shared_ptr<net::Connection> conn) {
+  auto session = std::make_shared<RobotSession>(conn, fetcher_, env_, opts_, counters_);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return;
-    timer_ = 0;
-  }
-  std::string host, port;
-  if (!splitHostPort(target_, &host, &port)) {
-    spdlog::error("robot: bad BOT-M address {}", target_);
-    return;
-  }
-  auto resolver = std::make_shared<asio::ip::tcp::resolver>(io_);
-  auto self = shared_from_this();
-  resolver->async_resolve(host, port, [self, resolver](boost::system::error_code ec,
-                                                       asio::ip::tcp::resolver::results_type results) {
-    if (ec) {
-      self->retryLater();
+    if (stopping_) {
+      conn->close(net::CloseReason::kShutdown);
       return;
     }
-    auto sock = std::make_shared<asio::ip::tcp::socket>(self->io_);
-    asio::async_connect(*sock, results, [self, sock](boost::system::error_code ec2, const asio::ip::tcp::endpoint&) {
-      if (ec2) {
-        self->retryLater();
-        return;
-      }
-      auto stream = std::make_shared<StreamSocket>(self->io_, std::move(*sock));
-      auto session = std::make_shared<RobotSession>(stream, self->fetcher_, self->env_, self->opts_, self->counters_);
-      {
-        std::lock_guard<std::mutex> lock(self->mu_);
-        if (self->stopping_) {
-          stream->close("stopping");
-          return;
-        }
-        self->session_ = session;
-        self->delay_ = self->retry_min_;
-      }
-      self->connected_ = true;
-      session->start([self](const std::string& why) {
-        self->connected_ = false;
-        spdlog::info("robot: connection to BOT-M {} ended: {}", self->target_, why);
-        self->retryLater();
-      });
-    });
+    session_ = session;
+  }
+  connected_ = true;
+  auto self = shared_from_this();
+  session->start([self](const std::string& why) {
+    self->connected_ = false;
+    spdlog::info("robot: connection to BOT-M {} ended: {}", self->target_, why);
+    self->connector_->retry();
   });
 }
 

@@ -19,10 +19,11 @@
 #include <utility>
 #include <vector>
 
-#include "bot/stream_socket.h"
 #include "lcc/clock.h"
 #include "lcc/env.h"
 #include "lcc/fetcher.h"
+#include "net/connection.h"
+#include "net/connector.h"
 #include "proto/robot.h"
 
 namespace lcc::bot {
@@ -101,7 +102,7 @@ class HandOff {
 
 class RobotSession : public std::enable_shared_from_this<RobotSession> {
  public:
-  RobotSession(std::shared_ptr<StreamSocket> socket, Fetcher& fetcher, Env& env, RobotOptions options,
+  RobotSession(std::shared_ptr<net::Connection> socket, Fetcher& fetcher, Env& env, RobotOptions options,
                RobotCounters* counters = nullptr);
   ~RobotSession();
 
@@ -117,7 +118,7 @@ class RobotSession : public std::enable_shared_from_this<RobotSession> {
   void sendAnswers();  // strand
   void ended(const std::string& why);
 
-  std::shared_ptr<StreamSocket> socket_;
+  std::shared_ptr<net::Connection> socket_;
   Fetcher& fetcher_;
   Env& env_;
   RobotOptions opts_;
@@ -131,7 +132,8 @@ class RobotSession : public std::enable_shared_from_this<RobotSession> {
   HandOff<FetchResult> answers_;  // finished on the fetcher's thread, not yet sent
 };
 
-// A robot that connects to a BOT-M's robot port and reconnects with back-off.
+// A robot that connects to a BOT-M's robot port and reconnects with back-off
+// (net::Connector: retry_min doubling to retry_max, with jitter).
 class RobotClient : public std::enable_shared_from_this<RobotClient> {
  public:
   RobotClient(boost::asio::io_context& io, Clock& clock, Fetcher& fetcher, Env& env, std::string target,
@@ -143,20 +145,16 @@ class RobotClient : public std::enable_shared_from_this<RobotClient> {
   std::size_t inFlight() const;
 
  private:
-  void connect();
-  void retryLater();
+  void connected(std::shared_ptr<net::Connection> conn);
 
-  boost::asio::io_context& io_;
-  Clock& clock_;
   Fetcher& fetcher_;
   Env& env_;
   std::string target_;
   RobotOptions opts_;
-  Millis retry_min_, retry_max_, delay_;
   RobotCounters* counters_;
+  std::shared_ptr<net::Connector> connector_;
   mutable std::mutex mu_;
   std::shared_ptr<RobotSession> session_;
-  TimerId timer_ = 0;
   bool stopping_ = false;
   std::atomic<bool> connected_{false};
 };

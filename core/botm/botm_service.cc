@@ -12,18 +12,19 @@
 #include <future>
 #include <map>
 
-#include "bot/stream_socket.h"
 #include "botm/content_route.h"
 #include "botm/dispatch.h"
 #include "botm/filename_store.h"
 #include "common/content_locator.h"
 #include "http/http_server.h"
+#include "net/acceptor.h"
+#include "net/connector.h"
 
 namespace lcc::botm {
 namespace {
 
 namespace asio = boost::asio;
-using bot::StreamSocket;
+using net::Connection;
 using tcp = asio::ip::tcp;
 
 std::string encodeUp(const Upstream& u) {
@@ -56,7 +57,7 @@ struct Settings {
 class BotmService final : public Service {
  public:
   BotmService(NodeContext& node, Settings s)
-      : node_(node), s_(std::move(s)), strand_(asio::make_strand(*node.io)), delay_(s_.reconnect_min) {
+      : node_(node), s_(std::move(s)), strand_(asio::make_strand(*node.io)) {
     Metrics& m = *node.metrics;
     g_capacity_ = &m.gauge("lcc_botm_capacity", "fetches the BOT-M can run at once (robots' or children's slots)");
     g_peers_ = &m.gauge("lcc_botm_peers", "robots (or child BOT-Ms) connected");
@@ -81,18 +82,25 @@ class BotmService final : public Service {
     } else {
       fwd_ = std::make_unique<Forwarder>(s_.child_overload_pct, s_.max_queued);
     }
-    auto ep = StreamSocket::resolve(*node_.io, s_.listen);
-    if (!ep.isOk()) return ep.status().withContext(s_.parent ? "listen.botm" : "listen.robots");
-    acceptor_ = std::make_unique<tcp::acceptor>(*node_.io);
-    boost::system::error_code ec;
-    tcp::endpoint endpoint = *ep.value().begin();
-    acceptor_->open(endpoint.protocol(), ec);
-    if (!ec) acceptor_->set_option(tcp::acceptor::reuse_address(true), ec);
-    if (!ec) acceptor_->bind(endpoint, ec);
-    if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return Status::ioError("cannot listen on " + s_.listen + ": " + ec.message());
-    accept();
-    asio::post(strand_, [this] { connectSource(); });
+    net::AcceptorOptions ao;
+    ao.what = s_.parent ? "listen.botm" : "listen.robots";
+    ao.listen = s_.listen;
+    acceptor_ = std::make_shared<net::Acceptor>(*node_.io, ao, [this](std::shared_ptr<Connection> c, net::Admission) {
+      if (s_.parent) {
+        startChild(std::move(c));
+      } else {
+        startRobot(std::move(c));
+      }
+    });
+    LCC_RETURN_IF_ERROR(acceptor_->start());
+    net::ConnectorOptions co;
+    co.what = "botm.source";
+    co.target = s_.source;
+    co.back_off = {s_.reconnect_min, s_.reconnect_max};
+    connector_ = std::make_shared<net::Connector>(*node_.io, *node_.clock, co);
+    LCC_RETURN_IF_ERROR(connector_->start(
+        [this](std::shared_ptr<Connection> c) { asio::post(strand_, [this, c] { sourceConnected(c); }); },
+        [this](const std::string& why, Millis) { asio::post(strand_, [this, why] { sourceFailed(why); }); }));
     spdlog::info("botm: machine {}, {} on {}, url source {}, content in {}", s_.machine,
                  s_.parent ? "child BOT-Ms" : "robots", s_.listen, s_.source, s_.parent ? "-" : s_.content_dir);
     return Status::ok();
@@ -103,9 +111,8 @@ class BotmService final : public Service {
     auto fut = done.get_future();
     asio::post(strand_, [this, &done] {
       stopping_ = true;
-      if (timer_) node_.clock->cancel(timer_);
-      boost::system::error_code ec;
-      if (acceptor_) acceptor_->close(ec);
+      if (connector_) connector_->stop();
+      if (acceptor_) acceptor_->stop();
       if (source_) source_->closeAfterFlush(proto::encodeBotmClose());
       for (auto& [id, p] : peers_) {
         p->closeAfterFlush(s_.parent ? proto::encodeSourceClose() : proto::encodeBotmRobotClose());
@@ -190,49 +197,15 @@ class BotmService final : public Service {
   }
 
   // ---- the url source ----------------------------------------------------------
-  void connectSource() {
-    if (stopping_) return;
-    timer_ = 0;
-    std::string host, port;
-    if (!bot::splitHostPort(s_.source, &host, &port)) {
-      spdlog::error("botm: bad url source address {}", s_.source);
-      return;
-    }
-    auto resolver = std::make_shared<tcp::resolver>(*node_.io);
-    resolver->async_resolve(host, port, asio::bind_executor(strand_, [this, resolver](boost::system::error_code ec,
-                                                                                      tcp::resolver::results_type res) {
-      if (stopping_) return;
-      if (ec) {
-        retrySource("resolve: " + ec.message());
-        return;
-      }
-      auto sock = std::make_shared<tcp::socket>(*node_.io);
-      asio::async_connect(*sock, res, asio::bind_executor(strand_, [this, sock](boost::system::error_code ec2,
-                                                                                const tcp::endpoint&) {
-        if (stopping_) return;
-        if (ec2) {
-          retrySource(ec2.message());
-          return;
-        }
-        sourceConnected(std::make_shared<StreamSocket>(*node_.io, std::move(*sock)));
-      }));
-    }));
+  void sourceFailed(const std::string& why) {
+    if (stopping_ || source_warned_) return;
+    spdlog::warn("botm: url source {} not reachable ({}); retrying", s_.source, why);
+    source_warned_ = true;
   }
 
-  void retrySource(const std::string& why) {
-    if (stopping_) return;
-    if (!source_warned_) {
-      spdlog::warn("botm: url source {} not reachable ({}); retrying", s_.source, why);
-      source_warned_ = true;
-    }
-    Millis d = delay_;
-    delay_ = std::min(s_.reconnect_max, delay_ * 2);
-    timer_ = node_.clock->schedule(d, [this] { asio::post(strand_, [this] { connectSource(); }); });
-  }
-
-  void sourceConnected(std::shared_ptr<StreamSocket> sock) {
+  void sourceConnected(std::shared_ptr<Connection> sock) {
+    if (stopping_) return sock->close(net::CloseReason::kShutdown);
     source_ = sock;
-    delay_ = s_.reconnect_min;
     source_warned_ = false;
     if (disp_) disp_->sourceUp();
     if (fwd_) fwd_->sourceUp();
@@ -240,8 +213,9 @@ class BotmService final : public Service {
     sock->send(proto::encodeBotmOpen({s_.machine, capacity(), s_.content_url}) +
                proto::encodeMachines({machines(), contentUrls()}));
     auto dec = std::make_shared<proto::SourceStreamDecoder>(proto::linkLimits(s_.max_value_length));
-    std::weak_ptr<StreamSocket> weak = sock;
-    sock->start(
+    std::weak_ptr<Connection> weak = sock;
+    startConnection(
+        sock,
         [this, dec, weak](std::string_view bytes) {
           auto msgs = std::make_shared<std::vector<proto::SourceMessage>>();
           bool ok = dec->feed(bytes, msgs.get());
@@ -252,7 +226,7 @@ class BotmService final : public Service {
             onSourceMessages(*msgs);
             if (!err.empty()) {
               spdlog::warn("botm: url source broke the protocol: {}; disconnecting", err);
-              s->close("protocol error");
+              s->close(net::CloseReason::kProtocolError);
             }
           });
         },
@@ -266,7 +240,7 @@ class BotmService final : public Service {
             publish();
             if (stopping_) return;
             spdlog::info("botm: url source connection ended: {}", why);
-            retrySource(why);
+            connector_->retry();
           });
         });
     publish();
@@ -293,28 +267,21 @@ class BotmService final : public Service {
   }
 
   // ---- robots or child BOT-Ms --------------------------------------------------
-  void accept() {
-    acceptor_->async_accept([this](boost::system::error_code ec, tcp::socket sock) {
-      if (ec) {
-        if (ec == asio::error::operation_aborted) return;
-        spdlog::warn("botm: accept on {}: {}", s_.listen, ec.message());
-      } else {
-        auto stream = std::make_shared<StreamSocket>(*node_.io, std::move(sock));
-        if (s_.parent) {
-          startChild(stream);
-        } else {
-          startRobot(stream);
-        }
-      }
-      if (acceptor_->is_open()) accept();
-    });
+  // Starts `c` with the two callbacks the BOT-M uses (both run on the connection's strand).
+  static void startConnection(const std::shared_ptr<Connection>& c, std::function<void(std::string_view)> on_bytes,
+                              std::function<void(const std::string&)> on_close) {
+    Connection::Handlers h;
+    h.on_bytes = std::move(on_bytes);
+    h.on_close = [on_close = std::move(on_close)](net::CloseReason, const std::string& why) { on_close(why); };
+    c->start(std::move(h));
   }
 
-  void startRobot(std::shared_ptr<StreamSocket> sock) {
+  void startRobot(std::shared_ptr<Connection> sock) {
     const std::uint64_t id = next_peer_.fetch_add(1);
     auto dec = std::make_shared<proto::RobotStreamDecoder>(proto::linkLimits(s_.max_value_length));
-    std::weak_ptr<StreamSocket> weak = sock;
-    sock->start(
+    std::weak_ptr<Connection> weak = sock;
+    startConnection(
+        sock,
         [this, id, dec, weak](std::string_view bytes) {
           auto msgs = std::make_shared<std::vector<proto::FromRobotMessage>>();
           bool ok = dec->feed(bytes, msgs.get());
@@ -341,7 +308,7 @@ class BotmService final : public Service {
             run(a);
             if (!err.empty()) {
               spdlog::warn("botm: robot {} broke the protocol: {}; disconnecting", s->peer(), err);
-              s->close("protocol error");
+              s->close(net::CloseReason::kProtocolError);
             }
           });
         },
@@ -356,11 +323,12 @@ class BotmService final : public Service {
         });
   }
 
-  void startChild(std::shared_ptr<StreamSocket> sock) {
+  void startChild(std::shared_ptr<Connection> sock) {
     const std::uint64_t id = next_peer_.fetch_add(1);
     auto dec = std::make_shared<proto::BotmStreamDecoder>(proto::linkLimits(s_.max_value_length));
-    std::weak_ptr<StreamSocket> weak = sock;
-    sock->start(
+    std::weak_ptr<Connection> weak = sock;
+    startConnection(
+        sock,
         [this, id, dec, weak](std::string_view bytes) {
           auto msgs = std::make_shared<std::vector<proto::BotmMessage>>();
           bool ok = dec->feed(bytes, msgs.get());
@@ -396,7 +364,7 @@ class BotmService final : public Service {
             run(a);
             if (!err.empty()) {
               spdlog::warn("botm: child BOT-M {} broke the protocol: {}; disconnecting", s->peer(), err);
-              s->close("protocol error");
+              s->close(net::CloseReason::kProtocolError);
             }
           });
         },
@@ -417,14 +385,13 @@ class BotmService final : public Service {
   std::unique_ptr<FilenameStore> names_;
   std::unique_ptr<Dispatcher> disp_;
   std::unique_ptr<Forwarder> fwd_;
-  std::unique_ptr<tcp::acceptor> acceptor_;
-  std::shared_ptr<StreamSocket> source_;
-  std::map<std::uint64_t, std::shared_ptr<StreamSocket>> peers_;  // robots or children (policy strand)
+  std::shared_ptr<net::Acceptor> acceptor_;
+  std::shared_ptr<net::Connector> connector_;
+  std::shared_ptr<Connection> source_;
+  std::map<std::uint64_t, std::shared_ptr<Connection>> peers_;  // robots or children (policy strand)
   std::atomic<std::uint64_t> next_peer_{1};
   bool stopping_ = false;
   bool source_warned_ = false;
-  TimerId timer_ = 0;
-  Millis delay_;
   Gauge *g_capacity_, *g_peers_, *g_queued_, *g_source_, *c_fetches_, *c_ok_, *c_failed_, *c_rehanded_, *c_deletes_;
 };
 
@@ -436,13 +403,13 @@ Result<std::string> contentUrlFromConfig(const Config& cfg, bool has_http) {
   if (url == "auto") {
     if (!has_http) return std::string();
     std::string listen = cfg.getString("listen.http");
-    std::string host, port;
-    if (bot::splitHostPort(listen, &host, &port) && (host == "0.0.0.0" || host == "::" || host == "[::]" || host.empty())) {
+    auto hp = net::HostPort::parse(listen);
+    if (hp.isOk() && hp->isWildcard()) {
       // A wildcard address is no place to connect to: use the host's name.
       boost::system::error_code ec;
       std::string name = asio::ip::host_name(ec);
       if (ec || name.empty()) name = "127.0.0.1";
-      listen = name + ":" + port;
+      listen = name + ":" + hp->portString();
     }
     url = "http://" + listen;
   }

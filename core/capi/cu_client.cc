@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "lcc/support/time_util.h"
+#include "net/host_port.h"
 
 namespace lcc::capi {
 namespace {
@@ -40,17 +41,8 @@ Status waitFd(int fd, short events, int timeout_ms, const char* what) {
 }  // namespace
 
 Result<Endpoint> parseEndpoint(std::string_view text) {
-  auto colon = text.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) {
-    return Status::invalidArgument("endpoint must be HOST:PORT (got '" + std::string(text) + "')");
-  }
-  std::string_view host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  auto port = number<std::uint32_t>(text.substr(colon + 1));
-  if (!port || *port == 0 || *port > 65535) {
-    return Status::invalidArgument("bad port in endpoint '" + std::string(text) + "'");
-  }
-  return Endpoint{std::string(host), static_cast<std::uint16_t>(*port)};
+  LCC_ASSIGN_OR_RETURN(net::HostPort hp, net::HostPort::parseTarget(text));
+  return Endpoint{hp.host, hp.port};
 }
 
 Result<std::unique_ptr<Socket>> Socket::connect(const Endpoint& ep, int timeout_ms) {

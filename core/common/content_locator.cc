@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "net/host_port.h"
+
 namespace lcc {
 
 void ContentLocator::setStatic(std::map<std::string, std::string> entries) {
@@ -48,8 +50,8 @@ bool validMachineId(std::string_view id) {
 }
 
 std::optional<std::string> normalizeContentUrl(std::string_view url, std::string* why) {
-  auto fail = [&](const char* w) -> std::optional<std::string> {
-    if (why) *why = w;
+  auto fail = [&](std::string_view w) -> std::optional<std::string> {
+    if (why) *why = std::string(w);
     return std::nullopt;
   };
   constexpr std::string_view kScheme = "http://";
@@ -68,31 +70,9 @@ std::optional<std::string> normalizeContentUrl(std::string_view url, std::string
   std::string_view authority = rest.substr(0, slash);
   std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
   if (authority.find('@') != std::string_view::npos) return fail("must not carry user information");
-  std::string_view host = authority, port;
-  if (!authority.empty() && authority.front() == '[') {
-    std::size_t close = authority.find(']');
-    if (close == std::string_view::npos) return fail("unclosed [ in the host");
-    host = authority.substr(0, close + 1);
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') return fail("bad text after the IPv6 address");
-      port = after.substr(1);
-    }
-  } else if (auto colon = authority.rfind(':'); colon != std::string_view::npos) {
-    host = authority.substr(0, colon);
-    port = authority.substr(colon + 1);
-  }
-  if (host.empty() || host == "[]") return fail("has no host");
-  if (authority.find(':') != std::string_view::npos && port.empty()) return fail("has an empty port");
-  if (!port.empty()) {
-    if (port.size() > 5) return fail("port must be 1-65535");
-    unsigned v = 0;
-    for (char c : port) {
-      if (!std::isdigit(static_cast<unsigned char>(c))) return fail("port must be a number");
-      v = v * 10 + static_cast<unsigned>(c - '0');
-    }
-    if (v == 0 || v > 65535) return fail("port must be 1-65535");
-  }
+  auto hp = net::HostPort::parseAuthority(authority, 80);
+  if (!hp.isOk()) return fail(hp.status().message());
+  if (hp->port == 0) return fail("port must be 1-65535");
   std::string out(url);
   while (!path.empty() && path.back() == '/') {
     path.remove_suffix(1);

@@ -13,10 +13,12 @@
 #include <deque>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "cu/bounded_pipe.h"
+#include "net/acceptor.h"
 #include "proto/cu_query.h"
 
 namespace lcc::cu {
@@ -75,77 +77,78 @@ class Workers {
   bool stopping_ = false;
 };
 
-Result<tcp::endpoint> parseEndpoint(const std::string& host_port) {
-  auto colon = host_port.rfind(':');
-  if (colon == std::string::npos) return Status::invalidArgument("listen address must be host:port: " + host_port);
-  std::string host = host_port.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  int port = 0;
-  try {
-    port = std::stoi(host_port.substr(colon + 1));
-  } catch (...) {
-    return Status::invalidArgument("bad port in " + host_port);
-  }
-  boost::system::error_code ec;
-  auto addr = asio::ip::make_address(host.empty() ? "0.0.0.0" : host, ec);
-  if (ec) return Status::invalidArgument("listen address must be a numeric IP: " + host_port);
-  return tcp::endpoint(addr, static_cast<std::uint16_t>(port));
-}
-
 }  // namespace
 
 class CuConnection;
 
 struct CuServer::Impl : std::enable_shared_from_this<CuServer::Impl> {
   Impl(asio::io_context& io_, QueryEngine& engine_, Clock& clock_, CuServerOptions options_)
-      : io(io_), engine(engine_), clock(clock_), options(std::move(options_)), acceptor(io_) {}
+      : io(io_), engine(engine_), clock(clock_), options(std::move(options_)) {}
 
-  void accept();
+  void accepted(std::shared_ptr<net::Connection> conn, net::Admission admission);
   void forget(CuConnection* c);
 
   asio::io_context& io;
   QueryEngine& engine;
   Clock& clock;
   const CuServerOptions options;
-  tcp::acceptor acceptor;
+  std::shared_ptr<net::Acceptor> acceptor;
   Workers workers;
   std::atomic<bool> stopping{false};
-  std::uint16_t port = 0;
   mutable std::mutex mu;
-  std::map<CuConnection*, std::weak_ptr<CuConnection>> conns;  // counted connections
+  std::map<CuConnection*, std::weak_ptr<CuConnection>> conns;  // admitted connections
 };
 
+// One CU connection: the query is read through the connection's codec hook (the
+// CuQueryParser); the answer moves from the export's BoundedPipe to the connection one
+// chunk at a time. The query must arrive whole within cu.idle_timeout (the session
+// deadline, disarmed once the query is complete); cu.write_timeout is the write
+// deadline; after the answer the connection lingers up to cu.idle_timeout.
 class CuConnection : public std::enable_shared_from_this<CuConnection> {
  public:
-  CuConnection(std::shared_ptr<CuServer::Impl> server, tcp::socket socket, bool counted)
-      : server_(std::move(server)),
-        socket_(std::move(socket)),
-        strand_(asio::make_strand(server_->io)),
-        parser_(server_->options.max_query_bytes),
+  CuConnection(std::shared_ptr<CuServer::Impl> server, std::shared_ptr<net::Connection> conn, bool counted)
+      : server_(std::move(server)), conn_(std::move(conn)), parser_(server_->options.max_query_bytes),
         counted_(counted) {}
 
   ~CuConnection() {
     if (pipe_) pipe_->close();
   }
 
-  void start() {
-    asio::post(strand_, [self = shared_from_this()] {
-      self->armTimer(self->server_->options.idle_timeout_ms, &CuConnection::onIdle);
-      self->read();
-    });
-  }
-
-  // Starts with a rejection (too many connections).
-  void startRejected(ErrorCode code, std::string message) {
-    asio::post(strand_, [self = shared_from_this(), code, message = std::move(message)] {
-      self->reject(code, message);
+  // Starts reading the query, or (`refusal` set) answers with that code at once.
+  void start(std::optional<std::pair<ErrorCode, std::string>> refusal = std::nullopt) {
+    auto self = shared_from_this();
+    net::Connection::Handlers h;
+    h.on_bytes = [self](std::string_view b) {
+      if (self->phase_ == Phase::kQuery) self->onParsed(self->parser_.feed(b));
+    };
+    h.on_eof = [self] {
+      if (self->phase_ == Phase::kQuery) self->onParsed(self->parser_.endOfInput());
+      return true;  // the answer is still to be written
+    };
+    h.on_deadline = [self](net::Deadline d) {
+      if (d != net::Deadline::kSession) return false;  // the write deadline: drop the client
+      if (self->phase_ == Phase::kQuery) self->reject(ErrorCode::kTimeout, "timed out waiting for the query");
+      return true;
+    };
+    h.on_written = [self](std::uint64_t) {
+      self->writing_ = false;
+      self->pump();
+    };
+    h.on_close = [self](net::CloseReason reason, const std::string&) { self->onClosed(reason); };
+    // No byte is read before the first handler below has decided what this connection does.
+    conn_->setReading(false);
+    conn_->start(std::move(h));
+    asio::post(conn_->strand(), [self, refusal = std::move(refusal)] {
+      if (refusal) return self->reject(refusal->first, refusal->second);
+      self->conn_->armDeadline(net::Deadline::kSession, Millis(self->server_->options.idle_timeout_ms));
+      self->conn_->setReading(true);
     });
   }
 
   // From any thread (server stop).
   void shutdownFromOutside() {
     if (auto p = pipe()) p->close();
-    asio::post(strand_, [self = shared_from_this()] { self->closeNow(); });
+    conn_->close(net::CloseReason::kShutdown);
   }
 
  private:
@@ -153,32 +156,12 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
     std::lock_guard<std::mutex> lock(pipe_mu_);
     return pipe_;
   }
+  const std::string& peer() const { return conn_->peer(); }
 
-  void read() {
-    read_pending_ = true;
-    socket_.async_read_some(asio::buffer(buf_), asio::bind_executor(strand_, [self = shared_from_this()](
-                                                                                 boost::system::error_code ec, std::size_t n) {
-                              self->onRead(ec, n);
-                            }));
-  }
-
-  void onRead(boost::system::error_code ec, std::size_t n) {
-    read_pending_ = false;
-    if (closed_) return;
-    if (phase_ == Phase::kDrain) return ec ? closeNow() : drain();
-    if (phase_ == Phase::kAnswer) {
-      // A read still pending when the query was refused (timeout): keep discarding.
-      if (ec) {
-        read_eof_ = true;
-        return;
-      }
-      return read();
-    }
-    auto st = ec ? parser_.endOfInput() : parser_.feed(std::string_view(buf_.data(), n));
-    if (ec && ec != asio::error::eof) return closeNow();  // reset: nobody to answer
+  void onParsed(proto::CuQueryParser::State st) {
     switch (st) {
       case proto::CuQueryParser::State::kNeedMore:
-        return read();
+        return;
       case proto::CuQueryParser::State::kFailed:
         return reject(parser_.error().code, parser_.error().message);
       case proto::CuQueryParser::State::kDone:
@@ -186,23 +169,13 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
     }
   }
 
-  void onIdle() {
-    if (closed_ || phase_ != Phase::kQuery) return;
-    reject(ErrorCode::kTimeout, "timed out waiting for the query");
-  }
-
-  void onWriteTimeout() {
-    if (closed_) return;
-    spdlog::warn("cu: {}: took no answer bytes for {} ms; dropping it", peer(), server_->options.write_timeout_ms);
-    closeNow();
-  }
-
-  void onDrainTimeout() { closeNow(); }
-
-  std::string peer() const {
-    boost::system::error_code ec;
-    auto ep = socket_.remote_endpoint(ec);
-    return ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
+  void onClosed(net::CloseReason reason) {
+    if (reason == net::CloseReason::kWriteTimeout) {
+      spdlog::warn("cu: {}: took no answer bytes for {} ms; dropping it", peer(), server_->options.write_timeout_ms);
+    }
+    closed_ = true;
+    if (auto p = pipe()) p->close();
+    if (counted_) server_->forget(this);
   }
 
   void reject(ErrorCode code, const std::string& message) {
@@ -213,6 +186,7 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
     (void)p->write(proto::formatQueryRejected(code, message));
     p->finish(Status::ok());
     phase_ = Phase::kAnswer;
+    conn_->disarmDeadline(net::Deadline::kSession);
     pump();
   }
 
@@ -223,7 +197,7 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
 
   void startExport() {
     phase_ = Phase::kAnswer;
-    cancelTimer();
+    conn_->disarmDeadline(net::Deadline::kSession);
     auto p = std::make_shared<BoundedPipe>(server_->options.pipe_buffer);
     setPipe(p);
     const proto::CuQuery q = parser_.query();
@@ -255,131 +229,58 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
     pump();
   }
 
-  // Moves the pipe's chunks to the socket, one async_write at a time.
+  // Moves the pipe's chunks to the connection, one write at a time; at the end of the
+  // answer: FIN, then linger (net::Connection::closeAfterFlush).
   void pump() {
-    if (closed_ || writing_) return;
+    if (closed_ || writing_ || finished_) return;
     auto p = pipe();
     if (!p) return;
     std::weak_ptr<CuConnection> weak = weak_from_this();
-    auto waiter = [weak, strand = strand_] {
+    auto waiter = [weak, strand = conn_->strand()] {
       if (auto self = weak.lock()) asio::post(strand, [self] { self->pump(); });
     };
-    switch (p->take(out_, waiter)) {
+    std::string out;
+    switch (p->take(out, waiter)) {
       case BoundedPipe::Take::kEmpty:
         return;
       case BoundedPipe::Take::kEnd:
-        return finishGracefully();
+        finished_ = true;
+        return conn_->closeAfterFlush();
       case BoundedPipe::Take::kData:
         break;
     }
     writing_ = true;
-    armTimer(server_->options.write_timeout_ms, &CuConnection::onWriteTimeout);
-    asio::async_write(socket_, asio::buffer(out_),
-                      asio::bind_executor(strand_, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-                        self->writing_ = false;
-                        self->cancelTimer();
-                        if (ec) return self->closeNow();
-                        self->pump();
-                      }));
+    conn_->send(std::move(out));
   }
 
-  // The answer is complete: send FIN, then read and drop whatever the client still
-  // sends until it closes (closing with unread input would reset the connection and
-  // could destroy the answer's tail on the client's side).
-  void finishGracefully() {
-    if (closed_) return;
-    boost::system::error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_send, ec);
-    if (ec || read_eof_) return closeNow();
-    phase_ = Phase::kDrain;
-    armTimer(server_->options.idle_timeout_ms, &CuConnection::onDrainTimeout);
-    if (!read_pending_) drain();  // else the pending read drains
-  }
-
-  void drain() {
-    read_pending_ = true;
-    socket_.async_read_some(asio::buffer(buf_), asio::bind_executor(strand_, [self = shared_from_this()](
-                                                                                 boost::system::error_code ec, std::size_t) {
-                              self->read_pending_ = false;
-                              if (ec || self->closed_) return self->closeNow();
-                              self->drain();
-                            }));
-  }
-
-  void closeNow() {
-    if (closed_) return;
-    closed_ = true;
-    cancelTimer();
-    if (auto p = pipe()) p->close();
-    boost::system::error_code ec;
-    socket_.close(ec);
-    if (counted_) server_->forget(this);
-  }
-
-  using Handler = void (CuConnection::*)();
-  void armTimer(std::int64_t ms, Handler h) {
-    cancelTimer();
-    const std::uint64_t gen = ++timer_gen_;
-    std::weak_ptr<CuConnection> weak = weak_from_this();
-    timer_ = server_->clock.schedule(Millis(ms), [weak, gen, h] {
-      auto self = weak.lock();
-      if (!self) return;
-      asio::post(self->strand_, [self, gen, h] {
-        if (gen == self->timer_gen_) (self.get()->*h)();
-      });
-    });
-  }
-
-  void cancelTimer() {
-    ++timer_gen_;
-    if (timer_ != 0) server_->clock.cancel(timer_);
-    timer_ = 0;
-  }
-
-  enum class Phase : std::uint8_t { kQuery, kAnswer, kDrain };
+  enum class Phase : std::uint8_t { kQuery, kAnswer };
 
   std::shared_ptr<CuServer::Impl> server_;
-  tcp::socket socket_;
-  asio::strand<asio::io_context::executor_type> strand_;
-  std::array<char, 16 * 1024> buf_{};
+  std::shared_ptr<net::Connection> conn_;
   proto::CuQueryParser parser_;
   const bool counted_;
   Phase phase_ = Phase::kQuery;
   std::mutex pipe_mu_;
   std::shared_ptr<BoundedPipe> pipe_;
-  std::string out_;
   bool writing_ = false;
-  bool read_pending_ = false;
-  bool read_eof_ = false;
+  bool finished_ = false;
   bool closed_ = false;
-  TimerId timer_ = 0;
-  std::uint64_t timer_gen_ = 0;
 };
 
-void CuServer::Impl::accept() {
-  acceptor.async_accept(asio::make_strand(io), [self = shared_from_this()](boost::system::error_code ec, tcp::socket s) {
-    if (self->stopping) return;
-    if (ec) {
-      if (ec == asio::error::operation_aborted) return;
-      spdlog::warn("cu: accept: {}", ec.message());
-      return self->accept();
-    }
-    bool over = false;
-    std::shared_ptr<CuConnection> c;
-    {
-      std::lock_guard<std::mutex> lock(self->mu);
-      over = self->conns.size() >= self->options.max_connections;
-      c = std::make_shared<CuConnection>(self, std::move(s), !over);
-      if (!over) self->conns[c.get()] = c;
-    }
-    if (over) {
-      c->startRejected(ErrorCode::kTooManyConnections,
-                       "too many connections (" + std::to_string(self->options.max_connections) + ")");
-    } else {
-      c->start();
-    }
-    self->accept();
-  });
+void CuServer::Impl::accepted(std::shared_ptr<net::Connection> conn, net::Admission admission) {
+  if (stopping) return conn->close(net::CloseReason::kShutdown);
+  const bool over = admission != net::Admission::kAdmitted;
+  auto c = std::make_shared<CuConnection>(shared_from_this(), std::move(conn), !over);
+  if (over) {
+    c->start(std::make_pair(ErrorCode::kTooManyConnections,
+                            "too many connections (" + std::to_string(options.max_connections) + ")"));
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    conns[c.get()] = c;
+  }
+  c->start();
 }
 
 void CuServer::Impl::forget(CuConnection* c) {
@@ -393,33 +294,23 @@ CuServer::CuServer(asio::io_context& io, QueryEngine& engine, Clock& clock, CuSe
 CuServer::~CuServer() { stop(); }
 
 Status CuServer::start() {
-  LCC_ASSIGN_OR_RETURN(tcp::endpoint ep, parseEndpoint(impl_->options.listen));
-  boost::system::error_code ec;
-  impl_->acceptor.open(ep.protocol(), ec);
-  if (!ec) impl_->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) impl_->acceptor.bind(ep, ec);
-  if (!ec) impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return Status::ioError("cu: cannot listen on " + impl_->options.listen + ": " + ec.message());
-  impl_->port = impl_->acceptor.local_endpoint().port();
+  net::AcceptorOptions ao;
+  ao.what = "listen.cu";
+  ao.listen = impl_->options.listen;
+  ao.max_connections = impl_->options.max_connections;
+  ao.connection.clock = &impl_->clock;
+  ao.connection.write = Millis(impl_->options.write_timeout_ms);
+  ao.connection.linger = Millis(impl_->options.idle_timeout_ms);
+  ao.connection.read_buffer = 16 * 1024;
+  impl_->acceptor = net::makeAcceptor(impl_->io, ao, impl_);
+  if (Status s = impl_->acceptor->start(); !s.isOk()) return s.withContext("cu");
   impl_->workers.start(impl_->options.export_threads);
-  impl_->accept();
   return Status::ok();
 }
 
 void CuServer::stop() {
   if (!impl_ || impl_->stopping.exchange(true)) return;
-  // The acceptor belongs to the io threads: close it there (or here, if none run).
-  auto done = std::make_shared<std::promise<void>>();
-  auto fut = done->get_future();
-  asio::post(impl_->io, [impl = impl_, done] {
-    boost::system::error_code ec;
-    impl->acceptor.close(ec);
-    done->set_value();
-  });
-  if (fut.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
-    boost::system::error_code ec;
-    impl_->acceptor.close(ec);
-  }
+  if (impl_->acceptor) impl_->acceptor->stop();
   std::vector<std::shared_ptr<CuConnection>> live;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
@@ -431,7 +322,7 @@ void CuServer::stop() {
   impl_->workers.stop();
 }
 
-std::uint16_t CuServer::port() const { return impl_->port; }
+std::uint16_t CuServer::port() const { return impl_->acceptor ? impl_->acceptor->port() : 0; }
 
 std::size_t CuServer::connections() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

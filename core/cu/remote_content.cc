@@ -22,6 +22,7 @@
 #include <set>
 
 #include "http/url_codec.h"
+#include "net/host_port.h"
 
 namespace lcc::cu {
 
@@ -47,21 +48,11 @@ bool parseBase(const std::string& url, Target* t) {
   t->authority = rest.substr(0, slash);
   t->prefix = slash == std::string::npos ? std::string() : rest.substr(slash);
   while (!t->prefix.empty() && t->prefix.back() == '/') t->prefix.pop_back();
-  const std::string& a = t->authority;
-  if (a.empty()) return false;
-  if (a.front() == '[') {
-    auto close = a.find(']');
-    if (close == std::string::npos) return false;
-    t->host = a.substr(1, close - 1);
-    t->port = close + 2 <= a.size() && a[close + 1] == ':' ? a.substr(close + 2) : "80";
-  } else if (auto colon = a.rfind(':'); colon != std::string::npos) {
-    t->host = a.substr(0, colon);
-    t->port = a.substr(colon + 1);
-  } else {
-    t->host = a;
-    t->port = "80";
-  }
-  return !t->host.empty() && !t->port.empty();
+  auto hp = net::HostPort::parseAuthority(t->authority, 80);
+  if (!hp.isOk() || hp->port == 0) return false;
+  t->host = hp->host;
+  t->port = hp->portString();
+  return true;
 }
 
 bool staleConnectionError(const beast::error_code& ec) {

@@ -11,6 +11,7 @@
 
 #include "common/config/config.h"
 #include "http/url_codec.h"
+#include "net/host_port.h"
 
 namespace lcc::http {
 namespace {
@@ -19,20 +20,13 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = boost::asio::ip::tcp;
 
-Status splitHostPort(const std::string& hp, const std::string& what, AdminTarget* out) {
-  auto colon = hp.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == hp.size()) {
-    return Status::invalidArgument(what + " must be HOST:PORT (got " + hp + ")");
-  }
-  std::string host = hp.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  if (host == "0.0.0.0" || host == "*") host = "127.0.0.1";
-  if (host == "::") host = "::1";
-  out->host = host;
-  out->port = hp.substr(colon + 1);
-  for (char c : out->port) {
-    if (c < '0' || c > '9') return Status::invalidArgument(what + ": bad port (got " + hp + ")");
-  }
+// The admin port to connect to: a wildcard listen address means this host.
+Status targetFrom(const std::string& hp, const std::string& what, AdminTarget* out) {
+  auto parsed = net::HostPort::parse(hp);
+  if (!parsed.isOk()) return Status::invalidArgument(what + " must be HOST:PORT: " + parsed.status().message());
+  net::HostPort target = parsed->reachable();
+  out->host = target.host;
+  out->port = target.portString();
   return Status::ok();
 }
 
@@ -59,9 +53,9 @@ Result<AdminTarget> resolveAdminTarget(const std::string& config_file, const std
     }
   }
   if (!http_override.empty()) {
-    LCC_RETURN_IF_ERROR(splitHostPort(http_override, "--http", &t));
+    LCC_RETURN_IF_ERROR(targetFrom(http_override, "--http", &t));
   } else {
-    LCC_RETURN_IF_ERROR(splitHostPort(cfg->getString("listen.http"), config_file + ": listen.http", &t));
+    LCC_RETURN_IF_ERROR(targetFrom(cfg->getString("listen.http"), config_file + ": listen.http", &t));
   }
   if (have_env_token) {
     t.token = trimSpace(env_token);

@@ -24,6 +24,7 @@
 #include "common/metrics.h"
 #include "http/http_server.h"
 #include "http/url_codec.h"
+#include "net/host_port.h"
 
 namespace lcc::http {
 
@@ -53,22 +54,13 @@ bool isLoopback(const asio::ip::address& a) {
 }
 
 Result<tcp::endpoint> parseListen(const std::string& listen) {
-  auto colon = listen.rfind(':');
-  if (colon == std::string::npos) return Status::invalidArgument("listen address must be HOST:PORT (got " + listen + ")");
-  std::string host = listen.substr(0, colon);
-  std::string port_text = listen.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  if (host.empty() || host == "*") host = "0.0.0.0";
+  LCC_ASSIGN_OR_RETURN(net::HostPort hp, net::HostPort::parse(listen));
+  std::string host = hp.resolverHost();
   if (host == "localhost") host = "127.0.0.1";
-  char* end = nullptr;
-  long port = std::strtol(port_text.c_str(), &end, 10);
-  if (port_text.empty() || *end != '\0' || port < 0 || port > 65535) {
-    return Status::invalidArgument("bad port in " + listen);
-  }
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(host, ec);
   if (ec) return Status::invalidArgument("bad address in " + listen + ": " + ec.message());
-  return tcp::endpoint(addr, static_cast<unsigned short>(port));
+  return tcp::endpoint(addr, hp.port);
 }
 
 }  // namespace

@@ -8,8 +8,9 @@
 #include <mutex>
 
 #include "common/content_locator.h"
+#include "net/acceptor.h"
+#include "net/conn_set.h"
 #include "proto/botm_link.h"
-#include "qm/stream_conn.h"
 
 namespace lcc::qm {
 
@@ -18,35 +19,48 @@ using asio::ip::tcp;
 
 namespace {
 
-class BotmConn final : public StreamConn {
+class BotmConn final : public std::enable_shared_from_this<BotmConn> {
  public:
-  BotmConn(tcp::socket s, LinkId id, const BotmServerOptions& o, BotmLinkHandler& h, std::function<void()> on_closed)
-      : StreamConn(std::move(s)),
-        id_(id),
-        options_(o),
-        handler_(h),
-        decoder_(proto::linkLimits(o.max_value_length)),
-        on_closed_(std::move(on_closed)) {}
+  BotmConn(std::shared_ptr<net::Connection> conn, LinkId id, const BotmServerOptions& o, BotmLinkHandler& h)
+      : conn_(std::move(conn)), id_(id), options_(o), handler_(h), decoder_(proto::linkLimits(o.max_value_length)) {}
+
+  void start(std::function<void()> on_closed) {
+    net::Connection::Handlers h;
+    auto self = shared_from_this();
+    h.on_bytes = [self](std::string_view bytes) { self->onBytes(bytes); };
+    h.on_close = [self, on_closed = std::move(on_closed)](net::CloseReason, const std::string&) {
+      self->onClosed();
+      if (on_closed) on_closed();
+    };
+    conn_->start(std::move(h));
+  }
+  void send(std::string bytes) { conn_->send(std::move(bytes)); }
+  void closeAfterFlush(std::string last) { conn_->closeAfterFlush(std::move(last), net::CloseReason::kShutdown); }
 
  private:
-  bool onBytes(std::string_view bytes) override {
+  const std::string& peer() const { return conn_->peer(); }
+  void onBytes(std::string_view bytes) {
+    if (done_) return;
     msgs_.clear();
     bool ok = decoder_.feed(bytes, &msgs_);
     for (auto& m : msgs_) {
-      if (!handle(m)) return false;
+      if (!handle(m)) return finish(net::CloseReason::kLocal);
     }
     if (!ok) {
       spdlog::warn("qm botm link {} ({}): {}; disconnecting", id_, peer(), decoder_.errorMessage());
-      return false;
+      return finish(net::CloseReason::kProtocolError);
     }
-    return !decoder_.ended();
+    if (decoder_.ended()) finish(net::CloseReason::kLocal);
   }
-  void onClosed() override {
+  void finish(net::CloseReason reason) {
+    done_ = true;
+    conn_->closeAfterFlush({}, reason);
+  }
+  void onClosed() {
     if (up_) {
       spdlog::info("qm: BOT-M {} (link {}) disconnected", machine_, id_);
       handler_.linkDown(id_);
     }
-    if (on_closed_) on_closed_();
   }
 
   bool handle(proto::BotmMessage& m) {
@@ -62,7 +76,7 @@ class BotmConn final : public StreamConn {
     }
     if (!up_) {
       spdlog::warn("qm botm link {} ({}): message before the opening; disconnecting", id_, peer());
-      return false;
+      return false;  // (a protocol error, logged here)
     }
     if (auto* r = std::get_if<FetchResult>(&m)) {
       FetchResult o = *r;
@@ -96,48 +110,35 @@ class BotmConn final : public StreamConn {
     }
   }
 
+  std::shared_ptr<net::Connection> conn_;
   LinkId id_;
   const BotmServerOptions& options_;
   BotmLinkHandler& handler_;
   proto::BotmStreamDecoder decoder_;
   std::vector<proto::BotmMessage> msgs_;
-  std::function<void()> on_closed_;
   bool up_ = false;
+  bool done_ = false;
   std::string machine_;
 };
 
 }  // namespace
 
 struct BotmServer::Impl : std::enable_shared_from_this<BotmServer::Impl> {
-  Impl(asio::io_context& io_, BotmServerOptions o, BotmLinkHandler& h)
-      : io(io_), strand(asio::make_strand(io_)), options(std::move(o)), handler(h) {}
+  Impl(asio::io_context& io_, BotmServerOptions o, BotmLinkHandler& h) : io(io_), options(std::move(o)), handler(h) {}
 
   asio::io_context& io;
-  asio::strand<asio::io_context::executor_type> strand;
   BotmServerOptions options;
   BotmLinkHandler& handler;
-  std::unique_ptr<tcp::acceptor> acceptor;
-  std::atomic<std::uint16_t> port{0};
-  bool stopped = false;
-  ConnSet<BotmConn> conns;
+  std::shared_ptr<net::Acceptor> acceptor;
+  std::atomic<bool> stopped{false};
+  net::ConnSet<BotmConn> conns;
 
-  void accept() {
-    if (!acceptor) return;
-    acceptor->async_accept(asio::make_strand(io), [self = shared_from_this()](const boost::system::error_code& ec,
-                                                                               tcp::socket sock) {
-      asio::post(self->strand, [self, ec, sock = std::move(sock)]() mutable {
-        if (!self->acceptor) return;
-        if (!ec) {
-          self->conns.add([&](LinkId id, std::function<void()> on_closed) {
-            return std::make_shared<BotmConn>(std::move(sock), id, self->options, self->handler, std::move(on_closed));
-          })->start();
-        } else if (ec == asio::error::operation_aborted) {
-          return;
-        } else {
-          spdlog::warn("qm botm: accept: {}", ec.message());
-        }
-        self->accept();
-      });
+  void accepted(std::shared_ptr<net::Connection> c, net::Admission) {
+    if (stopped) return c->close(net::CloseReason::kShutdown);
+    conns.add([&](LinkId id, std::function<void()> on_closed) {
+      auto bc = std::make_shared<BotmConn>(std::move(c), id, options, handler);
+      bc->start(std::move(on_closed));
+      return bc;
     });
   }
   std::shared_ptr<BotmConn> find(LinkId id) { return conns.find(id); }
@@ -149,38 +150,20 @@ BotmServer::BotmServer(asio::io_context& io, BotmServerOptions options, BotmLink
 BotmServer::~BotmServer() { stop(); }
 
 Status BotmServer::start() {
-  auto ep = parseListen(impl_->io, impl_->options.listen);
-  if (!ep.isOk()) return ep.status();
-  auto a = std::make_unique<tcp::acceptor>(impl_->strand);
-  boost::system::error_code ec;
-  a->open(ep.value().protocol(), ec);
-  if (!ec) a->set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) a->bind(ep.value(), ec);
-  if (!ec) a->listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return Status::ioError("listen.botm " + impl_->options.listen + ": " + ec.message());
-  impl_->port = a->local_endpoint(ec).port();
-  impl_->acceptor = std::move(a);
-  impl_->accept();
-  return Status::ok();
+  net::AcceptorOptions ao;
+  ao.what = "listen.botm";
+  ao.listen = impl_->options.listen;
+  impl_->acceptor = net::makeAcceptor(impl_->io, ao, impl_);
+  return impl_->acceptor->start();
 }
 
 void BotmServer::stop() {
-  if (!impl_ || impl_->stopped) return;
-  impl_->stopped = true;
-  asio::post(impl_->strand, [self = impl_] {
-    if (self->acceptor) {
-      boost::system::error_code ec;
-      self->acceptor->close(ec);
-      self->acceptor.reset();
-    }
-  });
-  for (auto& c : impl_->conns.all()) {
-    c->send(proto::encodeSourceClose());
-    c->close(true);
-  }
+  if (!impl_ || impl_->stopped.exchange(true)) return;
+  if (impl_->acceptor) impl_->acceptor->stop();
+  for (auto& c : impl_->conns.all()) c->closeAfterFlush(proto::encodeSourceClose());
 }
 
-std::uint16_t BotmServer::port() const { return impl_->port; }
+std::uint16_t BotmServer::port() const { return impl_->acceptor ? impl_->acceptor->port() : 0; }
 
 std::size_t BotmServer::connections() const { return impl_->conns.size(); }
 

@@ -7,8 +7,9 @@
 #include <map>
 #include <mutex>
 
+#include "net/acceptor.h"
+#include "net/conn_set.h"
 #include "proto/uns_qm.h"
-#include "qm/stream_conn.h"
 
 namespace lcc::qm {
 
@@ -17,44 +18,51 @@ using asio::ip::tcp;
 
 namespace {
 
-class IntakeConn final : public StreamConn, private proto::UnsStreamHandler {
+class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, private proto::UnsStreamHandler {
  public:
-  IntakeConn(tcp::socket s, const IntakeServerOptions& o, IntakeServer::SubmitFn submit, std::function<void()> on_closed)
-      : StreamConn(std::move(s)),
+  IntakeConn(std::shared_ptr<net::Connection> conn, const IntakeServerOptions& o, IntakeServer::SubmitFn submit)
+      : conn_(std::move(conn)),
         decoder_(*this, proto::UnsQmLimits{o.max_attribute_length, o.max_set_urls}),
-        submit_(std::move(submit)),
-        on_closed_(std::move(on_closed)) {}
+        submit_(std::move(submit)) {}
 
+  void start(std::function<void()> on_closed) {
+    net::Connection::Handlers h;
+    auto self = shared_from_this();
+    h.on_bytes = [self](std::string_view bytes) { self->onBytes(bytes); };
+    h.on_close = [self, on_closed = std::move(on_closed)](net::CloseReason, const std::string&) {
+      if (on_closed) on_closed();
+    };
+    conn_->start(std::move(h));
+  }
   // Called from any thread: close once every set sent so far is acknowledged.
   void closeWhenAcked() {
-    asio::post(strand(), [self = std::static_pointer_cast<IntakeConn>(shared_from_this())] {
+    asio::post(conn_->strand(), [self = shared_from_this()] {
       self->closing_ = true;
       self->maybeClose();
     });
   }
+  void closeNow() { conn_->close(net::CloseReason::kShutdown); }
 
  private:
-  bool onBytes(std::string_view bytes) override {
-    if (!decoder_.feed(bytes.data(), bytes.size())) {
-      if (decoder_.failed()) {
-        spdlog::warn("qm intake: {} ({}): {}; disconnecting", peer(), uns_.empty() ? "?" : uns_,
-                     decoder_.errorMessage());
-        return false;
-      }
-      // Closed by the UNS: answer what is outstanding, then close (maybeClose). Reading
-      // goes on only to notice the peer going away; the decoder ignores the bytes.
-      closing_ = true;
-      maybeClose();
-      return true;
+  const std::string& peer() const { return conn_->peer(); }
+
+  void onBytes(std::string_view bytes) {
+    if (broken_ || decoder_.feed(bytes.data(), bytes.size())) return;
+    if (decoder_.failed()) {
+      broken_ = true;
+      spdlog::warn("qm intake: {} ({}): {}; disconnecting", peer(), uns_.empty() ? "?" : uns_,
+                   decoder_.errorMessage());
+      conn_->closeAfterFlush({}, net::CloseReason::kProtocolError);
+      return;
     }
-    return true;
-  }
-  void onClosed() override {
-    if (on_closed_) on_closed_();
+    // Closed by the UNS: answer what is outstanding, then close (maybeClose). Reading
+    // goes on only to notice the peer going away; the decoder ignores the bytes.
+    closing_ = true;
+    maybeClose();
   }
   void onUnsOpen(std::string_view name) override {
     uns_ = std::string(name);
-    send(proto::encodeQmOpen());
+    conn_->send(proto::encodeQmOpen());
     spdlog::info("qm intake: UNS {} connected from {}", uns_, peer());
   }
   void onSet(proto::UnsQmSet&& set) override {
@@ -67,7 +75,7 @@ class IntakeConn final : public StreamConn, private proto::UnsStreamHandler {
     for (auto& u : s.urls) u.key.pid = s.pid;
     const std::uint64_t id = s.id;
     ++outstanding_;
-    auto self = std::static_pointer_cast<IntakeConn>(shared_from_this());
+    auto self = shared_from_this();
     submit_(std::move(s), [self, id](bool ok, ErrorCode code, const std::string& reason) {
       proto::UnsQmAck ack;
       ack.id = id;
@@ -76,30 +84,30 @@ class IntakeConn final : public StreamConn, private proto::UnsStreamHandler {
         ack.code = code == ErrorCode::kNone ? ErrorCode::kOffline : code;
         ack.reason = reason;
       }
-      self->send(proto::encodeAck(ack));
-      asio::post(self->strand(), [self] {
+      self->conn_->send(proto::encodeAck(ack));
+      asio::post(self->conn_->strand(), [self] {
         --self->outstanding_;
         self->maybeClose();
       });
     });
   }
-  void onPing() override { send(proto::encodePong()); }
+  void onPing() override { conn_->send(proto::encodePong()); }
 
   void maybeClose() {
     if (closing_ && outstanding_ == 0 && !close_sent_) {
       close_sent_ = true;
-      send(proto::encodeQmClose());
-      close(true);
+      conn_->closeAfterFlush(proto::encodeQmClose());
     }
   }
 
+  std::shared_ptr<net::Connection> conn_;
   proto::UnsStreamDecoder decoder_;
   IntakeServer::SubmitFn submit_;
-  std::function<void()> on_closed_;
   std::string uns_;
   std::uint64_t outstanding_ = 0;
   bool closing_ = false;
   bool close_sent_ = false;
+  bool broken_ = false;
 };
 
 }  // namespace
@@ -112,57 +120,19 @@ struct IntakeServer::Impl : std::enable_shared_from_this<IntakeServer::Impl> {
   asio::strand<asio::io_context::executor_type> strand;
   IntakeServerOptions options;
   SubmitFn submit;
-  std::unique_ptr<tcp::acceptor> acceptor;  // on `strand`
-  tcp::endpoint endpoint;
-  std::atomic<std::uint16_t> port{0};
-  std::atomic<bool> listening{false};
-  bool accepting = true;
-  bool stopped = false;
-  ConnSet<IntakeConn> conns;
+  std::shared_ptr<net::Acceptor> acceptor;
+  bool accepting = true;  // strand
+  std::atomic<bool> stopped{false};
+  net::ConnSet<IntakeConn> conns;
 
-  Status listen() {
-    auto a = std::make_unique<tcp::acceptor>(strand);
-    boost::system::error_code ec;
-    a->open(endpoint.protocol(), ec);
-    if (!ec) a->set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec) a->bind(endpoint, ec);
-    if (!ec) a->listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return Status::ioError("listen.qm " + options.listen + ": " + ec.message());
-    port = a->local_endpoint(ec).port();
-    endpoint.port(port);  // a restart after overload reuses the same port
-    acceptor = std::move(a);
-    listening = true;
-    accept();
-    return Status::ok();
-  }
-  void accept() {
-    if (!acceptor) return;
-    acceptor->async_accept(asio::make_strand(io), [self = shared_from_this(), a = acceptor.get()](
-                                                      const boost::system::error_code& ec, tcp::socket sock) {
-      asio::post(self->strand, [self, a, ec, sock = std::move(sock)]() mutable {
-        if (self->acceptor.get() != a) return;  // listener was closed meanwhile
-        if (!ec) {
-          self->conns.add([&](std::uint64_t, std::function<void()> on_closed) {
-            return std::make_shared<IntakeConn>(std::move(sock), self->options, self->submit, std::move(on_closed));
-          })->start();
-        } else if (ec == asio::error::operation_aborted) {
-          return;
-        } else {
-          spdlog::warn("qm intake: accept: {}", ec.message());
-        }
-        self->accept();
-      });
+  void accepted(std::shared_ptr<net::Connection> c, net::Admission) {
+    if (stopped) return c->close(net::CloseReason::kShutdown);
+    conns.add([&](std::uint64_t, std::function<void()> on_closed) {
+      auto ic = std::make_shared<IntakeConn>(std::move(c), options, submit);
+      ic->start(std::move(on_closed));
+      return ic;
     });
   }
-  void closeListener() {
-    if (acceptor) {
-      boost::system::error_code ec;
-      acceptor->close(ec);
-      acceptor.reset();
-    }
-    listening = false;
-  }
-  std::vector<std::shared_ptr<IntakeConn>> connections() { return conns.all(); }
 };
 
 IntakeServer::IntakeServer(asio::io_context& io, IntakeServerOptions options, SubmitFn submit)
@@ -171,44 +141,38 @@ IntakeServer::IntakeServer(asio::io_context& io, IntakeServerOptions options, Su
 IntakeServer::~IntakeServer() { stop(); }
 
 Status IntakeServer::start() {
-  auto ep = parseListen(impl_->io, impl_->options.listen);
-  if (!ep.isOk()) return ep.status();
-  impl_->endpoint = ep.value();
-  // Bound here, synchronously, so the caller learns about a port in use; nothing else
-  // touches the acceptor before start() returns.
-  return impl_->listen();
+  net::AcceptorOptions ao;
+  ao.what = "listen.qm";
+  ao.listen = impl_->options.listen;
+  impl_->acceptor = net::makeAcceptor(impl_->io, ao, impl_);
+  return impl_->acceptor->start();
 }
 
 void IntakeServer::stop() {
-  if (!impl_ || impl_->stopped) return;
-  impl_->stopped = true;
-  asio::post(impl_->strand, [self = impl_] { self->closeListener(); });
-  for (auto& c : impl_->connections()) c->close(false);
+  if (!impl_ || impl_->stopped.exchange(true)) return;
+  if (impl_->acceptor) impl_->acceptor->stop();
+  for (auto& c : impl_->conns.all()) c->closeNow();
 }
 
 void IntakeServer::setAccepting(bool accepting) {
   asio::post(impl_->strand, [self = impl_, accepting] {
     if (self->stopped || self->accepting == accepting) return;
     self->accepting = accepting;
+    if (!self->acceptor) return;
     if (!accepting) {
-      self->closeListener();
-      for (auto& c : self->connections()) c->closeWhenAcked();
+      self->acceptor->stop();
+      for (auto& c : self->conns.all()) c->closeWhenAcked();
       spdlog::warn("qm intake: not taking sets: listener closed");
     } else {
-      Status s = self->listen();
-      if (!s.isOk()) {
-        spdlog::error("qm intake: listening again: {}", s.toString());
-      } else {
-        spdlog::info("qm intake: listening again on {}", self->options.listen);
-      }
+      self->acceptor->resume();
     }
   });
 }
 
-std::uint16_t IntakeServer::port() const { return impl_->port; }
+std::uint16_t IntakeServer::port() const { return impl_->acceptor ? impl_->acceptor->port() : 0; }
 
 std::size_t IntakeServer::connections() const { return impl_->conns.size(); }
 
-bool IntakeServer::listening() const { return impl_->listening; }
+bool IntakeServer::listening() const { return impl_->acceptor && impl_->acceptor->listening(); }
 
 }  // namespace lcc::qm

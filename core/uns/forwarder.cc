@@ -1,41 +1,28 @@
 #include "uns/forwarder.h"
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/write.hpp>
 #include <charconv>
 #include <future>
 #include <map>
 #include <spdlog/spdlog.h>
 
+#include "net/connector.h"
 #include "proto/uns_qm.h"
 
 namespace lcc::uns {
 
 namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
 
 namespace {
 constexpr std::uint64_t kCacheBudget = 64ull << 20;  // spooled sets kept in memory too
 
 }  // namespace
 
-bool splitHostPort(const std::string& hp, std::string& host, std::string& port) {
-  auto colon = hp.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == hp.size()) return false;
-  host = hp.substr(0, colon);
-  port = hp.substr(colon + 1);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return true;
-}
-
 struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHandler {
-  Impl(asio::io_context& io_, Env* env_, ForwarderOptions o, Metrics* m)
-      : io(io_), strand(asio::make_strand(io_)), env(env_), opt(std::move(o)), metrics(m),
-        retry_timer(strand), ack_timer(strand) {
+  Impl(asio::io_context& io_, Clock* clock_, Env* env_, ForwarderOptions o, Metrics* m)
+      : io(io_), strand(asio::make_strand(io_)), clock(clock_), env(env_), opt(std::move(o)), metrics(m),
+        ack_timer(strand) {
     if (metrics) {
       c_forwarded = &metrics->counter("lcc_uns_sets_forwarded_total", "sets the QM acknowledged directly");
       c_spooled = &metrics->counter("lcc_uns_sets_spooled_total", "sets written to the UNS spool");
@@ -48,7 +35,8 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   }
 
   asio::io_context& io;
-  asio::strand<asio::io_context::executor_type> strand;
+  net::Strand strand;
+  Clock* clock;
   Env* env;
   ForwarderOptions opt;
   Metrics* metrics;
@@ -81,15 +69,11 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   bool flush_posted = false;
   std::deque<Pending> inflight;   // passed through, waiting for the QM's ack
 
-  std::optional<tcp::socket> sock;
-  std::optional<tcp::resolver> resolver;
+  std::shared_ptr<net::Connector> connector;
+  std::shared_ptr<net::Connection> conn;  // on `strand`, as everything here
   std::uint64_t gen = 0;
-  bool connecting = false;
   std::shared_ptr<proto::QmStreamDecoder> decoder;
-  std::deque<std::string> wq;
-  bool writing = false;
-  std::array<char, 16384> rbuf{};
-  asio::steady_timer retry_timer, ack_timer;
+  asio::steady_timer ack_timer;
   bool stopped = false;
 
   // ---- set ids ----
@@ -320,96 +304,60 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   }
 
   // ---- QM link ----
-  void connect() {
-    if (stopped || connecting || sock) return;
-    std::string host, port;
-    if (!splitHostPort(opt.qm_address, host, port)) {
-      spdlog::error("uns: bad QM address '{}'", opt.qm_address);
-      return;
-    }
-    connecting = true;
-    resolver.emplace(strand);
-    const std::uint64_t my_gen = gen;
-    resolver->async_resolve(host, port, [self = shared_from_this(), my_gen](const boost::system::error_code& ec,
-                                                                            tcp::resolver::results_type results) {
-      if (my_gen != self->gen || self->stopped) return;
-      if (ec) return self->connectFailed(ec.message());
-      self->sock.emplace(self->strand);
-      asio::async_connect(*self->sock, results,
-                          [self, my_gen](const boost::system::error_code& ec2, const tcp::endpoint&) {
-                            if (my_gen != self->gen || self->stopped) return;
-                            if (ec2) return self->connectFailed(ec2.message());
-                            self->connected();
-                          });
-    });
+  // A fixed retry interval (uns.qm_retry, less up to 20 % jitter): the spool absorbs
+  // the wait, and the QM is usually back within one interval.
+  Status startLink() {
+    net::ConnectorOptions co;
+    co.what = "uns.qm";
+    co.target = opt.qm_address;
+    co.back_off = {Millis(opt.retry_ms), Millis(opt.retry_ms), 0.2};
+    co.connection.read_buffer = 16 * 1024;
+    co.strand = strand;
+    connector = std::make_shared<net::Connector>(io, *clock, co);
+    std::weak_ptr<Impl> weak = shared_from_this();
+    return connector->start(
+        [weak](std::shared_ptr<net::Connection> c) {
+          if (auto self = weak.lock()) asio::post(self->strand, [self, c] { self->connected(c); });
+        },
+        [weak](const std::string& why, Millis) {
+          if (auto self = weak.lock()) asio::post(self->strand, [self, why] { self->connectFailed(why); });
+        });
   }
 
   bool logged_absent = false;
   void connectFailed(const std::string& why) {
-    connecting = false;
-    sock.reset();
-    if (!logged_absent) {
-      spdlog::warn("uns: QM at {} not reachable ({}); spooling, retrying every {} ms", opt.qm_address, why, opt.retry_ms);
-      logged_absent = true;
-    }
-    scheduleRetry();
+    if (stopped || logged_absent) return;
+    spdlog::warn("uns: QM at {} not reachable ({}); spooling, retrying every {} ms", opt.qm_address, why, opt.retry_ms);
+    logged_absent = true;
   }
 
-  void scheduleRetry() {
-    if (stopped) return;
-    retry_timer.expires_after(std::chrono::milliseconds(opt.retry_ms));
-    retry_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->connect();
-    });
-  }
-
-  void connected() {
-    connecting = false;
-    boost::system::error_code ignored;
-    sock->set_option(tcp::no_delay(true), ignored);
+  void connected(std::shared_ptr<net::Connection> c) {
+    if (stopped) return c->close(net::CloseReason::kShutdown);
+    conn = std::move(c);
     proto::UnsQmLimits limits;
     limits.max_attribute_length = opt.max_attribute_length;
     decoder = std::make_shared<proto::QmStreamDecoder>(*this, limits);
-    send(proto::encodeUnsOpen(opt.uns_name));
-    read();
-  }
-
-  void read() {
     const std::uint64_t my_gen = gen;
-    sock->async_read_some(asio::buffer(rbuf), [self = shared_from_this(), my_gen](const boost::system::error_code& ec,
-                                                                                   std::size_t n) {
+    net::Connection::Handlers h;
+    h.on_bytes = [self = shared_from_this(), my_gen](std::string_view bytes) {
       if (my_gen != self->gen) return;
-      if (ec) return self->linkDown(ec == asio::error::eof ? "the QM closed the connection" : ec.message());
       auto decoder = self->decoder;  // a handler may drop the link (and the decoder) mid-feed
-      if (!decoder->feed(self->rbuf.data(), n)) {
+      if (!decoder->feed(bytes.data(), bytes.size())) {
         if (self->gen != my_gen) return;  // a handler already dropped the link
-        return self->linkDown(decoder->failed() ? "bad stream from the QM: " + decoder->errorMessage()
-                                                : "the QM ended the stream");
+        self->linkDown(decoder->failed() ? "bad stream from the QM: " + decoder->errorMessage()
+                                         : "the QM ended the stream");
       }
-      if (my_gen == self->gen) self->read();
-    });
+    };
+    h.on_close = [self = shared_from_this(), my_gen](net::CloseReason reason, const std::string& detail) {
+      if (my_gen != self->gen) return;
+      self->linkDown(reason == net::CloseReason::kPeerClosed ? "the QM closed the connection" : detail);
+    };
+    conn->start(std::move(h));
+    send(proto::encodeUnsOpen(opt.uns_name));
   }
 
   void send(std::string bytes) {
-    if (!sock) return;
-    wq.push_back(std::move(bytes));
-    if (!writing) writeNext();
-  }
-
-  void writeNext() {
-    if (wq.empty() || !sock) {
-      writing = false;
-      return;
-    }
-    writing = true;
-    const std::uint64_t my_gen = gen;
-    asio::async_write(*sock, asio::buffer(wq.front()),
-                      [self = shared_from_this(), my_gen](const boost::system::error_code& ec, std::size_t) {
-                        if (my_gen != self->gen) return;
-                        if (ec) return self->linkDown("writing to the QM: " + ec.message());
-                        self->wq.pop_front();
-                        self->writeNext();
-                      });
+    if (conn) conn->send(std::move(bytes));
   }
 
   void armAckTimer(bool restart) {
@@ -438,18 +386,12 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     if (c_link_drops) c_link_drops->inc();
     if (was_up || !inflight.empty()) spdlog::warn("uns: QM link down: {}; spooling", why);
     link_ready = false;
-    connecting = false;
     logged_absent = was_up ? false : logged_absent;
-    if (sock) {
-      boost::system::error_code ignored;
-      sock->shutdown(tcp::socket::shutdown_both, ignored);
-      sock->close(ignored);
-      sock.reset();
+    if (conn) {
+      conn->close(net::CloseReason::kLocal, why);
+      conn.reset();
     }
-    resolver.reset();
     decoder.reset();
-    wq.clear();
-    writing = false;
     ack_timer.cancel();
     ack_armed = false;
     replay_inflight = 0;
@@ -464,7 +406,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
         asio::post(strand, [self = shared_from_this()] { self->flushSpool(); });
       }
     }
-    scheduleRetry();
+    if (connector) connector->retry();
   }
 
   // ---- QmStreamHandler ----
@@ -511,18 +453,19 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
 
   void stop() {
     stopped = true;
-    retry_timer.cancel();
+    if (connector) connector->stop();
     ack_timer.cancel();
     ++gen;
     const bool was_ready = link_ready.exchange(false);
-    if (sock) {
-      boost::system::error_code ignored;
-      // End the stream politely unless a write is half done (bytes must not interleave).
-      if (!writing && was_ready) asio::write(*sock, asio::buffer(proto::encodeUnsClose()), ignored);
-      sock->close(ignored);
-      sock.reset();
+    if (conn) {
+      // End the stream politely behind whatever is queued.
+      if (was_ready) {
+        conn->closeAfterFlush(proto::encodeUnsClose(), net::CloseReason::kShutdown);
+      } else {
+        conn->close(net::CloseReason::kShutdown);
+      }
+      conn.reset();
     }
-    resolver.reset();
     std::vector<Pending> moved;
     for (auto& p : inflight) moved.push_back(std::move(p));
     inflight.clear();
@@ -532,16 +475,14 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   }
 };
 
-Forwarder::Forwarder(asio::io_context& io, Env* env, ForwarderOptions options, Metrics* metrics)
-    : impl_(std::make_shared<Impl>(io, env, std::move(options), metrics)) {}
+Forwarder::Forwarder(asio::io_context& io, Clock* clock, Env* env, ForwarderOptions options, Metrics* metrics)
+    : impl_(std::make_shared<Impl>(io, clock, env, std::move(options), metrics)) {}
 
 Forwarder::~Forwarder() = default;
 
 Status Forwarder::open() { return impl_->open(); }
 
-void Forwarder::start() {
-  asio::post(impl_->strand, [self = impl_] { self->connect(); });
-}
+Status Forwarder::start() { return impl_->startLink(); }
 
 void Forwarder::stop() {
   std::promise<void> done;

@@ -1,7 +1,7 @@
 // forwarder.h — the UNS's side of the UNS → QM link (docs/internal-protocols.md §1)
 // and the spool (the "unsdb", design document §5, §10, §11).
 //
-// One permanent, pipelined TCP connection to the QM. A set is given a set id
+// One permanent, pipelined connection to the QM (net::Connector, net::Connection). A set is given a set id
 // (strictly increasing, persisted in blocks in <spool_dir>/set_id) and then either
 //  - passes through: written to the QM, done(accepted) once the QM acks it ok; or
 //  - is spooled: appended to the journal (lcc::Journal in <spool_dir>/journal),
@@ -27,6 +27,7 @@
 
 #include "lcc/support/journal.h"
 #include "common/metrics.h"
+#include "lcc/clock.h"
 #include "lcc/env.h"
 #include "uns/session_policy.h"
 
@@ -44,21 +45,20 @@ struct ForwarderOptions {
   std::uint64_t id_block = 1024;   // set ids reserved per write of set_id
 };
 
-// "host:port" or "[v6]:port" → host, port. False when malformed.
-bool splitHostPort(const std::string& host_port, std::string& host, std::string& port);
-
 class Forwarder {
  public:
   using Done = std::function<void(const SetOutcome&)>;
 
-  Forwarder(boost::asio::io_context& io, Env* env, ForwarderOptions options, Metrics* metrics);
+  // `clock` times the reconnects (net::Connector).
+  Forwarder(boost::asio::io_context& io, Clock* clock, Env* env, ForwarderOptions options, Metrics* metrics);
   ~Forwarder();
 
   // Opens the spool (learning what waits in it from an earlier run) and the set-id
   // state. Call before start().
   Status open();
-  // Starts connecting to the QM (and replaying the spool once connected).
-  void start();
+  // Starts connecting to the QM (and replaying the spool once connected); a bad
+  // qm_address is returned here.
+  Status start();
   // Stops: sets in flight to the QM are spooled and answered, the link is closed.
   // Blocks until done (call from a thread that is not running the strand).
   void stop();

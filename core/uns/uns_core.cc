@@ -34,29 +34,14 @@ bool UnsCore::checkPassword(ProviderId pid, const std::string& stored, const std
   return true;
 }
 
-ErrorCode UnsCore::admit(const std::string& ip) {
+void UnsCore::countConnectionsWith(std::function<std::uint64_t()> count) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (total_ >= config_.max_connections) return ErrorCode::kTooManyConnections;
-  auto& n = per_ip_[ip];
-  if (n >= config_.max_connections_per_ip) {
-    if (n == 0) per_ip_.erase(ip);
-    return ErrorCode::kTooManyConnections;
-  }
-  ++n;
-  ++total_;
-  return ErrorCode::kNone;
-}
-
-void UnsCore::release(const std::string& ip) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (total_ > 0) --total_;
-  auto it = per_ip_.find(ip);
-  if (it != per_ip_.end() && --it->second == 0) per_ip_.erase(it);
+  connection_count_ = std::move(count);
 }
 
 std::uint64_t UnsCore::connections() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return total_;
+  return connection_count_ ? connection_count_() : 0;
 }
 
 void UnsCore::releaseProvider(ProviderId pid) {

@@ -1,6 +1,7 @@
 // uns_core.h — what all CP sessions of one UNS share: authentication against the
-// PIDB, connection caps (total, per address, per provider), the full-set allowance,
-// clearing reported errors. No sockets; thread-safe (a mutex for the counters; the
+// PIDB, the per-provider connection cap, the full-set allowance, clearing reported
+// errors. (The caps in total and per address are the listener's: net::Acceptor with
+// max_connections and max_connections_per_ip from here.) No sockets; thread-safe (a mutex for the counters; the
 // ProviderStore is thread-safe itself).
 #pragma once
 
@@ -39,9 +40,6 @@ class UnsCore {
           std::function<std::uint64_t(ProviderId)> queued_urls,
           std::function<std::uint64_t()> free_space = nullptr);
 
-  // A new connection from `ip`: kNone, or kTooManyConnections (then call nothing else).
-  ErrorCode admit(const std::string& ip);
-  void release(const std::string& ip);
 
   // init: checks the password and the provider's state, takes a per-provider slot,
   // counts the connection (seq, last IP and time) and builds the init_accepted data.
@@ -58,7 +56,9 @@ class UnsCore {
   // the period's unsolicited full sets.
   Status setAccepted(ProviderId pid, SetKind kind, bool was_wanted);
 
+  // Connections open now, as the listener counts them (countConnectionsWith).
   std::uint64_t connections() const;
+  void countConnectionsWith(std::function<std::uint64_t()> count);
 
  private:
   // True when `password` is the provider's; sets *upgrade to a fast hash to store
@@ -72,8 +72,7 @@ class UnsCore {
   std::function<std::uint64_t(ProviderId)> queued_urls_;
   std::function<std::uint64_t()> free_space_;
   mutable std::mutex mu_;
-  std::uint64_t total_ = 0;
-  std::map<std::string, std::uint64_t> per_ip_;
+  std::function<std::uint64_t()> connection_count_;
   std::map<ProviderId, std::uint64_t> per_provider_;
 };
 

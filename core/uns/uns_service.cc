@@ -17,6 +17,7 @@
 #include <set>
 #include <spdlog/spdlog.h>
 
+#include "net/acceptor.h"
 #include "uns/forwarder.h"
 #include "uns/uns_core.h"
 
@@ -41,46 +42,73 @@ struct Shared {
   Counter* c_timeouts = nullptr;
 };
 
+// One CP session: carries bytes between its net::Connection and a SessionPolicy.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket sock, const Shared& shared)
-      : sh_(shared),
-        strand_(asio::make_strand(sock.get_executor())),
-        sock_(std::move(sock)),
-        policy_(shared.opt.session),
-        idle_(strand_),
-        deadline_(strand_) {
-    boost::system::error_code ec;
-    auto ep = sock_.remote_endpoint(ec);
-    ip_ = ec ? std::string("?") : ep.address().to_string();
-  }
+  Session(std::shared_ptr<net::Connection> conn, const Shared& shared, bool admitted)
+      : sh_(shared), conn_(std::move(conn)), policy_(shared.opt.session), ip_(conn_->peerAddress()),
+        admitted_(admitted) {}
 
   void start() {
-    asio::post(strand_, [self = shared_from_this()] { self->begin(); });
+    auto self = shared_from_this();
+    net::Connection::Handlers h;
+    h.on_bytes = [self](std::string_view b) { self->onBytes(b); };
+    h.on_eof = [self] {
+      self->eof_ = true;  // delivered to the policy once it waits for the CP (drive)
+      self->drive();
+      return true;
+    };
+    h.on_deadline = [self](net::Deadline d) { return self->onDeadline(d); };
+    h.on_written = [self](std::uint64_t written) { self->onWritten(written); };
+    h.on_close = [self](net::CloseReason, const std::string&) { self->onClosed(); };
+    conn_->setReading(false);  // drive() reads when the policy wants bytes
+    conn_->start(std::move(h));
+    asio::post(conn_->strand(), [self] { self->begin(); });
   }
 
-  void shutdownNow() {
-    asio::post(strand_, [self = shared_from_this()] { self->closeNow(); });
-  }
+  void shutdownNow() { conn_->close(net::CloseReason::kShutdown); }
 
  private:
   void begin() {
+    if (closed_) return;
     if (sh_.c_sessions) sh_.c_sessions->inc();
-    ErrorCode admit = sh_.core->admit(ip_);
-    if (admit != ErrorCode::kNone) {
-      policy_.refuse(admit, "too many connections");
-    } else {
-      admitted_ = true;
-      if (sh_.fwd->spoolFull()) policy_.refuse(ErrorCode::kOffline, "system temporarily off-line, try again later");
+    if (!admitted_) {
+      policy_.refuse(ErrorCode::kTooManyConnections, "too many connections");
+    } else if (sh_.fwd->spoolFull()) {
+      policy_.refuse(ErrorCode::kOffline, "system temporarily off-line, try again later");
     }
-    deadline_.expires_after(std::chrono::milliseconds(sh_.opt.session_timeout_ms));
-    deadline_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (ec || self->closed_) return;
+    drive();
+  }
+
+  void onBytes(std::string_view b) {
+    if (policy_.finished()) return;
+    pending_in_.append(b.data(), b.size());
+    consume();
+    drive();
+  }
+
+  bool onDeadline(net::Deadline d) {
+    if (d == net::Deadline::kSession) {
       // While we keep the CP waiting (password check, QM ack) the deadline is not its
       // fault; it applies as soon as we wait for the CP again (see drive()).
-      self->deadline_passed_ = true;
-      self->drive();
-    });
+      deadline_passed_ = true;
+      drive();
+    } else if (d == net::Deadline::kRead && policy_.waitingForCp()) {
+      if (sh_.c_timeouts) sh_.c_timeouts->inc();
+      policy_.onTimeout(false);
+      drive();
+    }
+    return true;
+  }
+
+  void onWritten(std::uint64_t written) {
+    while (!written_actions_.empty() && written_actions_.front().first <= written) {
+      auto a = std::move(written_actions_.front().second);
+      written_actions_.pop_front();
+      if (Status s = sh_.core->clearReportedErrors(a); !s.isOk()) {
+        spdlog::warn("uns: provider {}: clearing reported errors failed: {}", a.pid, s.toString());
+      }
+    }
     drive();
   }
 
@@ -90,166 +118,85 @@ class Session : public std::enable_shared_from_this<Session> {
     pending_in_.erase(0, used);
   }
 
+  void authenticate(AuthRequest req) {
+    asio::post(*sh_.auth_pool, [self = shared_from_this(), req = std::move(req)] {
+      AuthResult r = self->sh_.core->authenticate(req, self->ip_);
+      asio::post(self->conn_->strand(), [self, r = std::move(r)]() mutable {
+        if (r.code == ErrorCode::kNone) self->provider_slot_ = r.pid;
+        if (self->closed_) {
+          self->releaseProvider();
+          return;
+        }
+        if (r.code != ErrorCode::kNone) {
+          spdlog::info("uns: {}: init refused: {} {}", self->ip_, static_cast<int>(r.code), r.message);
+        }
+        self->policy_.onAuthenticated(std::move(r));
+        self->consume();
+        self->drive();
+      });
+    });
+  }
+
+  void submit(SetSubmission sub) {
+    const ProviderId pid = sub.pid;
+    const SetKind kind = sub.kind;
+    const bool wanted = sub.fullset_wanted;
+    sh_.fwd->submit(std::move(sub), [self = shared_from_this(), pid, kind, wanted](const SetOutcome& o) {
+      asio::post(self->conn_->strand(), [self, o, pid, kind, wanted] {
+        if (o.accepted) {
+          if (Status s = self->sh_.core->setAccepted(pid, kind, wanted); !s.isOk()) {
+            spdlog::warn("uns: provider {}: recording the full set failed: {}", pid, s.toString());
+          }
+        }
+        self->policy_.onSetOutcome(o);
+        self->drive();
+      });
+    });
+  }
+
   // Carries out whatever the policy asks for; called after every event.
   void drive() {
-    if (closed_) return;
+    if (closed_ || closing_) return;
     if (auto out = policy_.takeOutput(); !out.empty()) {
       out_bytes_ += out.size();
-      wq_.push_back(std::move(out));
-      if (!writing_) writeNext();
+      conn_->send(std::move(out));
     }
     if (auto wa = policy_.takeWrittenAction()) written_actions_.push_back(std::move(*wa));
-    if (auto req = policy_.takeAuthRequest()) {
-      asio::post(*sh_.auth_pool, [self = shared_from_this(), req = std::move(*req)] {
-        AuthResult r = self->sh_.core->authenticate(req, self->ip_);
-        asio::post(self->strand_, [self, r = std::move(r)]() mutable {
-          if (r.code == ErrorCode::kNone) self->provider_slot_ = r.pid;
-          if (self->closed_) {
-            self->releaseProvider();
-            return;
-          }
-          if (r.code != ErrorCode::kNone) spdlog::info("uns: {}: init refused: {} {}", self->ip_, static_cast<int>(r.code), r.message);
-          self->policy_.onAuthenticated(std::move(r));
-          self->consume();
-          self->drive();
-        });
-      });
-    }
-    if (auto sub = policy_.takeSubmission()) {
-      const ProviderId pid = sub->pid;
-      const SetKind kind = sub->kind;
-      const bool wanted = sub->fullset_wanted;
-      sh_.fwd->submit(std::move(*sub), [self = shared_from_this(), pid, kind, wanted](const SetOutcome& o) {
-        asio::post(self->strand_, [self, o, pid, kind, wanted] {
-          SetOutcome outcome = o;
-          if (outcome.accepted) {
-            if (Status s = self->sh_.core->setAccepted(pid, kind, wanted); !s.isOk()) {
-              spdlog::warn("uns: provider {}: recording the full set failed: {}", pid, s.toString());
-            }
-          }
-          self->policy_.onSetOutcome(outcome);
-          self->drive();
-        });
-      });
-    }
+    if (auto req = policy_.takeAuthRequest()) authenticate(std::move(*req));
+    if (auto sub = policy_.takeSubmission()) submit(std::move(*sub));
     if (eof_ && !eof_delivered_ && policy_.waitingForCp()) {
       eof_delivered_ = true;
       policy_.onEof();
       return drive();
     }
-    if (policy_.finished()) {
-      idle_.cancel();
-      deadline_.cancel();
-      if (!ended_) {
-        ended_ = true;
-        if (policy_.endCode() != ErrorCode::kNone && sh_.c_rejected) sh_.c_rejected->inc();
-        if (policy_.endCode() == ErrorCode::kNone && policy_.received() > 0 && sh_.c_accepted) sh_.c_accepted->inc();
-      }
-      if (!writing_ && wq_.empty()) lingerClose();
-      return;
-    }
+    if (policy_.finished()) return finish();
     if (deadline_passed_ && policy_.waitingForCp()) {
       if (sh_.c_timeouts) sh_.c_timeouts->inc();
       policy_.onTimeout(true);
       return drive();
     }
-    // Idle timer: only while the CP owes us bytes. Reading goes on while the password
-    // is checked, so that what a CP sent right behind its init is here when it is needed.
-    const bool backlog = out_bytes_ - written_ > kMaxPendingOutput || pending_in_.size() > kMaxPendingInput;
-    const bool want_bytes =
-        policy_.waitingForCp() || policy_.state() == SessionPolicy::State::kAuthenticating;
-    if (want_bytes && !reading_ && !backlog && !eof_) readSome();
-    if (policy_.waitingForCp()) {
-      if (!idle_armed_) armIdle();
-    } else {
-      idle_.cancel();
-      idle_armed_ = false;
+    // Reading goes on while the password is checked, so that what a CP sent right
+    // behind its init is here when it is needed. The idle deadline runs only while the
+    // CP owes us bytes; each byte re-arms it.
+    const bool want_bytes = policy_.waitingForCp() || policy_.state() == SessionPolicy::State::kAuthenticating;
+    conn_->setReading(want_bytes && pending_in_.size() <= kMaxPendingInput && !eof_);
+    if (!policy_.waitingForCp()) {
+      conn_->disarmDeadline(net::Deadline::kRead);
+    } else if (!conn_->deadlineArmed(net::Deadline::kRead)) {
+      conn_->armDeadline(net::Deadline::kRead, Millis(sh_.opt.idle_timeout_ms));
     }
   }
 
-  void armIdle() {
-    idle_armed_ = true;
-    idle_.expires_after(std::chrono::milliseconds(sh_.opt.idle_timeout_ms));
-    idle_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (ec || self->closed_) return;
-      self->idle_armed_ = false;
-      if (!self->policy_.waitingForCp()) return;
-      if (self->sh_.c_timeouts) self->sh_.c_timeouts->inc();
-      self->policy_.onTimeout(false);
-      self->drive();
-    });
-  }
-
-  void readSome() {
-    reading_ = true;
-    sock_.async_read_some(asio::buffer(rbuf_), asio::bind_executor(strand_, [self = shared_from_this()](
-                                                                               const boost::system::error_code& ec,
-                                                                               std::size_t n) {
-      self->reading_ = false;
-      if (self->closed_) return;
-      if (ec) {
-        if (self->lingering_) return self->closeNow();
-        self->eof_ = true;  // delivered to the policy once it waits for the CP (drive)
-        if (ec != asio::error::eof) self->peer_gone_ = true;
-        self->drive();
-        return;
-      }
-      if (self->lingering_) return self->lingerRead();  // discard
-      // Data resets the idle timer.
-      self->idle_armed_ = false;
-      self->idle_.cancel();
-      self->pending_in_.append(self->rbuf_.data(), n);
-      self->consume();
-      self->drive();
-    }));
-  }
-
-  void writeNext() {
-    if (wq_.empty() || closed_) {
-      writing_ = false;
-      return;
-    }
-    writing_ = true;
-    asio::async_write(sock_, asio::buffer(wq_.front()),
-                      asio::bind_executor(strand_, [self = shared_from_this()](const boost::system::error_code& ec,
-                                                                               std::size_t n) {
-                        self->writing_ = false;
-                        if (self->closed_) return;
-                        if (ec) return self->closeNow();
-                        self->written_ += n;
-                        self->wq_.pop_front();
-                        while (!self->written_actions_.empty() && self->written_actions_.front().first <= self->written_) {
-                          auto a = std::move(self->written_actions_.front().second);
-                          self->written_actions_.pop_front();
-                          if (Status s = self->sh_.core->clearReportedErrors(a); !s.isOk()) {
-                            spdlog::warn("uns: provider {}: clearing reported errors failed: {}", a.pid, s.toString());
-                          }
-                        }
-                        if (!self->wq_.empty()) return self->writeNext();
-                        self->drive();
-                      }));
-  }
-
-  // The reply is written: stop sending, then read and drop what the CP still sends
-  // until it closes (or a short while passes), so that closing does not reset the
-  // connection before the CP has read our reply.
-  void lingerClose() {
-    if (lingering_ || closed_) return;
-    lingering_ = true;
-    boost::system::error_code ignored;
-    sock_.shutdown(tcp::socket::shutdown_send, ignored);
-    if (peer_gone_ || eof_) return closeNow();  // nothing unread can be left behind
-    idle_.cancel();
-    idle_.expires_after(std::chrono::milliseconds(std::min<std::int64_t>(sh_.opt.idle_timeout_ms, 2000)));
-    idle_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->closeNow();
-    });
-    lingerRead();
-  }
-
-  void lingerRead() {
-    if (reading_) return;
-    readSome();
+  // The reply is queued: the connection writes it, sends FIN, and reads and drops what
+  // the CP still sends until it closes or the linger time passes, so that closing does
+  // not reset the connection before the CP has read the reply.
+  void finish() {
+    closing_ = true;
+    conn_->disarmDeadline(net::Deadline::kRead);
+    conn_->disarmDeadline(net::Deadline::kSession);
+    if (policy_.endCode() != ErrorCode::kNone && sh_.c_rejected) sh_.c_rejected->inc();
+    if (policy_.endCode() == ErrorCode::kNone && policy_.received() > 0 && sh_.c_accepted) sh_.c_accepted->inc();
+    conn_->closeAfterFlush({}, admitted_ ? net::CloseReason::kLocal : net::CloseReason::kRefused);
   }
 
   void releaseProvider() {
@@ -259,41 +206,30 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  void closeNow() {
-    if (closed_) return;
+  void onClosed() {
     closed_ = true;
-    boost::system::error_code ignored;
-    sock_.close(ignored);
-    idle_.cancel();
-    deadline_.cancel();
-    if (admitted_) sh_.core->release(ip_);
-    admitted_ = false;
     releaseProvider();
   }
 
   Shared sh_;
-  asio::strand<asio::any_io_executor> strand_;
-  tcp::socket sock_;
+  std::shared_ptr<net::Connection> conn_;
   SessionPolicy policy_;
-  asio::steady_timer idle_, deadline_;
   std::string ip_;
-  std::array<char, 16384> rbuf_{};
   std::string pending_in_;
-  std::deque<std::string> wq_;
   std::deque<std::pair<std::uint64_t, WrittenAction>> written_actions_;
-  std::uint64_t out_bytes_ = 0, written_ = 0;
+  std::uint64_t out_bytes_ = 0;
   ProviderId provider_slot_ = 0;
-  bool admitted_ = false, reading_ = false, writing_ = false, idle_armed_ = false;
-  bool lingering_ = false, closed_ = false, ended_ = false, peer_gone_ = false, deadline_passed_ = false;
+  const bool admitted_;
+  bool closed_ = false, closing_ = false, deadline_passed_ = false;
   bool eof_ = false, eof_delivered_ = false;
 };
 
 }  // namespace
 
 struct UnsServer::Impl {
-  Impl(asio::io_context& io_, UnsOptions o, ProviderStore* providers, Clock* clock, Env* env, Metrics* metrics_,
+  Impl(asio::io_context& io_, UnsOptions o, ProviderStore* providers, Clock* clock_, Env* env, Metrics* metrics_,
        std::function<std::uint64_t(ProviderId)> queued)
-      : io(io_), opt(std::move(o)), metrics(metrics_), acceptor(asio::make_strand(io_)), auth_pool(2) {
+      : io(io_), opt(std::move(o)), metrics(metrics_), clock(clock_), auth_pool(2) {
     std::function<std::uint64_t()> free_space;
     if (env && !opt.forwarder.spool_dir.empty()) {
       free_space = [env, dir = opt.forwarder.spool_dir]() -> std::uint64_t {
@@ -302,7 +238,7 @@ struct UnsServer::Impl {
       };
     }
     core = std::make_unique<UnsCore>(opt.core, providers, clock, std::move(queued), std::move(free_space));
-    fwd = std::make_unique<Forwarder>(io, env, opt.forwarder, metrics);
+    fwd = std::make_unique<Forwarder>(io, clock, env, opt.forwarder, metrics);
     shared.opt = opt;
     shared.core = core.get();
     shared.fwd = fwd.get();
@@ -312,43 +248,52 @@ struct UnsServer::Impl {
       shared.c_rejected = &metrics->counter("lcc_uns_sessions_refused_total", "CP sessions ended with an error code");
       shared.c_accepted = &metrics->counter("lcc_uns_sets_accepted_total", "sets answered set_accepted");
       shared.c_timeouts = &metrics->counter("lcc_uns_timeouts_total", "CP sessions timed out (133)");
+      c_over_limit = &metrics->counter("lcc_uns_connections_over_limit_total",
+                                       "CP connections past uns.max_connections or uns.max_connections_per_ip (120)");
     }
+    net::AcceptorOptions ao;
+    ao.what = "listen.uns";
+    ao.listen = opt.listen;
+    ao.max_connections = opt.core.max_connections;
+    ao.max_per_address = opt.core.max_connections_per_ip;
+    ao.connection.clock = clock;
+    ao.connection.session = Millis(opt.session_timeout_ms);
+    ao.connection.linger = Millis(std::min<std::int64_t>(opt.idle_timeout_ms, 2000));
+    ao.connection.pause_reading_above = kMaxPendingOutput;
+    ao.connection.read_buffer = 16 * 1024;
+    acceptor = std::make_shared<net::Acceptor>(io, ao, [this](std::shared_ptr<net::Connection> c, net::Admission a) {
+      accepted(std::move(c), a);
+    });
+    core->countConnectionsWith([a = acceptor.get()] { return static_cast<std::uint64_t>(a->active()); });
   }
 
   asio::io_context& io;
   UnsOptions opt;
   Metrics* metrics;
+  Clock* clock;
+  Counter* c_over_limit = nullptr;
   std::unique_ptr<UnsCore> core;
   std::unique_ptr<Forwarder> fwd;
-  tcp::acceptor acceptor;
+  std::shared_ptr<net::Acceptor> acceptor;
   asio::thread_pool auth_pool;
   Shared shared;
   std::mutex mu;
   std::vector<std::weak_ptr<Session>> sessions;
   std::atomic<bool> stopping{false};
-  std::uint16_t port = 0;
 
-  void accept() {
-    acceptor.async_accept(asio::make_strand(io), [this](const boost::system::error_code& ec, tcp::socket sock) {
-      if (stopping) return;
-      if (!ec) {
-        auto s = std::make_shared<Session>(std::move(sock), shared);
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          if (sessions.size() > 256) {
-            sessions.erase(std::remove_if(sessions.begin(), sessions.end(), [](auto& w) { return w.expired(); }),
-                           sessions.end());
-          }
-          sessions.push_back(s);
-        }
-        s->start();
-      } else if (ec == asio::error::operation_aborted) {
-        return;
-      } else {
-        spdlog::warn("uns: accept: {}", ec.message());
+  void accepted(std::shared_ptr<net::Connection> c, net::Admission admission) {
+    if (stopping) return c->close(net::CloseReason::kShutdown);
+    if (admission != net::Admission::kAdmitted && c_over_limit) c_over_limit->inc();
+    auto s = std::make_shared<Session>(std::move(c), shared, admission == net::Admission::kAdmitted);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (sessions.size() > 256) {
+        sessions.erase(std::remove_if(sessions.begin(), sessions.end(), [](auto& w) { return w.expired(); }),
+                       sessions.end());
       }
-      accept();
-    });
+      sessions.push_back(s);
+    }
+    s->start();
   }
 };
 
@@ -362,38 +307,18 @@ UnsServer::~UnsServer() {
 
 Status UnsServer::start() {
   LCC_RETURN_IF_ERROR(impl_->fwd->open());
-  std::string host, port;
-  if (!splitHostPort(impl_->opt.listen, host, port)) return Status::invalidArgument("bad listen address " + impl_->opt.listen);
-  boost::system::error_code ec;
-  tcp::resolver resolver(impl_->io);
-  auto results = resolver.resolve(host, port, ec);
-  if (ec || results.empty()) return Status::invalidArgument("cannot resolve " + impl_->opt.listen + ": " + ec.message());
-  tcp::endpoint ep = results.begin()->endpoint();
-  auto& a = impl_->acceptor;
-  a.open(ep.protocol(), ec);
-  if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) a.bind(ep, ec);
-  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return Status::ioError("uns: cannot listen on " + impl_->opt.listen + ": " + ec.message());
-  impl_->port = a.local_endpoint().port();
-  impl_->fwd->start();
-  impl_->accept();
-  spdlog::info("uns: listening on {} (port {}), forwarding to {}", impl_->opt.listen, impl_->port,
+  if (Status s = impl_->acceptor->start(); !s.isOk()) return s.withContext("uns");
+  LCC_RETURN_IF_ERROR(impl_->fwd->start());
+  spdlog::info("uns: listening on {} (port {}), forwarding to {}", impl_->opt.listen, port(),
                impl_->opt.forwarder.qm_address);
   return Status::ok();
 }
 
-std::uint16_t UnsServer::port() const { return impl_->port; }
+std::uint16_t UnsServer::port() const { return impl_->acceptor->port(); }
 
 void UnsServer::stop() {
   if (impl_->stopping.exchange(true)) return;
-  std::promise<void> closed;
-  asio::post(impl_->acceptor.get_executor(), [this, &closed] {
-    boost::system::error_code ignored;
-    impl_->acceptor.close(ignored);
-    closed.set_value();
-  });
-  closed.get_future().wait();
+  impl_->acceptor->stop();
   // Sets in flight are spooled and answered; then sessions are closed.
   impl_->fwd->stop();
   std::vector<std::shared_ptr<Session>> live;

@@ -115,7 +115,7 @@ class RobotSessionTest : public ::testing::Test {
     asio::ip::tcp::socket sock = acceptor_.accept();
     connector.join();
     ASSERT_GE(fd, 0);
-    auto stream = std::make_shared<bot::StreamSocket>(io_, std::move(sock));
+    auto stream = net::Connection::overTcp(io_, std::move(sock));
     session_ = std::make_shared<bot::RobotSession>(stream, *fetcher_, *posixEnv(), o);
     session_->start([](const std::string&) {});
     guard_.emplace(io_.get_executor());

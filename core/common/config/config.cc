@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "lcc/support/time_util.h"
+#include "net/host_port.h"
 
 namespace lcc {
 
@@ -48,15 +49,13 @@ std::string boundsText(std::int64_t min, std::int64_t max) {
   return "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
 }
 
-bool validHostPort(const std::string& v) {
-  auto colon = v.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  std::string port = v.substr(colon + 1);
-  if (port.empty() || port.size() > 5) return false;
-  for (char c : port) {
-    if (c < '0' || c > '9') return false;
-  }
-  return std::stoi(port) <= 65535;
+// Empty when `v` is a good host:port (net::HostPort), else why not.
+std::string hostPortProblem(const std::string& v) {
+  auto hp = net::HostPort::parse(v);
+  if (hp.isOk()) return {};
+  const std::string& m = hp.status().message();
+  auto sep = m.rfind(": ");
+  return sep == std::string::npos ? m : m.substr(sep + 2);
 }
 
 // Parses one value of `type` from node `n`; on failure returns the reason.
@@ -145,8 +144,8 @@ Parsed parseValue(KeyType type, const YAML::Node* n, const char* text_default, s
       p.value = text;
       return p;
     case KeyType::kHostPort:
-      if (!validHostPort(text)) {
-        p.error = "must be host:port with a port up to 65535 (got " + text + ")";
+      if (std::string why = hostPortProblem(text); !why.empty()) {
+        p.error = "must be host:port with a port up to 65535: " + why + " (got " + text + ")";
         return p;
       }
       p.value = text;

@@ -1,0 +1,150 @@
+#include "net/acceptor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+#include <future>
+
+namespace lcc::net {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+Result<tcp::endpoint> resolveListen(asio::io_context& io, const HostPort& listen) {
+  boost::system::error_code ec;
+  tcp::resolver resolver(io);
+  auto results = resolver.resolve(listen.resolverHost(), listen.portString(), tcp::resolver::passive, ec);
+  if (ec || results.empty()) {
+    return Status::invalidArgument("cannot resolve " + listen.toString() + ": " + ec.message());
+  }
+  return results.begin()->endpoint();
+}
+
+// The connection counts, shared with the slots the connections hold.
+struct Acceptor::Slots : std::enable_shared_from_this<Acceptor::Slots> {
+  std::mutex mu;
+  std::size_t total = 0;
+  std::map<std::string, std::size_t> per_address;
+
+  Admission admit(const std::string& address, const AcceptorOptions& o) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (o.max_connections > 0 && total >= o.max_connections) return Admission::kTooManyConnections;
+    std::size_t& n = per_address[address];
+    if (o.max_per_address > 0 && n >= o.max_per_address) {
+      if (n == 0) per_address.erase(address);
+      return Admission::kTooManyFromAddress;
+    }
+    ++n;
+    ++total;
+    return Admission::kAdmitted;
+  }
+  // A token that gives the slot back when the connection lets it go.
+  std::shared_ptr<void> slot(const std::string& address) {
+    auto self = shared_from_this();
+    return std::shared_ptr<void>(nullptr, [self, address](void*) {
+      std::lock_guard<std::mutex> lock(self->mu);
+      --self->total;
+      auto it = self->per_address.find(address);
+      if (it != self->per_address.end() && --it->second == 0) self->per_address.erase(it);
+    });
+  }
+};
+
+Acceptor::Acceptor(asio::io_context& io, AcceptorOptions options, OnAccept on_accept)
+    : io_(io),
+      strand_(asio::make_strand(io)),
+      options_(std::move(options)),
+      on_accept_(std::move(on_accept)),
+      slots_(std::make_shared<Slots>()) {}
+
+Acceptor::~Acceptor() {
+  if (acceptor_) {
+    boost::system::error_code ec;
+    acceptor_->close(ec);
+  }
+}
+
+Status Acceptor::start() {
+  auto hp = HostPort::parse(options_.listen);
+  if (!hp.isOk()) return hp.status().withContext(options_.what);
+  LCC_ASSIGN_OR_RETURN(endpoint_, resolveListen(io_, hp.value()));
+  // Bound here, synchronously, so the caller learns about a port in use; nothing else
+  // touches the acceptor before start() returns.
+  return listen();
+}
+
+Status Acceptor::listen() {
+  auto a = std::make_unique<tcp::acceptor>(strand_);
+  boost::system::error_code ec;
+  a->open(endpoint_.protocol(), ec);
+  if (!ec) a->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) a->bind(endpoint_, ec);
+  if (!ec) a->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return Status::ioError(options_.what + " " + options_.listen + ": " + ec.message());
+  endpoint_.port(a->local_endpoint(ec).port());  // listening again reuses the same port
+  port_ = endpoint_.port();
+  acceptor_ = std::move(a);
+  listening_ = true;
+  accept();
+  return Status::ok();
+}
+
+void Acceptor::resume() {
+  asio::post(strand_, [self = shared_from_this()] {
+    if (self->acceptor_) return;
+    Status s = self->listen();
+    if (!s.isOk()) {
+      spdlog::error("{}: listening again: {}", self->options_.what, s.toString());
+    } else {
+      spdlog::info("{}: listening again on {}", self->options_.what, self->options_.listen);
+    }
+  });
+}
+
+void Acceptor::stop() {
+  listening_ = false;
+  asio::post(strand_, [self = shared_from_this()] {
+    if (!self->acceptor_) return;
+    boost::system::error_code ec;
+    self->acceptor_->close(ec);
+    self->acceptor_.reset();
+    self->listening_ = false;
+  });
+}
+
+std::size_t Acceptor::active() const {
+  std::lock_guard<std::mutex> lock(slots_->mu);
+  return slots_->total;
+}
+
+void Acceptor::accept() {
+  Strand conn_strand = asio::make_strand(io_);
+  acceptor_->async_accept(conn_strand, [self = shared_from_this(), a = acceptor_.get(), conn_strand](
+                                           const boost::system::error_code& ec, tcp::socket socket) mutable {
+    // Completes on the acceptor's executor (strand_).
+    if (self->acceptor_.get() != a) return;  // the listener was closed meanwhile
+    self->onAccepted(ec, std::move(socket), conn_strand);
+  });
+}
+
+void Acceptor::onAccepted(const boost::system::error_code& ec, tcp::socket socket, Strand strand) {
+  if (ec == asio::error::operation_aborted) return;
+  if (ec) {
+    spdlog::warn("{}: accept: {}", options_.what, ec.message());
+  } else {
+    auto stream = std::make_unique<TcpStream>(strand, std::move(socket));
+    const std::string address = stream->peerAddress();
+    auto conn = std::make_shared<Connection>(strand, std::move(stream), options_.connection);
+    const Admission admission = slots_->admit(address, options_);
+    if (admission == Admission::kAdmitted) {
+      ++accepted_;
+      conn->holdUntilClosed(slots_->slot(address));
+    } else {
+      ++refused_;
+    }
+    on_accept_(std::move(conn), admission);
+  }
+  if (acceptor_) accept();
+}
+
+}  // namespace lcc::net

@@ -1,0 +1,91 @@
+// acceptor.h — one listener of any role: binds a HostPort, accepts onto a new strand
+// per connection, and counts connections in total and per source address.
+//
+// Past a limit the connection is still handed to the owner, marked refused, so that
+// it can answer with its protocol's code (UNS init_rejected 120, CU query_rejected
+// 120) and close; a refused connection holds no slot. Refusals are counted.
+// THREADS: start() from one thread; stop(), the counters and the callbacks are
+// thread-safe; on_accept runs on the acceptor's strand.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "lcc/status.h"
+#include "net/connection.h"
+#include "net/host_port.h"
+
+namespace lcc::net {
+
+enum class Admission : std::uint8_t { kAdmitted, kTooManyConnections, kTooManyFromAddress };
+
+struct AcceptorOptions {
+  std::string what = "listen";  // the config key, for messages ("listen.qm")
+  std::string listen;           // host:port (HostPort); port 0 picks one
+  std::size_t max_connections = 0;  // 0: no limit
+  std::size_t max_per_address = 0;  // 0: no limit
+  ConnectionOptions connection;     // for every accepted connection
+};
+
+// "host:port" to the endpoint to bind (a blocking resolve, for start-up code).
+Result<boost::asio::ip::tcp::endpoint> resolveListen(boost::asio::io_context& io, const HostPort& listen);
+
+class Acceptor : public std::enable_shared_from_this<Acceptor> {
+ public:
+  // `conn` is not started: the owner calls conn->start(...).
+  using OnAccept = std::function<void(std::shared_ptr<Connection> conn, Admission admission)>;
+
+  Acceptor(boost::asio::io_context& io, AcceptorOptions options, OnAccept on_accept);
+  ~Acceptor();
+
+  // Binds and listens (synchronously, so a port in use is reported here), then
+  // accepts. Call once, before anything else touches the acceptor.
+  Status start();
+  // Closes the listener; open connections are the owner's to close.
+  void stop();
+  // After stop(): listens again, on the port first bound (errors are logged).
+  void resume();
+
+  std::uint16_t port() const { return port_.load(); }
+  bool listening() const { return listening_.load(); }
+  std::size_t active() const;  // admitted connections not yet closed
+  std::uint64_t accepted() const { return accepted_.load(); }
+  std::uint64_t refused() const { return refused_.load(); }
+
+ private:
+  struct Slots;
+  Status listen();  // strand (or start())
+  void accept();
+  void onAccepted(const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket, Strand strand);
+
+  boost::asio::io_context& io_;
+  Strand strand_;
+  AcceptorOptions options_;
+  OnAccept on_accept_;
+  std::shared_ptr<Slots> slots_;
+  std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;  // on strand_
+  boost::asio::ip::tcp::endpoint endpoint_;
+  std::atomic<std::uint16_t> port_{0};
+  std::atomic<bool> listening_{false};
+  std::atomic<std::uint64_t> accepted_{0}, refused_{0};
+};
+
+// An acceptor that hands each connection to `owner->accepted(conn, admission)` for as
+// long as the owner lives.
+template <typename Owner>
+std::shared_ptr<Acceptor> makeAcceptor(boost::asio::io_context& io, AcceptorOptions options,
+                                       const std::shared_ptr<Owner>& owner) {
+  std::weak_ptr<Owner> weak = owner;
+  return std::make_shared<Acceptor>(io, std::move(options), [weak](std::shared_ptr<Connection> c, Admission a) {
+    if (auto self = weak.lock()) self->accepted(std::move(c), a);
+  });
+}
+
+}  // namespace lcc::net
