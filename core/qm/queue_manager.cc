@@ -63,6 +63,7 @@ QmOptions QmOptions::fromConfig(const Config& c) {
   o.max_fetch_size = static_cast<std::uint64_t>(c.getInt("qm.max_fetch_size"));
   o.apply_chunk_ops = static_cast<std::size_t>(c.getInt("qm.apply_batch_ops"));
   o.delete_window = static_cast<std::size_t>(c.getInt("qm.delete_window"));
+  o.redirects = parseRedirectPolicy(c.getString("fetch.redirects")).value_or(RedirectPolicy::kPrefix);
   return o;
 }
 
@@ -449,6 +450,7 @@ QueueManager::ProviderInfo QueueManager::providerInfo(ProviderId pid) {
     if (r.isOk() && r.value()) {
       info.priority = r.value()->priority;
       info.bandwidth = r.value()->bandwidth;
+      info.prefixes = r.value()->prefixes;
     }
   }
   provider_info_[pid] = info;
@@ -750,6 +752,8 @@ bool QueueManager::dispatchOne(ProviderId pid) {
         order.url = e.notice.fetchUrl();
         order.mime = e.notice.key.mime;
         order.max_size = options_.max_fetch_size;
+        order.redirects = options_.redirects;
+        if (order.redirects == RedirectPolicy::kPrefix) order.scope = providerInfo(pid).prefixes;
         auto content = deps_.content->get(cur);
         if (content.isOk() && content.value() && !content.value()->deleted && content.value()->mtime &&
             !declaresOtherContent(e.notice, *content.value())) {

@@ -36,7 +36,7 @@
 #include "lcc/status.h"
 
 #define LCC_PLUGIN_ABI_MAJOR 1u
-#define LCC_PLUGIN_ABI_MINOR 0u
+#define LCC_PLUGIN_ABI_MINOR 1u
 
 #define LCC_STRINGIFY_INNER(x) #x
 #define LCC_STRINGIFY(x) LCC_STRINGIFY_INNER(x)

@@ -234,6 +234,31 @@ struct ProviderRecord {
 
 // ---------------------------------------------------------------------------
 // Fetching (protocol.md §4; Fetcher).
+
+// Which redirects a fetch follows (config fetch.redirects); any other ends it with 310.
+enum class RedirectPolicy : std::uint8_t {
+  kPrefix = 0,  // a target under one of FetchRequest::redirect_prefixes (none given: no redirect)
+  kHost = 1,    // a target on the host of FetchRequest::url (scheme and port may change)
+  kNone = 2,    // no redirect at all
+};
+
+// "prefix", "host", "none": the values of fetch.redirects and of the links' attribute.
+constexpr std::string_view redirectPolicyName(RedirectPolicy p) {
+  switch (p) {
+    case RedirectPolicy::kPrefix: return "prefix";
+    case RedirectPolicy::kHost: return "host";
+    case RedirectPolicy::kNone: return "none";
+  }
+  return "none";
+}
+
+constexpr std::optional<RedirectPolicy> parseRedirectPolicy(std::string_view s) {
+  if (s == "prefix") return RedirectPolicy::kPrefix;
+  if (s == "host") return RedirectPolicy::kHost;
+  if (s == "none") return RedirectPolicy::kNone;
+  return std::nullopt;
+}
+
 struct FetchRequest {
   std::uint64_t id = 0;            // caller's id, echoed in the result
   std::string url;                 // http or https
@@ -242,6 +267,8 @@ struct FetchRequest {
   std::optional<WallTime> if_modified_since;  // conditional fetch
   std::uint64_t max_size = 0;      // 0: the fetcher's own limit
   std::string expected_md5;        // verify when non-empty and the fetcher is so configured
+  RedirectPolicy redirects = RedirectPolicy::kPrefix;
+  std::vector<std::string> redirect_prefixes;  // the provider's prefixes, in the URL normal form
 };
 
 struct FetchResult {
