@@ -6,6 +6,7 @@ packages=(
   libboost-dev libboost-filesystem-dev libyaml-cpp-dev libexpat1-dev
   libkyotocabinet-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev zlib1g-dev
   libarchive-dev libsodium-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
+  libidn2-dev
   libgtest-dev libgmock-dev
   python3 tar gzip curl nginx-light
 )

@@ -36,7 +36,7 @@ std::string_view errorCodeMessage(ErrorCode code) {
     case ErrorCode::kMimeMismatch: return "returned MIME type differs from the declared one";
     case ErrorCode::kTooLarge: return "content larger than the configured maximum";
     case ErrorCode::kMd5Mismatch: return "MD5 differs from the declared one";
-    case ErrorCode::kRedirectError: return "too many redirects, or a redirect outside http/https";
+    case ErrorCode::kRedirectError: return "redirect not followed: too many, not http/https, or outside fetch.redirects";
     case ErrorCode::kAddressRefused: return "address refused by policy";
     case ErrorCode::kHttpOther: return "HTTP status not stored";
   }

@@ -44,4 +44,20 @@ std::string_view fullSetReasonName(FullSetReason r) {
   return "";
 }
 
+std::string_view redirectPolicyName(RedirectPolicy p) {
+  switch (p) {
+    case RedirectPolicy::kPrefix: return "prefix";
+    case RedirectPolicy::kHost: return "host";
+    case RedirectPolicy::kNone: return "none";
+  }
+  return "none";
+}
+
+std::optional<RedirectPolicy> parseRedirectPolicy(std::string_view s) {
+  if (s == "prefix") return RedirectPolicy::kPrefix;
+  if (s == "host") return RedirectPolicy::kHost;
+  if (s == "none") return RedirectPolicy::kNone;
+  return std::nullopt;
+}
+
 }  // namespace lcc

@@ -253,6 +253,9 @@ int runDaemon(const DaemonArgs& args) {
       cfg.getString("log.level") != "warn" && cfg.getString("log.level") != "error") {
     problems.push_back({cfg.file(), "log.level", "must be debug, info, warn or error (got " + cfg.getString("log.level") + ")"});
   }
+  if (!parseRedirectPolicy(cfg.getString("fetch.redirects"))) {
+    problems.push_back({cfg.file(), "fetch.redirects", "must be prefix, host or none (got " + cfg.getString("fetch.redirects") + ")"});
+  }
   // Content reads across machines (docs/configuration.md): cu.content_urls, botm.content_url.
   std::vector<std::string> url_problems;
   const auto static_content_urls = parseContentUrls(cfg.getList("cu.content_urls"), &url_problems);

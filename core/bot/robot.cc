@@ -112,6 +112,8 @@ void RobotCore::fetch(const proto::RobotFetch& f) {
   req.expected_mime = f.mime;
   if (f.since) req.if_modified_since = fromUnixMillis(*f.since * 1000);
   req.max_size = f.max_size;
+  req.redirects = f.scope.redirects;
+  req.redirect_prefixes = f.scope.prefixes;
 
   const std::uint64_t fid = req.id;
   {

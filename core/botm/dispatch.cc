@@ -122,6 +122,7 @@ void Dispatcher::pump(Actions* out) {
     rf.mime = j.fetch.mime;
     rf.since = j.fetch.since;
     rf.max_size = j.fetch.max_size;
+    rf.scope = j.fetch.scope;
     out->to_robots.emplace_back(best_id, std::move(rf));
   }
 }

@@ -2,8 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "lcc/support/time_util.h"
 #include "http/url_codec.h"
+#include "url/url_norm.h"
 
 namespace lcc::http {
 namespace {
@@ -44,13 +47,16 @@ struct Admin {
     std::vector<std::string> prefixes = req.params("prefix");
     if (prefixes.empty()) return jsonError(400, "at least one prefix is required (prefix=URL)");
     if (prefixes.size() > 64) return jsonError(400, "at most 64 prefixes");
-    for (const auto& p : prefixes) {
-      std::string why;
-      if (!isHttpUrl(p, &why)) return jsonError(400, "prefix " + p + ": " + why);
-    }
     ProviderRecord rec;
+    for (const auto& p : prefixes) {
+      // Stored in the URL normal form, ending at a segment boundary (url/url_norm.h).
+      auto n = url::normalizePrefix(p, 2048);
+      if (!n.isOk()) return jsonError(400, "prefix " + p + ": " + n.status().message());
+      if (std::find(rec.prefixes.begin(), rec.prefixes.end(), n.value()) == rec.prefixes.end()) {
+        rec.prefixes.push_back(std::move(n).value());
+      }
+    }
     rec.state = ProviderState::kActive;
-    rec.prefixes = prefixes;
     rec.priority = ctx.options.default_priority;
     rec.bandwidth = ctx.options.default_bandwidth;
     rec.quota_files = ctx.options.default_quota_files;

@@ -123,6 +123,35 @@ bool AttrParser::yes(std::string_view name) {
   const std::string* v = el.attr(name);
   return v != nullptr && (*v == "yes" || *v == "true" || *v == "1");
 }
+FetchScope AttrParser::scope() {
+  FetchScope s;
+  if (const std::string* r = el.attr("redirects"); r && !r->empty()) {
+    s.redirects = parseRedirectPolicy(*r).value_or(RedirectPolicy::kNone);
+  }
+  if (const std::string* list = el.attr("scope")) {
+    std::size_t pos = 0;
+    while (pos < list->size()) {
+      std::size_t sp = list->find(' ', pos);
+      if (sp == std::string::npos) sp = list->size();
+      if (sp > pos) s.prefixes.push_back(list->substr(pos, sp - pos));
+      pos = sp + 1;
+    }
+  }
+  return s;
+}
+
+void appendScope(std::string& out, const FetchScope& scope) {
+  if (scope.redirects != RedirectPolicy::kPrefix) appendAttr(out, "redirects", redirectPolicyName(scope.redirects));
+  std::string list;
+  for (const auto& p : scope.prefixes) {
+    if (p.empty() || p.find(' ') != std::string::npos) continue;
+    if (list.size() + 1 + p.size() > kMaxScopeBytes) break;
+    if (!list.empty()) list.push_back(' ');
+    list += p;
+  }
+  if (!list.empty()) appendAttr(out, "scope", list);
+}
+
 ErrorCode AttrParser::code(std::string_view name) {
   const std::string* v = el.attr(name);
   if (v == nullptr || v->empty()) return ErrorCode::kInternal;
@@ -196,6 +225,7 @@ FetchResult decodeResult(AttrParser& p, const RawElement& el, bool with_file) {
 namespace {
 
 using detail::appendAttr;
+using detail::appendScope;
 using detail::AttrParser;
 using detail::RawElement;
 using detail::appendResult;
@@ -295,6 +325,7 @@ std::string encodeFetch(const LinkFetch& f) {
   if (f.since) appendAttr(out, "since", formatRfc3339(*f.since));
   if (f.max_size != 0) appendAttr(out, "maxsize", u64(f.max_size));
   if (!f.md5.empty()) appendAttr(out, "md5", f.md5);
+  appendScope(out, f.scope);
   out.append("/>\n");
   return out;
 }
@@ -340,6 +371,7 @@ bool SourceStreamDecoder::feed(std::string_view bytes, std::vector<SourceMessage
           f.since = p.optTime("since");
           f.max_size = p.optU64("maxsize");
           f.md5 = p.str("md5");
+          f.scope = p.scope();
           if (p.ok) out->push_back(std::move(f));
         } else if (el.name == "delete") {
           LinkDelete d;

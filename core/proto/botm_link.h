@@ -46,6 +46,17 @@ struct LinkSourceHello {
 };
 
 // source -> BOT-M: fetch a URL.
+// Which redirects a fetch may follow (config fetch.redirects, decided by the QM) and,
+// for "prefix", the provider's prefixes. On the wire: redirects="host|none" (absent:
+// prefix) and scope="PREFIX PREFIX..." (space-separated, at most kMaxScopeBytes; the
+// prefixes past that are left out, so fewer redirects are followed, never more).
+struct FetchScope {
+  RedirectPolicy redirects = RedirectPolicy::kPrefix;
+  std::vector<std::string> prefixes;
+  friend bool operator==(const FetchScope&, const FetchScope&) = default;
+};
+inline constexpr std::size_t kMaxScopeBytes = 4000;
+
 struct LinkFetch {
   std::uint64_t id = 0;                 // the source's id, unique on the connection
   std::string url;
@@ -53,6 +64,7 @@ struct LinkFetch {
   std::optional<std::int64_t> since;    // conditional fetch, seconds since the epoch
   std::uint64_t max_size = 0;           // 0: the fetcher's own limit
   std::string md5;                      // only when verification is configured
+  FetchScope scope;
   friend bool operator==(const LinkFetch&, const LinkFetch&) = default;
 };
 
@@ -135,6 +147,7 @@ namespace detail {
 bool parseU64(std::string_view s, std::uint64_t* out);
 bool parseI64(std::string_view s, std::int64_t* out);
 void appendAttr(std::string& out, std::string_view name, std::string_view value);
+void appendScope(std::string& out, const FetchScope& scope);
 
 // One element of a stream: the root's opening, or one message (a child of the root).
 struct RawElement {
@@ -201,6 +214,7 @@ struct AttrParser {
   std::string reqStr(std::string_view name);
   bool yes(std::string_view name);   // "yes", "true", "1"
   ErrorCode code(std::string_view name);  // absent or unknown: kInternal
+  FetchScope scope();                     // redirects and scope; an unknown policy reads as none
 };
 // <result>, the same element in the robot protocol and the BOT-M link: a FetchResult
 // on the wire. `with_file`: machine and file are written and read (the link); the

@@ -6,6 +6,7 @@
 
 #include "common/md5.h"
 #include "lcc/support/time_util.h"
+#include "url/url_norm.h"
 
 namespace lcc::proto {
 
@@ -31,47 +32,6 @@ std::size_t schemeLength(std::string_view u) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.')) return 0;
   }
   return 0;
-}
-
-// A resolved URL the LCC can fetch: http(s)://host..., printable ASCII, bounded.
-// Returns "" when fine, else why not.
-std::string checkHttpUrl(std::string_view u, std::size_t max_len) {
-  if (u.size() > max_len) return "URL longer than " + std::to_string(max_len) + " bytes";
-  std::string_view rest;
-  std::string low = lower(u.substr(0, 8));
-  if (low.rfind("http://", 0) == 0) {
-    rest = u.substr(7);
-  } else if (low.rfind("https://", 0) == 0) {
-    rest = u.substr(8);
-  } else {
-    return "scheme is not http or https";
-  }
-  for (char c : u) {
-    auto uc = static_cast<unsigned char>(c);
-    if (uc <= 0x20 || uc == 0x7f) return "URL contains white space or control characters";
-  }
-  std::size_t host_end = rest.find_first_of("/?#");
-  std::string_view authority = rest.substr(0, host_end);
-  if (auto at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
-  std::string_view host = authority;
-  if (!host.empty() && host[0] == '[') {
-    auto close = host.find(']');
-    if (close == std::string_view::npos) return "bad IPv6 host";
-    host = host.substr(1, close - 1);
-  } else if (auto colon = host.rfind(':'); colon != std::string_view::npos) {
-    std::string_view port = host.substr(colon + 1);
-    host = host.substr(0, colon);
-    unsigned p = 0;
-    if (!port.empty() && (!parseDecimalAs(port, p) || p > 65535)) return "bad port";
-  }
-  if (host.empty()) return "URL without a host";
-  for (char c : host) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' || c == ':' ||
-          static_cast<unsigned char>(c) >= 0x80)) {
-      return "bad character in host";
-    }
-  }
-  return {};
 }
 
 bool mimeToken(std::string_view s) {
@@ -284,33 +244,30 @@ UrlVerdict validateUrl(const UrlAttrs& attrs, std::string_view urlprefix, Provid
   n.key.pid = pid;
   const std::string* c = findAttr(attrs, "c");
   if (!c || c->empty()) return bad(ErrorCode::kInvalidUrl, "invalid URL: c is missing");
-  n.key.url = resolveUrl(urlprefix, *c);
-  if (auto why = checkHttpUrl(n.key.url, rules.max_url_length); !why.empty()) {
-    return bad(ErrorCode::kInvalidUrl, "invalid URL: " + why);
-  }
+  // Every URL is compared, stored and fetched in its normal form (url/url_norm.h).
+  auto normal = [&](const std::string& given) { return url::normalizeUrl(resolveUrl(urlprefix, given), rules.max_url_length); };
+  auto key = normal(*c);
+  if (!key.isOk()) return bad(ErrorCode::kInvalidUrl, "invalid URL: " + key.status().message());
+  n.key.url = std::move(key).value();
   if (const std::string* f = findAttr(attrs, "f")) {
     if (!f->empty()) {
-      std::string rf = resolveUrl(urlprefix, *f);
-      if (auto why = checkHttpUrl(rf, rules.max_url_length); !why.empty()) {
-        return bad(ErrorCode::kInvalidUrl, "invalid fetch URL: " + why);
-      }
-      if (rf != n.key.url) n.fetch = std::move(rf);
+      auto rf = normal(*f);
+      if (!rf.isOk()) return bad(ErrorCode::kInvalidUrl, "invalid fetch URL: " + rf.status().message());
+      if (rf.value() != n.key.url) n.fetch = std::move(rf).value();
     }
   }
   if (const std::string* b = findAttr(attrs, "b")) {
     if (b->empty()) {
       n.browse = std::string();
     } else {
-      std::string rb = resolveUrl(urlprefix, *b);
-      if (auto why = checkHttpUrl(rb, rules.max_url_length); !why.empty()) {
-        return bad(ErrorCode::kInvalidUrl, "invalid browse URL: " + why);
-      }
-      if (rb != n.key.url) n.browse = std::move(rb);
+      auto rb = normal(*b);
+      if (!rb.isOk()) return bad(ErrorCode::kInvalidUrl, "invalid browse URL: " + rb.status().message());
+      if (rb.value() != n.key.url) n.browse = std::move(rb).value();
     }
   }
   auto inPrefixes = [&](const std::string& u) {
     for (const auto& p : rules.prefixes) {
-      if (!p.empty() && u.compare(0, p.size(), p) == 0) return true;
+      if (url::underPrefix(u, p)) return true;
     }
     return false;
   };

@@ -78,8 +78,8 @@ class CpRequestDecoder {
 
 struct UrlRules {
   std::vector<std::string> accept_mime;  // "type/subtype" or "type/*"
-  std::vector<std::string> prefixes;     // the provider's registered prefixes
-  std::size_t max_url_length = 2048;
+  std::vector<std::string> prefixes;     // the provider's prefixes, in normal form (url::normalizePrefix)
+  std::size_t max_url_length = 2048;     // of the normal form
   int tod_slots = 24;                    // qm.slots: tod ranges are within 0..tod_slots
 };
 
@@ -89,8 +89,10 @@ struct UrlVerdict {
   UrlNotice notice;
 };
 
-// `urlprefix` is put before c/b/f that do not start with a scheme. Quota (206) is not
-// checked here (it needs the set's running totals): see core/uns/session_policy.h.
+// `urlprefix` is put before c/b/f that do not start with a scheme. The resolved c, f
+// and b are put in their normal form (url/url_norm.h; 201 when they have none), and c
+// and f must lie under one of rules.prefixes segment by segment (202). Quota (206) is
+// not checked here (it needs the set's running totals): see core/uns/session_policy.h.
 UrlVerdict validateUrl(const UrlAttrs& attrs, std::string_view urlprefix, ProviderId pid, const UrlRules& rules);
 
 // urlprefix + url unless url starts with a scheme ("x:" with x a scheme name).

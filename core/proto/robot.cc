@@ -7,6 +7,7 @@ namespace lcc::proto {
 namespace {
 
 using detail::appendAttr;
+using detail::appendScope;
 using detail::AttrParser;
 using detail::RawElement;
 using detail::appendResult;
@@ -62,6 +63,7 @@ void appendRobotFetch(std::string& out, const RobotFetch& f) {
   if (!f.mime.empty()) appendAttr(out, "mime", f.mime);
   if (f.since) appendAttr(out, "since", formatRfc3339(*f.since));
   if (f.max_size != 0) appendAttr(out, "maxsize", std::to_string(f.max_size));
+  appendScope(out, f.scope);
   out.append("/>\n");
 }
 
@@ -133,6 +135,7 @@ bool BotmRobotStreamDecoder::feed(std::string_view bytes, std::vector<ToRobotMes
           f.mime = p.str("mime");
           f.since = p.optTime("since");
           f.max_size = p.optU64("maxsize");
+          f.scope = p.scope();
           if (p.ok) out->push_back(std::move(f));
         } else if (el.name == "ping") {
           out->push_back(LinkPing{});

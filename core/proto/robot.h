@@ -45,6 +45,7 @@ struct RobotFetch {  // BOT-M -> robot
   std::string mime;                   // declared type ("" : no check)
   std::optional<std::int64_t> since;  // seconds since the epoch
   std::uint64_t max_size = 0;         // 0: the fetcher's own limit
+  FetchScope scope;                   // which redirects it may follow (botm_link.h)
   friend bool operator==(const RobotFetch&, const RobotFetch&) = default;
 };
 

@@ -176,6 +176,7 @@ void BotmServer::sendFetch(LinkId link, const FetchOrder& order) {
   f.mime = order.mime;
   f.since = order.since;
   f.max_size = order.max_size;
+  f.scope = proto::FetchScope{order.redirects, order.scope};
   c->send(proto::encodeFetch(f));
 }
 

@@ -36,6 +36,7 @@ QmOptions QmOptions::fromConfig(const Config& c) {
   o.max_fetch_size = static_cast<std::uint64_t>(c.getInt("qm.max_fetch_size"));
   o.apply_chunk_ops = static_cast<std::size_t>(c.getInt("qm.apply_batch_ops"));
   o.delete_window = static_cast<std::size_t>(c.getInt("qm.delete_window"));
+  o.redirects = parseRedirectPolicy(c.getString("fetch.redirects")).value_or(RedirectPolicy::kPrefix);
   return o;
 }
 

@@ -71,6 +71,7 @@ struct QmOptions {
   std::uint64_t max_fetch_size = 50ull << 20;
   std::size_t apply_chunk_ops = 20000;  // qm.apply_batch_ops: a large set is applied in batches of this many ops
   std::size_t delete_window = 64;       // qm.delete_window: deletes outstanding per BOT-M link
+  RedirectPolicy redirects = RedirectPolicy::kPrefix;  // fetch.redirects, sent with each fetch
 
   static QmOptions fromConfig(const Config& config);
 };
@@ -84,6 +85,8 @@ struct FetchOrder {
   std::string mime;
   std::optional<std::int64_t> since;  // seconds since the epoch
   std::uint64_t max_size = 0;
+  RedirectPolicy redirects = RedirectPolicy::kPrefix;
+  std::vector<std::string> scope;     // the provider's prefixes, for redirects
 };
 
 
@@ -196,6 +199,7 @@ class QueueManager {
   struct ProviderInfo {
     std::int32_t priority = 0;
     std::uint64_t bandwidth = 0;
+    std::vector<std::string> prefixes;
   };
 
   // What one walk of a ready set's list came to (dispatch).

@@ -169,6 +169,8 @@ void QueueManager::sendFetch(ProviderId pid, PSetId pset, LinkId link, const std
   order.url = n.fetchUrl();
   order.mime = n.key.mime;
   order.max_size = options_.max_fetch_size;
+  order.redirects = options_.redirects;
+  if (order.redirects == RedirectPolicy::kPrefix) order.scope = providerInfo(pid).prefixes;
   auto content = deps_.content->get(key);
   if (content.isOk() && content.value() && !content.value()->deleted && content.value()->mtime &&
       !declaresOtherContent(n, *content.value())) {

@@ -110,6 +110,7 @@ QueueManager::ProviderInfo QueueManager::providerInfo(ProviderId pid) {
     if (r.isOk() && r.value()) {
       info.priority = r.value()->priority;
       info.bandwidth = r.value()->bandwidth;
+      info.prefixes = r.value()->prefixes;
     }
   }
   provider_info_[pid] = info;

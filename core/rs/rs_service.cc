@@ -8,6 +8,7 @@
 #include "lcc/support/time_util.h"
 #include "http/admin_api.h"
 #include "http/url_codec.h"
+#include "url/url_norm.h"
 
 namespace lcc::rs {
 namespace {
@@ -23,17 +24,7 @@ std::string fetchOutcome(const FetchResult& r) {
 
 }  // namespace
 
-Result<std::string> normalizePrefix(const std::string& url) {
-  std::string why;
-  if (!http::isHttpUrl(url, &why)) return Status::invalidArgument(why);
-  if (url.find('?') != std::string::npos) return Status::invalidArgument("a prefix must not have a query string");
-  std::size_t scheme_end = url.find("://") + 3;
-  std::size_t path = url.find('/', scheme_end);
-  std::string out = url;
-  if (path == std::string::npos) out += '/';
-  else if (out.back() != '/') out += '/';
-  return out;
-}
+Result<std::string> normalizePrefix(const std::string& prefix) { return url::normalizePrefix(prefix, kMaxPrefixLength); }
 
 Registrar::Registrar(ProviderStore& providers, Fetcher& fetcher, Clock& clock, Env& env, RsOptions options)
     : providers_(providers), fetcher_(fetcher), clock_(clock), env_(env), options_(std::move(options)),
@@ -69,7 +60,11 @@ Result<Registration> Registrar::registerProvider(const std::string& prefix_in, c
   reg.prefix = prefix.value();
   reg.secret = randomHex(16);
   reg.secret_file = options_.secret_file;
-  reg.secret_url = reg.prefix + options_.secret_file;
+  auto secret_url = url::normalizeUrl(reg.prefix + options_.secret_file, kMaxPrefixLength + 256);
+  if (!secret_url.isOk() || !url::underPrefix(secret_url.value(), reg.prefix)) {
+    return Status::invalidArgument("rs.secret_file does not make a URL under the prefix");
+  }
+  reg.secret_url = std::move(secret_url).value();
   reg.password = PasswordHasher::generateToken();
   reg.expires = clock_.now() + options_.secret_ttl;
   ProviderRecord rec;
@@ -126,6 +121,9 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
   req.url = rec.secret_url;
   req.path = options_.work_dir + "/secret-" + std::to_string(id) + "-" + std::to_string(fid) + ".tmp";
   req.max_size = options_.secret_max_size;
+  // Never off the prefix: an open redirect elsewhere on the site must not verify it.
+  req.redirects = RedirectPolicy::kPrefix;
+  req.redirect_prefixes = rec.prefixes;
   struct Wait {
     std::mutex mu;
     std::condition_variable cv;

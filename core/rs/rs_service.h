@@ -91,9 +91,11 @@ class Registrar : public std::enable_shared_from_this<Registrar> {
   Counter* expired_ = nullptr;
 };
 
-// Normalises a registration prefix: an http(s) URL without query or fragment whose
-// path ends with '/' (one is added). InvalidArgument with the reason otherwise.
-Result<std::string> normalizePrefix(const std::string& url);
+// Normalises a registration prefix (url::normalizePrefix: the URL normal form, no
+// query or fragment, a path ending with '/'), at most kMaxPrefixLength bytes.
+// InvalidArgument with the reason otherwise.
+inline constexpr std::size_t kMaxPrefixLength = 2048;
+Result<std::string> normalizePrefix(const std::string& prefix);
 
 // GET/POST /register, POST /register/verify (HTML, or JSON with format=json or
 // Accept: application/json).

@@ -1,6 +1,7 @@
 #include "uns/session_policy.h"
 
 #include "proto/uns_qm.h"
+#include "url/url_norm.h"
 
 namespace lcc::uns {
 
@@ -130,7 +131,12 @@ void SessionPolicy::onAuthenticated(AuthResult result) {
   clear.error_total = result.info.error_total;
   clear.errors = result.reported_errors;
   if (clear.error_total > 0 || !clear.errors.empty()) written_action_.emplace(out_total_, std::move(clear));
-  rules_.prefixes = result.prefixes;
+  // Prefixes are stored in normal form; one stored before that is normalised here, and
+  // one that has no normal form (userinfo, a bad host) covers nothing.
+  rules_.prefixes.clear();
+  for (const auto& p : result.prefixes) {
+    if (auto n = url::normalizePrefix(p); n.isOk()) rules_.prefixes.push_back(std::move(n).value());
+  }
   result.reported_errors.clear();
   auth_ = std::move(result);
   state_ = State::kAwaitSet;

@@ -11,6 +11,8 @@
 #include <cstring>
 
 #include "address_policy.h"
+#include "redirect_policy.h"
+#include "url/url_norm.h"
 
 namespace lcc::plugins::curl {
 
@@ -235,6 +237,8 @@ struct CurlFetcher::Transfer {
   bool discard_limit = false;
   std::string mime;
   std::string refused;        // why the address policy refused a socket
+  long hops = 0;              // redirects followed
+  std::string current_url;    // the URL of this hop (CURLOPT_URL points into it)
   std::optional<std::int64_t> retry_after;
   std::optional<FetchResult> immediate;  // refused before any transfer (bad URL)
 };
@@ -331,12 +335,21 @@ Status CurlFetcher::start(const FetchRequest& request, FetchDone done) {
   t->req = request;
   t->done = std::move(done);
   t->max = request.max_size != 0 ? request.max_size : opts_.max_size;
-  // The URL we check is the URL libcurl fetches: parse it with libcurl.
+  // What is fetched is exactly the normal form (url/url_norm.h), which libcurl then
+  // sends as it is (CURLOPT_PATH_AS_IS); the prefixes are judged in normal form too.
+  auto normal = url::normalizeUrl(request.url);
+  if (normal.isOk()) t->req.url = std::move(normal).value();
+  t->req.redirect_prefixes.clear();
+  for (const auto& p : request.redirect_prefixes) {
+    if (auto n = url::normalizePrefix(p); n.isOk()) t->req.redirect_prefixes.push_back(std::move(n).value());
+  }
   CURLU* u = curl_url();
   char* scheme = nullptr;
-  CURLUcode uc = curl_url_set(u, CURLUPART_URL, request.url.c_str(), 0);
+  CURLUcode uc = curl_url_set(u, CURLUPART_URL, t->req.url.c_str(), CURLU_PATH_AS_IS);
   if (uc == CURLUE_OK) uc = curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
-  if (uc != CURLUE_OK) {
+  if (!normal.isOk()) {
+    t->immediate = failure(request.id, ErrorCode::kInvalidUrl, 0, "invalid URL: " + normal.status().message());
+  } else if (uc != CURLUE_OK) {
     t->immediate = failure(request.id, ErrorCode::kInvalidUrl, 0,
                            std::string("invalid URL: ") + curl_url_strerror(uc));
   } else if (!iequals(scheme, "http") && !iequals(scheme, "https")) {
@@ -397,11 +410,12 @@ void CurlFetcher::addTransfer(std::unique_ptr<Transfer> t) {
   t->sink = std::make_shared<Sink>();
   t->sink->env = host_.env;
   t->sink->path = t->req.path;
-  curl_easy_setopt(e, CURLOPT_URL, t->req.url.c_str());
+  t->current_url = t->req.url;
+  curl_easy_setopt(e, CURLOPT_URL, t->current_url.c_str());
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(e, CURLOPT_MAXREDIRS, opts_.max_redirects);
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // redirects are judged and followed in complete()
+  curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);      // the URL is in normal form: send it as it is
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(opts_.connect_timeout.count()));
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(opts_.timeout.count()));
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -434,18 +448,58 @@ void CurlFetcher::addTransfer(std::unique_ptr<Transfer> t) {
   active_.emplace(seq, std::move(t));
 }
 
+CurlFetcher::Hop CurlFetcher::redirect(Transfer* t, int code, FetchResult* refused) {
+  const auto cc = static_cast<CURLcode>(code);
+  long status = 0;
+  curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+  char* location = nullptr;
+  curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &location);
+  const bool read_out = cc == CURLE_OK || (cc == CURLE_WRITE_ERROR && t->discard_limit);
+  if (!read_out || status < 300 || status > 399 || location == nullptr) return Hop::kNone;
+  RedirectVerdict v = judgeRedirect(t->req, location, t->hops, opts_.max_redirects);
+  if (!v.follow) {
+    *refused = failure(t->req.id, ErrorCode::kRedirectError, static_cast<int>(status), v.why);
+    return Hop::kRefused;
+  }
+  // The same handle again, on the new URL: only the state of one response is reset.
+  curl_multi_remove_handle(multi_, t->easy);
+  ++t->hops;
+  t->checked = t->storing = t->too_large = t->mime_mismatch = t->discard_limit = false;
+  t->discarded = t->received = 0;
+  t->pending.clear();
+  t->mime.clear();
+  t->refused.clear();
+  t->retry_after.reset();
+  t->current_url = std::move(v.url);
+  curl_easy_setopt(t->easy, CURLOPT_URL, t->current_url.c_str());
+  CURLMcode mc = curl_multi_add_handle(multi_, t->easy);
+  if (mc != CURLM_OK) {
+    *refused = failure(t->req.id, ErrorCode::kInternal, 0, std::string("curl: ") + curl_multi_strerror(mc));
+    return Hop::kRefused;
+  }
+  return Hop::kFollowed;
+}
+
 void CurlFetcher::complete(Transfer* t, int code) {
   auto it = active_.find(t->seq);
   if (it == active_.end()) return;
+  FetchResult refused;
+  const Hop hop = redirect(t, code, &refused);
+  if (hop == Hop::kFollowed) return;
   std::unique_ptr<Transfer> owned = std::move(it->second);
   active_.erase(it);
   CURL* e = t->easy;
   curl_multi_remove_handle(multi_, e);
+  if (hop == Hop::kRefused) {
+    easy_pool_.push_back(e);
+    owned->easy = nullptr;
+    finish(std::move(owned), std::move(refused));
+    return;
+  }
   const auto cc = static_cast<CURLcode>(code);
   long status = 0;
   curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-  long redirects = 0;
-  curl_easy_getinfo(e, CURLINFO_REDIRECT_COUNT, &redirects);
+  const long redirects = t->hops;
   const bool conditional = t->req.if_modified_since.has_value();
   const int http = static_cast<int>(status);
   const std::uint64_t id = t->req.id;

@@ -26,7 +26,7 @@ struct CurlOptions {
   Millis timeout{300'000};
   Millis connect_timeout{30'000};
   std::uint64_t max_size = 50ull << 20;
-  long max_redirects = 5;
+  long max_redirects = 5;  // each one judged by FetchRequest::redirects
   std::string user_agent = "lcc-robot/0.1 (Local Content Cache robot; +https://www.lococa.org/)";
   long max_connections = 256;
   int io_threads = 1;
@@ -62,6 +62,10 @@ class CurlFetcher final : public Fetcher {
 
   void run();
   void addTransfer(std::unique_ptr<Transfer> t);
+  enum class Hop { kNone, kFollowed, kRefused };
+  // A 3xx with a Location: judged (redirect_policy.h), then followed on the same handle
+  // (kFollowed) or refused with 310 in *refused (kRefused). kNone: not a redirect.
+  Hop redirect(Transfer* t, int curl_code, FetchResult* refused);
   void complete(Transfer* t, int curl_code);
   void finish(std::unique_ptr<Transfer> t, FetchResult result);
   Writer& writerFor(std::uint64_t seq);

@@ -50,7 +50,7 @@ FetchResult notModifiedResult(std::uint64_t id) {
 
 TEST(BotmLink, SourceToBotmRoundTripInAnyChunking) {
   LinkFetch f{123, "http://www.server.com/a.htm?x=1&y=<2>", "text/html", 1714564680, 52428800,
-              "0123456789abcdef0123456789abcdef"};
+              "0123456789abcdef0123456789abcdef", {RedirectPolicy::kHost, {}}};
   LinkDelete d{9, "m1", "00/00/2a"};
   std::string bytes = encodeSourceOpen({"qm"}) + encodeFetch(f) + encodeDelete(d) + encodeLinkPing() +
                       encodeSourceClose();
@@ -206,7 +206,8 @@ TEST(BotmLink, ContentUrlsAreOptionalAndBadPairsAreIgnored) {
 }
 
 TEST(RobotProtocol, RoundTripBothWays) {
-  RobotFetch f{42, "http://www.server.com/a.htm", "/var/lib/lcc/content/00/00/2a", "text/html", 1714564680, 52428800};
+  RobotFetch f{42, "http://www.server.com/a.htm", "/var/lib/lcc/content/00/00/2a", "text/html", 1714564680, 52428800,
+               {RedirectPolicy::kPrefix, {"http://www.server.com/", "https://cdn.server.com/a/"}}};
   std::string down = encodeBotmRobotOpen({"m1"}) + encodeRobotFetch(f) + encodeBotmRobotClose();
   BotmRobotStreamDecoder rd;
   auto msgs = feedAll<BotmRobotStreamDecoder, ToRobotMessage>(rd, down, 5);

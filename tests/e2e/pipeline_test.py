@@ -208,16 +208,21 @@ def main():
     work = tempfile.mkdtemp(prefix="lcc-e2e-")
     site = Site(os.path.join(work, "site"))
     lcc = Node(args, work)
+    run_guarded(lcc, site, work, lambda: run(lcc, site, work))
+    print("e2e pipeline: 1 passed, 0 failed")
+
+
+def run_guarded(node, site, work, body):
+    """Runs body(); on failure prints the lccd log's tail; always stops lccd and the site."""
     try:
-        run(lcc, site, work)
+        body()
     except BaseException:
-        print(lcc.log_tail(), file=sys.stderr)
+        print(node.log_tail(), file=sys.stderr)
         raise
     finally:
-        lcc.kill()
+        node.kill()
         site.stop()
         shutil.rmtree(work, ignore_errors=True)
-    print("e2e pipeline: 1 passed, 0 failed")
 
 
 def run(lcc, site, work):

@@ -60,6 +60,34 @@ TEST(CpUnsValidation, NormalisesWhatItAccepts) {
   EXPECT_EQ(*nb.notice.browse, "");  // not browsable
 }
 
+// Issue 14: URLs are compared in their normal form, segment by segment (core/url).
+TEST(CpUnsValidation, PrefixesCannotBeEscaped) {
+  UrlRules r = rules();
+  r.max_url_length = 2048;
+  auto check = [&](const std::string& c, ErrorCode want, const std::string& f = "") {
+    UrlAttrs a = {{"c", c}, {"m", "text/html"}};
+    if (!f.empty()) a.emplace_back("f", f);
+    auto v = validateUrl(a, "", 7, r);
+    EXPECT_EQ(v.code, want) << c << " " << f << ": " << v.message;
+    return v;
+  };
+  check("https://docs.server.com/a/../b/x", ErrorCode::kOutsidePrefix);
+  check("https://docs.server.com/a/%2e%2e/b/x", ErrorCode::kOutsidePrefix);
+  check("https://docs.server.com/a/.%2E/b/x", ErrorCode::kOutsidePrefix);
+  check("https://docs.server.com/ab/x", ErrorCode::kOutsidePrefix);
+  check("https://docs.server.com:8443/a/x", ErrorCode::kOutsidePrefix);
+  check("https://docs.server.com.evil.org/a/x", ErrorCode::kOutsidePrefix);
+  check("https://docs.server.com@evil.org/a/x", ErrorCode::kInvalidUrl);
+  check("https://docs.server.com/a/..;/b", ErrorCode::kInvalidUrl);
+  check("https://docs.server.com/a/..%2Fb", ErrorCode::kInvalidUrl);
+  check("https://docs.server.com/a\\..\\b", ErrorCode::kInvalidUrl);
+  check("https://docs.server.com/a/x%00", ErrorCode::kInvalidUrl);
+  check("https://docs.server.com/a/x", ErrorCode::kOutsidePrefix, "https://docs.server.com/a/../b");
+  auto v = check("HTTPS://Docs.Server.COM:443/a/./b/../%7Ex", ErrorCode::kNone, "https://docs.server.com/a/%7ex");
+  EXPECT_EQ(v.notice.key.url, "https://docs.server.com/a/~x");
+  EXPECT_EQ(v.notice.fetch, "");  // the same URL once normalised
+}
+
 TEST(CpUnsValidation, Helpers) {
   EXPECT_EQ(resolveUrl("http://a/", "b"), "http://a/b");
   EXPECT_EQ(resolveUrl("http://a/", "HTTPS://b/"), "HTTPS://b/");

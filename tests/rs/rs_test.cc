@@ -141,6 +141,16 @@ class RsTest : public ::testing::Test {
     EXPECT_TRUE(posixEnv()->createDirs(options_.work_dir, DirOptions{.private_dir = true}).isOk());
   }
 
+  // fetch-curl as the RS uses it against a test site on 127.0.0.1.
+  PluginPtr<Fetcher> makeCurl() {
+    auto opts = registry_.defaultOptions("fetch-curl", {{"allow_private", "true"}, {"timeout", "10s"}});
+    EXPECT_TRUE(opts.isOk()) << opts.status().toString();
+    auto fetcher = registry_.makeFetcher("fetch-curl", opts.value());
+    EXPECT_TRUE(fetcher.isOk()) << fetcher.status().toString();
+    options_.verify_timeout = Millis(15000);
+    return std::move(fetcher).value();
+  }
+
   std::shared_ptr<Registrar> makeRegistrar(Fetcher& f) {
     return std::make_shared<Registrar>(*store_, f, clock_, *posixEnv(), options_);
   }
@@ -385,12 +395,8 @@ TEST_F(RsTest, WithFetchCurlAgainstARealSite) {
   ASSERT_TRUE(fx.startStatus().isOk());
   const std::string base = "http://127.0.0.1:" + std::to_string(fx.port());
 
-  auto opts = registry_.defaultOptions("fetch-curl", {{"allow_private", "true"}, {"timeout", "10s"}});
-  ASSERT_TRUE(opts.isOk()) << opts.status().toString();
-  auto fetcher = registry_.makeFetcher("fetch-curl", opts.value());
-  ASSERT_TRUE(fetcher.isOk()) << fetcher.status().toString();
-  options_.verify_timeout = Millis(15000);
-  auto reg = makeRegistrar(*fetcher.value());
+  auto fetcher = makeCurl();
+  auto reg = makeRegistrar(*fetcher);
 
   auto good = reg->registerProvider(base + "/good", "").value();
   {
@@ -411,7 +417,55 @@ TEST_F(RsTest, WithFetchCurlAgainstARealSite) {
   Verification wrong = reg->verify(stale.id, stale.password);
   EXPECT_EQ(wrong.http_status, 422);
   EXPECT_NE(wrong.reason.find("does not hold the secret"), std::string::npos) << wrong.reason;
-  fetcher.value()->stop();
+  fetcher->stop();
+}
+
+// An open redirect must not let someone who cannot write under the prefix pass: the
+// secret fetch follows no redirect off the prefix (issue 14), whatever fetch.redirects says.
+TEST_F(RsTest, ASecretBehindARedirectOffThePrefixDoesNotVerify) {
+  std::mutex mu;
+  std::string secret;
+  auto redirectTo = [](std::string where) {
+    return [where](const http::Request&) {
+      http::Response r = http::Response::text(302, "moved\n");
+      r.headers.emplace_back("Location", where);
+      return r;
+    };
+  };
+  auto serveSecret = [&](const http::Request&) {
+    std::lock_guard<std::mutex> lock(mu);
+    return http::Response::text(200, secret + "\n");
+  };
+  http::Router site;
+  site.add("GET", "/docs/lococa-secret.txt", redirectTo("/uploads/anything.txt"));
+  site.add("GET", "/uploads/anything.txt", serveSecret);
+  site.add("GET", "/moved/lococa-secret.txt", redirectTo("/moved/v2/secret.txt"));
+  site.add("GET", "/moved/v2/secret.txt", serveSecret);
+  http::testing::ServerFixture fx(site);
+  ASSERT_TRUE(fx.startStatus().isOk());
+  const std::string base = "http://127.0.0.1:" + std::to_string(fx.port());
+  auto fetcher = makeCurl();
+  auto reg = makeRegistrar(*fetcher);
+
+  auto off = reg->registerProvider(base + "/docs/", "").value();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    secret = off.secret;
+  }
+  Verification refused = reg->verify(off.id, off.password);
+  EXPECT_EQ(refused.http_status, 422) << refused.reason;
+  EXPECT_EQ(refused.fetch_code, ErrorCode::kRedirectError) << refused.reason;
+  EXPECT_EQ(stored(off.id).state, ProviderState::kPending);
+
+  auto within = reg->registerProvider(base + "/moved/", "").value();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    secret = within.secret;
+  }
+  Verification ok = reg->verify(within.id, within.password);
+  EXPECT_EQ(ok.http_status, 200) << ok.reason;
+  EXPECT_EQ(stored(within.id).state, ProviderState::kActive);
+  fetcher->stop();
 }
 
 // The pages over real HTTP: form, step one, step two.

@@ -39,6 +39,8 @@ const std::vector<KeySpec>& Config::schema() {
       {"storage.content", KeyType::kPlugin, "storage-kyoto", kNoMin, kNoMax, "the LCC DB"},
       {"storage.providers", KeyType::kPlugin, "storage-kyoto", kNoMin, kNoMax, "the PIDB"},
       {"fetcher", KeyType::kPlugin, "fetch-curl", kNoMin, kNoMax, "the robots' fetcher"},
+      {"fetch.redirects", KeyType::kString, "prefix", 1, 6,
+       "redirects a fetch follows: prefix (under the provider's prefixes), host (same host) or none (310 otherwise)"},
       {"exporters", KeyType::kPluginList, "cu-xml,cu-tar", kNoMin, kNoMax, "CU output formats"},
       {"accept_mime", KeyType::kStringList, "text/*,application/pdf,application/xml", kNoMin, kNoMax,
        "MIME patterns CPs may send (type/subtype or type/*)"},

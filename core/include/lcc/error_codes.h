@@ -40,7 +40,7 @@ enum class ErrorCode : std::uint16_t {
   kMimeMismatch = 307,
   kTooLarge = 308,
   kMd5Mismatch = 309,
-  kRedirectError = 310,
+  kRedirectError = 310,     // too many redirects, or one outside http/https or fetch.redirects
   kAddressRefused = 311,
   kHttpOther = 312,
 };

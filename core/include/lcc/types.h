@@ -202,6 +202,18 @@ struct ProviderRecord {
 
 // ---------------------------------------------------------------------------
 // Fetching (docs/protocol.md §4; Fetcher).
+
+// Which redirects a fetch follows (config fetch.redirects); any other ends it with 310.
+enum class RedirectPolicy : std::uint8_t {
+  kPrefix = 0,  // a target under one of FetchRequest::redirect_prefixes (none given: no redirect)
+  kHost = 1,    // a target on the host of FetchRequest::url (scheme and port may change)
+  kNone = 2,    // no redirect at all
+};
+
+// "prefix", "host", "none": the values of fetch.redirects and of the links' attribute.
+std::string_view redirectPolicyName(RedirectPolicy p);
+std::optional<RedirectPolicy> parseRedirectPolicy(std::string_view s);
+
 struct FetchRequest {
   std::uint64_t id = 0;            // caller's id, echoed in the result
   std::string url;                 // http or https
@@ -210,6 +222,8 @@ struct FetchRequest {
   std::optional<WallTime> if_modified_since;  // conditional fetch
   std::uint64_t max_size = 0;      // 0: the fetcher's own limit
   std::string expected_md5;        // verify when non-empty and the fetcher is so configured
+  RedirectPolicy redirects = RedirectPolicy::kPrefix;
+  std::vector<std::string> redirect_prefixes;  // the provider's prefixes, in the URL normal form
 };
 
 // One fetch's outcome: the single record every hop uses. A fetcher fills it, the robot

@@ -1,0 +1,28 @@
+// Runs the URL fuzz target's property function (fuzz/url_properties.h) over the seed
+// corpus fuzz/corpus/url/, so the normal build checks what the fuzzer checks.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "url_properties.h"
+
+namespace lcc::url {
+namespace {
+
+TEST(UrlCorpusTest, EverySeedKeepsTheProperties) {
+  const std::filesystem::path dir = std::filesystem::path(LCC_SOURCE_DIR) / "fuzz" / "corpus" / "url";
+  std::size_t seeds = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream data;
+    data << in.rdbuf();
+    EXPECT_EQ(checkUrlProperties(data.str()), "") << entry.path();
+    ++seeds;
+  }
+  EXPECT_GE(seeds, 10u);
+}
+
+}  // namespace
+}  // namespace lcc::url
