@@ -94,7 +94,6 @@ void QueueManager::publishMetrics() {
   bump("lcc_qm_fetches_dispatched_total", "fetches handed to BOT-Ms", n.dispatched, p.dispatched);
   bump("lcc_qm_fetched_total", "fetches stored", n.fetched, p.fetched);
   bump("lcc_qm_unchanged_total", "fetches answered 304", n.unchanged, p.unchanged);
-  bump("lcc_qm_fetch_errors_total", "failed fetches", n.errors, p.errors);
   bump("lcc_qm_retries_total", "fetches to be retried", n.retries, p.retries);
   bump("lcc_qm_fetches_skipped_total", "updates not fetched (declared mt/size/md5 unchanged)", n.skipped, p.skipped);
   bump("lcc_qm_removals_total", "records removed (tombstones)", n.removals, p.removals);
@@ -904,6 +903,10 @@ Status QueueManager::handleResult(const InFlight& f, const FetchOutcome& o) {
     after = sched_.finished(f.pid, o.unchanged ? 0 : o.size);
   } else {
     ++stats_.errors;
+    if (deps_.metrics) {
+      deps_.metrics->counter("lcc_qm_fetch_errors_total", "failed fetches, by error code",
+                             {{"code", std::to_string(static_cast<int>(o.code))}}).inc();
+    }
     const bool provider_wide = isProviderWideFetchError(o.code) || o.retry_after.has_value();
     if (!row || row->op == QueueOp::kNothing) {
       if (row) {
