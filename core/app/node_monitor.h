@@ -36,8 +36,9 @@ class NodeMonitor {
   // No sample after it returns.
   void stop();
 
+  struct State;  // shared with the timer callbacks (node_monitor.cc)
+
  private:
-  struct State;
   std::shared_ptr<State> state_;
 };
 

@@ -183,7 +183,8 @@ const char* kStyle =
     ".fig .v{font-size:20px;font-weight:600}.fig .l{font-size:11px;color:#6b7785}"
     "h2.sect{font-size:15px;margin:20px 0 8px}table{border-collapse:collapse;width:100%}"
     "td,th{text-align:left;padding:3px 6px;border-bottom:1px solid #eceff3}td.num{text-align:right}"
-    "td.none{color:#8a96a3}.chart{background:#fff;border-radius:6px;box-shadow:0 1px 2px rgba(0,0,0,.08)}"
+    "td.none{color:#8a96a3}.chart{display:block;width:100%;height:auto;background:#fff;border-radius:6px;"
+    "box-shadow:0 1px 2px rgba(0,0,0,.08)}"
     ".links li{margin:4px 0}.note{color:#5b6776}a{color:#1565c0}";
 
 }  // namespace
@@ -252,7 +253,7 @@ std::string renderChartSvg(const std::string& title, const std::string& unit,
   double max = 0;
   for (const auto& [t, v] : points) max = std::max(max, v);
   const double top = max <= 0 ? 1 : max * 1.1;
-  std::string out = "<svg class=\"chart\" role=\"img\" viewBox=\"0 0 360 150\" width=\"360\" height=\"150\" "
+  std::string out = "<svg class=\"chart\" role=\"img\" viewBox=\"0 0 360 150\" preserveAspectRatio=\"xMidYMid meet\" "
                     "xmlns=\"http://www.w3.org/2000/svg\" data-points=\"" + std::to_string(points.size()) +
                     "\"><title>" + htmlEscape(title) + "</title>\n";
   out += "<text x=\"10\" y=\"17\" font-size=\"13\" font-weight=\"600\" fill=\"#1d2733\">" + htmlEscape(title) +
