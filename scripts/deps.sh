@@ -9,6 +9,10 @@ packages=(
   libidn2-dev
   libgtest-dev libgmock-dev
   python3 tar gzip curl nginx-light
+  libsystemd-dev     # sd_notify: lccd as a Type=notify service (etc/lccd.service)
+  dpkg-dev           # cpack -G DEB: dpkg-shlibdeps (tests/install/deb_test.cmake)
+  chromium           # tests/e2e/operator_test.py renders the status page headless
+  prometheus         # promtool check metrics (tests/e2e/operator_test.py)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "app/cli.h"
+#include "app/progress.h"
 #include "common/md5.h"
 #include "common/posix_env.h"
 #include "lcc/support/time_util.h"
@@ -186,8 +187,7 @@ int runSend(const SendArgs& a) {
   InputReader input;
   std::vector<UrlAttrs> urls;
   std::uint64_t sent = 0;
-  const bool tty = ::isatty(2);
-  auto last_progress = std::chrono::steady_clock::now();
+  TtyProgress progress;
   char buf[65536];
 
   // Everything before the set needs the whole input head (full/urlprefix of a <lococa:set>):
@@ -239,10 +239,7 @@ int runSend(const SendArgs& a) {
         out.append(proto::encodeSetEnd());
         set_ended = true;
       }
-      if (tty && sent >= 10000 && std::chrono::steady_clock::now() - last_progress > std::chrono::milliseconds(500)) {
-        std::cerr << "\rsent " << sent << " urls" << std::flush;
-        last_progress = std::chrono::steady_clock::now();
-      }
+      progress.update([&] { return "sent " + std::to_string(sent) + " urls"; });
     }
     if (peer_closed) break;
     pollfd p{fd, static_cast<short>(POLLIN | (out_off < out.size() ? POLLOUT : 0)), 0};
@@ -306,7 +303,7 @@ int runSend(const SendArgs& a) {
     }
   }
   ::close(fd);
-  if (tty && sent >= 10000) std::cerr << "\rsent " << sent << " urls\n";
+  progress.done("sent " + std::to_string(sent) + " urls");
   if (!result) {
     std::cerr << "lcc cp send: the UNS closed the connection without a result\n";
     return 2;
@@ -458,7 +455,15 @@ int runScan(const ScanArgs& a) {
   }
   std::sort(files.begin(), files.end());
   std::string out;
+  TtyProgress progress;
+  std::uint64_t done = 0, changed = 0;
+  auto progressLine = [&] {
+    return "scanned " + std::to_string(done) + " of " + std::to_string(files.size()) + " files, " +
+           std::to_string(changed) + " new or changed";
+  };
   for (const auto& [key, path] : files) {
+    ++done;
+    progress.update(progressLine);
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) continue;  // vanished while scanning
     FileState s;
@@ -487,6 +492,7 @@ int runScan(const ScanArgs& a) {
     while (f.read(buf, sizeof buf) || f.gcount() > 0) md5.update(std::string_view(buf, static_cast<std::size_t>(f.gcount())));
     s.md5 = md5.hexDigest();
     new_state[key] = s;
+    ++changed;
     out += proto::encodeUrlElement({{"c", base + key},
                                     {"m", s.mime},
                                     {"sz", std::to_string(s.size)},
@@ -496,6 +502,7 @@ int runScan(const ScanArgs& a) {
   for (const auto& [key, s] : old_state) {
     if (!new_state.count(key)) out += proto::encodeUrlElement({{"c", base + key}, {"m", s.mime}, {"op", "delete"}});
   }
+  progress.done(progressLine());
   std::cout << out << std::flush;
   if (!a.state_file.empty()) {
     std::string text = "# lcc cp scan state: path size mtime_ns md5 mime\n";

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "app/cli.h"
+#include "app/progress.h"
 #include "capi/cu_client.h"
 #include "common/config/config.h"
 #include "lcc/support/time_util.h"
@@ -101,12 +102,15 @@ int runQuery(const Globals& g, const CuArgs& a) {
     }
   }
   std::ostream& out = part.empty() ? std::cout : file;
-  const bool progress = ::isatty(STDERR_FILENO) == 1;
+  TtyProgress progress;  // repainted at most four times a second
   std::uint64_t bytes = 0;
   UrlCounter urls;
   std::string head;      // the first bytes: a rejection is recognised there
   bool rejected = false;
   std::string rejection;
+  auto progressLine = [&] {
+    return std::to_string(bytes) + " bytes" + (q.format == "xml" ? ", " + std::to_string(urls.count()) + " records" : "");
+  };
   Status s = capi::rawQuery(*ep, q, a.timeout_s * 1000, [&](std::string_view b) -> Status {
     if (bytes < 512) {
       head.append(b.substr(0, 512));
@@ -120,13 +124,10 @@ int runQuery(const Globals& g, const CuArgs& a) {
     if (q.format == "xml") urls.feed(b);
     out.write(b.data(), static_cast<std::streamsize>(b.size()));
     if (!out) return Status::ioError("writing the output failed");
-    if (progress) {
-      std::fprintf(stderr, "\r%llu bytes", static_cast<unsigned long long>(bytes));
-      if (q.format == "xml") std::fprintf(stderr, ", %llu records", static_cast<unsigned long long>(urls.count()));
-    }
+    progress.update(progressLine);
     return Status::ok();
   });
-  if (progress) std::fprintf(stderr, "\n");
+  progress.done(progressLine());
   if (rejected) {
     if (rejection.empty()) rejection = head;
     if (!part.empty()) std::filesystem::remove(part);

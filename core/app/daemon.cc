@@ -1,4 +1,5 @@
 #include "app/daemon.h"
+#include "app/node_monitor.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -364,7 +365,10 @@ int runDaemon(const DaemonArgs& args) {
     r.content_type = "text/plain; version=0.0.4";
     return r;
   });
-  http::registerNodeRoutes(node);  // GET / and the /admin/ API (core/http/admin_api.h)
+  // The last hour of samples, one every 10 s, for the charts of GET / (node_monitor.h).
+  SampleRing samples(360);
+  NodeMonitor monitor(clock, metrics, samples, Millis(10000));
+  http::registerNodeRoutes(node, &samples);  // GET / and the /admin/ API (core/http/admin_api.h)
 
   http::ServerOptions hopts = http::serverOptionsFromConfig(cfg, &metrics);  // listen.http, http.*
   http::Server http_server(io, router, hopts);
@@ -402,6 +406,7 @@ int runDaemon(const DaemonArgs& args) {
           return;
         }
         spdlog::info("{}: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        notifyStopping();
         std::lock_guard<std::mutex> lock(stop_mu);
         stop_requested = true;
         stop_cv.notify_all();
@@ -417,10 +422,13 @@ int runDaemon(const DaemonArgs& args) {
   }
   if (rc == 0) {
     spdlog::info("lccd ready: roles {}, data in {}", fmt::join(cfg.getList("roles"), ","), data_dir);
+    monitor.start();  // the first sample, then one every 10 s with STATUS= to systemd
+    notifyReady(statusLine(sampleFromMetrics(toUnixMillis(clock.now()), metrics.snapshot())));
     std::unique_lock<std::mutex> lock(stop_mu);
     stop_cv.wait(lock, [&] { return stop_requested; });
   }
 
+  monitor.stop();
   http_server.stop();
   for (auto it = services.rbegin(); it != services.rend(); ++it) {
     (*it)->stop();

@@ -63,11 +63,11 @@ class BotmService final : public Service {
     g_peers_ = &m.gauge("lcc_botm_peers", "robots (or child BOT-Ms) connected");
     g_queued_ = &m.gauge("lcc_botm_queued", "fetches waiting for a free slot");
     g_source_ = &m.gauge("lcc_botm_source_connected", "1 when the url source connection is up");
-    c_fetches_ = &m.gauge("lcc_botm_fetches", "fetches taken from the url source");
-    c_ok_ = &m.gauge("lcc_botm_results_ok", "stored results sent upstream");
-    c_failed_ = &m.gauge("lcc_botm_results_failed", "failed results sent upstream");
-    c_rehanded_ = &m.gauge("lcc_botm_rehanded", "fetches handed to another robot after theirs went away");
-    c_deletes_ = &m.gauge("lcc_botm_deletes", "deletes received");
+    c_fetches_ = &m.counter("lcc_botm_fetches_total", "fetches taken from the url source");
+    c_ok_ = &m.counter("lcc_botm_results_ok_total", "stored results sent upstream");
+    c_failed_ = &m.counter("lcc_botm_results_failed_total", "failed results sent upstream");
+    c_rehanded_ = &m.counter("lcc_botm_rehanded_total", "fetches handed to another robot after theirs went away");
+    c_deletes_ = &m.counter("lcc_botm_deletes_total", "deletes received");
   }
 
   std::string_view name() const override { return "botm"; }
@@ -150,11 +150,11 @@ class BotmService final : public Service {
     g_peers_->set(static_cast<std::int64_t>(disp_ ? disp_->robots() : fwd_->children()));
     g_queued_->set(static_cast<std::int64_t>(disp_ ? disp_->queued() : fwd_->queued()));
     g_source_->set(source_ ? 1 : 0);
-    c_fetches_->set(static_cast<std::int64_t>(c.fetches));
-    c_ok_->set(static_cast<std::int64_t>(c.results_ok));
-    c_failed_->set(static_cast<std::int64_t>(c.results_failed));
-    c_rehanded_->set(static_cast<std::int64_t>(c.rehanded));
-    c_deletes_->set(static_cast<std::int64_t>(c.deletes));
+    c_fetches_->setTotal(c.fetches);
+    c_ok_->setTotal(c.results_ok);
+    c_failed_->setTotal(c.results_failed);
+    c_rehanded_->setTotal(c.rehanded);
+    c_deletes_->setTotal(c.deletes);
   }
 
   void sendUp(const std::vector<Upstream>& ups) {
@@ -392,7 +392,10 @@ class BotmService final : public Service {
   std::atomic<std::uint64_t> next_peer_{1};
   bool stopping_ = false;
   bool source_warned_ = false;
-  Gauge *g_capacity_, *g_peers_, *g_queued_, *g_source_, *c_fetches_, *c_ok_, *c_failed_, *c_rehanded_, *c_deletes_;
+  TimerId timer_ = 0;
+  Millis delay_;
+  Gauge *g_capacity_, *g_peers_, *g_queued_, *g_source_;
+  Counter *c_fetches_, *c_ok_, *c_failed_, *c_rehanded_, *c_deletes_;
 };
 
 }  // namespace

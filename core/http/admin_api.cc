@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "http/status_page.h"
 #include "lcc/support/time_util.h"
 #include "http/url_codec.h"
 #include "url/url_norm.h"
@@ -148,39 +149,7 @@ struct Admin {
     return jsonError(404, "no such admin resource");
   }
 
-  Response status() const {
-    json out = json::object();
-    if (ctx.router) {
-      Request inner;
-      inner.method = "GET";
-      inner.path = inner.target = "/status";
-      inner.remote_loopback = true;
-      inner.remote_ip = "127.0.0.1";
-      Response r = ctx.router->dispatch(inner);
-      if (r.status == 200 && !r.stream) {
-        auto parsed = json::parse(r.body, nullptr, false);
-        if (!parsed.is_discarded() && parsed.is_object()) out = std::move(parsed);
-      }
-    }
-    json summary{{"total", 0}, {"active", 0}, {"pending", 0}, {"suspended", 0}, {"fullset_wanted", 0},
-                 {"errors_unreported", 0}};
-    json wanted = json::array();
-    Status s = ctx.providers->scan([&](const ProviderRecord& p) {
-      summary["total"] = summary["total"].get<int>() + 1;
-      std::string state(providerStateName(p.state));
-      summary[state] = summary[state].get<int>() + 1;
-      if (p.fullset_wanted) {
-        summary["fullset_wanted"] = summary["fullset_wanted"].get<int>() + 1;
-        wanted.push_back(p.id);
-      }
-      summary["errors_unreported"] = summary["errors_unreported"].get<std::uint64_t>() + p.errors.size();
-      return true;
-    });
-    if (!s.isOk()) summary["error"] = s.message();
-    summary["fullset_wanted_ids"] = wanted;
-    out["providers"] = summary;
-    return Response::json(200, out.dump(2) + "\n");
-  }
+  Response status() const { return Response::json(200, adminStatus(ctx.router, ctx.providers).dump(2) + "\n"); }
 };
 
 }  // namespace
@@ -192,6 +161,41 @@ std::string_view providerStateName(ProviderState s) {
     case ProviderState::kSuspended: return "suspended";
   }
   return "unknown";
+}
+
+nlohmann::json adminStatus(const Router* router, ProviderStore* providers) {
+  json out = json::object();
+  if (router) {
+    Request inner;
+    inner.method = "GET";
+    inner.path = inner.target = "/status";
+    inner.remote_loopback = true;
+    inner.remote_ip = "127.0.0.1";
+    Response r = router->dispatch(inner);
+    if (r.status == 200 && !r.stream) {
+      auto parsed = json::parse(r.body, nullptr, false);
+      if (!parsed.is_discarded() && parsed.is_object()) out = std::move(parsed);
+    }
+  }
+  if (providers == nullptr) return out;
+  json summary{{"total", 0}, {"active", 0}, {"pending", 0}, {"suspended", 0}, {"fullset_wanted", 0},
+               {"errors_unreported", 0}};
+  json wanted = json::array();
+  Status s = providers->scan([&](const ProviderRecord& p) {
+    summary["total"] = summary["total"].get<int>() + 1;
+    std::string state(providerStateName(p.state));
+    summary[state] = summary[state].get<int>() + 1;
+    if (p.fullset_wanted) {
+      summary["fullset_wanted"] = summary["fullset_wanted"].get<int>() + 1;
+      wanted.push_back(p.id);
+    }
+    summary["errors_unreported"] = summary["errors_unreported"].get<std::uint64_t>() + p.errors.size();
+    return true;
+  });
+  if (!s.isOk()) summary["error"] = s.message();
+  summary["fullset_wanted_ids"] = wanted;
+  out["providers"] = summary;
+  return out;
 }
 
 json providerToJson(const ProviderRecord& p) {
@@ -292,30 +296,7 @@ void registerAdminRoutes(Router& router, AdminContext ctx) {
   }
 }
 
-std::string homePage(const std::string& machine_id, const std::vector<std::string>& roles) {
-  auto has = [&](const char* r) { return std::find(roles.begin(), roles.end(), r) != roles.end(); };
-  std::string role_list;
-  for (const auto& r : roles) role_list += (role_list.empty() ? "" : ", ") + htmlEscape(r);
-  std::string out =
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Local Content Cache " + htmlEscape(machine_id) +
-      "</title></head>\n<body>\n<h1>Local Content Cache</h1>\n"
-      "<p>This is an LCC node (machine <b>" + htmlEscape(machine_id) + "</b>). Content providers tell it which of "
-      "their URLs changed; it fetches and stores that content, and content users (search engines, archives, "
-      "mirrors) take what changed as XML or tar.gz.</p>\n"
-      "<p>Roles running here: " + (role_list.empty() ? std::string("none") : role_list) + ".</p>\n<ul>\n";
-  if (has("rs")) out += "<li><a href=\"/register\">/register</a> — register as a content provider</li>\n";
-  out += "<li><a href=\"/status\">/status</a> — queues, providers, robots, spool, overload state (JSON)</li>\n";
-  out += "<li><a href=\"/metrics\">/metrics</a> — counters (Prometheus text)</li>\n";
-  if (has("cu")) {
-    out += "<li><a href=\"/cu/query?limit=10\">/cu/query</a> — what changed: parameters provider, since_seq or "
-           "since (RFC 3339), mime, prefix, deleted, limit, format=xml|tar.gz, content</li>\n";
-  }
-  out += "</ul>\n<p>Administrators: <code>lcc provider ...</code> and <code>lcc status</code> "
-         "(token in data_dir/admin.token).</p>\n</body></html>\n";
-  return out;
-}
-
-void registerNodeRoutes(NodeContext& node) {
+void registerNodeRoutes(NodeContext& node, const SampleRing* samples) {
   if (node.http == nullptr) return;
   const Config& cfg = *node.config;
   AdminContext ctx;
@@ -331,8 +312,20 @@ void registerNodeRoutes(NodeContext& node) {
   ctx.options.default_quota_bytes = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_bytes"));
   ctx.options.passwords = node.passwords;
   registerAdminRoutes(*node.http, std::move(ctx));
-  std::string page = homePage(node.machine_id, cfg.getList("roles"));
-  node.http->addExact("GET", "/", [page](const Request&) { return Response::html(200, page); });
+  StatusPageSources page;  // GET / (status_page.h)
+  page.machine_id = node.machine_id;
+  page.roles = cfg.getList("roles");
+  page.admin_status = [router = node.http, providers = node.providers] { return adminStatus(router, providers); };
+  page.providers = node.providers;
+  page.queued_urls = node.queued_urls;
+  page.ring = samples;
+  if (node.clock != nullptr && node.metrics != nullptr) {
+    page.sample_now = [clock = node.clock, metrics = node.metrics] {
+      return sampleFromMetrics(toUnixMillis(clock->now()), metrics->snapshot());
+    };
+    page.now_unix_ms = [clock = node.clock] { return toUnixMillis(clock->now()); };
+  }
+  registerStatusPage(*node.http, std::move(page));
 }
 
 }  // namespace lcc::http

@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "common/password.h"
+#include "common/sample_ring.h"
 #include "common/service.h"
 #include "http/http_server.h"
 #include "lcc/env.h"
@@ -48,13 +49,15 @@ struct AdminContext {
   AdminOptions options;
 };
 
-// Registers GET / and the /admin/ routes for the daemon (reads the keys above from
-// node.config). Call once, after the roles registered their routes.
-void registerNodeRoutes(NodeContext& node);
+// Registers GET / (the status page, status_page.h, charts from `samples` when not
+// null) and the /admin/ routes for the daemon (reads the keys above from node.config).
+// Call once, after the roles registered their routes.
+void registerNodeRoutes(NodeContext& node, const SampleRing* samples = nullptr);
+// The /admin/status document: GET /status through `router`, plus "providers" (a
+// summary of the provider store) when `providers` is not null.
+nlohmann::json adminStatus(const Router* router, ProviderStore* providers);
 // Registers the /admin/ routes on `router` (tests build the context themselves).
 void registerAdminRoutes(Router& router, AdminContext ctx);
-// The home page: what this LCC is, its roles, links.
-std::string homePage(const std::string& machine_id, const std::vector<std::string>& roles);
 
 // Equal contents, in time that depends only on the lengths.
 bool constantTimeEquals(std::string_view a, std::string_view b);

@@ -112,6 +112,10 @@ Status QueueManager::handleResult(const InFlight& f, const FetchResult& o) {
 void QueueManager::countResult(const FetchResult& o, const ResultAction& a) {
   if (!o.ok()) {
     ++stats_.errors;
+    if (deps_.metrics) {
+      deps_.metrics->counter("lcc_qm_fetch_errors_total", "failed fetches, by error code",
+                             {{"code", std::to_string(static_cast<int>(o.code))}}).inc();
+    }
   } else if (a.verdict == ResultVerdict::kStored) {
     ++stats_.fetched;
   } else if (o.unchanged && a.verdict != ResultVerdict::kDiscarded) {

@@ -18,7 +18,6 @@ void QueueManager::publishMetrics() {
   bump("lcc_qm_fetches_dispatched_total", "fetches handed to BOT-Ms", n.dispatched, p.dispatched);
   bump("lcc_qm_fetched_total", "fetches stored", n.fetched, p.fetched);
   bump("lcc_qm_unchanged_total", "fetches answered 304", n.unchanged, p.unchanged);
-  bump("lcc_qm_fetch_errors_total", "failed fetches", n.errors, p.errors);
   bump("lcc_qm_retries_total", "fetches to be retried", n.retries, p.retries);
   bump("lcc_qm_fetches_skipped_total", "updates not fetched (declared mt/size/md5 unchanged)", n.skipped, p.skipped);
   bump("lcc_qm_removals_total", "records removed (tombstones)", n.removals, p.removals);

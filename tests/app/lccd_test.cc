@@ -1,6 +1,7 @@
 // lccd as a process: it starts with only the HTTP port (roles: []), writes
-// <data_dir>/admin.token with mode 0600, keeps running on SIGHUP and exits 0 on
-// SIGTERM. Readiness and exit are polled with deadlines, never slept for.
+// <data_dir>/admin.token with mode 0600, reopens its log file on SIGHUP, tells systemd
+// READY=1 and STOPPING=1 through NOTIFY_SOCKET, and exits 0 on SIGTERM. Readiness and
+// exit are polled with deadlines, never slept for.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -9,10 +10,13 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -84,11 +88,17 @@ class LccdProcessTest : public ::testing::Test {
     }
   }
 
-  void start() {
+  // `notify_socket`: NOTIFY_SOCKET for lccd (empty: none, as outside systemd).
+  void start(const std::string& notify_socket = "") {
     const std::string log = dir_.file("lccd.log");
     pid_ = ::fork();
     ASSERT_GE(pid_, 0);
     if (pid_ == 0) {
+      if (notify_socket.empty()) {
+        ::unsetenv("NOTIFY_SOCKET");
+      } else {
+        ::setenv("NOTIFY_SOCKET", notify_socket.c_str(), 1);
+      }
       int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(fd, 1);
       ::dup2(fd, 2);
@@ -180,15 +190,87 @@ TEST_F(LccdProcessTest, RefusesAnAdminTokenOthersCanRead) {
   EXPECT_NE(log().find("admin.token"), std::string::npos) << log();
 }
 
-TEST_F(LccdProcessTest, SighupKeepsItRunning) {
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// logrotate's way: the file is renamed, SIGHUP makes lccd write to a new file at the
+// configured path, and the renamed one gets nothing more.
+TEST_F(LccdProcessTest, SighupReopensTheLogFileAtTheConfiguredPath) {
+  const std::string file = dir_.file("configured.log");
+  std::string yaml = slurp(config_);
+  const std::string level = "log:\n  level: debug\n";
+  yaml.replace(yaml.find(level), level.size(), level + "  file: " + file + "\n");
+  std::ofstream(config_, std::ios::trunc) << yaml;
   start();
   ASSERT_TRUE(pollUntil([&] { return httpUp() || !running(); })) << log();
   ASSERT_TRUE(running()) << log();
+  ASSERT_TRUE(pollUntil([&] { return slurp(file).find("lccd ready") != std::string::npos; })) << slurp(file) << log();
+  const std::string rotated = file + ".1";
+  fs::rename(file, rotated);
   ASSERT_EQ(::kill(pid_, SIGHUP), 0);
-  ASSERT_TRUE(pollUntil([&] { return log().find("SIGHUP") != std::string::npos || !running(); })) << log();
+  ASSERT_TRUE(pollUntil([&] { return slurp(file).find("SIGHUP: log reopened") != std::string::npos || !running(); }))
+      << "no new log at " << file << "\nrotated:\n" << slurp(rotated) << log();
   EXPECT_TRUE(running()) << "SIGHUP must not stop lccd:\n" << log();
   EXPECT_TRUE(httpUp());
   ASSERT_EQ(::kill(pid_, SIGTERM), 0);
+  EXPECT_EQ(waitExit(), 0) << log();
+  const std::string fresh = slurp(file), old = slurp(rotated);
+  EXPECT_NE(fresh.find("lccd stopped"), std::string::npos) << fresh;
+  EXPECT_NE(old.find("lccd ready"), std::string::npos) << old;
+  EXPECT_EQ(old.find("SIGHUP"), std::string::npos) << "the renamed file got lines after the rename:\n" << old;
+  EXPECT_EQ(old.find("lccd stopped"), std::string::npos) << old;
+}
+
+// A datagram socket like systemd's NOTIFY_SOCKET; reads what lccd sends.
+class NotifySocket {
+ public:
+  explicit NotifySocket(const std::string& path) : path_(path) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    bound_ = fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  ~NotifySocket() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool bound() const { return bound_; }
+  // Messages until one contains `want` (true) or the deadline passes (false).
+  bool waitFor(const std::string& want, std::string* seen) {
+    const auto end = Clock::now() + kDeadline;
+    while (Clock::now() < end) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      char buf[4096];
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) continue;
+      std::string msg(buf, static_cast<std::size_t>(n));
+      *seen += msg + "\n--\n";
+      if (msg.find(want) != std::string::npos) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool bound_ = false;
+};
+
+TEST_F(LccdProcessTest, TellsSystemdReadyAndStoppingThroughNotifySocket) {
+  NotifySocket sock(dir_.file("notify.sock"));
+  ASSERT_TRUE(sock.bound()) << std::strerror(errno);
+  start(dir_.file("notify.sock"));
+  std::string seen;
+  ASSERT_TRUE(sock.waitFor("READY=1", &seen)) << seen << log();
+  EXPECT_TRUE(httpUp()) << "READY=1 comes once every listener is up";
+  EXPECT_NE(seen.find("STATUS="), std::string::npos) << seen;
+  ASSERT_EQ(::kill(pid_, SIGTERM), 0);
+  EXPECT_TRUE(sock.waitFor("STOPPING=1", &seen)) << seen << log();
   EXPECT_EQ(waitExit(), 0) << log();
 }
 

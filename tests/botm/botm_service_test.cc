@@ -195,7 +195,7 @@ class BotmNode {
     for (auto& t : threads_) t.join();
     service_.reset();
   }
-  std::int64_t gauge(const std::string& name) { return metrics_.gauge(name, "").value(); }
+  std::int64_t gauge(const std::string& name) { return metrics_.snapshot()[name]; }
   std::string content() const { return dir_.path() + "/content"; }
   const std::string& dataDir() const { return dir_.path(); }
   boost::asio::io_context& io() { return io_; }
@@ -272,7 +272,7 @@ TEST_F(BotmServiceTest, ARobotKilledMidFetchHasItsFetchRehandedWithTheSameFileAn
   })) << "lcc-bot did not connect";
   source.send(proto::encodeFetch({1, "http://provider.test/a.htm?stub_delay=60s&stub_size=100", "text/html",
                                   std::nullopt, 0, ""}));
-  ASSERT_TRUE(eventually([&] { return node.gauge("lcc_botm_fetches") == 1 && node.gauge("lcc_botm_queued") == 0; }));
+  ASSERT_TRUE(eventually([&] { return node.gauge("lcc_botm_fetches_total") == 1 && node.gauge("lcc_botm_queued") == 0; }));
   ::kill(pid, SIGKILL);
   int st = 0;
   ::waitpid(pid, &st, 0);
@@ -301,7 +301,7 @@ TEST_F(BotmServiceTest, ARobotKilledMidFetchHasItsFetchRehandedWithTheSameFileAn
   EXPECT_EQ(results[0].machine, "m1");
   EXPECT_EQ(results[0].filename, "00/00/0");  // the name robot A had
   EXPECT_EQ(results[0].size, 100u);
-  EXPECT_EQ(node.gauge("lcc_botm_rehanded"), 1);
+  EXPECT_EQ(node.gauge("lcc_botm_rehanded_total"), 1);
   auto body = posixEnv()->readFile(node.content() + "/00/00/0");
   ASSERT_TRUE(body.isOk());
   EXPECT_EQ(body.value().size(), 100u);

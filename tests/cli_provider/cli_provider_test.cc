@@ -68,12 +68,22 @@ class CliProviderTest : public ::testing::Test {
     ctx.options.passwords = passwords_;
     http::registerAdminRoutes(router_, ctx);
     router_.add("GET", "/status", [](const http::Request&) {
+      // The keys lccd emits (the roles' status(), Metrics::snapshot()); a real lccd is
+      // checked by tests/e2e/operator_test.py.
       json j{{"machine_id", "m1"},
-             {"roles", {"uns", "qm", "botm"}},
-             {"qm", {{"queued_urls", 42}, {"overload", false}}},
-             {"botm", {{"robots", 2}, {"slots_busy", 5}}},
-             {"uns", {{"spool_sets", 0}, {"connections", 1}}},
-             {"counters", {{"lcc_uns_sets_accepted_total", 9}}}};
+             {"roles", {"uns", "qm", "botm", "bot"}},
+             {"qm", {{"queued_urls", 42}, {"in_flight", 3}, {"in_flight_limit", 24}, {"ready_sets", 2},
+                     {"overloaded", true}, {"cache_crash", false}, {"failed", false}, {"fetched", 20},
+                     {"unchanged", 1}, {"fetch_errors", 3}, {"retries", 0}, {"providers_queued", 1},
+                     {"providers_delayed", 0}}},
+             {"botm", {{"source", "127.0.0.1:7702"}, {"source_connected", true}, {"capacity", 32}, {"queued", 0}}},
+             {"bot", {{"robots", 2}, {"connected", 2}, {"slots_per_robot", 32}, {"in_flight", 5}}},
+             {"uns", {{"connections", 1},
+                      {"forwarder", {{"qm", "127.0.0.1:7701"}, {"qm_connected", true}, {"spool_sets", 0},
+                                     {"spool_bytes", 0}, {"spool_limit", 1073741824}, {"spool_full", false}}}}},
+             {"counters", {{"lcc_uns_sets_accepted_total", 9},
+                           {"lcc_qm_fetch_errors_total{code=\"301\"}", 2},
+                           {"lcc_qm_fetch_errors_total{code=\"306\"}", 1}}}};
       return http::Response::json(200, j.dump());
     });
     server_ = std::make_unique<http::testing::ServerFixture>(router_);
@@ -279,14 +289,21 @@ TEST_F(CliProviderTest, StatusPrintsQueuesProvidersRobotsSpoolAndCounters) {
   ASSERT_EQ(lccWithToken({"provider", "want-full-set", "1"}).rc, 0);
   RunResult r = lccWithToken({"status"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  for (const char* want : {"lccd m1", "roles: uns, qm, botm", "providers: 1 total, 1 active", "full set wanted: 1 (ids 1)",
-                           "queued_urls: 42", "overload: no", "robots: 2", "spool_sets: 0",
-                           "lcc_uns_sets_accepted_total: 9"}) {
+  for (const char* want : {"lccd m1  roles: uns, qm, botm, bot\n1 PROBLEM\n  ! Overloaded",
+                           "queue      42 URLs queued, 3 fetching (limit 24), 2 sets ready",
+                           "fetches    20 stored, 1 unchanged, 3 failed (301: 2, 306: 1), 0 retries",
+                           "providers  1 total: 1 active, 0 pending, 0 suspended; 1 with queued URLs, 0 delayed",
+                           "full set wanted: 1 (ids 1)", "robots     2/2 connected, 32 slots each, 5 busy",
+                           "botm       connected to 127.0.0.1:7702, capacity 32, 0 waiting",
+                           "spool      0 sets, 0 B of 1.0 GiB; 1 CP connections"}) {
     EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
   }
+  EXPECT_LE(std::count(r.out.begin(), r.out.end(), '\n'), 24) << "one screen:\n" << r.out;
+  EXPECT_EQ(r.out.find("lcc_uns_sets_accepted_total"), std::string::npos) << "counters only in --json";
   RunResult js = lccWithToken({"status", "--json"});
   ASSERT_EQ(js.rc, 0);
   EXPECT_EQ(json::parse(js.out)["providers"]["total"], 1);
+  EXPECT_EQ(json::parse(js.out)["counters"]["lcc_uns_sets_accepted_total"], 9);
   EXPECT_EQ(lcc({"--http", http(), "status"}, "LCC_ADMIN_TOKEN=bad").rc, 1);
 }
 

@@ -205,11 +205,17 @@ def main():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--plugins", required=True)
     args = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="lcc-e2e-")
+    run_with_site_and_node(args, "pipeline", run)
+
+
+def run_with_site_and_node(args, name, body):
+    """body(lcc, site, work) with one Node and one Site in a temporary folder; the
+    node's log tail is printed when it fails, and everything is cleaned up."""
+    work = tempfile.mkdtemp(prefix=f"lcc-{name}-")
     site = Site(os.path.join(work, "site"))
     lcc = Node(args, work)
-    run_guarded(lcc, site, work, lambda: run(lcc, site, work))
-    print("e2e pipeline: 1 passed, 0 failed")
+    run_guarded(lcc, site, work, lambda: body(lcc, site, work))
+    print(f"e2e {name}: 1 passed, 0 failed")
 
 
 def run_guarded(node, site, work, body):

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""What an operator sees of a running lccd that has fetched something.
+
+One real lccd (the Node of pipeline_test.py) fetches a small site, with one URL that
+fails (404). Then:
+  - `lcc status` prints the compact summary, problems first, with the figures of
+    `lcc status --json` (the full document, the daemon's real key names);
+  - GET /metrics passes `promtool check metrics` without a single warning, counters
+    end in _total and fetch errors carry a code label;
+  - headless Chromium renders GET /: the figures in the DOM equal /admin/status, the
+    charts are SVGs with drawn lines; a screenshot is kept in the build folder.
+A tool that is not installed (promtool from Debian `prometheus`, Debian `chromium`)
+makes its part fail: scripts/deps.sh installs both.
+"""
+import argparse
+import html.parser
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pipeline_test import run_with_site_and_node, wait_for  # noqa: E402
+
+
+def fetch_site(lcc, site, work):
+    for i in range(6):
+        site.write(f"docs/page{i}.html", f"<html><body>page {i}</body></html>\n".encode())
+    lcc.start()
+    out = lcc.lcc("provider", "add", "--prefix", site.base, "--priority", "5").stdout.decode()
+    m = re.fullmatch(r"id=(\d+) password=(\S+)\n", out)
+    assert m, out
+    scan = lcc.lcc("cp", "scan", site.root, "--base-url", site.base,
+                   "--state", os.path.join(work, "scan.state")).stdout
+    scan += f'<url c="{site.base}docs/missing.html" m="text/html"/>\n'.encode()
+    lcc.lcc("cp", "send", "--uns", f"127.0.0.1:{lcc.ports['uns']}", "--id", m.group(1),
+            "--password", m.group(2), "--full", "-", stdin=scan)
+
+    def settled():
+        qm = lcc.status()["qm"]
+        return qm["fetched"] == 6 and qm["fetch_errors"] >= 1 and qm["queued_urls"] == 0 and qm["in_flight"] == 0
+    wait_for("6 pages stored and the 404 failed", settled)
+
+
+def check_status_cli(lcc):
+    full = json.loads(lcc.lcc("status", "--json").stdout)
+    for key in ("machine_id", "roles", "qm", "uns", "botm", "bot", "cu", "providers", "counters"):
+        assert key in full, f"lcc status --json lacks {key}: {sorted(full)}"
+    text = lcc.lcc("status").stdout.decode()
+    lines = text.splitlines()
+    assert len(lines) <= 24, f"more than a screen:\n{text}"
+    assert lines[0] == "lccd m1  roles: uns, qm, botm, bot, cu, rs", text
+    assert lines[1] == "no problems", text
+    qm = full["qm"]
+    for want in (f"queue      {qm['queued_urls']} URLs queued, {qm['in_flight']} fetching",
+                 f"fetches    {qm['fetched']} stored, {qm['unchanged']} unchanged, {qm['fetch_errors']} failed (301: ",
+                 "providers  1 total: 1 active, 0 pending, 0 suspended",
+                 f"robots     {full['bot']['connected']}/{full['bot']['robots']} connected, "
+                 f"{full['bot']['slots_per_robot']} slots each",
+                 f"spool      {full['uns']['forwarder']['spool_sets']} sets"):
+        assert want in text, f"{want!r} not in:\n{text}"
+    return full
+
+
+def check_metrics(lcc):
+    with urllib.request.urlopen(f"http://127.0.0.1:{lcc.ports['http']}/metrics", timeout=5) as r:
+        body = r.read()
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool is not installed (Debian package prometheus; scripts/deps.sh)"
+    p = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True, timeout=60)
+    report = (p.stdout + p.stderr).decode()
+    assert p.returncode == 0 and not report.strip(), f"promtool check metrics:\n{report}"
+    text = body.decode()
+    assert re.search(r'^lcc_qm_fetch_errors_total\{code="301"\} [1-9]', text, re.M), text
+    for m in re.finditer(r"^# TYPE (\S+) counter$", text, re.M):
+        assert m.group(1).endswith("_total"), m.group(1)
+    assert "# TYPE lcc_botm_fetches_total counter" in text
+
+
+class Dom(html.parser.HTMLParser):
+    """The figures (data-key/data-value), error rows and charts of the rendered page."""
+
+    def __init__(self):
+        super().__init__()
+        self.figures, self.codes, self.charts = {}, {}, []
+        self.in_code = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "data-key" in a and "data-value" in a:
+            self.figures[a["data-key"]] = a["data-value"]
+        if "data-code" in a:
+            self.in_code = a["data-code"]
+        if tag == "svg":
+            self.charts.append({"points": int(a.get("data-points", "0")), "lines": []})
+        if tag == "polyline" and self.charts:
+            self.charts[-1]["lines"].append(a.get("points", ""))
+
+    def handle_data(self, data):
+        if self.in_code is not None:
+            self.codes[self.in_code] = int(data)
+            self.in_code = None
+
+
+def chromium(args_list, url):
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert exe, "chromium is not installed (Debian package chromium; scripts/deps.sh)"
+    profile = tempfile.mkdtemp(prefix="lcc-chromium-")
+    try:
+        cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+               f"--user-data-dir={profile}", *args_list, url]
+        return subprocess.run(cmd, capture_output=True, timeout=120)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def check_page(lcc, artifacts):
+    url = f"http://127.0.0.1:{lcc.ports['http']}/"
+    r = chromium(["--dump-dom"], url)
+    dom_text = r.stdout.decode()
+    assert r.returncode == 0 and "<html" in dom_text, f"chromium --dump-dom: {r.returncode}\n{r.stderr.decode()}"
+    status = json.loads(lcc.lcc("status", "--json").stdout)
+    dom = Dom()
+    dom.feed(dom_text)
+    assert len(dom.figures) >= 15, dom.figures
+    for key, shown in dom.figures.items():
+        value = status
+        for part in key.split("/"):
+            value = value.get(part) if isinstance(value, dict) else None
+        want = "yes" if value is True else "no" if value is False else "–" if value is None else str(value)
+        assert shown == want, f"{key}: the page shows {shown}, /admin/status has {value}"
+    errors = {k[len('lcc_qm_fetch_errors_total{code="'):-2]: v for k, v in status["counters"].items()
+              if k.startswith("lcc_qm_fetch_errors_total{")}
+    assert dom.codes == errors and "301" in errors, (dom.codes, errors)
+    assert len(dom.charts) == 4, dom.charts
+    for c in dom.charts:
+        assert c["points"] >= 1, dom.charts
+    assert any(c["lines"] and len(c["lines"][0].split()) >= 2 for c in dom.charts), dom.charts
+    shot = os.path.join(artifacts, "status_page.png")
+    r = chromium([f"--screenshot={shot}", "--window-size=1280,1500", "--hide-scrollbars"], url)
+    assert r.returncode == 0 and os.path.getsize(shot) > 10000, f"screenshot: {r.stderr.decode()}"
+    with open(os.path.join(artifacts, "status_page.html"), "w") as f:
+        f.write(dom_text)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--plugins", required=True)
+    ap.add_argument("--artifacts", required=True, help="folder for the screenshot")
+    args = ap.parse_args()
+    os.makedirs(args.artifacts, exist_ok=True)
+
+    def body(lcc, site, work):
+        fetch_site(lcc, site, work)
+        check_status_cli(lcc)
+        check_metrics(lcc)
+        check_page(lcc, args.artifacts)
+        lcc.stop()
+    run_with_site_and_node(args, "operator", body)
+
+if __name__ == "__main__":
+    main()

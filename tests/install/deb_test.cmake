@@ -1,0 +1,47 @@
+# cpack -G DEB builds lcc_<version>_<arch>.deb: the same tree under /usr, the config in
+# /etc/lcc (a conffile), maintainer scripts that make the lcc user and keep
+# /var/lib/lcc. Extracted with dpkg-deb -x into a temporary root, its lccd --check
+# accepts its config with plugin_dir pointed at the extracted plugins.
+include(${CMAKE_CURRENT_LIST_DIR}/install_common.cmake)
+find_program(CPACK cpack HINTS ${CMAKE_COMMAND}/..)
+find_program(DPKG_DEB dpkg-deb)
+if(NOT CPACK OR NOT DPKG_DEB)
+  message("SKIP: cpack or dpkg-deb is missing")
+  return()
+endif()
+set(work ${WORK}/deb)
+file(REMOVE_RECURSE ${work})
+file(MAKE_DIRECTORY ${work})
+run_or_fail("cpack -G DEB" ${CPACK} -G DEB --config ${BUILD_DIR}/CPackConfig.cmake -B ${work})
+file(GLOB debs ${work}/lcc_*.deb)
+list(LENGTH debs n)
+if(NOT n EQUAL 1)
+  message(FATAL_ERROR "expected one lcc_*.deb in ${work}, got: ${debs}")
+endif()
+
+set(root ${work}/root)
+run_or_fail("dpkg-deb -x" ${DPKG_DEB} -x ${debs} ${root})
+tree_of(${root} got)
+expected_files("usr/" "etc/" want)
+expect_same_list("the .deb" "${got}" "${want}")
+
+run_or_fail("dpkg-deb -e" ${DPKG_DEB} -e ${debs} ${work}/control)
+foreach(script postinst postrm prerm conffiles)
+  if(NOT EXISTS ${work}/control/${script})
+    message(FATAL_ERROR "the .deb has no ${script}")
+  endif()
+endforeach()
+file(READ ${work}/control/postinst postinst)
+expect_in("postinst" "${postinst}" "adduser --system")
+file(READ ${work}/control/conffiles conffiles)
+expect_in("conffiles" "${conffiles}" "/etc/lcc/lcc.yaml")
+file(READ ${root}/usr/lib/systemd/system/lccd.service unit)
+expect_in("lccd.service" "${unit}" "ExecStart=/usr/bin/lccd -c /etc/lcc/lcc.yaml")
+file(READ ${root}/etc/lcc/lcc.yaml cfg)
+expect_in("/etc/lcc/lcc.yaml" "${cfg}" "plugin_dir: /usr/lib/lcc/plugins")
+
+run_or_fail("extracted lccd --check" ${root}/usr/bin/lccd -c ${root}/etc/lcc/lcc.yaml --check
+  --set storage.plugin_dir=${root}/usr/lib/lcc/plugins)
+expect_in("lccd --check" "${LAST_OUTPUT}" "${root}/usr/lib/lcc/plugins/storage-kyoto.so")
+file(REMOVE_RECURSE ${work})
+message(STATUS "deb: ok")

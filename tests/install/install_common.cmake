@@ -1,0 +1,55 @@
+# Shared by install_test.cmake and deb_test.cmake.
+
+# Fails the test with `what` and the output of the command.
+function(run_or_fail what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what}: exit ${rc}\n${out}\n${err}")
+  endif()
+  set(LAST_OUTPUT "${out}" PARENT_SCOPE)
+endfunction()
+
+# The files (and symbolic links) under `root`, relative, sorted.
+function(tree_of root out_var)
+  file(GLOB_RECURSE files LIST_DIRECTORIES false RELATIVE ${root} ${root}/*)
+  list(SORT files)
+  set(${out_var} ${files} PARENT_SCOPE)
+endfunction()
+
+# What the install holds under <prefix>, relative to it; `etc` is where lcc/lcc.yaml is.
+function(expected_files prefix etc out_var)
+  set(list
+    ${prefix}bin/lcc ${prefix}bin/lcc-bot ${prefix}bin/lccd
+    ${prefix}include/lcc_client.h
+    ${prefix}lib/liblcc_client.so ${prefix}lib/liblcc_client.so.1 ${prefix}lib/liblcc_client.so.1.0.0
+    ${prefix}lib/systemd/system/lccd.service
+    ${etc}lcc/lcc.yaml
+    ${prefix}share/doc/lcc/LICENSE ${prefix}share/doc/lcc/README.md)
+  file(GLOB plugins RELATIVE ${BUILD_DIR}/plugins ${BUILD_DIR}/plugins/*.so)
+  foreach(p IN LISTS plugins)
+    list(APPEND list ${prefix}lib/lcc/plugins/${p})
+  endforeach()
+  file(GLOB docs RELATIVE ${SOURCE_DIR}/docs ${SOURCE_DIR}/docs/*.md)
+  foreach(d IN LISTS docs)
+    list(APPEND list ${prefix}share/doc/lcc/docs/${d})
+  endforeach()
+  list(SORT list)
+  set(${out_var} ${list} PARENT_SCOPE)
+endfunction()
+
+function(expect_same_list what got want)
+  if(NOT "${got}" STREQUAL "${want}")
+    set(extra ${got})
+    list(REMOVE_ITEM extra ${want})
+    set(missing ${want})
+    list(REMOVE_ITEM missing ${got})
+    message(FATAL_ERROR "${what}: the installed files differ\nnot expected: ${extra}\nmissing: ${missing}")
+  endif()
+endfunction()
+
+function(expect_in what text want)
+  string(FIND "${text}" "${want}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "${what}: no '${want}' in:\n${text}")
+  endif()
+endfunction()

@@ -1,0 +1,29 @@
+# cmake --install into a temporary prefix installs exactly the programs, the client
+# library, the plugins, the production config, the systemd unit and the docs; the
+# installed lccd --check accepts the installed config, whose plugin_dir is the
+# installed plugin folder.
+include(${CMAKE_CURRENT_LIST_DIR}/install_common.cmake)
+set(prefix ${WORK}/install-prefix)
+file(REMOVE_RECURSE ${prefix})
+run_or_fail("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+
+tree_of(${prefix} got)
+expected_files("" "etc/" want)
+expect_same_list("cmake --install --prefix ${prefix}" "${got}" "${want}")
+
+file(READ ${prefix}/etc/lcc/lcc.yaml cfg)
+foreach(want "plugin_dir: ${prefix}/lib/lcc/plugins" "data_dir: /var/lib/lcc" "allow_private: false"
+             "http: 127.0.0.1:7780")
+  expect_in("etc/lcc/lcc.yaml" "${cfg}" "${want}")
+endforeach()
+file(READ ${prefix}/lib/systemd/system/lccd.service unit)
+foreach(want "ExecStart=${prefix}/bin/lccd -c ${prefix}/etc/lcc/lcc.yaml" "Type=notify" "StateDirectory=lcc"
+             "User=lcc" "NoNewPrivileges=yes" "ProtectSystem=strict" "LimitNOFILE=")
+  expect_in("lccd.service" "${unit}" "${want}")
+endforeach()
+
+run_or_fail("installed lccd --check" ${prefix}/bin/lccd -c ${prefix}/etc/lcc/lcc.yaml --check)
+expect_in("lccd --check" "${LAST_OUTPUT}" "plugin storage-kyoto")
+expect_in("lccd --check" "${LAST_OUTPUT}" "${prefix}/lib/lcc/plugins/fetch-curl.so")
+file(REMOVE_RECURSE ${prefix})
+message(STATUS "install layout: ok (${prefix})")
