@@ -1,6 +1,6 @@
 #include "url_properties.h"
 
-#include "url/url_norm.h"
+#include "lcc/support/url_norm.h"
 
 namespace lcc::url {
 

@@ -1,4 +1,4 @@
-// fuzz/url_properties.h — the properties of the URL normal form (core/url), checked
+// fuzz/url_properties.h — the properties of the URL normal form (core/support/url_norm.cc), checked
 // by the libFuzzer target url_fuzz and, over the seed corpus, by url_corpus_test.
 #pragma once
 

@@ -7,7 +7,7 @@
 #include "http/status_page.h"
 #include "lcc/support/time_util.h"
 #include "http/url_codec.h"
-#include "url/url_norm.h"
+#include "lcc/support/url_norm.h"
 
 namespace lcc::http {
 namespace {

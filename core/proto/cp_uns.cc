@@ -6,7 +6,7 @@
 
 #include "common/md5.h"
 #include "lcc/support/time_util.h"
-#include "url/url_norm.h"
+#include "lcc/support/url_norm.h"
 
 namespace lcc::proto {
 

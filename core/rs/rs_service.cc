@@ -8,7 +8,7 @@
 #include "lcc/support/time_util.h"
 #include "http/admin_api.h"
 #include "http/url_codec.h"
-#include "url/url_norm.h"
+#include "lcc/support/url_norm.h"
 
 namespace lcc::rs {
 namespace {

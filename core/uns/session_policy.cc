@@ -1,7 +1,7 @@
 #include "uns/session_policy.h"
 
 #include "proto/uns_qm.h"
-#include "url/url_norm.h"
+#include "lcc/support/url_norm.h"
 
 namespace lcc::uns {
 

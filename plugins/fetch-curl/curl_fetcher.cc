@@ -12,7 +12,7 @@
 
 #include "address_policy.h"
 #include "redirect_policy.h"
-#include "url/url_norm.h"
+#include "lcc/support/url_norm.h"
 
 namespace lcc::plugins::curl {
 

@@ -1,6 +1,6 @@
 #include "redirect_policy.h"
 
-#include "url/url_norm.h"
+#include "lcc/support/url_norm.h"
 
 namespace lcc::plugins::curl {
 

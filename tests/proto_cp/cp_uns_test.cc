@@ -60,7 +60,7 @@ TEST(CpUnsValidation, NormalisesWhatItAccepts) {
   EXPECT_EQ(*nb.notice.browse, "");  // not browsable
 }
 
-// Issue 14: URLs are compared in their normal form, segment by segment (core/url).
+// Issue 14: URLs are compared in their normal form, segment by segment (core/support/url_norm.cc).
 TEST(CpUnsValidation, PrefixesCannotBeEscaped) {
   UrlRules r = rules();
   r.max_url_length = 2048;

@@ -1,5 +1,5 @@
-// The URL normal form (core/url): hostile spellings, each with the answer it must get.
-#include "url/url_norm.h"
+// The URL normal form (core/support/url_norm.cc): hostile spellings, each with the answer it must get.
+#include "lcc/support/url_norm.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "url/url_norm.h"
+#include "lcc/support/url_norm.h"
 
 namespace lcc::url::detail {
 

@@ -1,5 +1,5 @@
 // The URL normal form (url_norm.h): scheme, authority, path, query and fragment.
-#include "url/url_norm.h"
+#include "lcc/support/url_norm.h"
 
 #include <vector>
 
