@@ -1,4 +1,4 @@
-// lcc provider add|list|show|remove|want-full-set — through the admin API
+// lcc provider add|list|show|set|suspend|resume|remove|want-full-set — through the admin API
 // (core/http/admin_api.h) of the daemon.
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -38,10 +38,54 @@ void printList(const json& body) {
   std::printf("%zu provider(s)\n", arr.size());
 }
 
+using RunFn = std::function<void(const std::string&, const std::string&, const std::string&,
+                                   const std::function<int(const http::ClientResponse&)>&)>;
+
+// lcc provider set ID [--priority N] [--bandwidth B] [--quota-files N] [--quota-bytes B]
+//                     [--add-prefix URL]... [--remove-prefix URL]... [--password P]
+void addProviderSetCommand(CLI::App* provider, Globals& g, const RunFn& run, const std::shared_ptr<std::uint32_t>& id) {
+  struct SetArgs {
+    std::string priority, bandwidth, quota_files, quota_bytes, password;
+    std::vector<std::string> add_prefixes, remove_prefixes;
+  };
+  auto a = std::make_shared<SetArgs>();
+  auto* set = provider->add_subcommand("set", "change a provider (effective at its next fetch or session)");
+  set->add_option("ID", *id, "provider id")->required();
+  set->add_option("--priority", a->priority, "higher is fetched first (-1000..1000)");
+  set->add_option("--bandwidth", a->bandwidth, "bytes per second (0: unlimited)");
+  set->add_option("--quota-files", a->quota_files, "files kept at most (0: unlimited)");
+  set->add_option("--quota-bytes", a->quota_bytes, "bytes kept at most (0: unlimited)");
+  set->add_option("--add-prefix", a->add_prefixes, "URL prefix to add (repeatable)");
+  set->add_option("--remove-prefix", a->remove_prefixes, "URL prefix to remove (repeatable)");
+  set->add_option("--password", a->password, "a new password (the old one stops working)");
+  set->callback([&g, run, a, set, id] {
+    std::string form;
+    auto param = [&form](const char* name, const std::string& v) {
+      form += (form.empty() ? "" : "&") + std::string(name) + "=" + http::percentEncode(v);
+    };
+    if (set->count("--priority") > 0) param("priority", a->priority);
+    if (set->count("--bandwidth") > 0) param("bandwidth", a->bandwidth);
+    if (set->count("--quota-files") > 0) param("quota_files", a->quota_files);
+    if (set->count("--quota-bytes") > 0) param("quota_bytes", a->quota_bytes);
+    for (const auto& p : a->add_prefixes) param("add_prefix", p);
+    for (const auto& p : a->remove_prefixes) param("remove_prefix", p);
+    if (set->count("--password") > 0) param("password", a->password);
+    if (form.empty()) {
+      std::cerr << "lcc provider set: nothing to change (see --help)\n";
+      g.exit_code = 2;
+      return;
+    }
+    run("POST", "/admin/providers/" + std::to_string(*id), form, [](const http::ClientResponse& r) {
+      std::cout << parseBody(r).dump(2) << "\n";
+      return 0;
+    });
+  });
+}
+
 }  // namespace
 
 void addProviderCommands(CLI::App& app, Globals& g) {
-  auto* provider = app.add_subcommand("provider", "add, list, show, remove providers; ask one for a full set");
+  auto* provider = app.add_subcommand("provider", "add, list, show, change, suspend, resume, remove providers; ask one for a full set");
   provider->require_subcommand(1);
   auto run = [&g](const std::string& method, const std::string& path, const std::string& form,
                   const std::function<int(const http::ClientResponse&)>& on_ok) {
@@ -94,14 +138,39 @@ void addProviderCommands(CLI::App& app, Globals& g) {
     });
   });
 
-  auto* remove = provider->add_subcommand("remove", "delete a provider");
+  auto purge = std::make_shared<bool>(false);
+  auto* remove = provider->add_subcommand("remove", "remove a provider: its queued URLs are not fetched");
   remove->add_option("ID", *id, "provider id")->required();
-  remove->callback([run, idPath, id] {
-    run("DELETE", idPath(), "", [id](const http::ClientResponse&) {
-      std::cout << "provider " << *id << " removed\n";
+  remove->add_flag("--purge", *purge, "also remove its content (tombstones for content users, files deleted)");
+  remove->callback([run, idPath, id, purge] {
+    run("DELETE", idPath() + (*purge ? "?purge=1" : ""), "", [id](const http::ClientResponse& r) {
+      json j = parseBody(r);
+      if (j.value("purge", false)) {
+        std::cout << "provider " << *id << " removed; its content is being removed (tombstones for content users, "
+                  << "files deleted)\n";
+      } else {
+        std::cout << "provider " << *id << " removed; its content stays and is still exported to content users "
+                  << "(remove --purge removes it)\n";
+      }
       return 0;
     });
   });
+
+  for (const char* verb : {"suspend", "resume"}) {
+    const bool suspend = std::string(verb) == "suspend";
+    auto* cmd = provider->add_subcommand(
+        verb, suspend ? "refuse the provider's sessions (111) and hold its queued URLs; content stays readable"
+                      : "let a suspended provider connect and its queued URLs be fetched again");
+    cmd->add_option("ID", *id, "provider id")->required();
+    cmd->callback([run, idPath, id, verb] {
+      run("POST", idPath() + "/" + verb, "", [id](const http::ClientResponse& r) {
+        std::cout << "provider " << *id << ": " << field(parseBody(r), "state") << "\n";
+        return 0;
+      });
+    });
+  }
+
+  addProviderSetCommand(provider, g, run, id);
 
   auto* want = provider->add_subcommand("want-full-set", "ask the provider for a full set at its next connection");
   want->add_option("ID", *id, "provider id")->required();

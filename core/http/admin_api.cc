@@ -6,6 +6,7 @@
 
 #include "http/status_page.h"
 #include "lcc/support/time_util.h"
+#include "lcc/provider_states.h"
 #include "http/url_codec.h"
 #include "lcc/support/url_norm.h"
 
@@ -129,12 +130,12 @@ struct Admin {
     }
     if (req.method == "DELETE") {
       if (!action.empty()) return jsonError(404, "no such admin resource");
-      Status s = ctx.providers->remove(pid);
-      if (s.code() == StatusCode::kNotFound) return jsonError(404, "no provider " + tail);
-      if (!s.isOk()) return jsonError(503, "provider store: " + s.message());
-      spdlog::info("admin: provider {} removed from {}", pid, req.remote_ip);
-      return Response::json(200, json{{"removed", pid}}.dump() + "\n");
+      return adminRemoveProvider(ctx, pid, req);
     }
+    if (req.method == "POST" && (action == "suspend" || action == "resume")) {
+      return adminSuspendProvider(ctx, pid, action == "suspend", req);
+    }
+    if ((req.method == "POST" || req.method == "PATCH") && action.empty()) return adminSetProvider(ctx, pid, req);
     if (req.method == "POST" && action == "want-full-set") {
       Status s = ctx.providers->modify(pid, [](ProviderRecord& p) {
         p.fullset_wanted = true;
@@ -155,6 +156,8 @@ struct Admin {
 }  // namespace
 
 std::string_view providerStateName(ProviderState s) {
+  if (s == kProviderRemoving) return "removing";
+  if (s == kProviderPurging) return "purging";
   switch (s) {
     case ProviderState::kPending: return "pending";
     case ProviderState::kActive: return "active";
@@ -184,7 +187,7 @@ nlohmann::json adminStatus(const Router* router, ProviderStore* providers) {
   Status s = providers->scan([&](const ProviderRecord& p) {
     summary["total"] = summary["total"].get<int>() + 1;
     std::string state(providerStateName(p.state));
-    summary[state] = summary[state].get<int>() + 1;
+    summary[state] = summary.value(state, 0) + 1;
     if (p.fullset_wanted) {
       summary["fullset_wanted"] = summary["fullset_wanted"].get<int>() + 1;
       wanted.push_back(p.id);
@@ -289,6 +292,7 @@ void registerAdminRoutes(Router& router, AdminContext ctx) {
   router.add("GET", "/admin/providers/", guarded([](const Admin& a, const Request& r) { return a.one(r); }));
   router.add("DELETE", "/admin/providers/", guarded([](const Admin& a, const Request& r) { return a.one(r); }));
   router.add("POST", "/admin/providers/", guarded([](const Admin& a, const Request& r) { return a.one(r); }));
+  router.add("PATCH", "/admin/providers/", guarded([](const Admin& a, const Request& r) { return a.one(r); }));
   router.add("GET", "/admin/status", guarded([](const Admin& a, const Request&) { return a.status(); }));
   // Anything else under /admin/ is refused the same way before it is "not found".
   for (const char* m : {"GET", "POST", "DELETE", "PUT"}) {
@@ -311,6 +315,8 @@ void registerNodeRoutes(NodeContext& node, const SampleRing* samples) {
   ctx.options.default_quota_files = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_files"));
   ctx.options.default_quota_bytes = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_bytes"));
   ctx.options.passwords = node.passwords;
+  const auto roles = cfg.getList("roles");
+  ctx.options.qm_reads_providers = std::find(roles.begin(), roles.end(), "qm") != roles.end();
   registerAdminRoutes(*node.http, std::move(ctx));
   StatusPageSources page;  // GET / (status_page.h)
   page.machine_id = node.machine_id;

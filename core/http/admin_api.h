@@ -9,7 +9,12 @@
 //                                               password (optional): 201 {"id","password"}
 //   GET    /admin/providers                     {"providers": [provider...]}
 //   GET    /admin/providers/<id>                provider (everything but the hash)
-//   DELETE /admin/providers/<id>                {"removed": id}
+//   DELETE /admin/providers/<id>[?purge=1]      202 {"removed", "purge", "content", "state"}
+//                                               (the QM drops the queued URLs, purge: content too)
+//   POST   /admin/providers/<id>/suspend|resume {"id", "state"}
+//   POST|PATCH /admin/providers/<id>            priority, bandwidth, quota_files, quota_bytes,
+//                                               add_prefix, remove_prefix (repeatable), password:
+//                                               200 provider (admin_api_lifecycle.cc)
 //   POST   /admin/providers/<id>/want-full-set  {"id", "fullset_wanted": true, "reason": "admin"}
 //   GET    /admin/status                        GET /status plus a "providers" summary
 // Errors: {"error": "..."} with 400 (bad input), 401 (token), 403 (peer), 404, 503.
@@ -38,6 +43,9 @@ struct AdminOptions {
   std::uint64_t default_quota_files = 0;   // rs.default_quota_files
   std::uint64_t default_quota_bytes = 0;   // rs.default_quota_bytes
   std::shared_ptr<const PasswordHasher> passwords;  // <data_dir>/auth.key, uns.password_hash_ops
+  // A QM reads this PIDB (the qm role runs on this node): a removal marks the record and
+  // the QM finishes it; otherwise the record is deleted at once and purge is refused.
+  bool qm_reads_providers = false;
 };
 
 // What the admin routes use. `providers` may be null (then they answer 503).
@@ -67,6 +75,11 @@ bool constantTimeEquals(std::string_view a, std::string_view b);
 std::optional<Response> checkAdminAccess(const Request& req, std::string_view expected_token, bool allow_remote);
 // The token in `path`, trimmed; empty when unreadable.
 std::string readAdminToken(Env& env, const std::string& path);
+
+// The life-cycle handlers (admin_api_lifecycle.cc); `ctx.providers` is not null.
+Response adminSuspendProvider(const AdminContext& ctx, ProviderId pid, bool suspend, const Request& req);
+Response adminSetProvider(const AdminContext& ctx, ProviderId pid, const Request& req);
+Response adminRemoveProvider(const AdminContext& ctx, ProviderId pid, const Request& req);
 
 // A provider as the admin API shows it: every field but password_hash.
 nlohmann::json providerToJson(const ProviderRecord& p);

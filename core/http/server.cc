@@ -377,7 +377,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
     if (q != std::string_view::npos && !parseQuery(target.substr(q + 1), &req.query)) {
       return sendError(400, "bad query string\n");
     }
-    if (req.method == "POST" && req.header("content-type").rfind("application/x-www-form-urlencoded", 0) == 0 &&
+    if ((req.method == "POST" || req.method == "PATCH") && req.header("content-type").rfind("application/x-www-form-urlencoded", 0) == 0 &&
         !parseQuery(req.body, &req.query)) {
       return sendError(400, "bad form body\n");
     }

@@ -31,6 +31,7 @@ QmOptions QmOptions::fromConfig(const Config& c) {
   o.age_check_interval = Millis(c.getInt("qm.age_check_interval"));
   o.tombstone_keep = Millis(c.getInt("qm.tombstone_keep"));
   o.checkpoint_interval = Millis(c.getInt("qm.checkpoint_interval"));
+  o.provider_refresh = Millis(c.getInt("qm.provider_refresh"));
   o.checkpoint_bytes = static_cast<std::uint64_t>(c.getInt("qm.checkpoint_bytes"));
   o.group_commit_delay = Millis(c.getInt("qm.group_commit_delay"));
   o.max_fetch_size = static_cast<std::uint64_t>(c.getInt("qm.max_fetch_size"));
@@ -89,6 +90,8 @@ Status QueueManager::open() {
   // Slots that opened while the QM was down.
   LCC_RETURN_IF_ERROR(mergeSlots());
   updateOverload();
+  // Suspended and removed providers are held before anything is dispatched.
+  refreshProviders();
   pump();
   return Status::ok();
 }
@@ -122,12 +125,13 @@ void QueueManager::startTimers() {
   schedule(options_.merge_interval, [this] { (void)mergeSlots(); }, &merge_timer_);
   schedule(options_.checkpoint_interval, [this] { (void)checkpoint(); }, &checkpoint_timer_);
   schedule(options_.age_check_interval, [this] { (void)age(); }, &age_timer_);
+  schedule(options_.provider_refresh, [this] { refreshProviders(); }, &refresh_timer_);
 }
 
 void QueueManager::stopTimers() {
   if (!timers_on_) return;
   timers_on_ = false;
-  for (TimerId* t : {&tick_timer_, &merge_timer_, &checkpoint_timer_, &age_timer_, &commit_timer_}) {
+  for (TimerId* t : {&tick_timer_, &merge_timer_, &checkpoint_timer_, &age_timer_, &commit_timer_, &refresh_timer_}) {
     if (*t) deps_.clock->cancel(*t);
     *t = 0;
   }

@@ -66,6 +66,7 @@ struct QmOptions {
   Millis age_check_interval{6 * 3600 * 1000};
   Millis tombstone_keep{30LL * 24 * 3600 * 1000};
   Millis checkpoint_interval{2000};
+  Millis provider_refresh{2000};  // qm.provider_refresh: administrator changes read from the PIDB
   std::uint64_t checkpoint_bytes = 64ull << 20;
   Millis group_commit_delay{0};
   std::uint64_t max_fetch_size = 50ull << 20;
@@ -149,6 +150,11 @@ class QueueManager {
   Status age();
   // Rebuilds the QPSDB from the QDB's `next` chains and reloads the tables.
   Status rebuildPSets();
+  // Reads the PIDB and applies administrator changes: holds suspended providers,
+  // releases resumed ones, takes new priority and bandwidth, and finishes removals
+  // (queued URLs dropped; kPurging also removes the content), then deletes the record.
+  // Every qm.provider_refresh (queue_manager_providers.cc).
+  void refreshProviders();
 
   // --- state ---
   std::uint64_t queued() const { return queued_total_; }
@@ -235,6 +241,10 @@ class QueueManager {
   void recordError(ProviderId pid, const UrlNotice& n, const FetchResult& o);
   // delete manager (queue_manager_deletes.cc)
   void pumpDeletes();
+  // administrator changes (queue_manager_providers.cc)
+  void applyProviderState(const ProviderRecord& r);
+  Status finishRemoval(ProviderId pid, bool purge);
+  Status dropQueuedRows(ProviderId pid);
   // periodic work (queue_manager_periodic.cc)
   void flushProviderDeltas();
   // overload and failures (queue_manager_overload.cc)
@@ -260,6 +270,7 @@ class QueueManager {
   mutable std::mutex queued_mu_;  // guards queued_ (writes on the QM thread, reads anywhere)
   std::unordered_map<ProviderId, std::uint64_t> queued_;
   std::unordered_map<ProviderId, ProviderInfo> provider_info_;
+  std::unordered_set<ProviderId> removed_;  // removed by refreshProviders(): held, late rows dropped
   std::unordered_map<std::string, std::uint64_t> uns_seen_;
   std::deque<Pending> pending_;
   bool commit_posted_ = false;
@@ -276,7 +287,7 @@ class QueueManager {
   std::map<ProviderId, TxnEffects::Usage> usage_pending_;
   std::function<void(bool)> intake_listener_;
   std::shared_ptr<bool> alive_;
-  TimerId tick_timer_ = 0, merge_timer_ = 0, checkpoint_timer_ = 0, age_timer_ = 0, commit_timer_ = 0;
+  TimerId tick_timer_ = 0, merge_timer_ = 0, checkpoint_timer_ = 0, age_timer_ = 0, commit_timer_ = 0, refresh_timer_ = 0;
   bool timers_on_ = false;
   // Counters (also in /metrics when deps_.metrics is set).
   struct Stats {

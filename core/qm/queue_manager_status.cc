@@ -44,6 +44,7 @@ nlohmann::json QueueManager::status() const {
   j["providers_scheduled"] = sched_.providerCount();
   j["providers_eligible"] = sched_.eligibleCount();
   j["providers_delayed"] = sched_.delayedCount();
+  j["providers_held"] = sched_.heldCount();  // suspended or being removed (queue_manager_providers.cc)
   j["ready_sets"] = sched_.readySetCount();
   j["in_flight"] = inflight_.size();
   j["capacity"] = sched_.capacity();

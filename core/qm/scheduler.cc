@@ -21,7 +21,7 @@ void Scheduler::reindex(ProviderId pid, Provider& p) {
     eligible_.erase(*p.indexed);
     p.indexed.reset();
   }
-  bool ok = !p.ready.empty() && !p.delayed_until && !p.blocked && p.in_flight < options_.provider_inflight;
+  bool ok = !p.ready.empty() && !p.delayed_until && !p.blocked && !p.held && p.in_flight < options_.provider_inflight;
   if (ok) {
     IndexKey k{-static_cast<std::int64_t>(p.priority), *p.ready.begin(), pid};
     eligible_.insert(k);
@@ -34,6 +34,24 @@ void Scheduler::setProvider(ProviderId pid, std::int32_t priority, std::uint64_t
   p.priority = priority;
   p.bandwidth = bandwidth;
   reindex(pid, p);
+}
+
+void Scheduler::setHeld(ProviderId pid, bool held) {
+  Provider& p = get(pid);
+  if (p.held == held) return;
+  p.held = held;
+  reindex(pid, p);
+}
+
+bool Scheduler::isHeld(ProviderId pid) const {
+  auto it = providers_.find(pid);
+  return it != providers_.end() && it->second.held;
+}
+
+std::size_t Scheduler::heldCount() const {
+  std::size_t n = 0;
+  for (const auto& [pid, p] : providers_) n += p.held ? 1 : 0;
+  return n;
 }
 
 void Scheduler::addReadySet(ProviderId pid, PSetId pset) {

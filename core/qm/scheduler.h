@@ -13,7 +13,7 @@
 //    first), then by their oldest ready set id (submission order);
 //  - bandwidth-delay wheel: qm.bandwidth_horizon / qm.bandwidth_tick buckets;
 //    a provider in it is not eligible until its bucket comes round.
-// A provider is eligible when it has ready sets, is not delayed or blocked, and has
+// A provider is eligible when it has ready sets, is not delayed, blocked or held, and has
 // fewer than qm.provider_inflight fetches out (1: serial fetching). The total in
 // flight is capped at capacity × qm.botm_overload_pct / 100. Because every free
 // fetch slot goes to the best eligible provider, a provider being fetched is "put
@@ -52,6 +52,11 @@ class Scheduler {
   // The provider's ready sets, oldest first.
   std::vector<PSetId> readySets(ProviderId pid) const;
   bool hasProvider(ProviderId pid) const { return providers_.count(pid) != 0; }
+  // A held provider (suspended or being removed by an administrator) is never eligible;
+  // its ready sets stay and it is eligible again when released.
+  void setHeld(ProviderId pid, bool held);
+  bool isHeld(ProviderId pid) const;
+  std::size_t heldCount() const;
 
   // --- capacity ---
   void setCapacity(std::uint64_t slots);  // the BOT-Ms' total capacity
@@ -106,6 +111,7 @@ class Scheduler {
     std::set<PSetId> ready;
     std::uint32_t in_flight = 0;
     bool blocked = false;
+    bool held = false;
     std::optional<MonoTime> delayed_until;
     std::uint64_t delay_gen = 0;
     MonoTime allowed_at{};  // bandwidth: next byte may go at this time

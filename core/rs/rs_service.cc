@@ -108,6 +108,7 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
     return fail(200, "provider " + std::to_string(id) + " is already verified and active");
   }
   if (rec.state == ProviderState::kSuspended) return fail(403, "this provider is suspended by an administrator");
+  if (rec.state != ProviderState::kPending) return fail(410, "this provider is being removed by an administrator");
   if (expired) {
     if (providers_.remove(id).isOk() && expired_) expired_->inc();
     spdlog::info("rs: registration {} expired, removed", id);

@@ -84,9 +84,10 @@ AuthResult UnsCore::authenticate(const AuthRequest& request, const std::string& 
     return refuse(ErrorCode::kAuthFailed, "authentication failed");
   }
   if (got.value()->state != ProviderState::kActive) {
-    return refuse(ErrorCode::kNotActive, got.value()->state == ProviderState::kSuspended
-                                             ? "provider not active (suspended)"
-                                             : "provider not active (registration not verified)");
+    const ProviderState st = got.value()->state;
+    return refuse(ErrorCode::kNotActive, st == ProviderState::kSuspended ? "provider not active (suspended)"
+                                         : st == ProviderState::kPending ? "provider not active (registration not verified)"
+                                                                         : "provider not active (being removed)");
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

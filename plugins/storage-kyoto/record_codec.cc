@@ -1,5 +1,7 @@
 #include "record_codec.h"
 
+#include "lcc/provider_states.h"
+
 namespace lcc::plugins::kyoto {
 namespace {
 
@@ -253,7 +255,7 @@ std::optional<ProviderRecord> decodeProvider(std::string_view bytes) {
   if (id > UINT32_MAX) return std::nullopt;
   p.id = static_cast<ProviderId>(id);
   std::uint8_t st = r.u8();
-  if (st > 2) return std::nullopt;
+  if (st > kProviderStateMax) return std::nullopt;
   p.state = static_cast<ProviderState>(st);
   p.password_hash = r.str();
   std::uint64_t n = r.varint();

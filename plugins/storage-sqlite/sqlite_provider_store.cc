@@ -3,6 +3,7 @@
 #include <limits>
 #include <vector>
 
+#include "lcc/provider_states.h"
 #include "record_codec.h"
 
 namespace lcc::plugins::sqlite {
@@ -54,7 +55,7 @@ std::optional<ProviderRecord> providerFromRow(const Stmt& st) {
                      wanted = st.colInt(19), reason = st.colInt(20);
   auto prefixes = decodeStringList(st.colText(3));
   auto errors = decodeErrorList(st.colText(22));
-  if (id <= 0 || id > std::numeric_limits<ProviderId>::max() || state < 0 || state > 2 ||
+  if (id <= 0 || id > std::numeric_limits<ProviderId>::max() || state < 0 || state > kProviderStateMax ||
       prio < std::numeric_limits<std::int32_t>::min() || prio > std::numeric_limits<std::int32_t>::max() ||
       used < 0 || used > std::numeric_limits<std::uint32_t>::max() || (wanted != 0 && wanted != 1) || reason < 0 ||
       reason > static_cast<std::int64_t>(FullSetReason::kAdmin) || !prefixes || !errors) {

@@ -410,5 +410,56 @@ TEST(NodeRoutes, HomePageLinksAndTheRestStays404) {
   EXPECT_EQ(admin.result_int(), 503);
 }
 
+TEST_F(CliProviderTest, SetSuspendResumeAndRemoveChangeTheStoredProvider) {
+  ASSERT_EQ(lccWithToken({"provider", "add", "--prefix", "http://one.example/", "--password", "old secret"}).rc, 0);
+  ASSERT_EQ(lccWithToken({"provider", "add", "--prefix", "http://two.example/"}).rc, 0);
+  RunResult set = lccWithToken({"provider", "set", "1", "--priority", "9", "--bandwidth", "10", "--quota-files", "5",
+                                "--quota-bytes", "6", "--add-prefix", "http://three.example/a/", "--remove-prefix",
+                                "http://one.example/"});
+  ASSERT_EQ(set.rc, 0) << set.err;
+  EXPECT_EQ(json::parse(set.out)["priority"], 9);
+  ProviderRecord p = *stored(1);
+  EXPECT_EQ(p.priority, 9);
+  EXPECT_EQ(p.bandwidth, 10u);
+  EXPECT_EQ(p.quota_files, 5u);
+  EXPECT_EQ(p.quota_bytes, 6u);
+  EXPECT_EQ(p.prefixes, std::vector<std::string>{"http://three.example/a/"});
+  EXPECT_TRUE(passwords_->verify(p.password_hash, "old secret").ok);
+
+  ASSERT_EQ(lccWithToken({"provider", "set", "1", "--password", "new secret"}).rc, 0);
+  EXPECT_NE(stored(1)->password_hash, p.password_hash);
+  EXPECT_TRUE(passwords_->verify(stored(1)->password_hash, "new secret").ok);
+  EXPECT_FALSE(passwords_->verify(stored(1)->password_hash, "old secret").ok);
+  EXPECT_EQ(stored(1)->priority, 9) << "a password change leaves the rest";
+
+  EXPECT_EQ(lccWithToken({"provider", "set", "1"}).rc, 2);  // nothing to change
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--priority", "2000"}, {"--bandwidth", "x"},
+                                       {"--add-prefix", "ftp://x/"}, {"--remove-prefix", "http://three.example/a/"},
+                                       {"--remove-prefix", "http://nowhere.example/"}, {"--password", ""}}) {
+    bad.insert(bad.begin(), {"provider", "set", "1"});
+    RunResult r = lccWithToken(bad);
+    EXPECT_EQ(r.rc, 2) << bad[3] << " " << r.err;  // HTTP 400
+  }
+  EXPECT_EQ(stored(1)->prefixes, std::vector<std::string>{"http://three.example/a/"});
+  EXPECT_EQ(lccWithToken({"provider", "set", "99", "--priority", "1"}).rc, 1);
+
+  RunResult sus = lccWithToken({"provider", "suspend", "1"});
+  ASSERT_EQ(sus.rc, 0) << sus.err;
+  EXPECT_EQ(sus.out, "provider 1: suspended\n");
+  EXPECT_EQ(stored(1)->state, ProviderState::kSuspended);
+  EXPECT_EQ(lccWithToken({"provider", "resume", "1"}).out, "provider 1: active\n");
+  EXPECT_EQ(stored(1)->state, ProviderState::kActive);
+  EXPECT_EQ(lccWithToken({"provider", "suspend", "99"}).rc, 1);
+
+  // No QM reads this store: the record goes at once, a purge is refused.
+  RunResult purge = lccWithToken({"provider", "remove", "2", "--purge"});
+  EXPECT_EQ(purge.rc, 1);
+  EXPECT_NE(purge.err.find("purge needs the QM"), std::string::npos) << purge.err;
+  RunResult rm = lccWithToken({"provider", "remove", "2"});
+  ASSERT_EQ(rm.rc, 0) << rm.err;
+  EXPECT_NE(rm.out.find("its content stays and is still exported"), std::string::npos) << rm.out;
+  EXPECT_FALSE(stored(2).has_value());
+}
+
 }  // namespace
 }  // namespace lcc

@@ -85,6 +85,8 @@ const std::vector<KeySpec>& Config::schema() {
       {"qm.age_expire", KeyType::kDuration, "180d", kMin, 3650 * kDay, "unrefreshed records are removed (expired-files)"},
       {"qm.age_check_interval", KeyType::kDuration, "6h", kSec, 30 * kDay, "how often ageing runs"},
       {"qm.tombstone_keep", KeyType::kDuration, "30d", kMin, 3650 * kDay, "how long removals stay visible to CUs"},
+      {"qm.provider_refresh", KeyType::kDuration, "2s", 10, kHour,
+       "how often the QM reads administrator changes (suspend, priority, bandwidth, remove) from the PIDB"},
       {"qm.checkpoint_interval", KeyType::kDuration, "2s", 10, kHour, "how often stores are synced and the journal trimmed"},
       {"qm.checkpoint_bytes", KeyType::kSize, "64MiB", kMiB, 64 * kGiB, "journal size that forces a checkpoint"},
       {"qm.group_commit_delay", KeyType::kDuration, "0ms", 0, kSec, "extra wait to gather sets into one sync"},
