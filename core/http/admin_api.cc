@@ -156,12 +156,12 @@ struct Admin {
 }  // namespace
 
 std::string_view providerStateName(ProviderState s) {
-  if (s == kProviderRemoving) return "removing";
-  if (s == kProviderPurging) return "purging";
   switch (s) {
     case ProviderState::kPending: return "pending";
     case ProviderState::kActive: return "active";
     case ProviderState::kSuspended: return "suspended";
+    case ProviderState::kRemoving: return "removing";
+    case ProviderState::kPurging: return "purging";
   }
   return "unknown";
 }

@@ -1,4 +1,4 @@
-// lcc/provider_states.h — the PIDB states an administrator's removal adds to
+// lcc/provider_states.h — helpers for the PIDB states an administrator's removal adds to
 // ProviderState (lcc/types.h: kPending 0, kActive 1, kSuspended 2). Stored as the same
 // byte by every storage plugin; kProviderStateMax bounds what a decoder accepts.
 //   kProviderRemoving: `lcc provider remove` — the QM drops the queued URLs, keeps the
@@ -13,8 +13,8 @@
 
 namespace lcc {
 
-inline constexpr ProviderState kProviderRemoving = static_cast<ProviderState>(3);
-inline constexpr ProviderState kProviderPurging = static_cast<ProviderState>(4);
+inline constexpr ProviderState kProviderRemoving = ProviderState::kRemoving;
+inline constexpr ProviderState kProviderPurging = ProviderState::kPurging;
 inline constexpr std::uint8_t kProviderStateMax = 4;
 
 inline bool isProviderRemoving(ProviderState s) { return s == kProviderRemoving || s == kProviderPurging; }

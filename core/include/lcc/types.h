@@ -147,6 +147,8 @@ enum class ProviderState : std::uint8_t {
   kPending = 0,    // registered, secret not verified yet
   kActive = 1,
   kSuspended = 2,  // by an administrator
+  kRemoving = 3,   // `lcc provider remove`: the QM drops the queued URLs, then the record
+  kPurging = 4,    // `remove --purge`: the same, and the content is removed
 };
 
 enum class FullSetReason : std::uint8_t {
