@@ -1,4 +1,4 @@
-// status_page.h — GET /: the node's status page for a person (surface.md "HTTP port").
+// status_page.h — GET /: the node's status page for a person (docs/protocol.md §7, the HTTP port).
 //
 // One HTML page, no JavaScript needed (a short script reloads it every 10 s): what is
 // wrong first (overload, cache-crash, a failed QM, a lost url source, a growing spool),

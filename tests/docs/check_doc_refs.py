@@ -124,6 +124,8 @@ def check(files, contents):
                 ref = m.group(1)
                 if ref.startswith("http") or "://" in line[max(0, m.start() - 60):m.start()]:
                     continue  # part of a URL
+                if line[max(0, m.start() - 40):m.start()].rstrip("/").endswith("}") or "}share/" in line:
+                    continue  # an install path built from a variable (${prefix}share/doc/...)
                 if resolve(ref, path, known) is None:
                     problems.append(f"{where}: '{ref}' is not a file of this repository")
             for m in SECTION_CITE.finditer(line):
