@@ -20,7 +20,6 @@ import http.server
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 import threading
@@ -28,7 +27,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeline_test import Node, free_port, wait_for  # noqa: E402
+from pipeline_test import Node, free_port, run_guarded, wait_for  # noqa: E402
 
 
 class GatedSite:
@@ -249,7 +248,8 @@ def main():
     work = tempfile.mkdtemp(prefix="lcc-e2e-life-")
     site = GatedSite(os.path.join(work, "site"))
     node = Node(args, work, extra="qm:\n  provider_refresh: 50ms\n")
-    try:
+
+    def body():
         node.start()
         t = Lifecycle(node, site)
         pid, password = suspend_and_resume(t)
@@ -257,13 +257,8 @@ def main():
         remove_keeps_content(t)
         remove_purges_content(t)
         node.stop()
-    except BaseException:
-        print(node.log_tail(), file=sys.stderr)
-        raise
-    finally:
-        node.kill()
-        site.stop()
-        shutil.rmtree(work, ignore_errors=True)
+
+    run_guarded(node, site, work, body)
     print("e2e provider lifecycle: 1 passed, 0 failed")
 
 
