@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libgmock-dev
   python3 tar gzip curl nginx-light
   libsystemd-dev     # sd_notify: lccd as a Type=notify service (etc/lccd.service)
-  dpkg-dev           # cpack -G DEB: dpkg-shlibdeps (tests/install/deb_test.cmake)
+  dpkg-dev file      # cpack -G DEB: dpkg-shlibdeps and CPackDeb need both (tests/install/deb_test.cmake)
   chromium           # tests/e2e/operator_test.py renders the status page headless
   prometheus         # promtool check metrics (tests/e2e/operator_test.py)
 )

@@ -1,12 +1,15 @@
 // progress.h — one repainted progress line on stderr for the lcc commands that take a
 // while (cp send, cp scan, cu query): only when stderr is a terminal, at most four
 // times a second, and nothing at all for a run shorter than the first interval.
+// LCC_PROGRESS_INTERVAL_MS overrides the interval (0: repaint on every update; a script
+// that records a terminal session, and the progress test, use it).
 #pragma once
 
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace lcc::cli {
@@ -14,8 +17,17 @@ namespace lcc::cli {
 class TtyProgress {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit TtyProgress(std::chrono::milliseconds every = std::chrono::milliseconds(250))
+  explicit TtyProgress(std::chrono::milliseconds every = intervalFromEnv())
       : tty_(::isatty(STDERR_FILENO) == 1), every_(every), last_(Clock::now()) {}
+
+  // 250 ms, or LCC_PROGRESS_INTERVAL_MS when it is a plain number of milliseconds.
+  static std::chrono::milliseconds intervalFromEnv() {
+    const char* v = std::getenv("LCC_PROGRESS_INTERVAL_MS");
+    char* end = nullptr;
+    const long ms = v != nullptr && *v != '\0' ? std::strtol(v, &end, 10) : -1;
+    if (ms < 0 || ms > 60000 || end == nullptr || *end != '\0') return std::chrono::milliseconds(250);
+    return std::chrono::milliseconds(ms);
+  }
 
   // Repaints the line `make()` returns when the interval has passed (make is not
   // called otherwise).
@@ -23,7 +35,7 @@ class TtyProgress {
   void update(F&& make) {
     if (!tty_) return;
     const auto now = Clock::now();
-    if (now - last_ < every_) return;
+    if (every_.count() > 0 && now - last_ < every_) return;
     last_ = now;
     paint(make());
   }

@@ -93,6 +93,9 @@ Status QueueManager::open() {
   // Suspended and removed providers are held before anything is dispatched.
   refreshProviders();
   pump();
+  // The gauges exist from the start, not from the first checkpoint (the status page's
+  // charts and STATUS= read them).
+  publishMetrics();
   return Status::ok();
 }
 
