@@ -25,10 +25,12 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from pipeline_test import wait_for  # noqa: E402
 
 PORTS = (7700, 7701, 7702, 7703, 7704, 7780, 8000)
-DEADLINE = 60
+DEADLINE = 60  # seconds for one command
 
 
 def tour_commands(readme):
@@ -42,20 +44,6 @@ def tour_commands(readme):
 def port_taken(port):
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def wait_for(what, fn):
-    end = time.time() + DEADLINE
-    last = None
-    while time.time() < end:
-        try:
-            last = fn()
-            if last:
-                return last
-        except Exception as e:  # noqa: BLE001 - report the last failure
-            last = e
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
 
 class Tour:
