@@ -16,6 +16,7 @@ struct Globals {
 void addProviderCommands(CLI::App& app, Globals& g);  // cli_provider.cc
 void addStatusCommand(CLI::App& app, Globals& g);     // cli_status.cc
 void addCpCommands(CLI::App& app, Globals& g);        // cli_cp.cc
+void addCpSitemapCommand(CLI::App& cp, Globals& g);   // cli_sitemap.cc, under `lcc cp`
 void addCuCommands(CLI::App& app, Globals& g);        // cli_cu.cc
 
 }  // namespace lcc::cli

@@ -1,6 +1,7 @@
 // cli_cp.cc — the content provider's tools (docs/commands.md):
 //   lcc cp send  — sends <url/> lines (or a whole <lococa:set>) to a UNS, prints the result
 //   lcc cp scan  — <url/> lines for the files under a folder, optionally only the changes
+//   (lcc cp sitemap is in cli_sitemap.cc)
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -19,6 +20,7 @@
 #include <sstream>
 
 #include "app/cli.h"
+#include "app/cli_mime.h"
 #include "app/progress.h"
 #include "common/md5.h"
 #include "common/posix_env.h"
@@ -319,51 +321,6 @@ int runSend(const SendArgs& a) {
 // ---------------------------------------------------------------------------
 // cp scan
 
-const std::map<std::string, std::string>& builtinMimeMap() {
-  static const std::map<std::string, std::string> kMap = {
-      {"htm", "text/html"},          {"html", "text/html"},         {"shtml", "text/html"},
-      {"txt", "text/plain"},         {"text", "text/plain"},        {"css", "text/css"},
-      {"csv", "text/csv"},           {"md", "text/markdown"},       {"xml", "application/xml"},
-      {"xhtml", "application/xhtml+xml"}, {"json", "application/json"}, {"js", "text/javascript"},
-      {"pdf", "application/pdf"},    {"ps", "application/postscript"}, {"rtf", "application/rtf"},
-      {"doc", "application/msword"}, {"docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"},
-      {"xls", "application/vnd.ms-excel"}, {"odt", "application/vnd.oasis.opendocument.text"},
-      {"zip", "application/zip"},    {"gz", "application/gzip"},    {"tar", "application/x-tar"},
-      {"png", "image/png"},          {"jpg", "image/jpeg"},         {"jpeg", "image/jpeg"},
-      {"gif", "image/gif"},          {"svg", "image/svg+xml"},      {"webp", "image/webp"},
-      {"ico", "image/vnd.microsoft.icon"}, {"mp3", "audio/mpeg"}, {"mp4", "video/mp4"},
-  };
-  return kMap;
-}
-
-// mime.types format: "type/subtype ext ext ..." per line, '#' comments.
-bool loadMimeMap(const std::string& path, std::map<std::string, std::string>& map, std::string* err) {
-  std::ifstream in(path);
-  if (!in) {
-    *err = "cannot read " + path;
-    return false;
-  }
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
-    std::istringstream ss(line);
-    std::string type, ext;
-    if (!(ss >> type)) continue;
-    if (type.find('/') == std::string::npos) {
-      *err = path + ":" + std::to_string(n) + ": expected 'type/subtype ext ...'";
-      return false;
-    }
-    while (ss >> ext) {
-      if (!ext.empty() && ext[0] == '.') ext.erase(0, 1);
-      std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-      map[ext] = type;
-    }
-  }
-  return true;
-}
-
 // A relative path as a URL path: percent-encoded, '/' kept.
 std::string urlPath(const std::string& rel) { return http::percentEncode(rel, "/"); }
 
@@ -416,9 +373,9 @@ struct ScanArgs {
 };
 
 int runScan(const ScanArgs& a) {
-  std::map<std::string, std::string> mime = builtinMimeMap();
+  MimeMap mime;
   std::string err;
-  if (!a.mime_map.empty() && !loadMimeMap(a.mime_map, mime, &err)) {
+  if (!a.mime_map.empty() && !mime.load(a.mime_map, &err)) {
     std::cerr << "lcc cp scan: " << err << "\n";
     return 2;
   }
@@ -471,9 +428,7 @@ int runScan(const ScanArgs& a) {
     s.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
     std::string ext = path.extension().string();
     if (!ext.empty()) ext.erase(0, 1);
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-    auto m = mime.find(ext);
-    s.mime = m == mime.end() ? "application/octet-stream" : m->second;
+    s.mime = mime.forExtension(ext);
     auto old = old_state.find(key);
     const bool unchanged = old != old_state.end() && old->second.size == s.size && old->second.mtime_ns == s.mtime_ns &&
                            old->second.mime == s.mime;
@@ -521,7 +476,7 @@ int runScan(const ScanArgs& a) {
 }  // namespace
 
 void addCpCommands(CLI::App& app, Globals& g) {
-  auto* cp = app.add_subcommand("cp", "content provider tools: send url notifications, scan a folder");
+  auto* cp = app.add_subcommand("cp", "content provider tools: send url notifications, scan a folder, read sitemaps");
   cp->require_subcommand(1);
 
   auto send_args = std::make_shared<SendArgs>();
@@ -541,6 +496,8 @@ void addCpCommands(CLI::App& app, Globals& g) {
   scan->add_option("--mime-map", scan_args->mime_map, "mime.types-style file: 'type/subtype ext ...'");
   scan->add_option("--state", scan_args->state_file, "remember this scan; print only what changed since the last one");
   scan->callback([&g, scan_args] { g.exit_code = runScan(*scan_args); });
+
+  addCpSitemapCommand(*cp, g);
 }
 
 }  // namespace lcc::cli

@@ -105,6 +105,25 @@ std::optional<std::int64_t> parseTime(std::string_view s) {
   return days * 86400 + hour * 3600 + min * 60 + (sec == 60 ? 59 : sec) - offset;
 }
 
+std::optional<std::int64_t> parseW3cDatetime(std::string_view s) {
+  if (s.size() == 4 || s.size() == 7 || s.size() == 10) {
+    int year = 0, mon = 1, day = 1;
+    if (!readInt(s, 0, 4, year)) return std::nullopt;
+    if (s.size() >= 7 && (s[4] != '-' || !readInt(s, 5, 2, mon))) return std::nullopt;
+    if (s.size() == 10 && (s[7] != '-' || !readInt(s, 8, 2, day))) return std::nullopt;
+    static constexpr int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (mon < 1 || mon > 12 || day < 1 || day > kDays[mon - 1]) return std::nullopt;
+    return daysFromCivil(year, static_cast<unsigned>(mon), static_cast<unsigned>(day)) * 86400;
+  }
+  if (s.size() < 17 || s[10] != 'T' || s[13] != ':') return std::nullopt;
+  if (s[16] == ':') return parseTime(s);
+  // hh:mm without seconds: the same instant with ":00".
+  std::string with_seconds(s.substr(0, 16));
+  with_seconds += ":00";
+  with_seconds += s.substr(16);
+  return parseTime(with_seconds);
+}
+
 std::optional<std::int64_t> parseDurationMs(std::string_view text) {
   return parseNumberWithSuffix(text, {{"", 1},
                                       {"ms", 1},

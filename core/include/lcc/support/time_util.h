@@ -18,6 +18,10 @@ std::string formatRfc3339(WallTime t);  // truncated to seconds
 // integer of seconds since the epoch. Returns seconds since the epoch.
 std::optional<std::int64_t> parseTime(std::string_view text);
 
+// W3C Datetime (the profile of ISO 8601 that sitemaps use for lastmod): "2024",
+// "2024-05", "2024-05-01", "2024-05-01T12:00+02:00", "2024-05-01T12:00:00Z",
+// "2024-05-01T12:00:00.5-03:00". A date alone is its first second, UTC.
+std::optional<std::int64_t> parseW3cDatetime(std::string_view text);
 // Parses "250ms", "30s", "5m", "2h", "1d", "1w" or bare milliseconds.
 std::optional<std::int64_t> parseDurationMs(std::string_view text);
 // Parses "512", "64KiB", "50MiB", "2GiB", "1TiB", "10KB", "5MB", "1GB"; bytes.
