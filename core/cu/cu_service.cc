@@ -6,6 +6,8 @@
 #include "cu/cu_server.h"
 #include "cu/query_engine.h"
 #include "http/http_server.h"
+#include "net/host_port.h"
+#include "resourcesync/resourcesync.h"
 
 namespace lcc::cu {
 namespace {
@@ -94,6 +96,17 @@ Result<ServicePtr> makeCuService(NodeContext& node) {
   s.write_timeout_ms = cfg.getInt("cu.write_timeout");
   s.pipe_buffer = static_cast<std::size_t>(cfg.getInt("cu.pipe_buffer"));
   s.export_threads = static_cast<std::size_t>(cfg.getInt("cu.export_threads"));
+  if (node.http != nullptr) {
+    resourcesync::Options rs;
+    rs.base_url = cfg.getString("resourcesync.base_url");
+    if (rs.base_url.empty()) {
+      auto http = net::HostPort::parse(cfg.getString("listen.http"));
+      if (http.isOk()) rs.base_url = "http://" + http.value().reachable().toString();
+    }
+    while (!rs.base_url.empty() && rs.base_url.back() == '/') rs.base_url.pop_back();
+    rs.page_size = static_cast<std::uint64_t>(cfg.getInt("resourcesync.page_size"));
+    resourcesync::addRoutes(*node.http, *node.content, node.providers, *node.clock, std::move(rs));
+  }
   return ServicePtr(new CuService(node, std::move(e), std::move(s)));
 }
 
