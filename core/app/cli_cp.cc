@@ -20,7 +20,7 @@
 #include <sstream>
 
 #include "app/cli.h"
-#include "app/cli_mime.h"
+#include "common/mime_map.h"
 #include "app/progress.h"
 #include "common/md5.h"
 #include "common/posix_env.h"
@@ -373,7 +373,7 @@ struct ScanArgs {
 };
 
 int runScan(const ScanArgs& a) {
-  MimeMap mime;
+  lcc::MimeMap mime;
   std::string err;
   if (!a.mime_map.empty() && !mime.load(a.mime_map, &err)) {
     std::cerr << "lcc cp scan: " << err << "\n";

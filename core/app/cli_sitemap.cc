@@ -17,7 +17,7 @@
 #include <set>
 
 #include "app/cli.h"
-#include "app/cli_mime.h"
+#include "common/mime_map.h"
 #include "app/progress.h"
 #include "common/posix_env.h"
 #include "lcc/support/time_util.h"
@@ -193,7 +193,7 @@ std::string urlPathOf(const std::string& normal) {
 }
 
 int runSitemap(const SitemapArgs& a) {
-  MimeMap mime;
+  lcc::MimeMap mime;
   std::string err;
   if (!a.mime_map.empty() && !mime.load(a.mime_map, &err)) {
     std::cerr << "lcc cp sitemap: --mime-map: " << err << "\n";

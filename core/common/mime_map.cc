@@ -1,11 +1,11 @@
-#include "app/cli_mime.h"
+#include "common/mime_map.h"
 
 #include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <sstream>
 
-namespace lcc::cli {
+namespace lcc {
 
 MimeMap::MimeMap() {
   by_ext_ = {
@@ -63,4 +63,4 @@ std::string MimeMap::forUrlPath(std::string_view path) const {
   return forExtension(std::string(last.substr(dot + 1)));
 }
 
-}  // namespace lcc::cli
+}  // namespace lcc

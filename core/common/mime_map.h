@@ -1,13 +1,13 @@
-// cli_mime.h — the MIME type of a file or URL from its extension, for the lcc commands
-// that describe a site (cp scan, cp sitemap): a built-in map, or a mime.types file
-// (`--mime-map`) laid over it.
+// mime_map.h — the MIME type of a file or URL from its extension, for what describes
+// a site without saying its types (lcc cp scan, lcc cp sitemap, IndexNow): a built-in
+// map, or a mime.types file (`--mime-map`) laid over it.
 #pragma once
 
 #include <map>
 #include <string>
 #include <string_view>
 
-namespace lcc::cli {
+namespace lcc {
 
 class MimeMap {
  public:
@@ -26,4 +26,4 @@ class MimeMap {
   std::map<std::string, std::string> by_ext_;
 };
 
-}  // namespace lcc::cli
+}  // namespace lcc
