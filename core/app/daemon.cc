@@ -60,7 +60,7 @@ Needs needsFor(const std::set<std::string>& roles) {
   n.queue = roles.count("qm");
   n.content = roles.count("qm") || roles.count("cu");
   n.providers = roles.count("uns") || roles.count("qm") || roles.count("rs") || !roles.empty();
-  n.fetcher = roles.count("bot") || roles.count("rs");
+  n.fetcher = roles.count("bot") || roles.count("rs") || roles.count("uns");  // uns: IndexNow key files
   n.exporters = roles.count("cu");
   return n;
 }

@@ -19,6 +19,7 @@
 
 #include "net/acceptor.h"
 #include "uns/forwarder.h"
+#include "uns/indexnow_routes.h"
 #include "uns/uns_core.h"
 
 namespace lcc::uns {
@@ -382,7 +383,9 @@ class UnsService final : public Service {
   explicit UnsService(NodeContext& node)
       : server_(*node.io, optionsFor(node), node.providers,
                 node.clock, node.env, node.metrics,
-                [&node](ProviderId pid) -> std::uint64_t { return node.queued_urls ? node.queued_urls(pid) : 0; }) {}
+                [&node](ProviderId pid) -> std::uint64_t { return node.queued_urls ? node.queued_urls(pid) : 0; }) {
+    addIndexNowRoutes(node, server_.forwarder());
+  }
   static UnsOptions optionsFor(const NodeContext& node) {
     UnsOptions o = unsOptionsFromConfig(*node.config, node.data_dir, node.machine_id);
     o.core.passwords = node.passwords;

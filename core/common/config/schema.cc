@@ -136,6 +136,11 @@ const std::vector<KeySpec>& Config::schema() {
        "longest silence while reading content from another machine"},
       {"cu.remote_pipeline", KeyType::kInt, "8", 1, 1024,
        "requests for another machine's content sent ahead on its connection (1: one at a time)"},
+      // --- indexnow (served with the uns role) ---
+      {"indexnow.key_ttl", KeyType::kDuration, "1h", 1000, 30 * kDay, "how long a verified IndexNow key file is trusted"},
+      {"indexnow.key_timeout", KeyType::kDuration, "10s", 100, 5 * kMin, "longest wait for an IndexNow key file"},
+      {"indexnow.requests_per_minute", KeyType::kInt, "60", 0, 1000000,
+       "IndexNow requests per site (scheme, host, port) per minute; more get 429 (0: no limit)"},
       // --- resourcesync (served by the cu role) ---
       {"resourcesync.base_url", KeyType::kString, "", 0, 300,
        "http(s)://host[:port] put before the ResourceSync documents' own URLs (empty: http://<listen.http>)"},
@@ -154,7 +159,7 @@ const std::vector<KeySpec>& Config::schema() {
       {"rs.max_pending", KeyType::kInt, "1000", 1, 10000000, "registrations waiting for verification at once (more: 503)"},
       // --- http ---
       {"http.admin_remote", KeyType::kBool, "false", kNoMin, kNoMax, "allow the admin API from non-loopback peers"},
-      {"http.max_body", KeyType::kSize, "1MiB", 1024, kGiB, "largest request body"},
+      {"http.max_body", KeyType::kSize, "4MiB", 1024, kGiB, "largest request body (an IndexNow list of 10,000 URLs)"},
       {"http.idle_timeout", KeyType::kDuration, "30s", 100, kDay, "keep-alive and read timeout"},
       {"http.max_connections", KeyType::kInt, "256", 1, 1000000, "HTTP connections at once (more: 503)"},
       {"http.workers", KeyType::kInt, "4", 1, 1024, "threads running HTTP handlers"},

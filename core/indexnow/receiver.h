@@ -1,0 +1,87 @@
+// receiver.h — the IndexNow endpoints (docs/protocol.md §10): a site that pings search
+// engines with IndexNow pings the LCC the same way, and its URLs become a partial set
+// of the provider whose prefix covers them.
+//
+// One request: parse (request.h) → per-host rate (429) → the key file, read through
+// the injected fetch and remembered for key_ttl (403 when it is missing or holds
+// another key) → each URL to the active provider whose prefix covers it, the longest
+// prefix first (403 when one has none: indexnow.register is off) → one partial set per
+// provider, handed to the UNS's forwarder → 202 once every set is durable (spooled or
+// acked by the QM), as a CP's set_accepted.
+// THREADS: handle() runs on HTTP workers, at once; it blocks while the key is fetched
+// and while the sets are made durable.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "common/address_limiter.h"
+#include "common/metrics.h"
+#include "common/mime_map.h"
+#include "http/http_server.h"
+#include "indexnow/request.h"
+#include "lcc/clock.h"
+#include "lcc/provider_store.h"
+
+namespace lcc::indexnow {
+
+struct ReceiverOptions {
+  Millis key_ttl{3600 * 1000};        // indexnow.key_ttl: a verified key is trusted this long
+  Millis key_retry{60 * 1000};        // a key file found wrong or missing is not fetched again sooner
+  std::size_t key_cache_entries = 10000;
+  std::uint64_t requests_per_minute = 60;  // indexnow.requests_per_minute, per host (0: no limit)
+};
+
+// The outcome of handing a set to the UNS → QM path.
+struct Durable {
+  bool accepted = false;
+  std::string why;  // when not accepted
+};
+
+struct ReceiverDeps {
+  ProviderStore* providers = nullptr;
+  Clock* clock = nullptr;
+  Metrics* metrics = nullptr;
+  // The body of a key file (at most a few hundred bytes), or why it could not be read.
+  // Must not follow a redirect off the key file's folder.
+  std::function<Result<std::string>(const std::string& key_url, const std::string& scope)> fetch_key;
+  // A partial set of `count` <url/> elements for `pid`; returns once it is durable or refused.
+  std::function<Durable(ProviderId pid, std::uint64_t count, std::string urls_xml)> submit;
+};
+
+class Receiver {
+ public:
+  Receiver(ReceiverOptions options, ReceiverDeps deps);
+  http::Response handle(const http::Request& req);
+
+ private:
+  struct KeyEntry {
+    std::string why;  // empty: the key holds; else the 403's reason
+    MonoTime until;
+  };
+  // Empty when the key holds, else the 403's reason.
+  std::string checkKey(const Submission& s);
+  http::Response accept(const Submission& s);
+
+  ReceiverOptions options_;
+  ReceiverDeps deps_;
+  MimeMap mime_;
+  AddressLimiter per_host_;
+  std::mutex mu_;
+  std::unordered_map<std::string, KeyEntry> keys_;  // key_url + '\n' + key
+  Counter& submissions_;
+  Counter& urls_;
+  Counter& refused_;
+  Counter& throttled_;
+  Counter& key_fetches_;
+};
+
+// Registers GET and POST on /indexnow and /IndexNow.
+void addRoutes(http::Router& router, std::shared_ptr<Receiver> receiver);
+
+}  // namespace lcc::indexnow

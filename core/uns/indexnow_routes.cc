@@ -1,0 +1,76 @@
+#include "uns/indexnow_routes.h"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+
+#include "common/config/config.h"
+#include "common/fetch_wait.h"
+#include "indexnow/receiver.h"
+
+namespace lcc::uns {
+namespace {
+
+constexpr std::uint64_t kMaxKeyFile = 1024;  // a key is at most 128 characters
+
+indexnow::Durable submitAndWait(Forwarder& fwd, ProviderId pid, std::uint64_t count, std::string urls_xml) {
+  SetSubmission set;
+  set.pid = pid;
+  set.kind = SetKind::kPartial;
+  set.count = count;
+  set.urls_xml = std::move(urls_xml);
+  auto outcome = std::make_shared<std::promise<SetOutcome>>();
+  auto future = outcome->get_future();
+  fwd.submit(std::move(set), [outcome](const SetOutcome& o) { outcome->set_value(o); });
+  // The forwarder answers every set it keeps running for: durable, or refused (130).
+  if (future.wait_for(std::chrono::minutes(2)) != std::future_status::ready) return {false, "no answer from the UNS"};
+  const SetOutcome o = future.get();
+  if (o.accepted) return {true, ""};
+  return {false, std::to_string(static_cast<int>(o.code)) + " " + o.message};
+}
+
+}  // namespace
+
+void addIndexNowRoutes(NodeContext& node, Forwarder& forwarder) {
+  if (node.http == nullptr || node.fetcher == nullptr) return;
+  const Config& cfg = *node.config;
+  indexnow::ReceiverOptions o;
+  o.key_ttl = Millis(cfg.getInt("indexnow.key_ttl"));
+  o.requests_per_minute = static_cast<std::uint64_t>(cfg.getInt("indexnow.requests_per_minute"));
+  const Millis timeout(cfg.getInt("indexnow.key_timeout"));
+  const std::string work_dir = node.data_dir + "/indexnow";
+  if (Status s = node.env->createDirs(work_dir, DirOptions{.private_dir = true}); !s.isOk()) {
+    spdlog::error("indexnow: {}: {} (the IndexNow endpoints are off)", work_dir, s.toString());
+    return;
+  }
+  auto next_id = std::make_shared<std::atomic<std::uint64_t>>((3ull << 61) + 1);  // apart from robots and the RS
+  indexnow::ReceiverDeps deps;
+  deps.providers = node.providers;
+  deps.clock = node.clock;
+  deps.metrics = node.metrics;
+  deps.fetch_key = [&node, work_dir, timeout, next_id](const std::string& key_url,
+                                                       const std::string& scope) -> Result<std::string> {
+    FetchRequest req;
+    req.id = (*next_id)++;
+    req.url = key_url;
+    req.path = work_dir + "/key-" + std::to_string(req.id) + ".tmp";
+    req.max_size = kMaxKeyFile;
+    req.redirects = RedirectPolicy::kPrefix;  // never off the key file's folder
+    req.redirect_prefixes = {scope};
+    LCC_ASSIGN_OR_RETURN(auto got, fetchAndWait(*node.fetcher, *node.env, req, timeout));
+    if (!got.result.ok()) {
+      return Status::ioError("fetch code " + std::to_string(static_cast<int>(got.result.code)) +
+                                 (got.result.http_status != 0 ? ", HTTP " + std::to_string(got.result.http_status) : "") +
+                                 (got.result.message.empty() ? "" : ": " + got.result.message));
+    }
+    return got.body;
+  };
+  deps.submit = [&forwarder](ProviderId pid, std::uint64_t count, std::string xml) {
+    return submitAndWait(forwarder, pid, count, std::move(xml));
+  };
+  indexnow::addRoutes(*node.http, std::make_shared<indexnow::Receiver>(o, std::move(deps)));
+}
+
+}  // namespace lcc::uns

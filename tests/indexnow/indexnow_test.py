@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""IndexNow in: curl sends the requests of the IndexNow documentation to a real lccd.
+
+A site on 127.0.0.1 is a provider of the LCC and publishes its key file. Checked:
+  - the documented GET (url, key) is answered 202 and the page is fetched and exported;
+  - the documented POST (host, key, keyLocation, urlList) likewise, for every URL;
+  - a key file that holds another key, or none, is 403; a wrong key is not fetched again
+    at once (the site sees one request for it);
+  - bad JSON and more than 10,000 URLs are 400; a URL of another host, or outside the
+    key file's folder, is 422; a URL under no provider is 403 (indexnow.register off);
+  - past indexnow.requests_per_minute the site gets 429 with Retry-After;
+  - /metrics counts the accepted lists and URLs.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from pipeline_test import Node, Site, run_guarded, wait_for  # noqa: E402
+
+KEY = "7e3f6e8bc6b743e2a5e6a4a4c2d1a0a5"
+
+
+def curl(*args):
+    """(status, body) of a curl request; curl is the independent client."""
+    p = subprocess.run(["curl", "-s", "-o", "-", "-w", "\n%{http_code}", "--max-time", "30", *args],
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr.decode()
+    body, _, code = p.stdout.decode().rpartition("\n")
+    return int(code), body
+
+
+def post(endpoint, doc, path="/IndexNow"):
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        f.write(doc if isinstance(doc, str) else json.dumps(doc))
+        f.flush()
+        return curl("-X", "POST", "-H", "Content-Type: application/json; charset=utf-8",
+                    "--data-binary", "@" + f.name, endpoint + path)
+
+
+def exported_urls(node):
+    return {u.getAttribute("c") for u in node.query_xml().getElementsByTagNameNS("*", "url")
+            if u.getAttribute("deleted") != "yes"}
+
+
+def run(node, site, work):
+    for name in ("product.html", "url1.html", "folder/url2.html", "url3.html", "docs/a.html", "other/b.html"):
+        site.write(name, f"<html>{name}</html>\n".encode())
+    site.write(f"{KEY}.txt", (KEY + "\n").encode())
+    site.write("docs/docs-key.txt", b"docskey-1234\n")
+    node.start()
+    node.lcc("provider", "add", "--prefix", site.base)
+    endpoint = f"http://127.0.0.1:{node.ports['http']}"
+    host = "127.0.0.1"
+
+    code, body = curl(f"{endpoint}/indexnow?url={site.base}product.html&key={KEY}")
+    assert code == 202, (code, body)
+    wait_for("the GET's page", lambda: f"{site.base}product.html" in exported_urls(node))
+
+    doc = {"host": host, "key": KEY, "keyLocation": f"{site.base}{KEY}.txt",
+           "urlList": [f"{site.base}url1.html", f"{site.base}folder/url2.html", f"{site.base}url3.html"]}
+    code, body = post(endpoint, doc)
+    assert code == 202 and "accepted 3 URLs" in body, (code, body)
+    wait_for("the POST's pages", lambda: {f"{site.base}url1.html", f"{site.base}folder/url2.html",
+                                          f"{site.base}url3.html"} <= exported_urls(node))
+
+    # A key the site does not publish: its key file is missing (404), then remembered.
+    wrong = "0000aaaa1111bbbb"
+    for _ in range(2):
+        code, body = curl(f"{endpoint}/indexnow?url={site.base}url1&key={wrong}")
+        assert code == 403 and "could not be read" in body, (code, body)
+    # A key file that holds another key.
+    site.write("docs/docs-key.txt", b"another-key-5678\n")
+    code, body = post(endpoint, {"host": host, "key": "docskey-1234", "keyLocation": f"{site.base}docs/docs-key.txt",
+                                 "urlList": [f"{site.base}docs/a.html"]})
+    assert code == 403 and "does not hold this key" in body, (code, body)
+
+    assert post(endpoint, "{not json")[0] == 400
+    assert post(endpoint, {"host": host, "key": KEY, "urlList": [f"{site.base}url1"] * 10001})[0] == 400
+    code, body = post(endpoint, {"host": host, "key": KEY, "urlList": ["http://other.example/x"]})
+    assert code == 422, (code, body)
+    code, body = post(endpoint, {"host": host, "key": KEY, "keyLocation": f"{site.base}docs/{KEY}.txt",
+                                 "urlList": [f"{site.base}other/b.html"]})
+    assert code == 422 and "outside the folder" in body, (code, body)
+
+    with urllib.request.urlopen(f"{endpoint}/metrics", timeout=10) as r:
+        metrics = r.read().decode()
+    assert re.search(r"^lcc_indexnow_submissions_total 2$", metrics, re.M), metrics
+    assert re.search(r"^lcc_indexnow_urls_total 4$", metrics, re.M), metrics
+    assert re.search(r"^lcc_indexnow_key_fetches_total 3$", metrics, re.M), metrics  # the wrong key once
+
+    # Past the per-site rate (requests_per_minute: 12 in this test).
+    codes = [curl(f"{endpoint}/indexnow?url={site.base}url1&key={KEY}")[0] for _ in range(12)]
+    assert codes[-1] == 429 and 202 in codes, codes
+    p = subprocess.run(["curl", "-s", "-D", "-", "-o", "/dev/null", "--max-time", "30",
+                        f"{endpoint}/indexnow?url={site.base}url1&key={KEY}"], capture_output=True, timeout=60)
+    assert re.search(rb"(?i)^retry-after: \d+", p.stdout, re.M), p.stdout
+
+
+def run_unowned(node, site, work):
+    """A site whose pages lie under no provider: 403 while indexnow.register is off."""
+    site.write(f"{KEY}.txt", KEY.encode())
+    site.write("x.html", b"x")
+    node.start()
+    node.lcc("provider", "add", "--prefix", site.base + "docs/")
+    code, body = curl(f"http://127.0.0.1:{node.ports['http']}/indexnow?url={site.base}x.html&key={KEY}")
+    assert code == 403 and "belongs to no provider" in body, (code, body)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--plugins", required=True)
+    args = ap.parse_args()
+    for body, extra in ((run, "indexnow:\n  requests_per_minute: 12\n"), (run_unowned, "")):
+        work = tempfile.mkdtemp(prefix="lcc-indexnow-")
+        site = Site(os.path.join(work, "site"))
+        node = Node(args, work, extra=extra)
+        run_guarded(node, site, work, lambda: body(node, site, work))
+    print("indexnow: ok")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
