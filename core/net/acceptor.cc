@@ -132,7 +132,12 @@ void Acceptor::onAccepted(const boost::system::error_code& ec, tcp::socket socke
   if (ec) {
     spdlog::warn("{}: accept: {}", options_.what, ec.message());
   } else {
-    auto stream = std::make_unique<TcpStream>(strand, std::move(socket));
+    std::unique_ptr<ByteStream> stream;
+    if (options_.tls) {
+      stream = std::make_unique<TlsStream>(strand, std::move(socket), options_.tls->current(), TlsRole::kServer);
+    } else {
+      stream = std::make_unique<TcpStream>(strand, std::move(socket));
+    }
     const std::string address = stream->peerAddress();
     auto conn = std::make_shared<Connection>(strand, std::move(stream), options_.connection);
     const Admission admission = slots_->admit(address, options_);
