@@ -406,6 +406,7 @@ Result<std::string> contentUrlFromConfig(const Config& cfg, bool has_http) {
   if (url == "auto") {
     if (!has_http) return std::string();
     std::string listen = cfg.getString("listen.http");
+    if (listen.empty()) return std::string();  // no plain HTTP port: not advertised
     auto hp = net::HostPort::parse(listen);
     if (hp.isOk() && hp->isWildcard()) {
       // A wildcard address is no place to connect to: use the host's name.

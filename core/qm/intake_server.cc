@@ -143,7 +143,14 @@ IntakeServer::~IntakeServer() { stop(); }
 Status IntakeServer::start() {
   net::AcceptorOptions ao;
   ao.what = "listen.qm";
-  ao.listen = impl_->options.listen;
+  const net::LinkAddress link = net::splitLinkAddress(impl_->options.listen);
+  ao.listen = link.host_port;
+  if (link.tls) {
+    if (!impl_->options.tls) return Status::invalidArgument("listen.qm " + impl_->options.listen + ": no TLS context");
+    ao.tls = impl_->options.tls;
+    ao.connection.clock = impl_->options.clock;
+    ao.connection.handshake = impl_->options.handshake_timeout;
+  }
   impl_->acceptor = net::makeAcceptor(impl_->io, ao, impl_);
   return impl_->acceptor->start();
 }

@@ -13,14 +13,20 @@
 #include <memory>
 #include <string>
 
+#include "lcc/clock.h"
 #include "lcc/error_codes.h"
 #include "lcc/status.h"
+#include "net/tls.h"
 #include "qm/intake_set.h"
 
 namespace lcc::qm {
 
 struct IntakeServerOptions {
-  std::string listen = "127.0.0.1:7701";
+  std::string listen = "127.0.0.1:7701";  // host:port, or tls://host:port (then `tls` is set)
+  // tls://: the context (common/tls_config.h, peerServer()) and the handshake deadline.
+  std::shared_ptr<net::TlsContextSlot> tls;
+  Clock* clock = nullptr;
+  Millis handshake_timeout{10000};
   std::size_t max_attribute_length = 8192;
   std::uint64_t max_set_urls = 1'000'000;
 };

@@ -7,6 +7,7 @@
 #include <future>
 #include <mutex>
 
+#include "common/tls_config.h"
 #include "lcc/support/journal.h"
 #include "qm/botm_server.h"
 #include "qm/intake_server.h"
@@ -59,6 +60,11 @@ class QmService final : public Service, public BotmLinkHandler {
 
     IntakeServerOptions io;
     io.listen = cfg.getString("listen.qm");
+    if (node_.tls) {
+      io.tls = node_.tls->peerServer();
+      io.clock = node_.clock;
+      io.handshake_timeout = node_.tls->handshakeTimeout();
+    }
     io.max_attribute_length = static_cast<std::size_t>(cfg.getInt("uns.max_attribute_length"));
     io.max_set_urls = static_cast<std::uint64_t>(cfg.getInt("uns.max_set_urls"));
     intake_ = std::make_unique<IntakeServer>(*node_.io, io, [this](IntakeSet set, IntakeServer::AckFn ack) {
