@@ -11,10 +11,8 @@ const char* const kClientListeners[] = {"listen.uns", "listen.cu", "listen.http"
                                         "listen.uns_tls", "listen.cu_tls", "listen.https"};
 const char* const kServerTlsListeners[] = {"listen.uns_tls", "listen.cu_tls", "listen.https"};
 // Links between machines that may be written tls://host:port.
-const char* const kLinkListeners[] = {"listen.qm"};
-const char* const kLinkTargets[] = {"uns.qm"};
-// Links that cannot run TLS yet: a tls:// there is refused rather than ignored.
-const char* const kPlainOnlyLinks[] = {"listen.botm", "listen.robots", "botm.source", "bot.connect"};
+const char* const kLinkListeners[] = {"listen.qm", "listen.botm", "listen.robots"};
+const char* const kLinkTargets[] = {"uns.qm", "botm.source", "bot.connect"};
 
 // A factory message "cert_file: /path: why" as a problem of key "tls.cert_file", with
 // the option names of the context mapped to the keys they came from.
@@ -39,11 +37,6 @@ std::shared_ptr<NodeTls> NodeTls::fromConfig(const Config& cfg, std::vector<Conf
     if (net::splitLinkAddress(cfg.getString(key)).tls) {
       problems->push_back({s.file, key, "tls:// is for links between machines; a TLS port for clients is "
                                         "listen.uns_tls, listen.cu_tls or listen.https"});
-    }
-  }
-  for (const char* key : kPlainOnlyLinks) {
-    if (net::splitLinkAddress(cfg.getString(key)).tls) {
-      problems->push_back({s.file, key, "this link does not run TLS yet (docs/security.md, TLS)"});
     }
   }
   std::string server_user, link_user;
@@ -107,6 +100,34 @@ bool NodeTls::make(const Settings& s, Made* out, std::vector<ConfigProblem>* pro
     else problems->push_back(problemOf(s.file, c.status(), "tls.peer_ca_file"));
   }
   return problems->size() == before;
+}
+
+Result<net::TlsLink> NodeTls::clientLink(const Config& cfg, Clock* clock) {
+  Settings s;
+  s.file = cfg.file();
+  s.want_peer_client = true;
+  const auto version = net::parseTlsVersion(cfg.getString("tls.min_version"));
+  if (!version) return Status::invalidArgument(s.file + ": tls.min_version: must be 1.2 or 1.3");
+  if (cfg.getString("tls.peer_ca_file").empty()) {
+    return Status::invalidArgument(s.file + ": tls.peer_ca_file: must be set for a tls:// link");
+  }
+  s.peer_client = {cfg.getString("tls.peer_ca_file"), cfg.getString("tls.cert_file"), cfg.getString("tls.key_file"),
+                   *version};
+  std::vector<ConfigProblem> problems;
+  Made made;
+  if (!make(s, &made, &problems)) return Status::invalidArgument(problems.front().toString());
+  return net::TlsLink{std::make_shared<net::TlsContextSlot>(made.peer_client), clock,
+                      Millis(cfg.getInt("tls.handshake_timeout"))};
+}
+
+net::TlsLink linkListening(const std::shared_ptr<NodeTls>& tls, Clock* clock) {
+  if (!tls) return {};
+  return {tls->peerServer(), clock, tls->handshakeTimeout()};
+}
+
+net::TlsLink linkConnecting(const std::shared_ptr<NodeTls>& tls, Clock* clock) {
+  if (!tls) return {};
+  return {tls->peerClient(), clock, tls->handshakeTimeout()};
 }
 
 Status NodeTls::reload() {

@@ -35,6 +35,10 @@ class NodeTls {
   Millis handshakeTimeout() const { return handshake_timeout_; }
   bool any() const { return server_ || peer_server_ || peer_client_; }
 
+  // For a program that only connects (lcc-bot --connect tls://...): the client end of
+  // a link from the tls.* keys of `cfg` (peer_ca_file, and cert_file/key_file shown).
+  static Result<net::TlsLink> clientLink(const Config& cfg, Clock* clock);
+
   // Reads the files again and replaces the contexts (new connections take the new
   // ones; open ones keep theirs). On a problem nothing is replaced: the Status says why.
   Status reload();
@@ -55,5 +59,10 @@ class NodeTls {
   std::shared_ptr<net::TlsContextSlot> server_, peer_server_, peer_client_;
   Millis handshake_timeout_{10000};
 };
+
+// The TLS of a link end for net::setListenAddress / net::setTargetAddress: the peer
+// contexts of `tls` (none when `tls` is null: a tls:// address is then an error).
+net::TlsLink linkListening(const std::shared_ptr<NodeTls>& tls, Clock* clock);
+net::TlsLink linkConnecting(const std::shared_ptr<NodeTls>& tls, Clock* clock);
 
 }  // namespace lcc

@@ -38,6 +38,10 @@ struct AcceptorOptions {
   std::shared_ptr<TlsContextSlot> tls;
 };
 
+// A link listener's address, "host:port" or "tls://host:port", into `ao` (listen, and
+// for tls:// the context and handshake deadline of `link`). Error: tls:// and no context.
+Status setListenAddress(AcceptorOptions& ao, const std::string& address, const TlsLink& link);
+
 // "host:port" to the endpoint to bind (a blocking resolve, for start-up code).
 Result<boost::asio::ip::tcp::endpoint> resolveListen(boost::asio::io_context& io, const HostPort& listen);
 

@@ -31,6 +31,17 @@ Millis BackOff::next() {
   return d;
 }
 
+Status setTargetAddress(ConnectorOptions& co, const std::string& address, const TlsLink& link) {
+  const LinkAddress a = splitLinkAddress(address);
+  co.target = a.host_port;
+  if (!a.tls) return Status::ok();
+  if (!link.slot) return Status::invalidArgument(co.what + " " + address + ": no TLS context (tls.* keys)");
+  co.tls = link.slot;
+  co.connection.clock = link.clock;
+  co.connection.handshake = link.handshake;
+  return Status::ok();
+}
+
 Connector::Connector(asio::io_context& io, Clock& clock, ConnectorOptions options)
     : io_(io),
       clock_(clock),

@@ -63,6 +63,10 @@ struct ConnectorOptions {
   std::string server_name;
 };
 
+// A link target, "host:port" or "tls://host:port", into `co` (target, and for tls://
+// the context and handshake deadline of `link`). Error: tls:// and no context.
+Status setTargetAddress(ConnectorOptions& co, const std::string& address, const TlsLink& link);
+
 class Connector : public std::enable_shared_from_this<Connector> {
  public:
   using OnConnected = std::function<void(std::shared_ptr<Connection>)>;

@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "lcc/clock.h"
 #include "lcc/status.h"
 #include "net/byte_stream.h"
 
@@ -73,6 +74,14 @@ class TlsContextSlot {
 struct TlsEndpoint {
   std::shared_ptr<TlsContextSlot> slot;
   std::string server_name;  // clients only
+};
+
+// The TLS of one end of a link between machines: the context (null: plain TCP) and
+// the handshake deadline on `clock` (common/tls_config.h makes it from the config).
+struct TlsLink {
+  std::shared_ptr<TlsContextSlot> slot;
+  Clock* clock = nullptr;
+  Millis handshake{10000};
 };
 
 enum class TlsRole : std::uint8_t { kServer, kClient };

@@ -143,14 +143,7 @@ IntakeServer::~IntakeServer() { stop(); }
 Status IntakeServer::start() {
   net::AcceptorOptions ao;
   ao.what = "listen.qm";
-  const net::LinkAddress link = net::splitLinkAddress(impl_->options.listen);
-  ao.listen = link.host_port;
-  if (link.tls) {
-    if (!impl_->options.tls) return Status::invalidArgument("listen.qm " + impl_->options.listen + ": no TLS context");
-    ao.tls = impl_->options.tls;
-    ao.connection.clock = impl_->options.clock;
-    ao.connection.handshake = impl_->options.handshake_timeout;
-  }
+  LCC_RETURN_IF_ERROR(net::setListenAddress(ao, impl_->options.listen, impl_->options.tls));
   impl_->acceptor = net::makeAcceptor(impl_->io, ao, impl_);
   return impl_->acceptor->start();
 }

@@ -23,10 +23,7 @@ namespace lcc::qm {
 
 struct IntakeServerOptions {
   std::string listen = "127.0.0.1:7701";  // host:port, or tls://host:port (then `tls` is set)
-  // tls://: the context (common/tls_config.h, peerServer()) and the handshake deadline.
-  std::shared_ptr<net::TlsContextSlot> tls;
-  Clock* clock = nullptr;
-  Millis handshake_timeout{10000};
+  net::TlsLink tls;                        // for tls:// (common/tls_config.h)
   std::size_t max_attribute_length = 8192;
   std::uint64_t max_set_urls = 1'000'000;
 };

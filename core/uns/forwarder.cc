@@ -309,14 +309,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   Status startLink() {
     net::ConnectorOptions co;
     co.what = "uns.qm";
-    const net::LinkAddress link = net::splitLinkAddress(opt.qm_address);
-    co.target = link.host_port;
-    if (link.tls) {
-      if (!opt.tls) return Status::invalidArgument("uns.qm " + opt.qm_address + ": no TLS context (tls.* keys)");
-      co.tls = opt.tls;
-      co.connection.clock = clock;
-      co.connection.handshake = opt.handshake_timeout;
-    }
+    LCC_RETURN_IF_ERROR(net::setTargetAddress(co, opt.qm_address, opt.tls));
     co.back_off = {Millis(opt.retry_ms), Millis(opt.retry_ms), 0.2};
     co.connection.read_buffer = 16 * 1024;
     co.strand = strand;

@@ -36,9 +36,7 @@ namespace lcc::uns {
 
 struct ForwarderOptions {
   std::string qm_address;          // host:port, or tls://host:port (then `tls` is set)
-  // The client context of a tls:// link (common/tls_config.h, peerClient()).
-  std::shared_ptr<net::TlsContextSlot> tls;
-  Millis handshake_timeout{10000};
+  net::TlsLink tls;                // for tls:// (common/tls_config.h)
   std::string uns_name;            // <machine_id>/uns
   std::string spool_dir;           // holds journal/ and set_id
   std::int64_t retry_ms = 1000;    // uns.qm_retry

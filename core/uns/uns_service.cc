@@ -406,9 +406,8 @@ class UnsService final : public Service {
     if (node.tls) {
       o.tls = node.tls->server();
       o.handshake_timeout = node.tls->handshakeTimeout();
-      o.forwarder.tls = node.tls->peerClient();
-      o.forwarder.handshake_timeout = o.handshake_timeout;
     }
+    o.forwarder.tls = linkConnecting(node.tls, node.clock);
     return o;
   }
   std::string_view name() const override { return "uns"; }

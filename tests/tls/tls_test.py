@@ -7,8 +7,8 @@ listen.cu_tls, `curl --cacert` against listen.https. Covered:
   - configuration errors as `file: key: why` (lccd --check);
   - plain listeners turned off with "" (listen.uns, listen.cu, listen.http);
   - a whole CP session over TLS with `lcc cp send --tls --ca`, its URLs forwarded to
-    the QM over a tls:// link with client certificates (tls.peer_ca_file), and read
-    back with `lcc cu query --tls --ca`;
+    the QM, handed to the BOT-M and fetched by the robot over tls:// links with client
+    certificates (tls.peer_ca_file), and read back with `lcc cu query --tls --ca`;
   - a wrong host name and an expired certificate refused by the client;
   - a client without a certificate where tls.client_ca_file requires one;
   - a TLS 1.0 client refused; plain text sent to a TLS port answered with a clean close;
@@ -137,6 +137,8 @@ def check_config_errors(args, work, pki):
         ({"uns": "tls://127.0.0.1:{uns}"}, {}, "listen.uns: tls:// is for links between machines"),
         ({"qm": "tls://127.0.0.1:{qm}"}, {"cert_file": cert, "key_file": key},
          "tls.peer_ca_file: must be set when listen.qm is tls://"),
+        ({"robots": "tls://127.0.0.1:{robots}"}, {"peer_ca_file": pki.ca},
+         "tls.cert_file: must be set when listen.robots is"),
     ]
     for i, (listen, tls, want) in enumerate(cases):
         node = TlsNode(args, work, f"check{i}", listen, tls)
@@ -178,7 +180,8 @@ def assert_clean_close(port, payload):
 
 def check_plain_text_closed(node):
     hello = b'<lococa:init xmlns:lococa="http://www.lococa.org/1.0" id="1" password="x"/>\r\n'
-    for port in (node.ports["uns_tls"], node.ports["cu_tls"], node.ports["qm"]):
+    for port in (node.ports["uns_tls"], node.ports["cu_tls"], node.ports["qm"], node.ports["botm"],
+                 node.ports["robots"]):
         assert_clean_close(port, hello)
     assert_clean_close(node.ports["https"], b"GET /status HTTP/1.0\r\n\r\n")
     node.status()  # still alive
@@ -196,8 +199,11 @@ def run_cp_session(node, site, pki, work):
     r = node.lcc("cp", "send", "--uns", uns, "--tls", "--ca", pki.ca, "--id", pid, "--password", password,
                  "--full", "-", stdin=scan)
     assert r.stdout.decode() == "accepted 5 of 5 urls\n", r.stdout
-    # The UNS reached the QM over the tls:// link: the pages were fetched.
+    # The UNS reached the QM, the QM its BOT-M and the BOT-M its robot, each over a
+    # tls:// link with certificates both ways: the pages were fetched.
     wait_for("5 pages fetched", lambda: node.status()["qm"]["fetched"] == 5)
+    links = [line for line in open(node.log) if "connected" in line or "link up" in line]
+    assert any("QM link up (tls://localhost" in line for line in links), links
     fwd = node.status()["uns"]["forwarder"]
     assert fwd["qm_connected"] is True and fwd["qm"].startswith("tls://"), fwd
     xml = node.lcc("cu", "query", "--cu", f"localhost:{node.ports['cu_tls']}", "--tls", "--ca", pki.ca,
@@ -278,10 +284,13 @@ def main():
     site = Site(os.path.join(work, "site"))
     node = TlsNode(args, work, "lccd",
                    {"uns": "''", "cu": "''", "uns_tls": "127.0.0.1:{uns_tls}", "cu_tls": "127.0.0.1:{cu_tls}",
-                    "https": "127.0.0.1:{https}", "qm": "tls://127.0.0.1:{qm}"},
+                    "https": "127.0.0.1:{https}", "qm": "tls://127.0.0.1:{qm}", "botm": "tls://127.0.0.1:{botm}",
+                    "robots": "tls://127.0.0.1:{robots}"},
                    {"cert_file": cert, "key_file": key, "peer_ca_file": pki.ca})
-    with open(node.config, "a") as f:
-        f.write(f"uns:\n  qm: tls://localhost:{node.ports['qm']}\n")
+    with open(node.config, "a") as f:  # the certificate names localhost: the links say so
+        f.write(f"uns:\n  qm: tls://localhost:{node.ports['qm']}\n"
+                f"botm:\n  source: tls://localhost:{node.ports['botm']}\n"
+                f"bot:\n  connect: tls://localhost:{node.ports['robots']}\n")
 
     def body():
         node.start()
