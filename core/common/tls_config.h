@@ -5,10 +5,12 @@
 // Three contexts, each made only when a key uses it:
 // - server(): listen.uns_tls, listen.cu_tls, listen.https — tls.cert_file/key_file,
 //   tls.min_version; with tls.client_ca_file, clients must show a certificate;
-// - peerServer(): link listeners written tls://host:port (listen.qm) — the same
-//   certificate, and the connecting machine must show one of tls.peer_ca_file;
-// - peerClient(): link targets written tls://host:port (uns.qm) — the server is
-//   checked against tls.peer_ca_file, and this node shows tls.cert_file.
+// - peerServer(): link listeners written tls://host:port (listen.qm, listen.botm,
+//   listen.robots) — the same certificate, and the connecting machine must show one
+//   of tls.peer_ca_file;
+// - peerClient(): link targets written tls://host:port (uns.qm, botm.source,
+//   bot.connect) — the server is checked against tls.peer_ca_file, and this node
+//   shows tls.cert_file.
 // THREADS: the slots are thread-safe; reload() from one thread at a time.
 #pragma once
 

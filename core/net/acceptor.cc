@@ -21,14 +21,7 @@ Result<tcp::endpoint> resolveListen(asio::io_context& io, const HostPort& listen
 }
 
 Status setListenAddress(AcceptorOptions& ao, const std::string& address, const TlsLink& link) {
-  const LinkAddress a = splitLinkAddress(address);
-  ao.listen = a.host_port;
-  if (!a.tls) return Status::ok();
-  if (!link.slot) return Status::invalidArgument(ao.what + " " + address + ": no TLS context (tls.* keys)");
-  ao.tls = link.slot;
-  ao.connection.clock = link.clock;
-  ao.connection.handshake = link.handshake;
-  return Status::ok();
+  return applyLinkAddress(ao.what, address, link, &ao.listen, &ao.tls, &ao.connection);
 }
 
 // The connection counts, shared with the slots the connections hold.

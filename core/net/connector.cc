@@ -32,14 +32,7 @@ Millis BackOff::next() {
 }
 
 Status setTargetAddress(ConnectorOptions& co, const std::string& address, const TlsLink& link) {
-  const LinkAddress a = splitLinkAddress(address);
-  co.target = a.host_port;
-  if (!a.tls) return Status::ok();
-  if (!link.slot) return Status::invalidArgument(co.what + " " + address + ": no TLS context (tls.* keys)");
-  co.tls = link.slot;
-  co.connection.clock = link.clock;
-  co.connection.handshake = link.handshake;
-  return Status::ok();
+  return applyLinkAddress(co.what, address, link, &co.target, &co.tls, &co.connection);
 }
 
 Connector::Connector(asio::io_context& io, Clock& clock, ConnectorOptions options)

@@ -14,6 +14,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "net/host_port.h"
+
 namespace lcc::net {
 
 namespace asio = boost::asio;
@@ -142,6 +144,18 @@ Result<TlsContextPtr> makeClientContext(const TlsClientOptions& o) {
   if (!o.cert_file.empty() || !o.key_file.empty()) LCC_RETURN_IF_ERROR(loadCertAndKey(c, o.cert_file, o.key_file));
   SSL_CTX_set_verify(c, SSL_VERIFY_PEER, nullptr);
   return ctx;
+}
+
+Status applyLinkAddress(const std::string& what, const std::string& address, const TlsLink& link,
+                        std::string* host_port, std::shared_ptr<TlsContextSlot>* slot, ConnectionOptions* conn) {
+  const LinkAddress a = splitLinkAddress(address);
+  *host_port = a.host_port;
+  if (!a.tls) return Status::ok();
+  if (!link.slot) return Status::invalidArgument(what + " " + address + ": no TLS context (tls.* keys)");
+  *slot = link.slot;
+  conn->clock = link.clock;
+  conn->handshake = link.handshake;
+  return Status::ok();
 }
 
 // ---- TlsStream -------------------------------------------------------------------

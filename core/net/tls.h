@@ -22,6 +22,7 @@
 #include "lcc/clock.h"
 #include "lcc/status.h"
 #include "net/byte_stream.h"
+#include "net/connection.h"
 
 namespace lcc::net {
 
@@ -83,6 +84,13 @@ struct TlsLink {
   Clock* clock = nullptr;
   Millis handshake{10000};
 };
+
+// A link address, "host:port" or "tls://host:port": the host:port into *host_port; for
+// tls:// also the link's context into *slot and its handshake deadline (and clock) into
+// *conn. Error (naming `what`): tls:// and no context. (net::setListenAddress,
+// net::setTargetAddress.)
+Status applyLinkAddress(const std::string& what, const std::string& address, const TlsLink& link,
+                        std::string* host_port, std::shared_ptr<TlsContextSlot>* slot, ConnectionOptions* conn);
 
 enum class TlsRole : std::uint8_t { kServer, kClient };
 

@@ -269,6 +269,23 @@ TEST_F(TlsTest, TheFactoryNamesTheOptionAndTheFile) {
   EXPECT_FALSE(parseTlsVersion("1.0").has_value());
 }
 
+TEST_F(TlsTest, ALinkAddressChoosesPlainOrTls) {
+  TlsLink link{slotOf(makeClientContext({pki_.ca(), "", "", TlsVersion::k12})), &clock_, Millis(3000)};
+  ConnectorOptions co;
+  co.what = "uns.qm";
+  ASSERT_TRUE(setTargetAddress(co, "qm.lan:7701", link).isOk());
+  EXPECT_EQ(co.target, "qm.lan:7701");
+  EXPECT_EQ(co.tls, nullptr);
+  ASSERT_TRUE(setTargetAddress(co, "tls://qm.lan:7701", link).isOk());
+  EXPECT_EQ(co.target, "qm.lan:7701");
+  EXPECT_EQ(co.tls, link.slot);
+  EXPECT_EQ(co.connection.handshake, Millis(3000));
+  AcceptorOptions ao;
+  ao.what = "listen.qm";
+  Status s = setListenAddress(ao, "tls://0.0.0.0:7701", TlsLink{});
+  EXPECT_EQ(s.message(), "listen.qm tls://0.0.0.0:7701: no TLS context (tls.* keys)");
+}
+
 TEST_F(TlsTest, AReplacedContextServesNewConnectionsOnly) {
   listen(serverOptions());
   Closed before = roundTrip({pki_.ca(), "", "", TlsVersion::k12});

@@ -115,7 +115,8 @@ const std::vector<KeySpec>& Config::schema() {
       {"qm.apply_batch_ops", KeyType::kInt, "20000", 100, 10000000, "store operations per batch when a large set is applied"},
       {"qm.delete_window", KeyType::kInt, "64", 1, 100000, "file deletes outstanding per BOT-M link"},
       // --- botm ---
-      {"botm.source", KeyType::kString, "", 0, 300, "url source to connect to (empty: listen.botm)"},
+      {"botm.source", KeyType::kString, "", 0, 300,
+       "url source to connect to, host:port or tls://host:port (empty: listen.botm)"},
       {"botm.content_dir", KeyType::kString, "", 0, 4096, "content files (empty: <data_dir>/content)"},
       {"botm.fanout", KeyType::kInt, "256", 2, 65536, "subfolders per level (two levels)"},
       {"botm.child_overload_pct", KeyType::kInt, "150", 100, 10000, "percent of a child BOT-M's capacity kept in flight"},
@@ -131,7 +132,7 @@ const std::vector<KeySpec>& Config::schema() {
       // --- bot ---
       {"bot.robots", KeyType::kInt, "1", 0, 1024, "robots run inside lccd when the bot role is on"},
       {"bot.slots", KeyType::kInt, "32", 1, 4096, "parallel fetches per robot"},
-      {"bot.connect", KeyType::kString, "", 0, 300, "BOT-M robot port (empty: listen.robots)"},
+      {"bot.connect", KeyType::kString, "", 0, 300, "BOT-M robot port, host:port or tls://host:port (empty: listen.robots)"},
       {"bot.sweep_temp_files", KeyType::kBool, "true", kNoMin, kNoMax,
        "at start, remove robots' temporary files (<file>.<pid>-<n>.tmp) whose process is gone"},
       {"bot.sync_files", KeyType::kBool, "false", kNoMin, kNoMax,
