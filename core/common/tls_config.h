@@ -1,4 +1,4 @@
-// tls_config.h — the TLS policy of a node, from the tls.* keys (docs/security.md, TLS):
+// tls_config.h — the TLS policy of a node, from the tls.* keys (docs/security.md §3):
 // which contexts the node needs, made from which files, checked at start, and made
 // again on SIGHUP. The mechanism (contexts, TlsStream) is core/net/tls.h.
 //
