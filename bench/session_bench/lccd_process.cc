@@ -46,9 +46,11 @@ int connectLoopback(std::uint16_t port) {
   return fd;
 }
 
-LccdProcess::LccdProcess(std::string work_dir, std::vector<std::string> roles, std::string extra)
+LccdProcess::LccdProcess(std::string work_dir, std::vector<std::string> roles, std::string extra,
+                         const std::vector<std::string>& more_listeners)
     : work_(std::move(work_dir)), config_(work_ + "/lcc.yaml") {
   for (const char* l : {"uns", "qm", "botm", "robots", "cu", "http"}) ports_[l] = freeLoopbackPort();
+  for (const auto& l : more_listeners) ports_[l] = freeLoopbackPort();
   std::ofstream f(config_);
   f << "node:\n  data_dir: " << work_ << "/var\n  machine_id: m1\nroles: [";
   for (std::size_t i = 0; i < roles.size(); ++i) f << (i ? ", " : "") << roles[i];

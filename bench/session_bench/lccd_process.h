@@ -13,8 +13,10 @@ namespace lcc::bench {
 
 class LccdProcess {
  public:
-  // `roles` as in lcc.yaml; `extra` is YAML appended to the config.
-  LccdProcess(std::string work_dir, std::vector<std::string> roles, std::string extra = "");
+  // `roles` as in lcc.yaml; `extra` is YAML appended to the config; `more_listeners`
+  // are listen.* keys beyond the six (e.g. "uns_tls"), each on a free loopback port.
+  LccdProcess(std::string work_dir, std::vector<std::string> roles, std::string extra = "",
+              const std::vector<std::string>& more_listeners = {});
   ~LccdProcess();
 
   // Starts lccd and waits (at most 30 s) until its HTTP port answers a connect.

@@ -6,7 +6,9 @@
 // nothing is batched). Prints sets/s, latencies and the ratio to that baseline.
 //
 //   build/bin/session_bench [--providers 64] [--sessions 20000] [--urls 10] [--serial 20]
-//                           [--store storage-kyoto]
+//                           [--store storage-kyoto] [--tls on]
+// --tls on: the sessions go to listen.uns_tls (a certificate made with openssl in the
+// bench folder), each one a new TCP connection and a full TLS handshake.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "capi/cu_client.h"
 #include "session_bench/lccd_process.h"
 
 namespace lcc::bench {
@@ -31,7 +34,11 @@ struct Args {
   int urls = 10;
   int serial = 20;
   std::string store = "storage-kyoto";
+  bool tls = false;
 };
+
+// The client context of a TLS run (null: plain TCP).
+net::TlsContextPtr g_tls;
 
 struct Provider {
   std::string id, password;
@@ -47,8 +54,27 @@ std::string setDocument(int provider_index, int session, int urls) {
   return s + "</lococa:set>";
 }
 
+// One whole session over TLS (capi::Socket, as `lcc cp send --tls`).
+bool runTlsSession(std::uint16_t port, const std::string& out) {
+  auto sock = capi::Socket::connect(capi::Endpoint{"localhost", port, true}, 30000, g_tls);
+  if (!sock.isOk() || !(*sock)->writeAll(out).isOk()) return false;
+  std::string in;
+  char buf[8192];
+  for (;;) {
+    auto n = (*sock)->read(buf, sizeof buf);
+    if (!n.isOk() || *n == 0) break;
+    in.append(buf, *n);
+    if (in.find("set_result>") != std::string::npos || in.find("init_rejected>") != std::string::npos) break;
+  }
+  return in.find("<set_accepted") != std::string::npos;
+}
+
 // One whole session; true when the set was accepted.
 bool runSession(std::uint16_t port, const Provider& p, const std::string& set) {
+  if (g_tls) {
+    return runTlsSession(port, "<lococa:init xmlns:lococa=\"http://www.lococa.org/1.0\"><provider id=\"" + p.id +
+                                   "\" passwd=\"" + p.password + "\"/></lococa:init>" + set);
+  }
   int fd = connectLoopback(port);
   if (fd < 0) return false;
   std::string out = "<lococa:init xmlns:lococa=\"http://www.lococa.org/1.0\"><provider id=\"" + p.id +
@@ -94,11 +120,26 @@ std::vector<Provider> addProviders(const LccdProcess& lccd, int n) {
 
 int run(const Args& a) {
   const std::string dir = makeTempDir("session");
-  std::printf("session_bench: %d providers, %d sessions of %d URLs, store %s\n%s\n", a.providers, a.sessions, a.urls,
-              a.store.c_str(), machineLine(dir).c_str());
+  std::printf("session_bench: %d providers, %d sessions of %d URLs, store %s%s\n%s\n", a.providers, a.sessions, a.urls,
+              a.store.c_str(), a.tls ? ", over TLS" : "", machineLine(dir).c_str());
   const std::string stores = "storage:\n  queue: {plugin: " + a.store + "}\n  content: {plugin: " + a.store +
                              "}\n  providers: {plugin: " + a.store + "}\nuns:\n  max_connections_per_ip: 4096\n";
-  LccdProcess lccd(dir, {"uns", "qm"}, stores);
+  std::string tls_keys;
+  if (a.tls) {
+    const std::string make = "cd '" + dir + "' && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+                             "-days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost -keyout k.pem -out c.pem "
+                             ">/dev/null 2>&1";
+    auto ctx = std::system(make.c_str()) == 0 ? net::makeClientContext({dir + "/c.pem", "", "", net::TlsVersion::k12})
+                                              : Result<net::TlsContextPtr>(Status::ioError("openssl failed"));
+    if (!ctx.isOk()) {
+      std::fprintf(stderr, "no certificate: %s\n", ctx.status().toString().c_str());
+      return 1;
+    }
+    g_tls = ctx.value();
+    tls_keys = "tls:\n  cert_file: " + dir + "/c.pem\n  key_file: " + dir + "/k.pem\n";
+  }
+  LccdProcess lccd(dir, {"uns", "qm"}, stores + tls_keys, a.tls ? std::vector<std::string>{"uns_tls"}
+                                                                 : std::vector<std::string>{});
   if (!lccd.start()) {
     std::fprintf(stderr, "lccd did not start (see %s/lccd.log)\n", dir.c_str());
     return 1;
@@ -108,7 +149,7 @@ int run(const Args& a) {
     std::fprintf(stderr, "lcc provider add failed\n");
     return 1;
   }
-  const std::uint16_t port = lccd.port("uns");
+  const std::uint16_t port = lccd.port(a.tls ? "uns_tls" : "uns");
   const double base = baselineSetsPerSecond(dir, setDocument(0, 0, a.urls), std::min(a.sessions, 5000));
 
   std::vector<double> serial_us;
@@ -162,8 +203,10 @@ int main(int argc, char** argv) {
     else if (k == "--urls") a.urls = std::atoi(v.c_str());
     else if (k == "--serial") a.serial = std::atoi(v.c_str());
     else if (k == "--store") a.store = v;
+    else if (k == "--tls") a.tls = v == "on";
     else {
-      std::fprintf(stderr, "usage: session_bench [--providers N] [--sessions N] [--urls N] [--serial N] [--store P]\n");
+      std::fprintf(stderr,
+                   "usage: session_bench [--providers N] [--sessions N] [--urls N] [--serial N] [--store P] [--tls on]\n");
       return 2;
     }
   }

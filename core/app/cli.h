@@ -5,6 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "lcc/status.h"
+#include "net/tls.h"
+
 namespace lcc::cli {
 
 struct Globals {
@@ -12,6 +15,16 @@ struct Globals {
   std::string http;                          // --http HOST:PORT: overrides the config
   int exit_code = 0;                         // set by the command that ran
 };
+
+// --tls, --ca, --cert, --key of the client commands (cli_tls.cc).
+struct TlsArgs {
+  bool tls = false;
+  std::string ca, cert, key;
+};
+void addTlsOptions(CLI::App* command, TlsArgs& args);
+// The client context of those options: the server is checked against --ca (default:
+// the system's CAs); --cert and --key are shown to a server that asks for a certificate.
+Result<net::TlsContextPtr> tlsContext(const TlsArgs& args);
 
 void addProviderCommands(CLI::App& app, Globals& g);  // cli_provider.cc
 void addStatusCommand(CLI::App& app, Globals& g);     // cli_status.cc

@@ -2,8 +2,6 @@
 //   lcc cp send  — sends <url/> lines (or a whole <lococa:set>) to a UNS, prints the result
 //   lcc cp scan  — <url/> lines for the files under a folder, optionally only the changes
 //   (lcc cp sitemap is in cli_sitemap.cc)
-#include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -26,6 +24,7 @@
 #include "common/posix_env.h"
 #include "lcc/support/time_util.h"
 #include "http/url_codec.h"
+#include "capi/cu_client.h"
 #include "net/host_port.h"
 #include "proto/cp_uns.h"
 #include "proto/xml_reader.h"
@@ -120,33 +119,30 @@ class InputReader : public proto::XmlHandler {
   std::string urlprefix_;
 };
 
-int connectTo(const std::string& hostport, std::string* err) {
-  auto hp = net::HostPort::parseTarget(hostport);
-  if (!hp.isOk()) {
-    *err = "--uns must be HOST:PORT: " + hp.status().message();
-    return -1;
+// Connects to the UNS: plain, or TLS (--tls, or tls:// before --uns) with the server's
+// certificate checked for the host of --uns.
+std::unique_ptr<capi::Socket> connectUns(const std::string& uns, const TlsArgs& tls_args, std::string* err) {
+  auto ep = capi::parseEndpoint(uns);
+  if (!ep.isOk()) {
+    *err = "--uns must be HOST:PORT: " + ep.status().message();
+    return nullptr;
   }
-  const std::string host = hp->host, port = hp->portString();
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
-    *err = "cannot resolve " + hostport + ": " + gai_strerror(rc);
-    return -1;
+  net::TlsContextPtr tls;
+  if (tls_args.tls) ep->tls = true;
+  if (ep->tls) {
+    auto made = tlsContext(tls_args);
+    if (!made.isOk()) {
+      *err = made.status().message();
+      return nullptr;
+    }
+    tls = made.value();
   }
-  int fd = -1;
-  std::string last = "no address";
-  for (addrinfo* p = res; p; p = p->ai_next) {
-    fd = ::socket(p->ai_family, p->ai_socktype, p->ai_protocol);
-    if (fd < 0) continue;
-    if (::connect(fd, p->ai_addr, p->ai_addrlen) == 0) break;
-    last = std::strerror(errno);
-    ::close(fd);
-    fd = -1;
+  auto sock = capi::Socket::connect(*ep, 60000, tls);
+  if (!sock.isOk()) {
+    *err = sock.status().message();
+    return nullptr;
   }
-  ::freeaddrinfo(res);
-  if (fd < 0) *err = "cannot connect to " + hostport + ": " + last;
-  return fd;
+  return std::move(sock).value();
 }
 
 std::string describeUrl(const proto::UrlError& e) {
@@ -160,6 +156,7 @@ std::string describeUrl(const proto::UrlError& e) {
 struct SendArgs {
   std::string uns, id, password, urlprefix, file = "-";
   bool full = false;
+  TlsArgs tls;
 };
 
 // The whole exchange. Returns the exit code (0 accepted, 1 rejected, 2 usage/connection).
@@ -175,12 +172,11 @@ int runSend(const SendArgs& a) {
     in = &file;
   }
   std::string err;
-  int fd = connectTo(a.uns, &err);
-  if (fd < 0) {
+  std::unique_ptr<capi::Socket> sock = connectUns(a.uns, a.tls, &err);
+  if (!sock) {
     std::cerr << "lcc cp send: " << err << "\n";
     return 2;
   }
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   proto::ReplyDecoder replies;
   std::string out = proto::encodeInit(a.id, a.password);
   std::size_t out_off = 0;
@@ -210,10 +206,7 @@ int runSend(const SendArgs& a) {
     }
   };
   readInput();
-  if (!err.empty()) {
-    ::close(fd);
-    return 2;
-  }
+  if (!err.empty()) return 2;
 
   while (!result) {
     if (init_done && !set_started) {
@@ -227,10 +220,7 @@ int runSend(const SendArgs& a) {
       while (out.size() - out_off < (1u << 20) && !(input_done && urls.empty())) {
         if (urls.empty()) {
           readInput();
-          if (!err.empty()) {
-            ::close(fd);
-            return 2;
-          }
+          if (!err.empty()) return 2;
           continue;
         }
         for (auto& u : urls) out.append(proto::encodeUrlElement(u));
@@ -244,23 +234,26 @@ int runSend(const SendArgs& a) {
       progress.update([&] { return "sent " + std::to_string(sent) + " urls"; });
     }
     if (peer_closed) break;
-    pollfd p{fd, static_cast<short>(POLLIN | (out_off < out.size() ? POLLOUT : 0)), 0};
-    int rc = ::poll(&p, 1, 60000);
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc <= 0) {
-      std::cerr << "\nlcc cp send: no answer from " << a.uns << " for 60 s\n";
-      ::close(fd);
-      return 2;
+    short revents = POLLIN;  // bytes TLS already holds are read without waiting
+    if (!sock->pending()) {
+      pollfd p{sock->fd(), static_cast<short>(POLLIN | (out_off < out.size() ? POLLOUT : 0)), 0};
+      int rc = ::poll(&p, 1, 60000);
+      if (rc < 0 && errno == EINTR) continue;
+      if (rc <= 0) {
+        std::cerr << "\nlcc cp send: no answer from " << a.uns << " for 60 s\n";
+        return 2;
+      }
+      revents = p.revents;
     }
-    if (p.revents & POLLOUT) {
-      ssize_t n = ::send(fd, out.data() + out_off, out.size() - out_off, MSG_NOSIGNAL);
-      if (n > 0) {
-        out_off += static_cast<std::size_t>(n);
+    if (revents & POLLOUT) {
+      auto w = sock->sendSome(out.data() + out_off, out.size() - out_off);
+      if (w.isOk()) {
+        out_off += w->n;
         if (out_off == out.size() || out_off > (4u << 20)) {
           out.erase(0, out_off);
           out_off = 0;
         }
-      } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+      } else {
         // The UNS stopped reading (it refused the set): read its answer.
         out.clear();
         out_off = 0;
@@ -269,16 +262,14 @@ int runSend(const SendArgs& a) {
         urls.clear();
       }
     }
-    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
-      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-        peer_closed = true;
-      }
+    if (revents & (POLLIN | POLLHUP | POLLERR)) {
+      auto got = sock->recvSome(buf, sizeof buf);
+      const std::size_t n = got.isOk() ? got->n : 0;
+      if (!got.isOk() || got->eof) peer_closed = true;
       if (n > 0) {
-        for (auto& r : replies.feed(std::string_view(buf, static_cast<std::size_t>(n)))) {
+        for (auto& r : replies.feed(std::string_view(buf, n))) {
           if (r.kind == proto::CpReply::Kind::kInitRejected) {
             std::cout << "init rejected " << static_cast<unsigned>(r.code) << ": " << r.message << "\n";
-            ::close(fd);
             return 1;
           }
           if (r.kind == proto::CpReply::Kind::kInitAccepted) {
@@ -298,13 +289,12 @@ int runSend(const SendArgs& a) {
         for (const auto& e : replies.takeStreamedErrors()) std::cout << describeUrl(e) << "\n";
         if (replies.failed()) {
           std::cerr << "lcc cp send: bad answer from the UNS: " << replies.errorMessage() << "\n";
-          ::close(fd);
           return 2;
         }
       }
     }
   }
-  ::close(fd);
+  sock.reset();
   progress.done("sent " + std::to_string(sent) + " urls");
   if (!result) {
     std::cerr << "lcc cp send: the UNS closed the connection without a result\n";
@@ -481,7 +471,8 @@ void addCpCommands(CLI::App& app, Globals& g) {
 
   auto send_args = std::make_shared<SendArgs>();
   auto* send = cp->add_subcommand("send", "send <url/> lines (or a whole <lococa:set>) to a UNS and print the result");
-  send->add_option("--uns", send_args->uns, "the UNS, HOST:PORT")->required();
+  send->add_option("--uns", send_args->uns, "the UNS, HOST:PORT (or tls://HOST:PORT)")->required();
+  addTlsOptions(send, send_args->tls);
   send->add_option("--id", send_args->id, "provider id")->required();
   send->add_option("--password", send_args->password, "provider password")->required();
   send->add_flag("--full", send_args->full, "this is a full set (everything the provider has)");

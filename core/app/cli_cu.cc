@@ -34,16 +34,18 @@ struct CuArgs {
   bool content = false;
   std::string out;
   int timeout_s = 60;
+  TlsArgs tls;
 };
 
-// listen.cu from the configuration, else the default port.
-std::string defaultCu(const Globals& g) {
+// listen.cu (with --tls: listen.cu_tls) from the configuration, else the default port.
+std::string defaultCu(const Globals& g, bool tls) {
   std::vector<ConfigProblem> problems;
-  std::string listen = "127.0.0.1:7704";
+  std::string listen = tls ? "" : "127.0.0.1:7704";
   if (std::filesystem::exists(g.config_file)) {
     auto cfg = Config::load(g.config_file, {}, &problems);
-    if (cfg.isOk()) listen = cfg->getString("listen.cu");
+    if (cfg.isOk()) listen = cfg->getString(tls ? "listen.cu_tls" : "listen.cu");
   }
+  if (listen.empty()) return tls ? "(listen.cu_tls is off; give --cu)" : "(listen.cu is off; give --cu)";
   auto hp = net::HostPort::parse(listen);
   return hp.isOk() ? hp->reachable().toString() : listen;  // a bad one is reported by parseEndpoint
 }
@@ -86,10 +88,20 @@ int runQuery(const Globals& g, const CuArgs& a) {
     std::cerr << "lcc cu query: " << e->message << "\n";
     return 2;
   }
-  auto ep = capi::parseEndpoint(a.cu.empty() ? defaultCu(g) : a.cu);
+  auto ep = capi::parseEndpoint(a.cu.empty() ? defaultCu(g, a.tls.tls) : a.cu);
   if (!ep.isOk()) {
     std::cerr << "lcc cu query: " << ep.status().message() << "\n";
     return 2;
+  }
+  net::TlsContextPtr tls;
+  if (a.tls.tls) ep->tls = true;
+  if (ep->tls) {
+    auto made = tlsContext(a.tls);
+    if (!made.isOk()) {
+      std::cerr << "lcc cu query: " << made.status().message() << "\n";
+      return 2;
+    }
+    tls = made.value();
   }
 
   const std::string part = a.out.empty() ? std::string() : a.out + ".part";
@@ -126,7 +138,7 @@ int runQuery(const Globals& g, const CuArgs& a) {
     if (!out) return Status::ioError("writing the output failed");
     progress.update(progressLine);
     return Status::ok();
-  });
+  }, tls);
   progress.done(progressLine());
   if (rejected) {
     if (rejection.empty()) rejection = head;
@@ -160,7 +172,9 @@ void addCuCommands(CLI::App& app, Globals& g) {
   cu->require_subcommand(1);
   auto args = std::make_shared<CuArgs>();
   auto* q = cu->add_subcommand("query", "run a query on the CU port; the answer goes to -o FILE or stdout");
-  q->add_option("--cu", args->cu, "the CU port, HOST:PORT (default: listen.cu of --config)");
+  q->add_option("--cu", args->cu,
+                "the CU port, HOST:PORT or tls://HOST:PORT (default: listen.cu of --config; with --tls listen.cu_tls)");
+  addTlsOptions(q, args->tls);
   q->add_option("--provider", args->providers, "only this provider (repeatable)");
   auto* seq = q->add_option("--since-seq", args->since_seq, "only changes after this change sequence (a last_seq)");
   auto* time = q->add_option("--since", args->since, "only URLs stored or removed since this time (RFC 3339 or seconds)");

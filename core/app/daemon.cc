@@ -25,6 +25,7 @@
 #include "common/posix_env.h"
 #include "common/service.h"
 #include "common/system_clock.h"
+#include "common/tls_config.h"
 #include "cu/cu_service.h"
 #include "http/admin_api.h"
 #include "http/http_server.h"
@@ -213,11 +214,13 @@ int checkOnly(const Config& cfg, const std::set<std::string>& roles) {
   }
   std::cout << "\n";
   for (const auto& [key, name] : std::vector<std::pair<std::string, std::string>>{
-           {"uns", "listen.uns"}, {"qm", "listen.qm"}, {"botm", "listen.botm"}, {"botm", "listen.robots"},
-           {"cu", "listen.cu"}}) {
-    if (roles.count(key)) std::cout << "listen " << name.substr(7) << ": " << cfg.getString(name) << "\n";
+           {"uns", "listen.uns"}, {"uns", "listen.uns_tls"}, {"qm", "listen.qm"}, {"botm", "listen.botm"},
+           {"botm", "listen.robots"}, {"cu", "listen.cu"}, {"cu", "listen.cu_tls"}, {"", "listen.http"},
+           {"", "listen.https"}}) {
+    if (!key.empty() && !roles.count(key)) continue;
+    const std::string v = cfg.getString(name);
+    std::cout << "listen " << name.substr(7) << ": " << (v.empty() ? "off" : v) << "\n";
   }
-  std::cout << "listen http: " << cfg.getString("listen.http") << "\n";
   for (const auto* p : reg.loaded()) {
     std::cout << "plugin " << p->name << " " << (p->descriptor->version ? p->descriptor->version : "?") << ": "
               << p->path << "\n";
@@ -264,6 +267,11 @@ int runDaemon(const DaemonArgs& args) {
   if (auto u = botm::contentUrlFromConfig(cfg, true); !u.isOk()) {
     problems.push_back({cfg.file(), "botm.content_url", u.status().message()});
   }
+  // Only the ports for people's clients may be off ("").
+  for (const char* key : {"listen.qm", "listen.botm", "listen.robots"}) {
+    if (cfg.getString(key).empty()) problems.push_back({cfg.file(), key, "cannot be off (empty): other roles connect here"});
+  }
+  std::shared_ptr<NodeTls> tls = NodeTls::fromConfig(cfg, &problems);  // tls.*, listen.*_tls, tls:// links
   if (!problems.empty()) {
     printProblems(problems);
     return 2;
@@ -338,6 +346,7 @@ int runDaemon(const DaemonArgs& args) {
   for (auto& e : opened.exporters) node.exporters.push_back(e.get());
   node.http = &router;
   node.content_locator = &content_locator;
+  if (tls && tls->any()) node.tls = tls;
 
   std::vector<ServicePtr> services;
   for (const auto& role : kStartOrder) {
@@ -372,6 +381,10 @@ int runDaemon(const DaemonArgs& args) {
 
   http::ServerOptions hopts = http::serverOptionsFromConfig(cfg, &metrics);  // listen.http, http.*
   http::Server http_server(io, router, hopts);
+  http::ServerOptions sopts = hopts;  // listen.https: the same pages over TLS
+  sopts.listen = cfg.getString("listen.https");
+  if (node.tls) sopts.tls = node.tls->server();
+  http::Server https_server(io, router, sopts);
 
   int rc = 0;
   for (auto& s : services) {
@@ -382,12 +395,14 @@ int runDaemon(const DaemonArgs& args) {
     }
     spdlog::info("role {} started", s->name());
   }
-  if (rc == 0) {
-    if (Status st = http_server.start(); !st.isOk()) {
-      spdlog::error("http: cannot start on {}: {}", hopts.listen, st.message());
+  for (auto [server, what, listen] : {std::tuple{&http_server, "http", hopts.listen},
+                                      std::tuple{&https_server, "https", sopts.listen}}) {
+    if (rc != 0 || listen.empty()) continue;  // "": that port is off
+    if (Status st = server->start(); !st.isOk()) {
+      spdlog::error("{}: cannot start on {}: {}", what, listen, st.message());
       rc = 1;
     } else {
-      spdlog::info("http listening on {}", hopts.listen);
+      spdlog::info("{} listening on {}", what, listen);
     }
   }
 
@@ -402,6 +417,14 @@ int runDaemon(const DaemonArgs& args) {
         if (sig == SIGHUP) {
           reopenLogs();
           spdlog::info("SIGHUP: log reopened");
+          if (node.tls) {
+            // New connections take the new certificates; open ones keep theirs.
+            if (Status st = node.tls->reload(); st.isOk()) {
+              spdlog::info("SIGHUP: TLS certificates reloaded");
+            } else {
+              spdlog::error("SIGHUP: TLS certificates not reloaded, the old ones stay: {}", st.message());
+            }
+          }
           signals.async_wait(on_signal);
           return;
         }
@@ -430,6 +453,7 @@ int runDaemon(const DaemonArgs& args) {
 
   monitor.stop();
   http_server.stop();
+  https_server.stop();
   for (auto it = services.rbegin(); it != services.rend(); ++it) {
     (*it)->stop();
     spdlog::info("role {} stopped", (*it)->name());

@@ -13,6 +13,7 @@
 
 #include "bot/robot.h"
 #include "net/host_port.h"
+#include "common/tls_config.h"
 #include "common/config/config.h"
 #include "common/logging.h"
 #include "common/plugin/plugin_registry.h"
@@ -109,6 +110,16 @@ int main(int argc, char** argv) {
   lcc::PluginPtr<lcc::Fetcher> fetcher = std::move(made).value();
 
   lcc::bot::RobotOptions ro;
+  if (lcc::net::splitLinkAddress(connect).tls) {
+    // tls://: the robot shows tls.cert_file and checks the BOT-M against tls.peer_ca_file.
+    lcc::Result<lcc::net::TlsLink> link = lcc::Status::invalidArgument("--connect tls:// needs -c FILE with the tls.* keys");
+    if (cfg) link = lcc::NodeTls::clientLink(*cfg, &clock);
+    if (!link.isOk()) {
+      std::cerr << "lcc-bot: " << link.status().message() << "\n";
+      return 2;
+    }
+    ro.tls = std::move(link).value();
+  }
   ro.slots = slots;
   ro.name = name;
   ro.sync_files = sync_files;

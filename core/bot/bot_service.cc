@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "bot/robot.h"
+#include "common/tls_config.h"
 #include "bot/temp_sweep.h"
 
 namespace lcc::bot {
@@ -105,6 +106,7 @@ Result<ServicePtr> makeBotService(NodeContext& node) {
   RobotOptions o;
   o.slots = static_cast<std::uint32_t>(cfg.getInt("bot.slots"));
   o.sync_files = cfg.getBool("bot.sync_files");
+  o.tls = linkConnecting(node.tls, node.clock);
   if (target.empty()) {
     // Our own BOT-M: its files all lie in its content folder.
     target = cfg.getString("listen.robots");

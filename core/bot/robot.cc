@@ -280,14 +280,15 @@ RobotClient::RobotClient(asio::io_context& io, Clock& clock, Fetcher& fetcher, E
     : fetcher_(fetcher), env_(env), target_(target), opts_(std::move(options)), counters_(counters) {
   net::ConnectorOptions co;
   co.what = "BOT-M address";
-  co.target = std::move(target);
+  address_ = net::setTargetAddress(co, target, opts_.tls);
   co.back_off = {retry_min, retry_max};
   connector_ = std::make_shared<net::Connector>(io, clock, std::move(co));
 }
 
 void RobotClient::start() {
   std::weak_ptr<RobotClient> weak = shared_from_this();
-  Status s = connector_->start([weak](std::shared_ptr<net::Connection> c) {
+  Status s = address_;
+  if (s.isOk()) s = connector_->start([weak](std::shared_ptr<net::Connection> c) {
     if (auto self = weak.lock()) self->connected(std::move(c));
   });
   if (!s.isOk()) spdlog::error("robot: {}", s.message());

@@ -22,8 +22,10 @@
 #include "lcc/clock.h"
 #include "lcc/env.h"
 #include "lcc/fetcher.h"
+#include "lcc/status.h"
 #include "net/connection.h"
 #include "net/connector.h"
+#include "net/tls.h"
 #include "proto/robot.h"
 
 namespace lcc::bot {
@@ -34,6 +36,7 @@ struct RobotOptions {
   std::string content_root;     // when set, every file must lie below it
   bool sync_files = false;      // fsync the file and its folder before answering ok
   std::size_t max_value_length = 8192;
+  net::TlsLink tls;             // RobotClient: for a tls://host:port target
 };
 
 struct RobotCounters {
@@ -150,6 +153,7 @@ class RobotClient : public std::enable_shared_from_this<RobotClient> {
   Fetcher& fetcher_;
   Env& env_;
   std::string target_;
+  Status address_;  // a target the options cannot use (tls:// without a context)
   RobotOptions opts_;
   RobotCounters* counters_;
   std::shared_ptr<net::Connector> connector_;

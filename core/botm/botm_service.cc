@@ -16,6 +16,7 @@
 #include "botm/dispatch.h"
 #include "botm/filename_store.h"
 #include "common/content_locator.h"
+#include "common/tls_config.h"
 #include "http/http_server.h"
 #include "net/acceptor.h"
 #include "net/connector.h"
@@ -43,6 +44,7 @@ struct Settings {
   std::string machine;
   std::string source;        // where the url source listens
   std::string listen;        // robots (leaf) or child BOT-Ms (parent)
+  net::TlsLink listen_tls, source_tls;  // for tls:// addresses (common/tls_config.h)
   std::string content_dir;
   std::string state_dir;
   bool parent = false;
@@ -84,7 +86,7 @@ class BotmService final : public Service {
     }
     net::AcceptorOptions ao;
     ao.what = s_.parent ? "listen.botm" : "listen.robots";
-    ao.listen = s_.listen;
+    LCC_RETURN_IF_ERROR(net::setListenAddress(ao, s_.listen, s_.listen_tls));
     acceptor_ = std::make_shared<net::Acceptor>(*node_.io, ao, [this](std::shared_ptr<Connection> c, net::Admission) {
       if (s_.parent) {
         startChild(std::move(c));
@@ -95,7 +97,7 @@ class BotmService final : public Service {
     LCC_RETURN_IF_ERROR(acceptor_->start());
     net::ConnectorOptions co;
     co.what = "botm.source";
-    co.target = s_.source;
+    LCC_RETURN_IF_ERROR(net::setTargetAddress(co, s_.source, s_.source_tls));
     co.back_off = {s_.reconnect_min, s_.reconnect_max};
     connector_ = std::make_shared<net::Connector>(*node_.io, *node_.clock, co);
     LCC_RETURN_IF_ERROR(connector_->start(
@@ -406,6 +408,7 @@ Result<std::string> contentUrlFromConfig(const Config& cfg, bool has_http) {
   if (url == "auto") {
     if (!has_http) return std::string();
     std::string listen = cfg.getString("listen.http");
+    if (listen.empty()) return std::string();  // no plain HTTP port: not advertised
     auto hp = net::HostPort::parse(listen);
     if (hp.isOk() && hp->isWildcard()) {
       // A wildcard address is no place to connect to: use the host's name.
@@ -436,6 +439,8 @@ Result<ServicePtr> makeBotmService(NodeContext& node) {
     s.source = cfg.getString("listen.botm");
   }
   s.listen = cfg.getString(s.parent ? "listen.botm" : "listen.robots");
+  s.listen_tls = linkListening(node.tls, node.clock);
+  s.source_tls = linkConnecting(node.tls, node.clock);
   std::string dir = cfg.getString("botm.content_dir");
   s.content_dir = dir.empty() ? node.data_dir + "/content" : Config::absolutePath(dir);
   s.state_dir = node.data_dir + "/botm";

@@ -28,24 +28,16 @@ std::optional<T> number(std::string_view s) {
   return v;
 }
 
-Status waitFd(int fd, short events, int timeout_ms, const char* what) {
-  pollfd p{fd, events, 0};
-  for (;;) {
-    int rc = ::poll(&p, 1, timeout_ms <= 0 ? -1 : timeout_ms);
-    if (rc > 0) return Status::ok();
-    if (rc == 0) return Status::ioError(std::string("timed out ") + what);
-    if (errno != EINTR) return Status::ioError(std::string(what) + ": " + std::strerror(errno));
-  }
-}
-
 }  // namespace
 
 Result<Endpoint> parseEndpoint(std::string_view text) {
-  LCC_ASSIGN_OR_RETURN(net::HostPort hp, net::HostPort::parseTarget(text));
-  return Endpoint{hp.host, hp.port};
+  const net::LinkAddress link = net::splitLinkAddress(text);
+  LCC_ASSIGN_OR_RETURN(net::HostPort hp, net::HostPort::parseTarget(link.host_port));
+  return Endpoint{hp.host, hp.port, link.tls};
 }
 
-Result<std::unique_ptr<Socket>> Socket::connect(const Endpoint& ep, int timeout_ms) {
+Result<std::unique_ptr<Socket>> Socket::connect(const Endpoint& ep, int timeout_ms, const net::TlsContextPtr& tls) {
+  if (ep.tls && !tls) return Status::invalidArgument(ep.text() + ": no TLS context");
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -65,7 +57,7 @@ Result<std::unique_ptr<Socket>> Socket::connect(const Endpoint& ep, int timeout_
       ::close(fd);
       continue;
     }
-    Status w = waitFd(fd, POLLOUT, timeout_ms, "connecting");
+    Status w = net::waitFd(fd, POLLOUT, timeout_ms, "connecting");
     int err = 0;
     socklen_t len = sizeof err;
     if (w.isOk()) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
@@ -77,48 +69,82 @@ Result<std::unique_ptr<Socket>> Socket::connect(const Endpoint& ep, int timeout_
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     ::freeaddrinfo(res);
-    return std::unique_ptr<Socket>(new Socket(fd, timeout_ms));
+    std::unique_ptr<Socket> sock(new Socket(fd, timeout_ms));
+    if (ep.tls) {
+      LCC_ASSIGN_OR_RETURN(sock->tls_, net::FdTls::connect(fd, tls, ep.host, timeout_ms));
+    }
+    return sock;
   }
   ::freeaddrinfo(res);
   return Status::ioError("cannot connect to " + ep.text() + ": " + last_error);
 }
 
-Socket::~Socket() { ::close(fd_); }
+Socket::~Socket() {
+  tls_.reset();
+  ::close(fd_);
+}
+
+Result<net::FdTls::Io> Socket::sendSome(const char* data, std::size_t n) {
+  if (tls_) return tls_->write(data, n);
+  net::FdTls::Io io;
+  ssize_t got = ::send(fd_, data, n, MSG_NOSIGNAL);
+  if (got >= 0) {
+    io.n = static_cast<std::size_t>(got);
+  } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+    io.wants = POLLOUT;
+  } else {
+    return Status::ioError(std::strerror(errno));
+  }
+  return io;
+}
+
+Result<net::FdTls::Io> Socket::recvSome(char* buf, std::size_t n) {
+  if (tls_) return tls_->read(buf, n);
+  net::FdTls::Io io;
+  ssize_t got = ::recv(fd_, buf, n, 0);
+  if (got > 0) {
+    io.n = static_cast<std::size_t>(got);
+  } else if (got == 0) {
+    io.eof = true;
+  } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+    io.wants = POLLIN;
+  } else {
+    return Status::ioError(std::strerror(errno));
+  }
+  return io;
+}
 
 Status Socket::writeAll(std::string_view bytes) {
   while (!bytes.empty()) {
-    ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n > 0) {
-      bytes.remove_prefix(static_cast<std::size_t>(n));
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      LCC_RETURN_IF_ERROR(waitFd(fd_, POLLOUT, timeout_ms_, "sending the query"));
-    } else if (n < 0 && errno != EINTR) {
-      return Status::ioError(std::string("sending the query: ") + std::strerror(errno));
-    }
+    auto r = sendSome(bytes.data(), bytes.size());
+    if (!r.isOk()) return r.status().withContext("sending the query");
+    bytes.remove_prefix(r->n);
+    if (r->wants != 0) LCC_RETURN_IF_ERROR(net::waitFd(fd_, r->wants, timeout_ms_, "sending the query"));
   }
   return Status::ok();
 }
 
 Status Socket::shutdownSend() {
+  if (tls_) {
+    tls_->closeNotify();
+    return Status::ok();
+  }
   if (::shutdown(fd_, SHUT_WR) != 0) return Status::ioError(std::string("shutdown: ") + std::strerror(errno));
   return Status::ok();
 }
 
 Result<std::size_t> Socket::read(char* buf, std::size_t n) {
   for (;;) {
-    ssize_t got = ::recv(fd_, buf, n, 0);
-    if (got >= 0) return static_cast<std::size_t>(got);
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      LCC_RETURN_IF_ERROR(waitFd(fd_, POLLIN, timeout_ms_, "waiting for the answer"));
-    } else if (errno != EINTR) {
-      return Status::ioError(std::string("reading the answer: ") + std::strerror(errno));
-    }
+    auto r = recvSome(buf, n);
+    if (!r.isOk()) return r.status().withContext("reading the answer");
+    if (r->n > 0 || r->eof) return r->n;
+    LCC_RETURN_IF_ERROR(net::waitFd(fd_, r->wants, timeout_ms_, "waiting for the answer"));
   }
 }
 
 Status rawQuery(const Endpoint& ep, const proto::CuQuery& query, int timeout_ms,
-                const std::function<Status(std::string_view)>& fn) {
-  LCC_ASSIGN_OR_RETURN(auto sock, Socket::connect(ep, timeout_ms));
+                const std::function<Status(std::string_view)>& fn, const net::TlsContextPtr& tls) {
+  LCC_ASSIGN_OR_RETURN(auto sock, Socket::connect(ep, timeout_ms, tls));
   LCC_RETURN_IF_ERROR(sock->writeAll(proto::formatCuQueryXml(query)));
   std::string buf(64 * 1024, '\0');
   for (;;) {

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "lcc/status.h"
+#include "net/tls.h"
 #include "proto/cu_query.h"
 #include "lcc/support/cu_xml_format.h"
 #include "proto/xml_reader.h"
@@ -26,30 +27,43 @@ namespace lcc::capi {
 struct Endpoint {
   std::string host;
   std::uint16_t port = 0;
-  std::string text() const { return host + ":" + std::to_string(port); }
+  bool tls = false;  // written tls://host:port
+  std::string text() const { return (tls ? "tls://" : "") + host + ":" + std::to_string(port); }
 };
 
-// "host:port" or "[v6]:port".
+// "host:port", "[v6]:port", or either after "tls://".
 Result<Endpoint> parseEndpoint(std::string_view text);
 
-// A blocking TCP connection with a per-operation timeout.
+// A non-blocking TCP connection, plain or TLS, with a per-operation timeout for the
+// blocking calls (writeAll, read).
 class Socket {
  public:
-  static Result<std::unique_ptr<Socket>> connect(const Endpoint& ep, int timeout_ms);
+  // A TLS endpoint needs `tls` (net::makeClientContext); the server's certificate is
+  // checked for the endpoint's host.
+  static Result<std::unique_ptr<Socket>> connect(const Endpoint& ep, int timeout_ms,
+                                                 const net::TlsContextPtr& tls = nullptr);
   ~Socket();
   Status writeAll(std::string_view bytes);
   Result<std::size_t> read(char* buf, std::size_t n);  // 0: the server closed
   Status shutdownSend();  // no more bytes from us (the server still answers)
 
+  // For a caller's own poll loop: what one non-blocking send or receive did (bytes,
+  // or what to wait for, or the end); pending(): bytes to receive without waiting.
+  int fd() const { return fd_; }
+  Result<net::FdTls::Io> sendSome(const char* data, std::size_t n);
+  Result<net::FdTls::Io> recvSome(char* buf, std::size_t n);
+  bool pending() const { return tls_ && tls_->pending(); }
+
  private:
   Socket(int fd, int timeout_ms) : fd_(fd), timeout_ms_(timeout_ms) {}
   int fd_;
   int timeout_ms_;
+  std::unique_ptr<net::FdTls> tls_;
 };
 
 // Sends `query` and hands every answer byte to `fn` (any format).
 Status rawQuery(const Endpoint& ep, const proto::CuQuery& query, int timeout_ms,
-                const std::function<Status(std::string_view)>& fn);
+                const std::function<Status(std::string_view)>& fn, const net::TlsContextPtr& tls = nullptr);
 
 // One <url> of an XML answer.
 struct AnswerRecord {

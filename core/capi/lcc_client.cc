@@ -15,6 +15,8 @@ struct lcc_client {
   std::vector<Endpoint> endpoints;
   std::vector<std::string> texts;
   int timeout_ms = 30000;
+  lcc::net::TlsContextPtr tls;  // for tls:// endpoints; made on first use when not set
+  std::string tls_error;        // why the default context could not be made
 };
 
 struct lcc_query {
@@ -55,7 +57,12 @@ int openEndpoint(lcc_cursor* c) {
     q.since_seq = it->second;
     q.since_time.reset();
   }
-  auto sock = lcc::capi::Socket::connect(ep, c->client->timeout_ms);
+  if (ep.tls && !c->client->tls) {
+    auto made = lcc::net::makeClientContext({});  // the system's CAs
+    if (!made.isOk()) return fail(c, LCC_ECONNECT, ep.text() + ": " + made.status().message());
+    c->client->tls = made.value();
+  }
+  auto sock = lcc::capi::Socket::connect(ep, c->client->timeout_ms, c->client->tls);
   if (!sock.isOk()) return fail(c, LCC_ECONNECT, sock.status().message());
   if (auto s = (*sock)->writeAll(lcc::proto::formatCuQueryXml(q)); !s.isOk()) {
     return fail(c, LCC_EIO, ep.text() + ": " + s.message());
@@ -132,6 +139,23 @@ const char* lcc_client_endpoint(const lcc_client* client, size_t index) {
 void lcc_client_set_timeout(lcc_client* client, int timeout_ms) {
   if (client) client->timeout_ms = timeout_ms < 0 ? 0 : timeout_ms;
 }
+
+int lcc_client_set_tls(lcc_client* client, const char* ca_file, const char* cert_file, const char* key_file) {
+  if (!client) return LCC_EINVAL;
+  lcc::net::TlsClientOptions o;
+  o.ca_file = ca_file ? ca_file : "";
+  o.cert_file = cert_file ? cert_file : "";
+  o.key_file = key_file ? key_file : "";
+  auto made = lcc::net::makeClientContext(o);
+  if (!made.isOk()) {
+    client->tls_error = made.status().message();
+    return LCC_EINVAL;
+  }
+  client->tls = made.value();
+  client->tls_error.clear();
+  return LCC_OK;
+}
+const char* lcc_client_tls_error(const lcc_client* client) { return client ? client->tls_error.c_str() : ""; }
 
 lcc_query* lcc_query_new(void) { return new (std::nothrow) lcc_query; }
 void lcc_query_free(lcc_query* query) { delete query; }

@@ -70,13 +70,21 @@ typedef struct lcc_record {
                                   "unreadable"; NULL otherwise */
 } lcc_record;
 
-/* Endpoints: "host:port" or a comma-separated list "h1:p1,h2:p2". */
+/* Endpoints: "host:port" or a comma-separated list "h1:p1,h2:p2"; "tls://host:port"
+ * is a CU port that runs TLS (listen.cu_tls): the server's certificate is checked
+ * for `host` against the system's CAs, or those of lcc_client_set_tls(). */
 LCC_CLIENT_API int lcc_client_new(const char* endpoints, lcc_client** out);
 LCC_CLIENT_API void lcc_client_free(lcc_client* client);
 LCC_CLIENT_API size_t lcc_client_endpoint_count(const lcc_client* client);
 LCC_CLIENT_API const char* lcc_client_endpoint(const lcc_client* client, size_t index);
 /* Connect and read timeout in milliseconds (default 30000; 0: none). */
 LCC_CLIENT_API void lcc_client_set_timeout(lcc_client* client, int timeout_ms);
+/* TLS endpoints: the CA file (PEM) servers are checked against (NULL: the system's),
+ * and a client certificate and key (NULL, NULL: none) for servers that ask for one.
+ * LCC_EINVAL when a file cannot be used; lcc_client_tls_error() says why. */
+LCC_CLIENT_API int lcc_client_set_tls(lcc_client* client, const char* ca_file, const char* cert_file,
+                                      const char* key_file);
+LCC_CLIENT_API const char* lcc_client_tls_error(const lcc_client* client);
 
 LCC_CLIENT_API lcc_query* lcc_query_new(void);
 LCC_CLIENT_API void lcc_query_free(lcc_query* query);

@@ -30,6 +30,7 @@
 namespace lcc {
 
 class ContentLocator;
+class NodeTls;
 
 namespace http {
 class Router;
@@ -61,6 +62,8 @@ struct NodeContext {
   // Where each machine's content can be read over HTTP (common/content_locator.h):
   // static cu.content_urls entries, plus what the QM here learns from its BOT-Ms.
   ContentLocator* content_locator = nullptr;
+  // The TLS contexts (common/tls_config.h); null when no key asks for TLS.
+  std::shared_ptr<NodeTls> tls;
 };
 
 class Service {

@@ -92,7 +92,7 @@ struct CuServer::Impl : std::enable_shared_from_this<CuServer::Impl> {
   QueryEngine& engine;
   Clock& clock;
   const CuServerOptions options;
-  std::shared_ptr<net::Acceptor> acceptor;
+  std::shared_ptr<net::Acceptor> acceptor, tls_acceptor;  // either may be absent
   Workers workers;
   std::atomic<bool> stopping{false};
   mutable std::mutex mu;
@@ -302,8 +302,18 @@ Status CuServer::start() {
   ao.connection.write = Millis(impl_->options.write_timeout_ms);
   ao.connection.linger = Millis(impl_->options.idle_timeout_ms);
   ao.connection.read_buffer = 16 * 1024;
-  impl_->acceptor = net::makeAcceptor(impl_->io, ao, impl_);
-  if (Status s = impl_->acceptor->start(); !s.isOk()) return s.withContext("cu");
+  if (!impl_->options.listen.empty()) {
+    impl_->acceptor = net::makeAcceptor(impl_->io, ao, impl_);
+    if (Status s = impl_->acceptor->start(); !s.isOk()) return s.withContext("cu");
+  }
+  if (!impl_->options.listen_tls.empty()) {
+    ao.what = "listen.cu_tls";
+    ao.listen = impl_->options.listen_tls;
+    ao.tls = impl_->options.tls;
+    ao.connection.handshake = impl_->options.handshake_timeout;
+    impl_->tls_acceptor = net::makeAcceptor(impl_->io, ao, impl_);
+    if (Status s = impl_->tls_acceptor->start(); !s.isOk()) return s.withContext("cu");
+  }
   impl_->workers.start(impl_->options.export_threads);
   return Status::ok();
 }
@@ -311,6 +321,7 @@ Status CuServer::start() {
 void CuServer::stop() {
   if (!impl_ || impl_->stopping.exchange(true)) return;
   if (impl_->acceptor) impl_->acceptor->stop();
+  if (impl_->tls_acceptor) impl_->tls_acceptor->stop();
   std::vector<std::shared_ptr<CuConnection>> live;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
@@ -323,6 +334,7 @@ void CuServer::stop() {
 }
 
 std::uint16_t CuServer::port() const { return impl_->acceptor ? impl_->acceptor->port() : 0; }
+std::uint16_t CuServer::tlsPort() const { return impl_->tls_acceptor ? impl_->tls_acceptor->port() : 0; }
 
 std::size_t CuServer::connections() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

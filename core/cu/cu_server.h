@@ -17,11 +17,16 @@
 
 #include "cu/query_engine.h"
 #include "lcc/clock.h"
+#include "net/tls.h"
 
 namespace lcc::cu {
 
 struct CuServerOptions {
-  std::string listen = "127.0.0.1:7704";
+  std::string listen = "127.0.0.1:7704";  // empty: no plain port
+  // The TLS port (listen.cu_tls; empty: none), its context and handshake deadline.
+  std::string listen_tls;
+  std::shared_ptr<net::TlsContextSlot> tls;
+  Millis handshake_timeout{10000};
   std::size_t max_connections = 64;
   std::int64_t idle_timeout_ms = 30000;
   std::size_t max_query_bytes = 64 * 1024;
@@ -40,7 +45,8 @@ class CuServer {
   Status start();  // binds and accepts; port() is then known (port 0 in tests)
   // Closes the listener and every connection; waits for the export workers.
   void stop();
-  std::uint16_t port() const;
+  std::uint16_t port() const;     // 0: no plain port
+  std::uint16_t tlsPort() const;  // 0: no TLS port
   std::size_t connections() const;
 
   struct Impl;  // shared with the connections (cu_server.cc)

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/tls_config.h"
 #include "cu/cu_http.h"
 #include "cu/cu_server.h"
 #include "cu/query_engine.h"
@@ -33,7 +34,7 @@ class CuService final : public Service {
       }
     }
     LCC_RETURN_IF_ERROR(server_.start());
-    spdlog::info("cu: listening on {} (formats:{})", node_.config->getString("listen.cu"), formatList());
+    spdlog::info("cu: listening on {}, TLS on {} (formats:{})", orOff("listen.cu"), orOff("listen.cu_tls"), formatList());
     return Status::ok();
   }
 
@@ -41,6 +42,7 @@ class CuService final : public Service {
 
   void status(nlohmann::json& out) const override {
     out["listen"] = node_.config->getString("listen.cu");
+    out["listen_tls"] = node_.config->getString("listen.cu_tls");
     out["connections"] = server_.connections();
     auto& st = const_cast<QueryEngine&>(engine_).stats();
     out["answers_running"] = st.running.value();
@@ -57,6 +59,10 @@ class CuService final : public Service {
   }
 
  private:
+  std::string orOff(const char* key) const {
+    const std::string v = node_.config->getString(key);
+    return v.empty() ? "-" : v;
+  }
   std::string formatList() const {
     std::string s;
     for (const auto& f : engine_.formats()) s += " " + f;
@@ -90,6 +96,11 @@ Result<ServicePtr> makeCuService(NodeContext& node) {
 
   CuServerOptions s;
   s.listen = cfg.getString("listen.cu");
+  s.listen_tls = cfg.getString("listen.cu_tls");
+  if (node.tls) {
+    s.tls = node.tls->server();
+    s.handshake_timeout = node.tls->handshakeTimeout();
+  }
   s.max_connections = static_cast<std::size_t>(cfg.getInt("cu.max_connections"));
   s.idle_timeout_ms = cfg.getInt("cu.idle_timeout");
   s.max_query_bytes = static_cast<std::size_t>(cfg.getInt("cu.max_query_bytes"));

@@ -55,6 +55,9 @@ Result<AdminTarget> resolveAdminTarget(const std::string& config_file, const std
   if (!http_override.empty()) {
     LCC_RETURN_IF_ERROR(targetFrom(http_override, "--http", &t));
   } else {
+    if (cfg->getString("listen.http").empty()) {
+      return Status::invalidArgument(config_file + ": listen.http is off (\"\"): give --http HOST:PORT");
+    }
     LCC_RETURN_IF_ERROR(targetFrom(cfg->getString("listen.http"), config_file + ": listen.http", &t));
   }
   if (have_env_token) {

@@ -22,6 +22,10 @@
 #include "lcc/byte_sink.h"
 #include "lcc/status.h"
 
+namespace lcc::net {
+class TlsContextSlot;
+}
+
 namespace lcc {
 class Metrics;
 }
@@ -122,6 +126,9 @@ struct ServerOptions {
   std::size_t max_header = 16 * 1024;       // request line + header fields (431 beyond)
   std::int64_t header_timeout_ms = 10000;   // first byte to end of header (at most idle_timeout_ms)
   Metrics* metrics = nullptr;               // lcc_http_* counters when set
+  // HTTPS (listen.https): every connection does a TLS handshake first with the slot's
+  // current context (null: plain HTTP).
+  std::shared_ptr<net::TlsContextSlot> tls;
 };
 
 class Server {

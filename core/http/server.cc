@@ -14,6 +14,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -23,8 +24,10 @@
 
 #include "common/metrics.h"
 #include "http/http_server.h"
+#include "http/stream_sink.h"
 #include "http/url_codec.h"
 #include "net/host_port.h"
+#include "net/tls.h"
 
 namespace lcc::http {
 
@@ -34,8 +37,6 @@ namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 
 namespace {
-
-constexpr std::size_t kMaxChunk = 64 * 1024;  // one chunk of a streamed body
 
 std::string lowerAscii(std::string_view s) {
   std::string out(s);
@@ -65,8 +66,7 @@ Result<tcp::endpoint> parseListen(const std::string& listen) {
 
 }  // namespace
 
-struct Connection;
-class StreamSink;
+struct ConnBase;
 
 // What connections share with the server; outlives the Server object while any
 // connection or queued task still refers to it.
@@ -79,7 +79,7 @@ struct Shared {
   std::atomic<bool> io_seen_running{false};  // an io thread ran one of our handlers
   std::atomic<std::size_t> open{0};
   std::mutex mu;  // guards conns
-  std::unordered_map<std::uint64_t, std::weak_ptr<Connection>> conns;
+  std::unordered_map<std::uint64_t, std::weak_ptr<ConnBase>> conns;
   std::uint64_t next_id = 1;
   std::vector<std::weak_ptr<StreamSink>> sinks;  // guarded by mu
 
@@ -110,108 +110,6 @@ struct Shared {
   }
 };
 
-// The client side of a streamed body: bounded queue between the stream thread and
-// the connection's strand.
-class StreamSink final : public ByteSink {
- public:
-  // `chunked` false: the body is sent raw (its length announced, or an HTTP/1.0 client
-  // that reads until the connection closes). `length`: the exact byte count announced.
-  StreamSink(std::size_t limit, bool chunked, std::optional<std::uint64_t> length, std::function<void()> kick)
-      : limit_(limit), chunked_(chunked), length_(length), kick_(std::move(kick)) {}
-
-  Status write(std::string_view bytes) override {
-    if (length_ && bytes.size() > *length_ - written_total_) {
-      return Status::internal("streamed body longer than its announced " + std::to_string(*length_) + " bytes");
-    }
-    written_total_ += bytes.size();
-    while (!bytes.empty()) {
-      std::size_t n = std::min(bytes.size(), kMaxChunk);
-      LCC_RETURN_IF_ERROR(enqueue(chunked_ ? chunk(bytes.substr(0, n)) : std::string(bytes.substr(0, n)), false));
-      bytes.remove_prefix(n);
-    }
-    return Status::ok();
-  }
-
-  // Queues the last chunk and waits until everything went out (or the client left).
-  Status finish() {
-    if (length_ && written_total_ != *length_) {
-      return Status::internal("streamed body of " + std::to_string(written_total_) + " bytes, announced " +
-                              std::to_string(*length_));
-    }
-    if (chunked_) LCC_RETURN_IF_ERROR(enqueue("0\r\n\r\n", true));
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return failed_ || (queued_ == 0 && pending_.empty() && !writing_); });
-    return failed_ ? Status::ioError("the client is gone") : Status::ok();
-  }
-
-  void fail() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      failed_ = true;
-      pending_.clear();
-    }
-    cv_.notify_all();
-  }
-  bool failed() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return failed_;
-  }
-
-  // Strand side: the next buffer to write, or nothing.
-  std::optional<std::string> takeNext() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (failed_ || writing_ || pending_.empty()) return std::nullopt;
-    writing_ = true;
-    std::string s = std::move(pending_.front());
-    pending_.pop_front();
-    return s;
-  }
-  void written(std::size_t n) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      writing_ = false;
-      queued_ -= std::min(queued_, n);
-    }
-    cv_.notify_all();
-  }
-
- private:
-  static std::string chunk(std::string_view data) {
-    char head[32];
-    int len = std::snprintf(head, sizeof head, "%zx\r\n", data.size());
-    std::string out;
-    out.reserve(static_cast<std::size_t>(len) + data.size() + 2);
-    out.append(head, static_cast<std::size_t>(len));
-    out.append(data);
-    out.append("\r\n");
-    return out;
-  }
-
-  Status enqueue(std::string buf, bool last) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return failed_ || queued_ < limit_ || last; });
-      if (failed_) return Status::ioError("the client is gone");
-      queued_ += buf.size();
-      pending_.push_back(std::move(buf));
-    }
-    kick_();
-    return Status::ok();
-  }
-
-  const std::size_t limit_;
-  const bool chunked_;
-  const std::optional<std::uint64_t> length_;
-  std::uint64_t written_total_ = 0;  // stream thread only
-  std::function<void()> kick_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::string> pending_;
-  std::size_t queued_ = 0;
-  bool writing_ = false;
-  bool failed_ = false;
-};
-
 // Remembers a sink so that stop() can unblock its stream thread; fails it at once
 // when the server is already stopping.
 void registerSink(Shared& sh, const std::shared_ptr<StreamSink>& sink) {
@@ -232,20 +130,39 @@ void failAllSinks(Shared& sh) {
   for (auto& s : live) s->fail();
 }
 
-struct Connection : std::enable_shared_from_this<Connection> {
+// What stop() needs of a connection, plain or TLS.
+struct ConnBase {
+  virtual ~ConnBase() = default;
+  // Closes on the connection's strand (from any thread).
+  virtual void closeFromOutside() = 0;
+};
+
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// One connection: `Stream` is beast::tcp_stream (listen.http) or TlsStream
+// (listen.https, after the TLS handshake).
+template <class Stream>
+struct Connection final : ConnBase, std::enable_shared_from_this<Connection<Stream>> {
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+  using std::enable_shared_from_this<Connection<Stream>>::shared_from_this;
+  using std::enable_shared_from_this<Connection<Stream>>::weak_from_this;
+
   std::shared_ptr<Shared> shared;
   std::uint64_t id = 0;
-  beast::tcp_stream stream;
+  Stream stream;
   beast::flat_buffer buffer;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser;
   std::string remote_ip;
   bool remote_loopback = false;
   std::shared_ptr<StreamSink> sink;  // while a streamed body is being sent
   bool closed = false;
+  net::TlsContextPtr tls_context;  // TLS: outlives the session made from it
 
-  Connection(std::shared_ptr<Shared> s, tcp::socket socket) : shared(std::move(s)), stream(std::move(socket)) {
+  template <class... TlsContext>
+  Connection(std::shared_ptr<Shared> s, tcp::socket socket, TlsContext&... ctx)
+      : shared(std::move(s)), stream(std::move(socket), ctx...) {
     boost::system::error_code ec;
-    auto ep = stream.socket().remote_endpoint(ec);
+    auto ep = lowest().socket().remote_endpoint(ec);
     if (!ec) {
       remote_ip = ep.address().is_v6() && ep.address().to_v6().is_v4_mapped()
                       ? asio::ip::make_address_v4(asio::ip::v4_mapped, ep.address().to_v6()).to_string()
@@ -254,7 +171,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
     }
   }
 
-  ~Connection() {
+  ~Connection() override {
     {
       std::lock_guard<std::mutex> lock(shared->mu);
       shared->conns.erase(id);
@@ -265,15 +182,38 @@ struct Connection : std::enable_shared_from_this<Connection> {
 
   std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(shared->options.idle_timeout_ms); }
 
-  void start() { asio::dispatch(stream.get_executor(), [self = shared_from_this()] { self->readHeader(); }); }
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream); }
+
+  void start() {
+    asio::dispatch(stream.get_executor(), [self = shared_from_this()] {
+      if constexpr (kTls) {
+        // The handshake within the header timeout; a failed one (plain text, a client
+        // that refuses our certificate) just closes.
+        self->lowest().expires_after(std::chrono::milliseconds(self->shared->options.header_timeout_ms));
+        self->stream.async_handshake(asio::ssl::stream_base::server, [self](beast::error_code ec) {
+          if (ec) {
+            spdlog::debug("http: TLS handshake with {}: {}", self->remote_ip, ec.message());
+            return self->close();
+          }
+          self->readHeader();
+        });
+      } else {
+        self->readHeader();
+      }
+    });
+  }
+
+  void closeFromOutside() override {
+    asio::post(stream.get_executor(), [self = shared_from_this()] { self->close(); });
+  }
 
   void close() {
     if (closed) return;
     closed = true;
     if (sink) sink->fail();
     boost::system::error_code ec;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream.close();
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+    lowest().close();
   }
 
   void readHeader() {
@@ -284,7 +224,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
     if (buffer.size() > 0) return readHeaderRest();  // a pipelined request is already here
     // Waiting for a request: the idle timeout. Once its first bytes are in, the whole
     // header must follow within the header timeout (slow-header clients).
-    stream.expires_after(timeout());
+    lowest().expires_after(timeout());
     stream.async_read_some(buffer.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
       if (ec) return self->onReadError(ec);
       self->buffer.commit(n);
@@ -293,7 +233,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
   }
 
   void readHeaderRest() {
-    stream.expires_after(std::min(timeout(), std::chrono::milliseconds(shared->options.header_timeout_ms)));
+    lowest().expires_after(std::min(timeout(), std::chrono::milliseconds(shared->options.header_timeout_ms)));
     bhttp::async_read_header(stream, buffer, *parser,
                              [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
   }
@@ -306,7 +246,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
     }
     if (beast::iequals(req[bhttp::field::expect], "100-continue")) {
       auto cont = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
-      stream.expires_after(timeout());
+      lowest().expires_after(timeout());
       asio::async_write(stream, asio::buffer(*cont), [self = shared_from_this(), cont](beast::error_code wec, std::size_t) {
         if (wec) return self->close();
         self->readBody();
@@ -318,7 +258,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
 
   void readBody() {
     if (parser->is_done()) return onRequest();
-    stream.expires_after(timeout());
+    lowest().expires_after(timeout());
     bhttp::async_read(stream, buffer, *parser, [self = shared_from_this()](beast::error_code ec, std::size_t) {
       if (ec) return self->onReadError(ec);
       self->onRequest();
@@ -329,7 +269,8 @@ struct Connection : std::enable_shared_from_this<Connection> {
     if (ec == bhttp::error::body_limit) return sendError(413, "request body too large\n");
     if (ec == bhttp::error::header_limit) return sendError(431, "request header fields too large\n");
     if (ec == bhttp::error::end_of_stream || ec == asio::error::eof || ec == beast::error::timeout ||
-        ec == asio::error::operation_aborted || ec == asio::error::connection_reset) {
+        ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
+        ec == asio::ssl::error::stream_truncated) {
       return close();
     }
     if (ec.category() == bhttp::make_error_code(bhttp::error::bad_field).category()) {
@@ -347,7 +288,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
     res->keep_alive(false);
     res->body() = std::move(body);
     res->prepare_payload();
-    stream.expires_after(timeout());
+    lowest().expires_after(timeout());
     bhttp::async_write(stream, *res, [self = shared_from_this(), res](beast::error_code, std::size_t) { self->close(); });
   }
 
@@ -429,7 +370,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
       if (head) m->body().clear();  // Content-Length stays that of the GET
     }
     std::shared_ptr<bhttp::response_serializer<bhttp::string_body>> sr;
-    stream.expires_after(timeout());
+    lowest().expires_after(timeout());
     if (head && res.stream) {
       sr = std::make_shared<bhttp::response_serializer<bhttp::string_body>>(*m);
       bhttp::async_write_header(stream, *sr, [self = shared_from_this(), m, sr](beast::error_code ec, std::size_t) {
@@ -461,7 +402,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
       m->chunked(true);
     }
     auto sr = std::make_shared<bhttp::response_serializer<bhttp::empty_body>>(*m);
-    std::weak_ptr<Connection> weak = weak_from_this();
+    std::weak_ptr<Connection> weak = weak_from_this();  // the injected class name: Connection<Stream>
     auto executor = stream.get_executor();
     sink = std::make_shared<StreamSink>(shared->options.stream_buffer, chunked, res.stream_length, [weak, executor] {
       asio::post(executor, [weak] {
@@ -469,7 +410,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
       });
     });
     registerSink(*shared, sink);
-    stream.expires_after(timeout());
+    lowest().expires_after(timeout());
     bhttp::async_write_header(
         stream, *sr,
         [self = shared_from_this(), m, sr, fn = std::move(res.stream), keep_alive = m->keep_alive()](
@@ -506,7 +447,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
     auto next = sink->takeNext();
     if (!next) return;
     auto buf = std::make_shared<std::string>(std::move(*next));
-    stream.expires_after(timeout());
+    lowest().expires_after(timeout());
     asio::async_write(stream, asio::buffer(*buf), [self = shared_from_this(), buf](beast::error_code ec, std::size_t) {
       if (!self->sink) return;
       if (ec) {
@@ -551,12 +492,18 @@ struct Server::Impl {
   }
 
   void onAccepted(tcp::socket socket) {
+    const std::shared_ptr<net::TlsContextSlot>& tls = shared->options.tls;
     // Answers leave in whole writes; Nagle would hold the tail of one until the peer's
     // delayed ACK (~40 ms per request on a keep-alive connection).
     boost::system::error_code nodelay_ec;
     socket.set_option(tcp::no_delay(true), nodelay_ec);
     if (shared->open.load() >= shared->options.max_connections) {
       if (shared->refused) shared->refused->inc();
+      if (tls) {  // no TLS session for a refusal: the client sees the connection close
+        boost::system::error_code ignored;
+        socket.close(ignored);
+        return;
+      }
       // Refuse politely and close.
       static const std::string kBusy =
           "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 21\r\n"
@@ -571,7 +518,19 @@ struct Server::Impl {
     }
     shared->open.fetch_add(1);
     if (shared->open_gauge) shared->open_gauge->add(1);
-    auto conn = std::make_shared<Connection>(shared, std::move(socket));
+    if (tls) {
+      // Each connection keeps the context it started with (a SIGHUP reload replaces
+      // the slot's, not this one).
+      net::TlsContextPtr ctx = tls->current();
+      begin(std::make_shared<Connection<TlsStream>>(shared, std::move(socket), *ctx), ctx);
+    } else {
+      begin(std::make_shared<Connection<beast::tcp_stream>>(shared, std::move(socket)), nullptr);
+    }
+  }
+
+  template <class Conn>
+  void begin(std::shared_ptr<Conn> conn, net::TlsContextPtr ctx) {
+    conn->tls_context = std::move(ctx);
     {
       std::lock_guard<std::mutex> lock(shared->mu);
       conn->id = shared->next_id++;
@@ -636,17 +595,15 @@ void Server::stop() {
     boost::system::error_code ec;
     impl_->acceptor.close(ec);
   }
-  std::vector<std::shared_ptr<Connection>> conns;
+  std::vector<std::shared_ptr<ConnBase>> conns;
   {
     std::lock_guard<std::mutex> lock(sh->mu);
     for (auto& [id, weak] : sh->conns) {
       if (auto c = weak.lock()) conns.push_back(std::move(c));
     }
   }
-  for (auto& c : conns) {
-    // Unblock a stream thread now, from here: the io threads may be gone already.
-    asio::post(c->stream.get_executor(), [c] { c->close(); });
-  }
+  // Unblock a stream thread now, from here: the io threads may be gone already.
+  for (auto& c : conns) c->closeFromOutside();
   conns.clear();
   failAllSinks(*sh);
   sh->workers.join();

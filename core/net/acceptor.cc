@@ -20,6 +20,10 @@ Result<tcp::endpoint> resolveListen(asio::io_context& io, const HostPort& listen
   return results.begin()->endpoint();
 }
 
+Status setListenAddress(AcceptorOptions& ao, const std::string& address, const TlsLink& link) {
+  return applyLinkAddress(ao.what, address, link, &ao.listen, &ao.tls, &ao.connection);
+}
+
 // The connection counts, shared with the slots the connections hold.
 struct Acceptor::Slots : std::enable_shared_from_this<Acceptor::Slots> {
   std::mutex mu;
@@ -132,7 +136,12 @@ void Acceptor::onAccepted(const boost::system::error_code& ec, tcp::socket socke
   if (ec) {
     spdlog::warn("{}: accept: {}", options_.what, ec.message());
   } else {
-    auto stream = std::make_unique<TcpStream>(strand, std::move(socket));
+    std::unique_ptr<ByteStream> stream;
+    if (options_.tls) {
+      stream = std::make_unique<TlsStream>(strand, std::move(socket), options_.tls->current(), TlsRole::kServer);
+    } else {
+      stream = std::make_unique<TcpStream>(strand, std::move(socket));
+    }
     const std::string address = stream->peerAddress();
     auto conn = std::make_shared<Connection>(strand, std::move(stream), options_.connection);
     const Admission admission = slots_->admit(address, options_);

@@ -21,6 +21,7 @@
 #include "lcc/status.h"
 #include "net/connection.h"
 #include "net/host_port.h"
+#include "net/tls.h"
 
 namespace lcc::net {
 
@@ -32,7 +33,14 @@ struct AcceptorOptions {
   std::size_t max_connections = 0;  // 0: no limit
   std::size_t max_per_address = 0;  // 0: no limit
   ConnectionOptions connection;     // for every accepted connection
+  // TLS: every accepted connection does a server handshake with the slot's current
+  // context (null: plain TCP). Set connection.handshake to bound it.
+  std::shared_ptr<TlsContextSlot> tls;
 };
+
+// A link listener's address, "host:port" or "tls://host:port", into `ao` (listen, and
+// for tls:// the context and handshake deadline of `link`). Error: tls:// and no context.
+Status setListenAddress(AcceptorOptions& ao, const std::string& address, const TlsLink& link);
 
 // "host:port" to the endpoint to bind (a blocking resolve, for start-up code).
 Result<boost::asio::ip::tcp::endpoint> resolveListen(boost::asio::io_context& io, const HostPort& listen);
@@ -58,6 +66,8 @@ class Acceptor : public std::enable_shared_from_this<Acceptor> {
   std::size_t active() const;  // admitted connections not yet closed
   std::uint64_t accepted() const { return accepted_.load(); }
   std::uint64_t refused() const { return refused_.load(); }
+  // The TLS context new connections take (null: plain TCP); replace it to reload.
+  const std::shared_ptr<TlsContextSlot>& tlsSlot() const { return options_.tls; }
 
  private:
   struct Slots;

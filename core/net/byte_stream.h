@@ -1,5 +1,5 @@
-// byte_stream.h — what a Connection reads from and writes to. Plain TCP today
-// (TcpStream); TLS is another ByteStream (see README.md, "Where TLS plugs in").
+// byte_stream.h — what a Connection reads from and writes to: plain TCP (TcpStream)
+// or TLS (TlsStream, tls.h).
 //
 // Every completion handler runs on the executor the stream was made with: the
 // connection's strand. A stream does no buffering and no policy of its own.
@@ -24,6 +24,8 @@ class ByteStream {
 
   // Runs once before the first read or write: a TLS stream does its handshake here.
   virtual void handshake(std::function<void(const boost::system::error_code&)> done) = 0;
+  // Words for an error of this stream (TLS adds why a certificate was refused).
+  virtual std::string describeError(const boost::system::error_code& ec) const { return ec.message(); }
   virtual void readSome(boost::asio::mutable_buffer buffer, IoHandler handler) = 0;
   // Writes all of `buffer` (or fails).
   virtual void writeAll(boost::asio::const_buffer buffer, IoHandler handler) = 0;

@@ -68,9 +68,11 @@ void Connection::start(Handlers handlers) {
     }
     if (self->options_.session.count() > 0) self->arm(idx(Deadline::kSession), self->options_.session);
     if (self->options_.idle.count() > 0) self->arm(idx(Deadline::kIdle), self->options_.idle);
+    if (self->options_.handshake.count() > 0) self->arm(kHandshakeTimer, self->options_.handshake);
     self->stream_->handshake([self](const boost::system::error_code& ec) {
       if (self->closed_) return;
-      if (ec) return self->shutdownNow(CloseReason::kIoError, "handshake: " + ec.message());
+      self->disarm(kHandshakeTimer);
+      if (ec) return self->shutdownNow(CloseReason::kIoError, "handshake: " + self->stream_->describeError(ec));
       self->open_ = true;
       self->maybeRead();
       self->doWrite();
@@ -104,7 +106,7 @@ void Connection::onRead(const boost::system::error_code& ec, std::size_t n) {
   if (ec) {
     eof_ = true;
     if (lingering_) return shutdownNow(close_reason_, "closed");
-    if (ec != asio::error::eof) return shutdownNow(CloseReason::kIoError, "read: " + ec.message());
+    if (ec != asio::error::eof) return shutdownNow(CloseReason::kIoError, "read: " + stream_->describeError(ec));
     if (handlers_.on_eof && handlers_.on_eof()) return;
     return shutdownNow(CloseReason::kPeerClosed, "peer closed the connection");
   }
@@ -169,7 +171,7 @@ void Connection::onWritten(const boost::system::error_code& ec, std::size_t n) {
   write_active_ = false;
   disarm(idx(Deadline::kWrite));
   if (closed_) return;
-  if (ec) return shutdownNow(CloseReason::kIoError, "write: " + ec.message());
+  if (ec) return shutdownNow(CloseReason::kIoError, "write: " + stream_->describeError(ec));
   written_ += n;
   queued_bytes_ -= std::min(queued_bytes_.load(), n);
   writing_.clear();
@@ -256,6 +258,9 @@ void Connection::timerFired(int t, TimerId id) {
   if (options_.clock->monoNow() < tm.due) return scheduleTimer(t);
   tm.armed = false;
   if (t == kLingerTimer) return shutdownNow(close_reason_, "closed");
+  if (t == kHandshakeTimer) {
+    return shutdownNow(CloseReason::kIoError, "handshake: not done within " + std::to_string(tm.length.count()) + " ms");
+  }
   const auto d = static_cast<Deadline>(t);
   if (handlers_.on_deadline && handlers_.on_deadline(d)) return;
   shutdownNow(reasonFor(d), "no progress for " + std::to_string(tm.length.count()) + " ms");

@@ -50,6 +50,9 @@ struct ConnectionOptions {
   // write is under way. session: from start(). read: armed by the owner
   // (armDeadline(kRead, ...)) and re-armed by every byte received while armed.
   Millis idle{0}, read{0}, write{0}, session{0};
+  // The TLS handshake must be done within this (0: no limit of its own); past it the
+  // connection closes with kIoError. A plain TCP stream has no handshake.
+  Millis handshake{0};
   // After closeAfterFlush(): FIN, then read and drop for at most this long, so closing
   // does not reset the connection before the peer has read our last bytes (0: none).
   Millis linger{0};
@@ -109,8 +112,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void holdUntilClosed(std::shared_ptr<void> thing) { held_ = std::move(thing); }
 
  private:
-  static constexpr int kTimers = 5;  // the four deadlines and the linger timer
+  static constexpr int kTimers = 6;  // the four deadlines, the linger and the handshake timer
   static constexpr int kLingerTimer = 4;
+  static constexpr int kHandshakeTimer = 5;
   struct Timer {
     Millis length{0};
     MonoTime due{};

@@ -31,6 +31,10 @@ Millis BackOff::next() {
   return d;
 }
 
+Status setTargetAddress(ConnectorOptions& co, const std::string& address, const TlsLink& link) {
+  return applyLinkAddress(co.what, address, link, &co.target, &co.tls, &co.connection);
+}
+
 Connector::Connector(asio::io_context& io, Clock& clock, ConnectorOptions options)
     : io_(io),
       clock_(clock),
@@ -109,11 +113,18 @@ void Connector::connect() {
                           if (ec2) return self->failed(ec2.message());
                           self->attempting_ = false;
                           self->back_off_.reset();
-                          auto stream = std::make_unique<TcpStream>(conn_strand, std::move(*socket));
+                          auto stream = self->makeStream(conn_strand, std::move(*socket));
                           self->on_connected_(
                               std::make_shared<Connection>(conn_strand, std::move(stream), self->options_.connection));
                         }));
   });
+}
+
+std::unique_ptr<ByteStream> Connector::makeStream(Strand strand, tcp::socket socket) {
+  if (!options_.tls) return std::make_unique<TcpStream>(std::move(strand), std::move(socket));
+  const std::string& name = options_.server_name.empty() ? target_.host : options_.server_name;
+  return std::make_unique<TlsStream>(std::move(strand), std::move(socket), options_.tls->current(), TlsRole::kClient,
+                                     name);
 }
 
 void Connector::failed(const std::string& why) {

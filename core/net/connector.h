@@ -24,6 +24,7 @@
 #include "lcc/clock.h"
 #include "net/connection.h"
 #include "net/host_port.h"
+#include "net/tls.h"
 
 namespace lcc::net {
 
@@ -56,7 +57,15 @@ struct ConnectorOptions {
   // The strand connections are made on (default: a new one each). An owner whose state
   // lives on one strand passes it, so the connection's handlers need no hop.
   std::optional<Strand> strand;
+  // TLS: each connection does a client handshake with the slot's current context and
+  // checks the server's certificate for `server_name` (empty: the target's host).
+  std::shared_ptr<TlsContextSlot> tls;
+  std::string server_name;
 };
+
+// A link target, "host:port" or "tls://host:port", into `co` (target, and for tls://
+// the context and handshake deadline of `link`). Error: tls:// and no context.
+Status setTargetAddress(ConnectorOptions& co, const std::string& address, const TlsLink& link);
 
 class Connector : public std::enable_shared_from_this<Connector> {
  public:
@@ -79,6 +88,7 @@ class Connector : public std::enable_shared_from_this<Connector> {
  private:
   void connect();           // strand
   void failed(const std::string& why);  // strand
+  std::unique_ptr<ByteStream> makeStream(Strand strand, boost::asio::ip::tcp::socket socket);
   void schedule(Millis delay);          // strand
 
   boost::asio::io_context& io_;

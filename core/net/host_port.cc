@@ -123,4 +123,10 @@ std::string HostPort::toString() const {
   return (v6 ? "[" + host + "]" : host) + ":" + portString();
 }
 
+LinkAddress splitLinkAddress(std::string_view text) {
+  constexpr std::string_view kTls = "tls://";
+  if (text.substr(0, kTls.size()) == kTls) return {true, std::string(text.substr(kTls.size()))};
+  return {false, std::string(text)};
+}
+
 }  // namespace lcc::net

@@ -46,4 +46,13 @@ struct HostPort {
   static Result<HostPort> parseImpl(std::string_view text, std::optional<std::uint16_t> default_port);
 };
 
+// A link address as the configuration and the clients spell it: "host:port", or
+// "tls://host:port" for a connection that runs TLS. (Only the prefix is taken off;
+// HostPort parses the rest.)
+struct LinkAddress {
+  bool tls = false;
+  std::string host_port;
+};
+LinkAddress splitLinkAddress(std::string_view text);
+
 }  // namespace lcc::net

@@ -152,7 +152,7 @@ BotmServer::~BotmServer() { stop(); }
 Status BotmServer::start() {
   net::AcceptorOptions ao;
   ao.what = "listen.botm";
-  ao.listen = impl_->options.listen;
+  LCC_RETURN_IF_ERROR(net::setListenAddress(ao, impl_->options.listen, impl_->options.tls));
   impl_->acceptor = net::makeAcceptor(impl_->io, ao, impl_);
   return impl_->acceptor->start();
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "net/tls.h"
 #include "qm/queue_manager.h"
 
 namespace lcc {
@@ -34,7 +35,8 @@ class BotmLinkHandler {
 };
 
 struct BotmServerOptions {
-  std::string listen = "127.0.0.1:7702";
+  std::string listen = "127.0.0.1:7702";  // host:port, or tls://host:port
+  net::TlsLink tls;                        // for tls:// (common/tls_config.h)
   std::size_t max_value_length = 8192;
   std::string source_name = "qm";
   // When set, the content URLs BOT-Ms announce (opening content=, <machines content=>)

@@ -143,7 +143,7 @@ IntakeServer::~IntakeServer() { stop(); }
 Status IntakeServer::start() {
   net::AcceptorOptions ao;
   ao.what = "listen.qm";
-  ao.listen = impl_->options.listen;
+  LCC_RETURN_IF_ERROR(net::setListenAddress(ao, impl_->options.listen, impl_->options.tls));
   impl_->acceptor = net::makeAcceptor(impl_->io, ao, impl_);
   return impl_->acceptor->start();
 }

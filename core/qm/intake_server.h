@@ -13,14 +13,17 @@
 #include <memory>
 #include <string>
 
+#include "lcc/clock.h"
 #include "lcc/error_codes.h"
 #include "lcc/status.h"
+#include "net/tls.h"
 #include "qm/intake_set.h"
 
 namespace lcc::qm {
 
 struct IntakeServerOptions {
-  std::string listen = "127.0.0.1:7701";
+  std::string listen = "127.0.0.1:7701";  // host:port, or tls://host:port (then `tls` is set)
+  net::TlsLink tls;                        // for tls:// (common/tls_config.h)
   std::size_t max_attribute_length = 8192;
   std::uint64_t max_set_urls = 1'000'000;
 };

@@ -7,6 +7,7 @@
 #include <future>
 #include <mutex>
 
+#include "common/tls_config.h"
 #include "lcc/support/journal.h"
 #include "qm/botm_server.h"
 #include "qm/intake_server.h"
@@ -42,6 +43,7 @@ class QmService final : public Service, public BotmLinkHandler {
 
     BotmServerOptions bo;
     bo.listen = cfg.getString("listen.botm");
+    bo.tls = linkListening(node_.tls, node_.clock);
     bo.max_value_length = static_cast<std::size_t>(cfg.getInt("uns.max_attribute_length"));
     bo.content_locator = node_.content_locator;  // content URLs the BOT-Ms announce, for the CU
     botm_ = std::make_unique<BotmServer>(*node_.io, bo, *this);
@@ -59,6 +61,7 @@ class QmService final : public Service, public BotmLinkHandler {
 
     IntakeServerOptions io;
     io.listen = cfg.getString("listen.qm");
+    io.tls = linkListening(node_.tls, node_.clock);
     io.max_attribute_length = static_cast<std::size_t>(cfg.getInt("uns.max_attribute_length"));
     io.max_set_urls = static_cast<std::uint64_t>(cfg.getInt("uns.max_set_urls"));
     intake_ = std::make_unique<IntakeServer>(*node_.io, io, [this](IntakeSet set, IntakeServer::AckFn ack) {

@@ -309,7 +309,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   Status startLink() {
     net::ConnectorOptions co;
     co.what = "uns.qm";
-    co.target = opt.qm_address;
+    LCC_RETURN_IF_ERROR(net::setTargetAddress(co, opt.qm_address, opt.tls));
     co.back_off = {Millis(opt.retry_ms), Millis(opt.retry_ms), 0.2};
     co.connection.read_buffer = 16 * 1024;
     co.strand = strand;

@@ -28,13 +28,15 @@
 #include "lcc/support/journal.h"
 #include "common/metrics.h"
 #include "lcc/clock.h"
+#include "net/tls.h"
 #include "lcc/env.h"
 #include "uns/session_policy.h"
 
 namespace lcc::uns {
 
 struct ForwarderOptions {
-  std::string qm_address;          // host:port
+  std::string qm_address;          // host:port, or tls://host:port (then `tls` is set)
+  net::TlsLink tls;                // for tls:// (common/tls_config.h)
   std::string uns_name;            // <machine_id>/uns
   std::string spool_dir;           // holds journal/ and set_id
   std::int64_t retry_ms = 1000;    // uns.qm_retry

@@ -17,6 +17,7 @@
 #include <set>
 #include <spdlog/spdlog.h>
 
+#include "common/tls_config.h"
 #include "net/acceptor.h"
 #include "uns/forwarder.h"
 #include "uns/indexnow_routes.h"
@@ -262,10 +263,18 @@ struct UnsServer::Impl {
     ao.connection.linger = Millis(std::min<std::int64_t>(opt.idle_timeout_ms, 2000));
     ao.connection.pause_reading_above = kMaxPendingOutput;
     ao.connection.read_buffer = 16 * 1024;
-    acceptor = std::make_shared<net::Acceptor>(io, ao, [this](std::shared_ptr<net::Connection> c, net::Admission a) {
-      accepted(std::move(c), a);
+    auto on_accept = [this](std::shared_ptr<net::Connection> c, net::Admission a) { accepted(std::move(c), a); };
+    if (!opt.listen.empty()) acceptor = std::make_shared<net::Acceptor>(io, ao, on_accept);
+    if (!opt.listen_tls.empty()) {
+      ao.what = "listen.uns_tls";
+      ao.listen = opt.listen_tls;
+      ao.tls = opt.tls;
+      ao.connection.handshake = opt.handshake_timeout;
+      tls_acceptor = std::make_shared<net::Acceptor>(io, ao, on_accept);
+    }
+    core->countConnectionsWith([a = acceptor.get(), t = tls_acceptor.get()] {
+      return static_cast<std::uint64_t>((a ? a->active() : 0) + (t ? t->active() : 0));
     });
-    core->countConnectionsWith([a = acceptor.get()] { return static_cast<std::uint64_t>(a->active()); });
   }
 
   asio::io_context& io;
@@ -275,7 +284,7 @@ struct UnsServer::Impl {
   Counter* c_over_limit = nullptr;
   std::unique_ptr<UnsCore> core;
   std::unique_ptr<Forwarder> fwd;
-  std::shared_ptr<net::Acceptor> acceptor;
+  std::shared_ptr<net::Acceptor> acceptor, tls_acceptor;  // either may be absent
   asio::thread_pool auth_pool;
   Shared shared;
   std::mutex mu;
@@ -308,18 +317,24 @@ UnsServer::~UnsServer() {
 
 Status UnsServer::start() {
   LCC_RETURN_IF_ERROR(impl_->fwd->open());
-  if (Status s = impl_->acceptor->start(); !s.isOk()) return s.withContext("uns");
+  for (auto* a : {impl_->acceptor.get(), impl_->tls_acceptor.get()}) {
+    if (a == nullptr) continue;
+    if (Status s = a->start(); !s.isOk()) return s.withContext("uns");
+  }
   LCC_RETURN_IF_ERROR(impl_->fwd->start());
-  spdlog::info("uns: listening on {} (port {}), forwarding to {}", impl_->opt.listen, port(),
-               impl_->opt.forwarder.qm_address);
+  spdlog::info("uns: listening on {} (port {}), TLS on {} (port {}), forwarding to {}",
+               impl_->opt.listen.empty() ? "-" : impl_->opt.listen, port(),
+               impl_->opt.listen_tls.empty() ? "-" : impl_->opt.listen_tls, tlsPort(), impl_->opt.forwarder.qm_address);
   return Status::ok();
 }
 
-std::uint16_t UnsServer::port() const { return impl_->acceptor->port(); }
+std::uint16_t UnsServer::port() const { return impl_->acceptor ? impl_->acceptor->port() : 0; }
+std::uint16_t UnsServer::tlsPort() const { return impl_->tls_acceptor ? impl_->tls_acceptor->port() : 0; }
 
 void UnsServer::stop() {
   if (impl_->stopping.exchange(true)) return;
-  impl_->acceptor->stop();
+  if (impl_->acceptor) impl_->acceptor->stop();
+  if (impl_->tls_acceptor) impl_->tls_acceptor->stop();
   // Sets in flight are spooled and answered; then sessions are closed.
   impl_->fwd->stop();
   std::vector<std::shared_ptr<Session>> live;
@@ -339,6 +354,7 @@ Forwarder& UnsServer::forwarder() { return *impl_->fwd; }
 
 void UnsServer::status(nlohmann::json& out) const {
   out["listen"] = impl_->opt.listen;
+  out["listen_tls"] = impl_->opt.listen_tls;
   out["connections"] = impl_->core->connections();
   impl_->fwd->status(out["forwarder"]);
 }
@@ -346,6 +362,7 @@ void UnsServer::status(nlohmann::json& out) const {
 UnsOptions unsOptionsFromConfig(const Config& cfg, const std::string& data_dir, const std::string& machine_id) {
   UnsOptions o;
   o.listen = cfg.getString("listen.uns");
+  o.listen_tls = cfg.getString("listen.uns_tls");
   o.idle_timeout_ms = cfg.getInt("uns.idle_timeout");
   o.session_timeout_ms = cfg.getInt("uns.session_timeout");
   auto& s = o.session;
@@ -389,6 +406,11 @@ class UnsService final : public Service {
   static UnsOptions optionsFor(const NodeContext& node) {
     UnsOptions o = unsOptionsFromConfig(*node.config, node.data_dir, node.machine_id);
     o.core.passwords = node.passwords;
+    if (node.tls) {
+      o.tls = node.tls->server();
+      o.handshake_timeout = node.tls->handshakeTimeout();
+    }
+    o.forwarder.tls = linkConnecting(node.tls, node.clock);
     return o;
   }
   std::string_view name() const override { return "uns"; }

@@ -26,7 +26,12 @@
 namespace lcc::uns {
 
 struct UnsOptions {
-  std::string listen = "127.0.0.1:0";
+  std::string listen = "127.0.0.1:0";  // empty: no plain port
+  // The TLS port (listen.uns_tls; empty: none) and its context; the same sessions run
+  // on both ports.
+  std::string listen_tls;
+  std::shared_ptr<net::TlsContextSlot> tls;
+  Millis handshake_timeout{10000};
   std::int64_t idle_timeout_ms = 30000;
   std::int64_t session_timeout_ms = 3600000;
   SessionConfig session;
@@ -50,7 +55,8 @@ class UnsServer {
   // Stops accepting; sets in flight are spooled and answered; sessions are closed.
   // Call while the io_context still runs on other threads.
   void stop();
-  std::uint16_t port() const;  // the bound port (listen port 0 picks one)
+  std::uint16_t port() const;     // the bound port (listen port 0 picks one); 0: no plain port
+  std::uint16_t tlsPort() const;  // the bound TLS port; 0: none
 
   UnsCore& core();
   Forwarder& forwarder();

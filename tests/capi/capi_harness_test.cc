@@ -11,6 +11,7 @@
 
 #include "cu/cu_server.h"
 #include "cu_test_util.h"
+#include "support/test_pki.h"
 
 namespace lcc {
 namespace {
@@ -40,6 +41,13 @@ class CapiTest : public ::testing::Test {
       node->engine = node->world.makeEngine();
       cu::CuServerOptions o;
       o.listen = "127.0.0.1:0";
+      if (n == 0) {  // endpoint 0 also runs TLS; its certificate names localhost only
+        ASSERT_TRUE(pki_.ok() && pki_.issue("server", "DNS:localhost"));
+        auto ctx = net::makeServerContext({pki_.cert("server"), pki_.key("server"), "", net::TlsVersion::k12});
+        ASSERT_TRUE(ctx.isOk()) << ctx.status().toString();
+        o.listen_tls = "127.0.0.1:0";
+        o.tls = std::make_shared<net::TlsContextSlot>(ctx.value());
+      }
       node->server = std::make_unique<cu::CuServer>(io_, *node->engine, node->world.clock(), o);
       ASSERT_TRUE(node->server->start().isOk());
       nodes_.push_back(std::move(node));
@@ -104,6 +112,7 @@ class CapiTest : public ::testing::Test {
     return std::system((std::string(LCC_CAPI_TEST_BIN) + " " + path).c_str());
   }
 
+  testing::TestPki pki_;
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_ = boost::asio::make_work_guard(io_);
   std::vector<std::thread> threads_;
@@ -129,6 +138,26 @@ TEST_F(CapiTest, ProgramsSeeFailuresAsErrors) {
   EXPECT_NE(runC(wrong), 0);
   // An endpoint nobody listens on.
   EXPECT_EQ(runC("endpoints 127.0.0.1:1\nexpect-error -2\n"), 0);
+}
+
+TEST_F(CapiTest, ATlsEndpointGivesTheSameRecordsAndRefusesABadServer) {
+  const std::string plain0 = "127.0.0.1:" + std::to_string(nodes_[0]->server->port());
+  const std::string port = std::to_string(nodes_[0]->server->tlsPort());
+  std::string s = script({0, 0}, true, true);
+  s.replace(s.find(plain0), plain0.size(), "tls://localhost:" + port);
+  s.insert(s.find('\n') + 1, "tls " + pki_.ca() + "\n");
+  ASSERT_EQ(runC(s), 0);
+  // Another CA; the address where the certificate names localhost; no CA given (the
+  // system's do not know ours).
+  ASSERT_TRUE(pki_.otherCa("other"));
+  EXPECT_EQ(runC("endpoints tls://localhost:" + port + "\ntls " + pki_.cert("other") +
+                 "\nexpect-error -2\nexpect-text unable to get local issuer certificate\n"),
+            0);
+  EXPECT_EQ(runC("endpoints tls://127.0.0.1:" + port + "\ntls " + pki_.ca() +
+                 "\nexpect-error -2\nexpect-text IP address mismatch\n"),
+            0);
+  EXPECT_EQ(runC("endpoints tls://localhost:" + port + "\nexpect-error -2\nexpect-text certificate verify failed\n"),
+            0);
 }
 
 TEST_F(CapiTest, TheExampleMirrorsIncrementally) {

@@ -3,10 +3,12 @@
  *   capi_test SCRIPT
  *
  * SCRIPT lines (written by the harness):
- *   endpoints H:P[,H:P...]     the client's endpoints
+ *   endpoints H:P[,H:P...]     the client's endpoints (tls://H:P for TLS)
+ *   tls CAFILE                 lcc_client_set_tls(client, CAFILE, NULL, NULL) (after endpoints)
  *   since I SEQ                lcc_query_set_endpoint_since_seq(q, I, SEQ)
  *   provider ID | mime PAT | deleted | content | limit N
  *   expect-error CODE          lcc_query_run/next must fail with CODE (e.g. -2)
+ *   expect-text TEXT           ...and lcc_cursor_error() must contain TEXT
  *   rec E SEQ PID DELETED SIZE FNV URL   the next record, in order (FNV: 64-bit
  *                              FNV-1a of the content, hex; "-" when not read)
  *   last I SEQ                 lcc_cursor_last_seq(I) after the end
@@ -60,6 +62,7 @@ int main(int argc, char** argv) {
   uint64_t last[16], count[16];
   int has_last[16] = {0}, has_count[16] = {0};
   int expect_error = 0, with_content = 0;
+  char expect_text[256] = "";
   char line[MAX_LINE];
   while (fgets(line, sizeof line, f)) {
     line[strcspn(line, "\n")] = 0;
@@ -68,6 +71,11 @@ int main(int argc, char** argv) {
     const char* rest = line + strlen(word) + (line[strlen(word)] ? 1 : 0);
     if (!strcmp(word, "endpoints")) {
       CHECK(lcc_client_new(rest, &client) == LCC_OK, "lcc_client_new(%s)", rest);
+    } else if (!strcmp(word, "tls")) {
+      CHECK(lcc_client_set_tls(client, rest, NULL, NULL) == LCC_OK, "lcc_client_set_tls(%s): %s", rest,
+            lcc_client_tls_error(client));
+    } else if (!strcmp(word, "expect-text")) {
+      snprintf(expect_text, sizeof expect_text, "%s", rest);
     } else if (!strcmp(word, "since")) {
       size_t i;
       uint64_t seq;
@@ -145,6 +153,8 @@ int main(int argc, char** argv) {
   if (expect_error) {
     CHECK(rc == expect_error, "wanted error %d, got %d (%s)", expect_error, rc, lcc_strerror(rc));
     CHECK(strlen(lcc_cursor_error(cur)) > 0, "an error without words");
+    CHECK(strstr(lcc_cursor_error(cur), expect_text) != NULL, "error \"%s\" does not say \"%s\"",
+          lcc_cursor_error(cur), expect_text);
   } else {
     CHECK(rc == LCC_DONE, "query ended with %d: %s: %s", rc, lcc_strerror(rc), cur ? lcc_cursor_error(cur) : "");
     CHECK(seen == nrecs, "got %zu records, want %zu", seen, nrecs);

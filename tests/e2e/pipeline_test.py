@@ -200,12 +200,16 @@ def gnu_tar_lists(path):
     return r.stdout.decode().split("\n")
 
 
-def main():
+def e2e_args():
+    """--bin (lccd, lcc, ...) and --plugins, as CMake passes them to every e2e test."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
     ap.add_argument("--plugins", required=True)
-    args = ap.parse_args()
-    run_with_site_and_node(args, "pipeline", run)
+    return ap.parse_args()
+
+
+def main():
+    run_with_site_and_node(e2e_args(), "pipeline", run)
 
 
 def run_with_site_and_node(args, name, body):

@@ -16,6 +16,7 @@
 
 #include "net/acceptor.h"
 #include "net/connector.h"
+#include "support/loopback.h"
 #include "support/sim_clock.h"
 
 namespace lcc::net {
@@ -33,18 +34,7 @@ bool waitFor(const std::function<bool()>& cond) {
   return true;
 }
 
-int connectTo(std::uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+int connectTo(std::uint16_t port) { return testing::connectLoopback(port); }
 
 std::string readAll(int fd) {
   std::string out;

@@ -50,8 +50,11 @@ std::string boundsText(std::int64_t min, std::int64_t max) {
 }
 
 // Empty when `v` is a good host:port (net::HostPort), else why not.
+// A listen address: "" (the listener is off), host:port, or tls://host:port (a link
+// listener that runs TLS; which keys may carry it is checked with the tls.* keys).
 std::string hostPortProblem(const std::string& v) {
-  auto hp = net::HostPort::parse(v);
+  if (v.empty()) return {};
+  auto hp = net::HostPort::parse(net::splitLinkAddress(v).host_port);
   if (hp.isOk()) return {};
   const std::string& m = hp.status().message();
   auto sep = m.rfind(": ");

@@ -1,0 +1,35 @@
+// cli_tls.cc — the TLS options `lcc cp send` and `lcc cu query` share.
+#include "app/cli.h"
+
+namespace lcc::cli {
+
+void addTlsOptions(CLI::App* command, TlsArgs& args) {
+  auto* tls = command->add_flag("--tls", args.tls, "connect with TLS (the server's TLS port)");
+  command->add_option("--ca", args.ca, "PEM CA file the server's certificate is checked against (default: the system's)")
+      ->needs(tls);
+  auto* cert = command->add_option("--cert", args.cert, "PEM client certificate, for a server that asks for one")
+                   ->needs(tls);
+  auto* key = command->add_option("--key", args.key, "PEM private key of --cert")->needs(tls);
+  cert->needs(key);
+  key->needs(cert);
+}
+
+Result<net::TlsContextPtr> tlsContext(const TlsArgs& args) {
+  net::TlsClientOptions o;
+  o.ca_file = args.ca;
+  o.cert_file = args.cert;
+  o.key_file = args.key;
+  auto made = net::makeClientContext(o);
+  if (!made.isOk()) {
+    // "ca_file: /x: why" -> "--ca /x: why"
+    std::string m = made.status().message();
+    for (const auto& [field, option] : {std::pair<std::string, std::string>{"ca_file: ", "--ca "},
+                                        {"cert_file: ", "--cert "}, {"key_file: ", "--key "}}) {
+      if (m.rfind(field, 0) == 0) m = option + m.substr(field.size());
+    }
+    return Status::invalidArgument(m);
+  }
+  return made;
+}
+
+}  // namespace lcc::cli

@@ -1,0 +1,12 @@
+// loopback.h — a plain blocking client socket to 127.0.0.1 for tests of servers.
+#pragma once
+
+#include <cstdint>
+
+namespace lcc::testing {
+
+// Connects to 127.0.0.1:port; the descriptor, or -1. Reads time out after 20 s, so
+// that a test waiting for an answer cannot hang.
+int connectLoopback(std::uint16_t port);
+
+}  // namespace lcc::testing
