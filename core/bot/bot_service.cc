@@ -79,6 +79,7 @@ class BotService final : public Service {
     out["failed"] = counters_.failed.load();
     out["refused"] = counters_.refused.load();
     out["bytes"] = counters_.bytes.load();
+    out["heads_failed"] = counters_.heads_failed.load();
     out["temp_files_removed"] = swept_.load();
     out["botm"] = target_;
   }
@@ -105,6 +106,7 @@ Result<ServicePtr> makeBotService(NodeContext& node) {
   RobotOptions o;
   o.slots = static_cast<std::uint32_t>(cfg.getInt("bot.slots"));
   o.sync_files = cfg.getBool("bot.sync_files");
+  o.max_response_head = static_cast<std::uint64_t>(cfg.getInt("bot.max_response_head"));
   if (target.empty()) {
     // Our own BOT-M: its files all lie in its content folder.
     target = cfg.getString("listen.robots");
