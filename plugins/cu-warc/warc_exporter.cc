@@ -1,5 +1,6 @@
 #include "warc_exporter.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "block_spool.h"

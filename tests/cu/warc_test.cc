@@ -4,6 +4,7 @@
 // file (common/response_head.h), and the CU engine pairing a stored head with its body.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 

@@ -119,7 +119,7 @@ def run(lcc, site, work):
     for i in range(8):
         site.write(f"docs/page{i}.html", (f"<html><body>page {i}</body></html>\n" * (i + 1)).encode())
     site.write("docs/notes.txt", b"plain text notes\n")
-    site.write("docs/data.bin", os.urandom(200_000))
+    site.write("docs/data.pdf", os.urandom(200_000))
     site.write("docs/sub/deep.html", b"<html>deep</html>\n")
 
     lcc.start()
