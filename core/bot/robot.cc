@@ -54,15 +54,14 @@ Status keepResponseHead(Env& env, const std::string& file, const std::string& md
     Status s = env.removeFile(path);
     return s.isOk() || s.code() == StatusCode::kNotFound ? Status::ok() : s;
   }
-  const std::string tmp = tempNameFor(path);
-  auto f = env.openWritable(tmp, OpenMode::kTruncate);
+  // Written in place, not through a temporary name: a reader takes the file only when
+  // it is whole and names the body's MD5 (decodeResponseHead), so a torn or concurrent
+  // write costs a `resource` record, never a wrong head; one rename less per fetch.
+  auto f = env.openWritable(path, OpenMode::kTruncate);
   if (!f.isOk()) return f.status();
   Status s = (*f)->append(encodeResponseHead(md5, head));
   Status c = (*f)->close();
-  if (s.isOk()) s = c;
-  if (s.isOk()) s = env.rename(tmp, path);
-  if (!s.isOk()) (void)env.removeFile(tmp);
-  return s;
+  return s.isOk() ? c : s;
 }
 
 // ---- RobotCore --------------------------------------------------------------------

@@ -47,8 +47,8 @@ struct RobotCounters {
 std::string defaultRobotName();
 // The temporary name a robot writes `file` through (same folder).
 std::string tempNameFor(const std::string& file);
-// Writes `head` as the side file of `file` (common/response_head.h) through a temporary
-// name; an empty head removes a side file an earlier fetch left.
+// Writes `head` as the side file of `file` (common/response_head.h); an empty head
+// removes a side file an earlier fetch left.
 Status keepResponseHead(Env& env, const std::string& file, const std::string& md5, const std::string& head);
 
 // What a robot does with one <fetch>, apart from the stream that carries it
