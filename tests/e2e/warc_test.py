@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import urllib.request
 import xml.dom.minidom
 import zlib
 
@@ -141,6 +142,15 @@ def run(lcc, site, work):
     assert len(members) == len(ours) == len(expected) + 2, (len(members), len(ours))
     content = check_records(ours, expected)
     compare_with_wget(ours[0], content, warcio_read(wget_warc(work, sorted(expected))))
+
+    # The same answer over HTTP (GET /cu/query?format=warc.gz).
+    with urllib.request.urlopen(f"http://127.0.0.1:{lcc.ports['http']}/cu/query?format=warc.gz",
+                                timeout=DEADLINE) as r:
+        assert r.headers["Content-Type"] == "application/gzip", r.headers["Content-Type"]
+        over_http = os.path.join(work, "http.warc.gz")
+        with open(over_http, "wb") as f:
+            f.write(r.read())
+    check_records(warcio_read(over_http), expected)
 
     # Content without its head (as fetched before heads were kept): a resource record.
     heads = [os.path.join(d, n) for d, _, ns in os.walk(os.path.join(lcc.work, "var", "content"))
