@@ -18,6 +18,12 @@ namespace lcc {
 // The largest side file a reader takes (the robot keeps at most bot.max_response_head).
 constexpr std::size_t kMaxResponseHeadFile = 1 << 20;
 
+// GET /content/<file> (core/botm/content_route.h) sends the side file, base64, in this
+// header when it is at most kMaxHeadHeaderFile bytes, so another machine's CU can
+// export the head too (core/cu/remote_content.h).
+inline constexpr std::string_view kResponseHeadHeader = "X-LCC-Response-Head";
+constexpr std::size_t kMaxHeadHeaderFile = 24 * 1024;
+
 // "<content_path>.http"
 std::string responseHeadPath(std::string_view content_path);
 // The side file's bytes for `head` of the content whose MD5 is `md5`.

@@ -152,7 +152,7 @@ std::unique_ptr<ContentSource> QueryEngine::openContent(const ContentRecord& r,
     }
     RemoteContentReader& reader = remoteReader(remote);
     if (reader.isDown(*url)) return missing(ContentMissing::kUnreadable);  // warned once already
-    auto src = reader.open(*url, r.filename, r.size, r.machine);
+    auto src = reader.open(*url, r.filename, r.size, r.machine, r.md5);
     if (!src.isOk()) {
       if (!reader.isDown(*url) || src.status().code() != StatusCode::kIOError) {
         spdlog::warn("cu: content of {} on machine {}: {}; content omitted", r.key.url, r.machine,

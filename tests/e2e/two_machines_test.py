@@ -91,8 +91,8 @@ def run(args, work, site, a, p, b):
     assert got == expected, f"export differs: {sorted(set(got) ^ set(expected))}"
     xml = a.query_xml_bytes("--content").decode()
     assert "missing=" not in xml, xml[:2000]
-    # warc.gz: content read from B carries no HTTP head (GET /content/ serves bodies only),
-    # so every URL is a resource record (plugins/cu-warc/README.md).
+    # warc.gz: content read from B comes with the head B's robot kept (X-LCC-Response-Head),
+    # so every URL is a response record (plugins/cu-warc/README.md).
     warc = os.path.join(a.work, "answer.warc.gz")
     a.lcc("cu", "query", "--cu", f"127.0.0.1:{a.ports['cu']}", "--format", "warc.gz", "-o", warc)
     with open(warc, "rb") as f:
@@ -102,7 +102,7 @@ def run(args, work, site, a, p, b):
         d = zlib.decompressobj(16 + zlib.MAX_WBITS)
         types.append(re.search(rb"\r\nWARC-Type: (\w+)\r\n", d.decompress(data)).group(1).decode())
         data = d.unused_data
-    assert types == ["warcinfo"] + ["resource"] * 14 + ["metadata"], types
+    assert types == ["warcinfo"] + ["response"] * 14 + ["metadata"], types
     b_served = b.status()["counters"].get("lcc_botm_content_reads_total", 0)
     assert b_served >= 28, f"B served {b_served} content reads"
     # The C API reads content through the CU port: it gets B's bytes the same way.
