@@ -242,7 +242,17 @@ Result<Exporter*> makeExporter(const HostContext& host, const OptionsView& optio
 
 }  // namespace
 
+bool wellFormedHead(std::string_view head) {
+  if (head.size() < 9 || head.substr(0, 5) != "HTTP/" || head.find("\r\n\r\n") != head.size() - 4) return false;
+  for (std::size_t i = 0; i < head.size(); ++i) {
+    if (head[i] == '\n' && (i == 0 || head[i - 1] != '\r')) return false;  // a bare LF
+    if (head[i] == '\r' && (i + 1 == head.size() || head[i + 1] != '\n')) return false;  // a bare CR
+  }
+  return true;
+}
+
 std::string archivedHead(std::string_view head) {
+  if (!wellFormedHead(head)) return {};
   std::string out;
   out.reserve(head.size() + 16);
   std::size_t start = 0;

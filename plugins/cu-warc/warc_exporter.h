@@ -16,9 +16,15 @@ struct WarcOptions {
   std::size_t manifest_memory = 1 << 20;  // MANIFEST.xml bytes kept in memory before a spool file
 };
 
+// True when `head` starts with "HTTP/", ends its lines with CRLF and its only empty line
+// is its last: then a reader that splits the block at the first empty line finds the
+// payload exactly where cu-warc's WARC-Payload-Digest put it.
+bool wellFormedHead(std::string_view head);
+
 // The HTTP head as the block of a response record: a `Transfer-Encoding` line is
 // renamed `X-LCC-Original-Transfer-Encoding`, because the stored body is not in that
-// coding any more (libcurl removed it). Anything else is kept byte for byte.
+// coding any more (libcurl removed it). Anything else is kept byte for byte. Empty
+// (a resource record) when the head is not well formed.
 std::string archivedHead(std::string_view head);
 
 class WarcExporter final : public Exporter {

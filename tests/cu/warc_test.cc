@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "common/logging.h"
 #include "common/posix_env.h"
@@ -62,6 +63,10 @@ TEST(CuWarcWriter, DatesUrisAndHeaders) {
             "WARC/1.1\r\nWARC-Type: resource\r\nContent-Length: 3\r\n\r\n");
   EXPECT_EQ(archivedHead("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Transfer-Encoding: a\r\n\r\n"),
             "HTTP/1.1 200 OK\r\nX-LCC-Original-Transfer-Encoding: chunked\r\nX-Transfer-Encoding: a\r\n\r\n");
+  EXPECT_EQ(archivedHead("HTTP/1.1 200 OK\r\n\r\nX: inside\r\n\r\n"), "");  // an empty line before the end
+  EXPECT_EQ(archivedHead("HTTP/1.1 200 OK\nX: y\r\n\r\n"), "");               // a bare LF
+  EXPECT_EQ(archivedHead("HTTP/1.1 200 OK\r\n"), "");                            // no empty line
+  EXPECT_EQ(archivedHead("garbage\r\n\r\n"), "");
 }
 
 TEST(CuWarcWriter, EachMemberIsAGzipStreamZlibReadsAlone) {
@@ -197,6 +202,56 @@ TEST(CuWarcExporter, ResponseAndResourceRecordsInWgetsFieldOrder) {
   EXPECT_EQ(w.manifest.urls[2].attr("deleted"), "yes");
   EXPECT_EQ(w.manifest.urls[2].attr("record"), "");
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 0) << "spool files left";
+}
+
+// A head is what a server sent: any bytes, also ones that look like WARC. Each stays
+// inside its own record's block (Content-Length frames it), and the records after it
+// are read unharmed.
+TEST(CuWarcExporter, HostileHeadsStayInsideTheirRecords) {
+  testing::TempDir dir;
+  testing::SimClock clock;
+  HostContext host{&clock, posixEnv(), pluginLogger("test"), dir.path(), cutest::kMachine};
+  WarcExporter exporter(host, WarcOptions{}, systemRandom());
+  std::mt19937 rng(16);
+  const std::vector<std::string> pieces = {"\r\n", "\r\n\r\n", "WARC/1.1\r\n", "Content-Length: 9\r\n", "\n",
+                                           std::string("\0", 1), "Transfer-Encoding: chunked\r\n", "\xff\xfe", ":"};
+  StringSink sink;
+  ExportHeader h;
+  h.count = 200, h.last_seq = 200, h.with_content = true, h.temp_dir = dir.path();
+  auto s = exporter.begin(sink, h);
+  ASSERT_TRUE(s.isOk());
+  std::vector<std::string> heads;
+  for (int i = 0; i < 200; ++i) {
+    std::string head = "HTTP/1.1 200 OK\r\n";
+    if (i % 2 == 0) {  // header lines, some that look like WARC, and the empty line
+      for (int k = static_cast<int>(rng() % 6); k > 0; --k) head += pieces[2 + rng() % 2] + "X: \xff\r\n";
+      head += "\r\n";
+    } else {
+      for (int k = static_cast<int>(rng() % 12); k > 0; --k) head += pieces[rng() % pieces.size()];
+    }
+    heads.push_back(head);
+    HeadSource src(head, "body " + std::to_string(i));
+    ASSERT_TRUE((*s)->add(record(static_cast<ChangeSeq>(i + 1), "http://h/" + std::to_string(i), src.size()), &src).isOk());
+  }
+  ASSERT_TRUE((*s)->finish().isOk());
+  auto w = cutest::parseWarcAnswer(sink.data);
+  ASSERT_TRUE(w.ok) << w.error;
+  ASSERT_EQ(w.records.size(), 202u);  // and the reader checked every payload digest
+  int responses = 0;
+  for (int i = 0; i < 200; ++i) {
+    const auto& r = w.records[i + 1];
+    const std::string body = "body " + std::to_string(i);
+    if (r.field("WARC-Type") == "response") {
+      ++responses;
+      EXPECT_TRUE(wellFormedHead(heads[i])) << i;
+      EXPECT_EQ(r.block, archivedHead(heads[i]) + body) << i;
+    } else {
+      EXPECT_FALSE(wellFormedHead(heads[i])) << i;  // an empty line inside, a bare CR or LF, no end
+      EXPECT_EQ(r.block, body) << i;
+    }
+  }
+  EXPECT_GE(responses, 100);  // every even one, and the odd ones that happen to be well formed
+  EXPECT_LT(responses, 200);
 }
 
 TEST(ResponseHeadFile, BelongsToOneBodyAndIsWhole) {
