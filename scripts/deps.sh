@@ -14,12 +14,31 @@ packages=(
   dpkg-dev file      # cpack -G DEB: dpkg-shlibdeps and CPackDeb need both (tests/install/deb_test.cmake)
   chromium           # tests/e2e/operator_test.py renders the status page headless
   prometheus         # promtool check metrics (tests/e2e/operator_test.py)
+  nodejs wget        # warcio reads the WARC answer; wget --warc-file for comparison (tests/e2e/warc_test.py)
 )
+# warcio (npm), the independent WARC reader of tests/e2e/warc_test.py, in a fixed folder.
+npm_prefix=/usr/local/lib/lcc-npm
+install_npm() {
+  if [ -f "$npm_prefix/node_modules/warcio/package.json" ] || ! command -v node >/dev/null; then
+    return 0
+  fi
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "warcio is missing: sudo npm install --prefix $npm_prefix warcio@2" >&2
+    return 1
+  fi
+  # Debian's nodejs comes without npm (its own package); some nodejs builds include it.
+  if ! command -v npm >/dev/null; then
+    apt-get install -y -qq --no-install-recommends npm >/dev/null
+  fi
+  echo "installing: warcio@2 (npm) into $npm_prefix"
+  npm install --no-audit --no-fund --prefix "$npm_prefix" warcio@2 >/dev/null
+}
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
+  install_npm
   exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
@@ -31,3 +50,4 @@ echo "installing: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_npm

@@ -3,8 +3,9 @@
 //   export_bench tar [--corpus DIR] [--level N] [--threads N] [--runs N]
 //       Every regular file under DIR (default /usr/include) becomes a stored record
 //       whose content file is the file itself (content_dir = DIR); the tar.gz answer
-//       (URL order) is written to a file, and GNU `tar czf` archives the same files in
-//       the same order, alternately, --runs times. Prints input MB/s of both (median).
+//       (URL order) and the warc.gz answer are written to files, and GNU `tar czf`
+//       archives the same files in the same order, alternately, --runs times. Prints
+//       input MB/s of the three (median) and the warc.gz / tar.gz ratio.
 //   export_bench xml [--records N] [--store PLUGIN] [--format xml|tar.gz] [--runs N]
 //       N records (default 1 000 000) in PLUGIN (default storage-sqlite, on disk),
 //       exported (content off; for tar.gz the records are another machine's, so the
@@ -17,6 +18,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -74,88 +76,113 @@ class FileSink final : public ByteSink {
   std::FILE* f_;
 };
 
+struct Corpus {
+  std::vector<std::string> files;  // relative, sorted
+  std::uint64_t total = 0;
+};
+
+Corpus scanCorpus(const std::string& corpus) {
+  Corpus c;
+  for (auto it = fs::recursive_directory_iterator(corpus, fs::directory_options::skip_permission_denied);
+       it != fs::recursive_directory_iterator(); ++it) {
+    if (it->is_symlink() || !it->is_regular_file()) continue;
+    const std::string rel = fs::relative(it->path(), corpus).string();
+    if (!cu::safeContentName(rel) || rel.find_first_of(" \t\n\\") != std::string::npos) continue;
+    c.files.push_back(rel);
+    c.total += it->file_size();
+  }
+  std::sort(c.files.begin(), c.files.end());
+  return c;
+}
+
+// One stored record per corpus file, its content file the file itself.
+Status storeCorpus(ContentStore& store, const std::string& dir, const Corpus& c, Clock& clock) {
+  ContentBatch batch;
+  ChangeSeq seq = 0;
+  for (const auto& rel : c.files) {
+    ContentRecord r;
+    r.key = {1, "http://corpus.example/" + rel, "text/plain"};
+    r.seq = ++seq;
+    r.size = fs::file_size(fs::path(dir) / rel);
+    r.machine = "m1";
+    r.filename = rel;
+    r.stored = clock.now();
+    batch.put(std::move(r));
+  }
+  return store.apply(batch);
+}
+
+// One export of `format` to a file: seconds, and the output size in *out.
+double timeExport(cu::QueryEngine& engine, const std::string& format, const std::string& path, std::uint64_t* out) {
+  proto::CuQuery q;
+  q.format = format;
+  FileSink sink(path);
+  bench::Stopwatch sw;
+  Status s = engine.run(q, sink);
+  const double secs = sw.seconds();
+  if (!s.isOk()) {
+    std::cerr << format << ": " << s.toString() << "\n";
+    std::exit(1);
+  }
+  *out = sink.bytes;
+  return secs;
+}
+
+void printRow(const char* what, double secs, double mb, std::uint64_t out, std::uint64_t total) {
+  std::printf("| %s | %.2f s | %.1f MB/s | %.1f MB out (%.1fx) |\n", what, secs, mb / secs,
+              static_cast<double>(out) / 1e6, static_cast<double>(total) / static_cast<double>(out));
+}
+
 int tarBench(int argc, char** argv) {
   const std::string corpus = fs::absolute(arg(argc, argv, "--corpus", "/usr/include")).string();
   const int level = std::stoi(arg(argc, argv, "--level", "6"));
   const int runs = std::stoi(arg(argc, argv, "--runs", "3"));
   const std::string threads = arg(argc, argv, "--threads", "2");
   const std::string tmp = bench::makeTempDir("export-bench");
-
-  std::vector<std::string> files;
-  std::uint64_t total = 0;
-  for (auto it = fs::recursive_directory_iterator(corpus, fs::directory_options::skip_permission_denied);
-       it != fs::recursive_directory_iterator(); ++it) {
-    if (it->is_symlink() || !it->is_regular_file()) continue;
-    const std::string rel = fs::relative(it->path(), corpus).string();
-    if (!cu::safeContentName(rel) || rel.find_first_of(" \t\n\\") != std::string::npos) continue;
-    files.push_back(rel);
-    total += it->file_size();
-  }
-  std::sort(files.begin(), files.end());
+  const Corpus c = scanCorpus(corpus);
 
   SystemClock clock;
   HostContext host{&clock, posixEnv(), pluginLogger("bench"), tmp, "m1"};
   PluginRegistry reg(LCC_PLUGIN_DIR, host);
   auto store = reg.makeContentStore("storage-memory", OptionsView()).value();
-  auto opts =
-      reg.defaultOptions("cu-tar", {{"compression_level", std::to_string(level)}, {"compression_threads", threads}}).value();
-  auto tar = reg.makeExporter("cu-tar", opts).value();
-  ContentBatch batch;
-  ChangeSeq seq = 0;
-  for (const auto& rel : files) {
-    ContentRecord r;
-    r.key = {1, "http://corpus.example/" + rel, "text/plain"};
-    r.seq = ++seq;
-    r.size = fs::file_size(fs::path(corpus) / rel);
-    r.machine = "m1";
-    r.filename = rel;
-    r.stored = clock.now();
-    batch.put(std::move(r));
-  }
-  if (!store->apply(batch).isOk()) return 1;
+  const std::string lv = std::to_string(level);
+  auto tar = reg.makeExporter("cu-tar", reg.defaultOptions("cu-tar", {{"compression_level", lv},
+                                                                      {"compression_threads", threads}}).value()).value();
+  auto warc = reg.makeExporter("cu-warc", reg.defaultOptions("cu-warc", {{"compression_level", lv}}).value()).value();
+  if (!storeCorpus(*store, corpus, c, clock).isOk()) return 1;
   cu::EngineOptions eo;
   eo.machine_id = "m1";
   eo.content_dir = corpus;
   eo.temp_dir = tmp;
-  cu::QueryEngine engine(*store, {tar.get()}, *posixEnv(), eo);
+  cu::QueryEngine engine(*store, {tar.get(), warc.get()}, *posixEnv(), eo);
   {
     std::ofstream list(tmp + "/list.txt");
-    for (const auto& f : files) list << f << "\n";
+    for (const auto& f : c.files) list << f << "\n";
   }
-  proto::CuQuery q;
-  q.format = "tar.gz";
   // Warm the page cache, then alternate.
   (void)std::system(("tar cf /dev/null -C '" + corpus + "' -T '" + tmp + "/list.txt' 2>/dev/null").c_str());
-  std::vector<double> ours, gnu;
-  std::uint64_t our_out = 0, gnu_out = 0;
+  std::vector<double> ours, warcs, gnu;
+  std::uint64_t our_out = 0, warc_out = 0, gnu_out = 0;
   for (int r = 0; r < runs; ++r) {
-    {
-      FileSink sink(tmp + "/lcc.tar.gz");
-      bench::Stopwatch sw;
-      Status s = engine.run(q, sink);
-      ours.push_back(sw.seconds());
-      if (!s.isOk()) {
-        std::cerr << s.toString() << "\n";
-        return 1;
-      }
-      our_out = sink.bytes;
-    }
+    ours.push_back(timeExport(engine, "tar.gz", tmp + "/lcc.tar.gz", &our_out));
+    warcs.push_back(timeExport(engine, "warc.gz", tmp + "/lcc.warc.gz", &warc_out));
     bench::Stopwatch sw;
-    const std::string cmd = "GZIP=-" + std::to_string(level) + " tar czf '" + tmp + "/gnu.tar.gz' -C '" + corpus +
-                            "' -T '" + tmp + "/list.txt' 2>/dev/null";
+    const std::string cmd = "GZIP=-" + lv + " tar czf '" + tmp + "/gnu.tar.gz' -C '" + corpus + "' -T '" + tmp +
+                            "/list.txt' 2>/dev/null";
     (void)std::system(cmd.c_str());
     gnu.push_back(sw.seconds());
     gnu_out = fs::file_size(tmp + "/gnu.tar.gz");
   }
-  const double mb = static_cast<double>(total) / 1e6;
+  const double mb = static_cast<double>(c.total) / 1e6;
   std::printf("machine: %s\n", bench::machineLine(tmp).c_str());
   std::printf("corpus %s: %zu files, %.1f MB, gzip level %d, cu-tar compression_threads %s, %d runs (median)\n",
-              corpus.c_str(), files.size(), mb, level, threads.c_str(), runs);
-  std::printf("| lcc cu-tar (URL order) | %.2f s | %.1f MB/s | %.1f MB out (%.1fx) |\n", median(ours), mb / median(ours),
-              static_cast<double>(our_out) / 1e6, static_cast<double>(total) / static_cast<double>(our_out));
-  std::printf("| GNU tar czf (same order) | %.2f s | %.1f MB/s | %.1f MB out (%.1fx) |\n", median(gnu), mb / median(gnu),
-              static_cast<double>(gnu_out) / 1e6, static_cast<double>(total) / static_cast<double>(gnu_out));
+              corpus.c_str(), c.files.size(), mb, level, threads.c_str(), runs);
+  printRow("lcc cu-tar (URL order)", median(ours), mb, our_out, c.total);
+  printRow("lcc cu-warc (change order, a gzip member per record)", median(warcs), mb, warc_out, c.total);
+  printRow("GNU tar czf (same order)", median(gnu), mb, gnu_out, c.total);
   std::printf("ratio lcc / GNU tar: %.2fx\n", median(gnu) / median(ours));
+  std::printf("ratio warc.gz / tar.gz: time %.2fx, size %.2fx\n", median(warcs) / median(ours),
+              static_cast<double>(warc_out) / static_cast<double>(our_out));
   bench::removeTree(tmp);
   return 0;
 }

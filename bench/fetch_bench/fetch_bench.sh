@@ -10,7 +10,7 @@
 # Knobs: ROBOTS, SLOTS (robots x slots = capacity), CURL_PARALLEL (curl's --parallel-max,
 # default 64), IO_THREADS (fetch-curl writer threads),
 # LCCD_THREADS (lccd io threads; default 0: lccd's choice, 1 for roles botm+bot), OUT (where files go: /dev/shm =
-# tmpfs). Diagnostics of the lcc part of each run: THREADS_CPU=1 (CPU seconds and context
+# tmpfs), HEAD (bot.max_response_head: 16KiB, 0 keeps no response-head side files). Diagnostics of the lcc part of each run: THREADS_CPU=1 (CPU seconds and context
 # switches per lccd thread), PERF=<file> (perf record of the whole machine; perf report
 # --pid=<printed pid>), STAT=<file> (perf stat), STRACE=<file> (system call counts).
 #
@@ -116,7 +116,7 @@ listen: {botm: 127.0.0.1:$SRC, robots: 127.0.0.1:$ROB, http: 127.0.0.1:$HTTP}
 log: {level: warn}
 storage: {plugin_dir: $BUILD/plugins, queue: storage-memory, content: storage-memory, providers: storage-memory}
 fetcher: {plugin: fetch-curl, options: {allow_private: true, max_connections: 256, io_threads: $IO_THREADS}}
-bot: {robots: $ROBOTS, slots: $SLOTS}
+bot: {robots: $ROBOTS, slots: $SLOTS, max_response_head: ${HEAD:-16KiB}}
 botm: {reconnect_min: 10ms, reconnect_max: 100ms}
 YAML
   "$BUILD/bin/fetch_bench" --listen "127.0.0.1:$SRC" --urls "$SCR/urls_n.txt" --count "$N" > "$SCR/lcc_result.txt" &

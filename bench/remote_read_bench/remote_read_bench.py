@@ -7,7 +7,11 @@ fetched by a three-node LCC on 127.0.0.1 (qm+uns+cu+rs on machine mA, a parent B
 leaf BOT-M with robots on machine mB), so every record's content is read by the CU on mA
 from mB's `GET /content/<file>`. Best of 3 per format; the ratio is remote / local.
 
-    python3 bench/remote_read_bench/remote_read_bench.py build/bin build/plugins [N] [SIZE]
+    [HEAD=16KiB] python3 bench/remote_read_bench/remote_read_bench.py build/bin build/plugins [N] [SIZE]
+
+Formats: tar.gz, xml with content, warc.gz. HEAD sets bot.max_response_head of the
+robots (0: no response-head side files, so warc.gz has resource records and
+GET /content/ sends no X-LCC-Response-Head).
 
 Uses the real processes and helpers of tests/e2e (pipeline_test.py).
 Results go to docs/benchmarks.md ("remote_read_bench").
@@ -59,13 +63,14 @@ def main():
     args = Args(sys.argv[1], sys.argv[2])
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 3000
     size = int(sys.argv[4]) if len(sys.argv) > 4 else 8192
-    formats = (("tar.gz", ()), ("xml", ("--content",)))
+    formats = (("tar.gz", ()), ("xml", ("--content",)), ("warc.gz", ()))
+    bot = f"bot:\n  max_response_head: {os.environ.get('HEAD', '16KiB')}\n"
     work = tempfile.mkdtemp(prefix="lcc-remote-bench-")
     site = Site(os.path.join(work, "site"))
     nodes = []
     try:
         fill(site, n, size)
-        one = Node(args, work, "one", "m1", ["uns", "qm", "botm", "bot", "cu", "rs"])
+        one = Node(args, work, "one", "m1", ["uns", "qm", "botm", "bot", "cu", "rs"], bot)
         nodes.append(one)
         one.start()
         load(one, site, n)
@@ -73,7 +78,7 @@ def main():
         one.stop()
         a = Node(args, work, "a", "mA", ["uns", "qm", "cu", "rs"])
         p = Node(args, work, "p", "mA", ["botm"], f"botm:\n  parent: true\n  source: 127.0.0.1:{a.ports['botm']}\n")
-        b = Node(args, work, "b", "mB", ["botm", "bot"], f"botm:\n  source: 127.0.0.1:{p.ports['botm']}\n")
+        b = Node(args, work, "b", "mB", ["botm", "bot"], f"botm:\n  source: 127.0.0.1:{p.ports['botm']}\n" + bot)
         nodes += [a, p, b]
         for node in (a, p, b):
             node.start()
@@ -81,7 +86,7 @@ def main():
         load(a, site, n)
         for fmt, extra in formats:
             remote = best_of_3(a, fmt, extra)
-            print(f"{fmt:6s} {n} records x {size} B: local {n / local[fmt]:.0f} rec/s "
+            print(f"{fmt:7s} {n} records x {size} B: local {n / local[fmt]:.0f} rec/s "
                   f"({n * size / local[fmt] / 1e6:.1f} MB/s), remote {n / remote:.0f} rec/s "
                   f"({n * size / remote / 1e6:.1f} MB/s); remote/local {local[fmt] / remote:.2f}")
         for node in (a, p, b):

@@ -1,6 +1,6 @@
 // lcc cu query — a content user's query on the CU port (docs/protocol.md §3.3).
 //
-// Writes the raw answer (XML or tar.gz) to -o FILE (through FILE.part, renamed when
+// Writes the raw answer (XML, tar.gz or warc.gz) to -o FILE (through FILE.part, renamed when
 // the answer is complete) or to stdout; progress (bytes, records) on stderr when
 // stderr is a terminal. Exit 0: answered; 1: query_rejected or the answer broke off;
 // 2: usage or connection error.
@@ -183,8 +183,8 @@ void addCuCommands(CLI::App& app, Globals& g) {
   q->add_option("--prefix", args->prefixes, "URL prefix (repeatable)");
   q->add_flag("--deleted", args->deleted, "include removals (for mirroring)");
   q->add_option("--limit", args->limit, "at most N records");
-  q->add_option("--format", args->format, "xml or tar.gz")->check(CLI::IsMember({"xml", "tar.gz"}));
-  q->add_flag("--content", args->content, "include content (base64 in XML; tar.gz always has it)");
+  q->add_option("--format", args->format, "xml, tar.gz or warc.gz")->check(CLI::IsMember({"xml", "tar.gz", "warc.gz"}));
+  q->add_flag("--content", args->content, "include content (base64 in XML; tar.gz and warc.gz always have it)");
   q->add_option("-o,--output", args->out, "write the answer to FILE (default: stdout)");
   q->add_option("--timeout", args->timeout_s, "seconds to wait for the server (default 60)");
   q->callback([&g, args] { g.exit_code = runQuery(g, *args); });

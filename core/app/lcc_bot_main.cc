@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   std::string connect, listen, config_file, name, content_dir, plugin_dir, fetcher_name = "fetch-curl";
   std::uint32_t slots = 8;
   bool allow_private = false, sync_files = false;
+  std::uint64_t max_response_head = 16 * 1024;
   CLI::App app{"lcc-bot — an LCC robot: fetches what its BOT-M asks (docs/protocol.md §4)"};
   auto* c_opt = app.add_option("--connect", connect, "BOT-M robot port to connect to (HOST:PORT)");
   auto* l_opt = app.add_option("--listen", listen, "wait for one connection on PORT or HOST:PORT (127.0.0.1 by default)");
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
     log_file = cfg->getString("log.file");
     if (plugin_dir.empty()) plugin_dir = cfg->getString("storage.plugin_dir");
     sync_files = sync_files || cfg->getBool("bot.sync_files");
+    max_response_head = static_cast<std::uint64_t>(cfg->getInt("bot.max_response_head"));
   }
   if (lcc::Status s = lcc::initLogging(log_level, log_file); !s.isOk()) {
     std::cerr << "lcc-bot: " << s.message() << "\n";
@@ -123,6 +125,7 @@ int main(int argc, char** argv) {
   ro.slots = slots;
   ro.name = name;
   ro.sync_files = sync_files;
+  ro.max_response_head = max_response_head;
   if (!content_dir.empty()) ro.content_root = lcc::Config::absolutePath(content_dir);
 
   int rc = 0;

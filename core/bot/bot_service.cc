@@ -80,6 +80,7 @@ class BotService final : public Service {
     out["failed"] = counters_.failed.load();
     out["refused"] = counters_.refused.load();
     out["bytes"] = counters_.bytes.load();
+    out["heads_failed"] = counters_.heads_failed.load();
     out["temp_files_removed"] = swept_.load();
     out["botm"] = target_;
   }
@@ -107,6 +108,7 @@ Result<ServicePtr> makeBotService(NodeContext& node) {
   o.slots = static_cast<std::uint32_t>(cfg.getInt("bot.slots"));
   o.sync_files = cfg.getBool("bot.sync_files");
   o.tls = linkConnecting(node.tls, node.clock);
+  o.max_response_head = static_cast<std::uint64_t>(cfg.getInt("bot.max_response_head"));
   if (target.empty()) {
     // Our own BOT-M: its files all lie in its content folder.
     target = cfg.getString("listen.robots");

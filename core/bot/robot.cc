@@ -6,6 +6,8 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/response_head.h"
+
 namespace lcc::bot {
 
 namespace asio = boost::asio;
@@ -44,6 +46,22 @@ std::string tempNameFor(const std::string& file) {
   out.reserve(file.size() + 32);
   out.append(file).append(".").append(pid).append("-").append(std::to_string(seq.fetch_add(1))).append(".tmp");
   return out;
+}
+
+Status keepResponseHead(Env& env, const std::string& file, const std::string& md5, const std::string& head) {
+  const std::string path = responseHeadPath(file);
+  if (head.empty()) {
+    Status s = env.removeFile(path);
+    return s.isOk() || s.code() == StatusCode::kNotFound ? Status::ok() : s;
+  }
+  // Written in place, not through a temporary name: a reader takes the file only when
+  // it is whole and names the body's MD5 (decodeResponseHead), so a torn or concurrent
+  // write costs a `resource` record, never a wrong head; one rename less per fetch.
+  auto f = env.openWritable(path, OpenMode::kTruncate);
+  if (!f.isOk()) return f.status();
+  Status s = (*f)->append(encodeResponseHead(md5, head));
+  Status c = (*f)->close();
+  return s.isOk() ? c : s;
 }
 
 // ---- RobotCore --------------------------------------------------------------------
@@ -114,6 +132,7 @@ void RobotCore::fetch(const proto::RobotFetch& f) {
   req.max_size = f.max_size;
   req.redirects = f.scope.redirects;
   req.redirect_prefixes = f.scope.prefixes;
+  req.max_response_head = opts_.max_response_head;
 
   const std::uint64_t fid = req.id;
   {
@@ -138,6 +157,12 @@ void RobotCore::fetch(const proto::RobotFetch& f) {
       if (st.isOk()) st = self->env_.rename(tmp, file);
       if (st.isOk() && sync) st = self->env_.syncDir(parentOf(file));
       if (st.isOk()) {
+        // The head goes after the body: a crash in between leaves an older head, which
+        // names the older body's MD5 and so is never paired with these bytes.
+        if (Status h = keepResponseHead(self->env_, file, r.md5, r.response_head); !h.isOk()) {
+          if (self->counters_) self->counters_->heads_failed++;
+          spdlog::warn("robot: keeping the response head of {}: {}", file, h.message());
+        }
         out.mime = r.mime;
         out.size = r.size;
         out.md5 = r.md5;

@@ -35,18 +35,24 @@ struct RobotOptions {
   std::string name;             // announced name (default: host-pid)
   std::string content_root;     // when set, every file must lie below it
   bool sync_files = false;      // fsync the file and its folder before answering ok
+  // Keep each fetch's response head beside its file (<file>.http) up to this many
+  // bytes (bot.max_response_head); 0: keep none.
+  std::uint64_t max_response_head = 16 * 1024;
   std::size_t max_value_length = 8192;
   net::TlsLink tls;             // RobotClient: for a tls://host:port target
 };
 
 struct RobotCounters {
-  std::atomic<std::uint64_t> fetched{0}, failed{0}, unchanged{0}, refused{0}, bytes{0};
+  std::atomic<std::uint64_t> fetched{0}, failed{0}, unchanged{0}, refused{0}, bytes{0}, heads_failed{0};
 };
 
 // The default robot name: "<hostname>-<pid>".
 std::string defaultRobotName();
 // The temporary name a robot writes `file` through (same folder).
 std::string tempNameFor(const std::string& file);
+// Writes `head` as the side file of `file` (common/response_head.h); an empty head
+// removes a side file an earlier fetch left.
+Status keepResponseHead(Env& env, const std::string& file, const std::string& md5, const std::string& head);
 
 // What a robot does with one <fetch>, apart from the stream that carries it
 // (RobotSession): check the path, make the folder, fetch into a temporary name, rename

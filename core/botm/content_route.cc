@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "botm/filename_store.h"
+#include "common/response_head.h"
+#include "lcc/support/cu_xml_format.h"
 
 namespace lcc::botm {
 namespace {
@@ -61,6 +63,27 @@ http::Response notFound(RouteState& st) {
   return http::Response::text(404, "not found\n");
 }
 
+// The robot's response-head side file of `name` (common/response_head.h), base64, for
+// the X-LCC-Response-Head header; empty when there is none or it is over the bound.
+std::string headHeader(const std::string& dir, const std::string& name) {
+  Fd fd(openBelow(dir, responseHeadPath(name)));
+  if (fd.fd < 0) return {};
+  struct stat sb;
+  if (::fstat(fd.fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size <= 0 ||
+      static_cast<std::uint64_t>(sb.st_size) > kMaxHeadHeaderFile) {
+    return {};
+  }
+  std::string bytes(static_cast<std::size_t>(sb.st_size), '\0');
+  ssize_t n = ::pread(fd.fd, bytes.data(), bytes.size(), 0);
+  if (n <= 0) return {};
+  bytes.resize(static_cast<std::size_t>(n));
+  std::string out;
+  proto::Base64Encoder enc;
+  enc.update(bytes.data(), bytes.size(), out);
+  enc.finish(out);
+  return out;
+}
+
 http::Response serve(const std::shared_ptr<RouteState>& state, const http::Request& req) {
   RouteState& st = *state;
   std::string_view path = req.path;
@@ -92,6 +115,9 @@ http::Response serve(const std::shared_ptr<RouteState>& state, const http::Reque
   r.headers.emplace_back("X-LCC-Machine", st.options.machine);
   r.headers.emplace_back("X-LCC-Size", std::to_string(size));
   r.headers.emplace_back("Cache-Control", "no-store");
+  if (std::string head = headHeader(st.options.content_dir, name); !head.empty()) {
+    r.headers.emplace_back(std::string(kResponseHeadHeader), std::move(head));
+  }
   std::string where = req.path;
   if (size <= kWholeBodyMax) {
     // A small file goes as one whole body with a real Content-Length: one write, no

@@ -11,7 +11,9 @@
 // stream thread: the common web page); a larger one is streamed through
 // Response::stream (bounded memory: 64 KiB reads into the server's bounded sink),
 // chunked for HTTP/1.1. Headers: X-LCC-Machine (this machine) and X-LCC-Size (the
-// file's size at open: what the body holds) always. A streamed file that shrinks
+// file's size at open: what the body holds) always, and X-LCC-Response-Head (base64
+// of the robot's side file <file>.http, common/response_head.h) when there is one of
+// at most 24 KiB. A streamed file that shrinks
 // while it is sent cuts the body (the client sees a truncated answer); a small one
 // that changes while it is read is 503.
 // No authentication: the same exposure as GET /cu/query, which already serves this

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/response_head.h"
+
 namespace lcc::botm {
 
 namespace {
@@ -166,6 +168,16 @@ void Dispatcher::robotDown(RobotId robot, Actions* out) {
   pump(out);
 }
 
+// The response head the robot kept beside the file (common/response_head.h). A head
+// that cannot be removed costs disk space only: it names its body's MD5, so it is
+// never paired with the next content of the name.
+void Dispatcher::removeHead(std::uint64_t name) {
+  Status s = env_->removeFile(responseHeadPath(pathOf(name)));
+  if (!s.isOk() && s.code() != StatusCode::kNotFound) {
+    spdlog::warn("botm: cannot unlink {}: {}", responseHeadPath(pathOf(name)), s.message());
+  }
+}
+
 void Dispatcher::dropName(std::uint64_t name, bool unlink_file) {
   if (unlink_file) {
     Status s = env_->removeFile(pathOf(name));
@@ -173,6 +185,7 @@ void Dispatcher::dropName(std::uint64_t name, bool unlink_file) {
       spdlog::warn("botm: cannot unlink {}: {}; the name is not reused", pathOf(name), s.message());
       return;
     }
+    removeHead(name);
   }
   names_->release(name);
 }
@@ -251,6 +264,7 @@ void Dispatcher::remove(const proto::LinkDelete& d, Actions* out) {
     out->upstream.push_back(proto::LinkDeleted{d.id, false, "io-error: " + s.message()});
     return;
   }
+  removeHead(*n);
   names_->release(*n);
   out->upstream.push_back(proto::LinkDeleted{d.id, true, ""});
 }

@@ -87,6 +87,7 @@ class Dispatcher {
   void pump(Actions* out);
   void capacityChanged(Actions* out);
   void dropName(std::uint64_t name, bool unlink_file);
+  void removeHead(std::uint64_t name);
 
   std::string machine_;
   std::string content_dir_;

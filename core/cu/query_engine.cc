@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "common/response_head.h"
+
 namespace lcc::cu {
 namespace {
 
@@ -15,10 +17,28 @@ namespace {
 // formats that announced the size stay readable.
 class FileContentSource final : public ContentSource {
  public:
-  FileContentSource(std::unique_ptr<ReadableFile> file, std::uint64_t size, std::string path, Counter& bytes)
-      : file_(std::move(file)), size_(size), path_(std::move(path)), bytes_(bytes) {}
+  FileContentSource(std::unique_ptr<ReadableFile> file, std::uint64_t size, std::string path, Counter& bytes,
+                    Env& env, std::string md5)
+      : file_(std::move(file)), size_(size), path_(std::move(path)), bytes_(bytes), env_(env), md5_(std::move(md5)) {}
 
   std::uint64_t size() const override { return size_; }
+
+  // The robot's side file (common/response_head.h), if it belongs to these bytes.
+  std::string responseHead() override {
+    const std::string path = responseHeadPath(path_);
+    auto f = env_.openReadable(path);
+    if (!f.isOk()) return {};  // none kept: fetched before heads were, or over the bound
+    auto size = (*f)->size();
+    if (!size.isOk() || *size > kMaxResponseHeadFile) return {};
+    std::string bytes(static_cast<std::size_t>(*size), '\0');
+    auto n = (*f)->read(0, bytes.size(), bytes.data());
+    if (!n.isOk()) {
+      spdlog::warn("cu: reading {}: {}; exported without its response head", path, n.status().toString());
+      return {};
+    }
+    bytes.resize(*n);
+    return decodeResponseHead(bytes, md5_);
+  }
 
   Result<std::size_t> read(char* buf, std::size_t n) override {
     const std::uint64_t left = size_ - offset_;
@@ -52,6 +72,8 @@ class FileContentSource final : public ContentSource {
   const std::uint64_t size_;
   const std::string path_;
   Counter& bytes_;
+  Env& env_;
+  const std::string md5_;
   std::uint64_t offset_ = 0;
   bool short_ = false;
 };
@@ -130,7 +152,7 @@ std::unique_ptr<ContentSource> QueryEngine::openContent(const ContentRecord& r,
     }
     RemoteContentReader& reader = remoteReader(remote);
     if (reader.isDown(*url)) return missing(ContentMissing::kUnreadable);  // warned once already
-    auto src = reader.open(*url, r.filename, r.size, r.machine);
+    auto src = reader.open(*url, r.filename, r.size, r.machine, r.md5);
     if (!src.isOk()) {
       if (!reader.isDown(*url) || src.status().code() != StatusCode::kIOError) {
         spdlog::warn("cu: content of {} on machine {}: {}; content omitted", r.key.url, r.machine,
@@ -158,7 +180,7 @@ std::unique_ptr<ContentSource> QueryEngine::openContent(const ContentRecord& r,
                  size.isOk() ? std::to_string(*size) : size.status().toString(), r.key.url, r.size);
     return missing(ContentMissing::kUnreadable);
   }
-  return std::make_unique<FileContentSource>(std::move(file).value(), r.size, path, stats_.content_bytes);
+  return std::make_unique<FileContentSource>(std::move(file).value(), r.size, path, stats_.content_bytes, env_, r.md5);
 }
 
 std::optional<std::string> QueryEngine::remoteUrlOf(const ContentRecord& r) const {

@@ -21,7 +21,9 @@
 #include <map>
 #include <set>
 
+#include "common/response_head.h"
 #include "http/url_codec.h"
+#include "lcc/support/cu_xml_format.h"
 #include "net/host_port.h"
 
 namespace lcc::cu {
@@ -204,17 +206,32 @@ struct RemoteContentReader::Impl {
 
 namespace {
 
+// The robot's response head carried by a GET /content/ answer (X-LCC-Response-Head,
+// base64 of the side file), if it belongs to content with MD5 `md5`; else empty.
+template <typename Fields>
+std::string responseHeadOf(const Fields& res, const std::string& md5) {
+  auto it = res.find(beast::string_view(kResponseHeadHeader.data(), kResponseHeadHeader.size()));
+  if (it == res.end() || md5.empty()) return {};
+  std::string file;
+  proto::Base64Decoder dec;
+  if (!dec.update(std::string_view(it->value().data(), it->value().size()), file) || !dec.finish()) return {};
+  return decodeResponseHead(file, md5);
+}
+
 // The body of one answer, read as exactly `size` bytes.
 class RemoteSource final : public ContentSource {
  public:
   RemoteSource(std::shared_ptr<RemoteContentReader::Impl> impl, std::shared_ptr<Conn> conn,
-               std::unique_ptr<Parser> parser, std::string base, std::string what, std::uint64_t size)
+               std::unique_ptr<Parser> parser, std::string base, std::string what, std::uint64_t size, std::string head)
       : impl_(std::move(impl)),
         conn_(std::move(conn)),
         parser_(std::move(parser)),
         base_(std::move(base)),
         what_(std::move(what)),
-        size_(size) {}
+        size_(size),
+        head_(std::move(head)) {}
+
+  std::string responseHead() override { return head_; }
 
   ~RemoteSource() override {
     // The connection is kept for the next record only after a clean, complete answer.
@@ -299,6 +316,7 @@ class RemoteSource final : public ContentSource {
   const std::string base_;
   const std::string what_;
   const std::uint64_t size_;
+  const std::string head_;  // the response head the answer carried, checked against the record's MD5
   std::uint64_t offset_ = 0;
   bool failed_ = false;
 };
@@ -345,7 +363,8 @@ bool RemoteContentReader::isDown(const std::string& base_url) const { return imp
 std::size_t RemoteContentReader::connectionsOpened() const { return impl_->opened; }
 
 Result<std::unique_ptr<ContentSource>> RemoteContentReader::open(const std::string& base_url, const std::string& file,
-                                                                  std::uint64_t size, const std::string& machine) {
+                                                                  std::uint64_t size, const std::string& machine,
+                                                                  const std::string& md5) {
   Impl& im = *impl_;
   if (im.down.count(base_url)) return Status::ioError(base_url + " is not reachable (earlier in this answer)");
   Target t;
@@ -416,8 +435,9 @@ Result<std::unique_ptr<ContentSource>> RemoteContentReader::open(const std::stri
                               " bytes, its record says " + std::to_string(size));
   }
   conn->busy = true;
+  std::string head = responseHeadOf(res, md5);
   return std::unique_ptr<ContentSource>(
-      std::make_unique<RemoteSource>(impl_, std::move(conn), std::move(parser), base_url, what, size));
+      std::make_unique<RemoteSource>(impl_, std::move(conn), std::move(parser), base_url, what, size, std::move(head)));
 }
 
 }  // namespace lcc::cu

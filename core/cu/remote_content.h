@@ -32,7 +32,7 @@ namespace lcc::cu {
 struct RemoteOptions {
   Millis connect_timeout{5000};  // cu.remote_connect_timeout (resolve + connect)
   Millis read_timeout{30000};    // cu.remote_read_timeout (each write, header read and body read)
-  std::size_t max_header = 16 * 1024;
+  std::size_t max_header = 64 * 1024;  // room for X-LCC-Response-Head (24 KiB side file, base64)
   std::size_t pipeline_depth = 8;  // cu.remote_pipeline: requests sent ahead per connection (1: none)
 };
 
@@ -50,8 +50,10 @@ class RemoteContentReader {
   // IOError: unreachable, timed out, or the URL is down for this export; Corruption:
   // another size, status or machine. The source must be destroyed before the next
   // open() for the same URL can reuse its connection.
+  // The source's responseHead() is the side file the answer carried in
+  // X-LCC-Response-Head, if it names `md5` (common/response_head.h), else empty.
   Result<std::unique_ptr<ContentSource>> open(const std::string& base_url, const std::string& file, std::uint64_t size,
-                                              const std::string& machine = "");
+                                              const std::string& machine = "", const std::string& md5 = "");
 
   // Says that open(base_url, file, …) comes soon, after the open()s announced before
   // it: its request may go out now on the machine's connection, behind the others

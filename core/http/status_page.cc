@@ -162,7 +162,7 @@ std::string links(const std::vector<std::string>& roles) {
   out += "<li><a href=\"/metrics\">/metrics</a> — counters (Prometheus text)</li>\n";
   if (has(roles, "cu")) {
     out += "<li><a href=\"/cu/query?limit=10\">/cu/query</a> — what changed: parameters provider, since_seq or "
-           "since (RFC 3339), mime, prefix, deleted, limit, format=xml|tar.gz, content</li>\n";
+           "since (RFC 3339), mime, prefix, deleted, limit, format=xml|tar.gz|warc.gz, content</li>\n";
   }
   return out + "</ul>\n<p class=\"note\">Administrators: <code>lcc provider ...</code> and <code>lcc status</code> "
                "(token in data_dir/admin.token).</p>\n";

@@ -240,6 +240,9 @@ struct CurlFetcher::Transfer {
   long hops = 0;              // redirects followed
   std::string current_url;    // the URL of this hop (CURLOPT_URL points into it)
   std::optional<std::int64_t> retry_after;
+  std::string head;           // this response's status line and headers (req.max_response_head)
+  bool head_done = false;     // the empty line was seen: later lines are trailers
+  bool head_over = false;     // larger than req.max_response_head: not kept
   std::optional<FetchResult> immediate;  // refused before any transfer (bad URL)
 };
 
@@ -282,15 +285,33 @@ size_t onWrite(char* data, size_t size, size_t nmemb, void* user) {
   return n;
 }
 
+// Keeps the response's head as received, up to req.max_response_head bytes.
+void keepHeadLine(CurlFetcher::Transfer* t, std::string_view line) {
+  if (t->req.max_response_head == 0 || t->head_done || t->head_over) return;
+  if (t->head.size() + line.size() > t->req.max_response_head) {
+    t->head_over = true;
+    t->head.clear();
+    t->head.shrink_to_fit();
+    return;
+  }
+  t->head.append(line);
+  if (line == "\r\n" || line == "\n") t->head_done = true;
+}
+
 size_t onHeader(char* data, size_t size, size_t nmemb, void* user) {
   auto* t = static_cast<CurlFetcher::Transfer*>(user);
   const size_t n = size * nmemb;
   std::string_view line(data, n);
   if (line.size() >= 5 && line.substr(0, 5) == "HTTP/") {
-    t->retry_after.reset();  // a new response (after a redirect)
+    t->retry_after.reset();  // a new response (after a redirect, or past a 1xx)
+    if (!t->checked) {       // not a trailer line sent after the body
+      t->head.clear();
+      t->head_done = t->head_over = false;
+    }
   } else if (line.size() > 12 && iequals(line.substr(0, 12), "retry-after:")) {
     t->retry_after = parseRetryAfter(line.substr(12), static_cast<std::int64_t>(::time(nullptr)));
   }
+  keepHeadLine(t, line);
   return n;
 }
 
@@ -470,6 +491,8 @@ CurlFetcher::Hop CurlFetcher::redirect(Transfer* t, int code, FetchResult* refus
   t->mime.clear();
   t->refused.clear();
   t->retry_after.reset();
+  t->head.clear();
+  t->head_done = t->head_over = false;
   t->current_url = std::move(v.url);
   curl_easy_setopt(t->easy, CURLOPT_URL, t->current_url.c_str());
   CURLMcode mc = curl_multi_add_handle(multi_, t->easy);
@@ -522,6 +545,7 @@ void CurlFetcher::complete(Transfer* t, int code) {
         curl_off_t ft = -1;
         curl_easy_getinfo(e, CURLINFO_FILETIME_T, &ft);
         if (ft >= 0) r.last_modified = static_cast<std::int64_t>(ft);
+        if (t->head_done) r.response_head = std::move(t->head);
       }
     } else {
       ErrorCode c = classifyHttpStatus(status, conditional);

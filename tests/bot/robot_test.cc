@@ -18,6 +18,7 @@
 #include "common/md5.h"
 #include "common/plugin/plugin_registry.h"
 #include "common/posix_env.h"
+#include "common/response_head.h"
 #include "fetch_curl/test_http_server.h"
 #include "proto/robot.h"
 #include "support/sim_clock.h"
@@ -158,7 +159,26 @@ TEST_F(RobotSessionTest, WritesThroughATemporaryNameAndRenamesOnSuccess) {
   EXPECT_EQ(r.md5, Md5::of(TestHttpServer::body(10240)));
   EXPECT_EQ(*r.last_modified, 1714564680);
   EXPECT_EQ(posixEnv()->readFile(file).value(), TestHttpServer::body(10240));
-  EXPECT_EQ(filesIn(content_), std::vector<std::string>{"2a"});  // no temporary left
+  EXPECT_EQ(filesIn(content_), (std::vector<std::string>{"2a", "2a.http"}));  // no temporary left
+  // The response head beside it, tied to this body's MD5 (common/response_head.h).
+  const std::string head = decodeResponseHead(posixEnv()->readFile(file + ".http").value(), r.md5);
+  EXPECT_EQ(head.compare(0, 13, "HTTP/1.1 200 "), 0) << head;
+  EXPECT_NE(head.find("\r\nContent-Length: 10240\r\n"), std::string::npos) << head;
+  EXPECT_TRUE(r.response_head.empty());  // the link does not carry it
+}
+
+TEST_F(RobotSessionTest, WithoutHeadsKeptAnOldHeadIsRemoved) {
+  bot::RobotOptions o;
+  o.content_root = content_;
+  o.max_response_head = 0;
+  startRobot(o);
+  const std::string file = content_ + "/00/00/2b";
+  ASSERT_TRUE(posixEnv()->createDirs(content_ + "/00/00").isOk());
+  ASSERT_TRUE(posixEnv()->writeFileAtomic(file + ".http", encodeResponseHead("x", "HTTP/1.1 200 OK\r\n\r\n")).isOk());
+  end_->send(proto::encodeRobotFetch({43, server_.url("/ok/a.htm"), file, "text/html", std::nullopt, 0}));
+  auto r = end_->result(1);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(filesIn(content_), std::vector<std::string>{"2b"});
 }
 
 TEST_F(RobotSessionTest, FailuresLeaveNoFileAndUnchangedLeavesTheOldOneAlone) {

@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "botm/content_route.h"
+#include "common/response_head.h"
+#include "lcc/support/cu_xml_format.h"
 #include "botm/filename_store.h"
 #include "http/http_server.h"
 #include "support/http_test_server.h"
@@ -109,6 +111,25 @@ TEST_F(ContentRouteTest, ServesAContentFileWithItsSizeAndMachine) {
   auto streamed_head = get("/content/00/00/81", "HEAD");
   EXPECT_EQ(streamed_head.headers["content-length"], std::to_string(edge.size()));
   EXPECT_EQ(streamed_head.body, "");
+}
+
+// The robot's response head beside a file goes along as X-LCC-Response-Head (base64 of
+// the side file), for the WARC answer of a CU on another machine.
+TEST_F(ContentRouteTest, TheResponseHeadSideFileGoesAlongInAHeader) {
+  const std::string name = write(0x7d, "body");
+  EXPECT_EQ(get("/content/" + name).headers.count("x-lcc-response-head"), 0u);
+  const std::string side = encodeResponseHead("00112233445566778899aabbccddeeff", "HTTP/1.1 200 OK\r\n\r\n");
+  writeFile(content_ + "/" + responseHeadPath(name), side);
+  auto r = get("/content/" + name);
+  ASSERT_EQ(r.status, 200);
+  std::string decoded;
+  proto::Base64Decoder dec;
+  ASSERT_TRUE(dec.update(r.headers["x-lcc-response-head"], decoded) && dec.finish());
+  EXPECT_EQ(decoded, side);
+  EXPECT_EQ(r.body, "body");
+  EXPECT_EQ(get("/content/" + name + ".http").status, 404) << "side files are not content names";
+  writeFile(content_ + "/" + responseHeadPath(name), std::string(kMaxHeadHeaderFile + 1, 'h'));
+  EXPECT_EQ(get("/content/" + name).headers.count("x-lcc-response-head"), 0u) << "over the bound: left out";
 }
 
 TEST_F(ContentRouteTest, ALargeFileIsStreamedWhole) {

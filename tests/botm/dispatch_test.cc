@@ -155,6 +155,7 @@ TEST_F(DispatcherTest, DeletesUnlinkAndFreeOwnFilesAndRefuseOthers) {
   disp_->fetch(fetchOf(1), &a);
   const auto f = a.to_robots.at(0).second;
   writeFile(f.file);
+  writeFile(f.file + ".http");  // the robot's response head (common/response_head.h)
   disp_->robotResult(1, okResult(f.id), &a);
   const std::string rel = f.file.substr(content_.size() + 1);
   Actions b;
@@ -169,6 +170,7 @@ TEST_F(DispatcherTest, DeletesUnlinkAndFreeOwnFilesAndRefuseOthers) {
   EXPECT_EQ(del[2], (proto::LinkDeleted{11, true, ""}));
   EXPECT_EQ(del[3], (proto::LinkDeleted{12, true, ""}));
   EXPECT_FALSE(posixEnv()->exists(f.file));
+  EXPECT_FALSE(posixEnv()->exists(f.file + ".http"));
   EXPECT_TRUE(names_->isFree(*names_->parse(rel)));
 }
 

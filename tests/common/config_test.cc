@@ -23,8 +23,9 @@ TEST(Config, EmptyDocumentGivesDefaults) {
   EXPECT_EQ(cfg->getInt("uns.idle_timeout"), 30000);
   EXPECT_EQ(cfg->getInt("uns.spool_limit"), 1LL << 30);
   EXPECT_EQ(cfg->getPlugin("storage.queue").plugin, "storage-kyoto");
-  ASSERT_EQ(cfg->getPluginList("exporters").size(), 2u);
+  ASSERT_EQ(cfg->getPluginList("exporters").size(), 3u);
   EXPECT_EQ(cfg->getPluginList("exporters")[1].plugin, "cu-tar");
+  EXPECT_EQ(cfg->getPluginList("exporters")[2].plugin, "cu-warc");
 }
 
 TEST(Config, CollectsEveryProblemWithItsKeyPath) {

@@ -222,7 +222,7 @@ CuWorld::CuWorld() {
   auto s = registry_->makeContentStore("storage-memory", OptionsView());
   if (!s.isOk()) throw std::runtime_error("storage-memory: " + s.status().toString());
   store_ = std::move(s).value();
-  for (const char* name : {"cu-xml", "cu-tar"}) {
+  for (const char* name : {"cu-xml", "cu-tar", "cu-warc"}) {
     auto opts = registry_->defaultOptions(name);
     if (!opts.isOk()) throw std::runtime_error(std::string(name) + ": " + opts.status().toString());
     auto e = registry_->makeExporter(name, *opts);

@@ -11,6 +11,7 @@
 #include "common/logging.h"
 #include "common/posix_env.h"
 #include "cu_test_util.h"
+#include "warc_reader.h"
 
 namespace lcc {
 namespace {
@@ -117,6 +118,8 @@ class ExporterContract : public ::testing::TestWithParam<std::string> {
       for (const auto& u : d.urls) {
         if (u.content) d.content[u.attr("c")] = *u.content;
       }
+    } else if (exporter_->format() == "warc.gz") {
+      decodeWarc(bytes, d);
     } else {
       auto t = cutest::parseTarAnswer(bytes);
       d.ok = t.ok && t.manifest.root == "result";
@@ -142,6 +145,30 @@ class ExporterContract : public ::testing::TestWithParam<std::string> {
     return d;
   }
 
+  // WARC: the manifest (last record) names each content record by WARC-Record-ID.
+  static void decodeWarc(const std::string& bytes, Decoded& d) {
+    auto w = cutest::parseWarcAnswer(bytes);
+    d.ok = w.ok && w.manifest.root == "result";
+    d.error = w.error;
+    d.count = w.manifest.count, d.last_seq = w.manifest.last_seq, d.urls = w.manifest.urls;
+    std::map<std::string, const cutest::WarcRecordOut*> by_id;
+    for (const auto& r : w.records) by_id[r.field("WARC-Record-ID")] = &r;
+    for (const auto& u : d.urls) {
+      if (u.attr("record").empty()) continue;
+      auto it = by_id.find(u.attr("record"));
+      if (it == by_id.end() || it->second->field("WARC-Target-URI").empty()) {
+        d.ok = false;
+        d.error = "manifest names a missing record " + u.attr("record");
+      } else {
+        d.content[u.attr("c")] = it->second->payload();
+      }
+    }
+    if (w.ok && w.records.size() != d.content.size() + 2) {
+      d.ok = false;
+      d.error = "records the manifest does not name";
+    }
+  }
+
   testing::TempDir dir_;
   testing::SimClock clock_;
   std::unique_ptr<PluginRegistry> registry_;
@@ -154,7 +181,7 @@ TEST_P(ExporterContract, DescribesItself) {
   if (exporter_->format() == "xml") {
     EXPECT_EQ(exporter_->contentType(), "application/xml");
     EXPECT_FALSE(exporter_->alwaysContent());
-  } else if (exporter_->format() == "tar.gz") {
+  } else if (exporter_->format() == "tar.gz" || exporter_->format() == "warc.gz") {
     EXPECT_EQ(exporter_->contentType(), "application/gzip");
     EXPECT_TRUE(exporter_->alwaysContent());
   }
@@ -279,6 +306,10 @@ TEST_P(ExporterContract, HostileTextStaysWellFormed) {
 TEST_P(ExporterContract, ContentIsStreamedNotHeld) {
   // 16 MiB of content: the sink must have received output long before the source
   // was read to its end.
+  if (exporter_->format() == "warc.gz") {
+    GTEST_SKIP() << "a WARC record states its length and digests before its block: cu-warc reads a record's "
+                    "content into a spool bounded in memory (CuWarc.BlockSpool* tests), then writes it";
+  }
   struct WatchSink final : ByteSink {
     TestSource* src = nullptr;
     std::uint64_t total = 0;

@@ -15,6 +15,8 @@
 #include "botm/content_route.h"
 #include "botm/filename_store.h"
 #include "common/content_locator.h"
+#include "common/response_head.h"
+#include "warc_reader.h"
 #include "cu/remote_content.h"
 #include "cu_test_util.h"
 #include "http/http_server.h"
@@ -80,6 +82,7 @@ class Machine {
     threads_.clear();
     server_.reset();
   }
+  const std::string& contentDir() const { return content_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_ ? port_ : server_->port()); }
   void rememberPort() { port_ = server_->port(); }
   // Writes content file number n; returns its name ("00/00/7b").
@@ -190,6 +193,46 @@ TEST_F(RemoteContentTest, ContentOfAnotherMachineIsReadFromItsHttpPort) {
   EXPECT_TRUE(found_big);
   for (const auto& u : t.manifest.urls) EXPECT_EQ(u.attr("missing"), "") << u.attr("c");
   EXPECT_EQ(m2_.counter("lcc_botm_content_reads_total"), 6u);
+}
+
+// The head the other machine's robot kept comes along (X-LCC-Response-Head) when it
+// names the record's MD5, so its WARC record is a response record too.
+TEST_F(RemoteContentTest, TheRobotsResponseHeadComesAlongWhenItNamesTheBody) {
+  const std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
+  const std::string md5 = "0123456789abcdef0123456789abcdef";
+  const std::string name = m2_.write(0x7e, "remote body");
+  writeFile(m2_.contentDir() + "/" + responseHeadPath(name), encodeResponseHead(md5, head));
+  cu::RemoteContentReader reader(cu::RemoteOptions{});
+  {
+    auto src = reader.open(m2_.url(), name, 11, "m2", md5);
+    ASSERT_TRUE(src.isOk()) << src.status().toString();
+    EXPECT_EQ((*src)->responseHead(), head);
+  }
+  {
+    auto other = reader.open(m2_.url(), name, 11, "m2", "ffffffffffffffffffffffffffffffff");
+    ASSERT_TRUE(other.isOk());
+    EXPECT_EQ((*other)->responseHead(), "") << "a head of another body";
+  }
+
+  ContentRecord r;
+  r.key = {1, "http://a.org/head.html", "text/html"};
+  r.seq = w_.store().maxSeq().value() + 1;
+  r.size = 11;
+  r.md5 = md5;
+  r.machine = "m2";
+  r.filename = name;
+  r.stored = w_.clock().now();
+  w_.putMany({r});
+  auto e = engine({{"m2", m2_.url()}});
+  CuQuery q;
+  q.format = "warc.gz";
+  Status s;
+  auto w = cutest::parseWarcAnswer(cutest::runQuery(*e, q, &s));
+  ASSERT_TRUE(s.isOk()) << s.toString();
+  ASSERT_TRUE(w.ok) << w.error;
+  ASSERT_EQ(w.records.size(), 3u);
+  EXPECT_EQ(w.records[1].field("WARC-Type"), "response");
+  EXPECT_EQ(w.records[1].block, head + "remote body");
 }
 
 TEST_F(RemoteContentTest, OneKeptConnectionPerMachineForManyRecords) {

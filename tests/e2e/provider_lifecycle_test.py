@@ -215,9 +215,11 @@ def remove_keeps_content(t):
     return qm
 
 
-def content_files(node):
+def content_files(node, heads=False):
+    """The content files (or, with heads=True, the robot's response-head side files <file>.http)."""
     root = os.path.join(node.work, "var", "content")
-    return sorted(os.path.relpath(os.path.join(d, n), root) for d, _, names in os.walk(root) for n in names)
+    return sorted(os.path.relpath(os.path.join(d, n), root) for d, _, names in os.walk(root) for n in names
+                  if n.endswith(".http") == heads)
 
 
 def remove_purges_content(t):
@@ -236,6 +238,7 @@ def remove_purges_content(t):
              lambda: t.urls(pid, "--deleted") == {r: True for r in rels})
     assert t.urls(pid) == {}
     wait_for("the files deleted", lambda: content_files(t.node) == before)
+    assert content_files(t.node, heads=True) == [f + ".http" for f in before], "side files left behind"
     assert len(with_d) == len(before) + 3
     wait_for("the record deleted by the QM", lambda: t.lcc("provider", "show", pid, check=False)[0] != 0)
 

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeline_test import DEADLINE, Node, Site, site_files, tar_contents, wait_for  # noqa: E402
@@ -81,14 +82,27 @@ def run(args, work, site, a, p, b):
     # Every record names machine mB: no file is on A.
     a_content = os.path.join(a.work, "var", "content")
     assert not os.path.isdir(a_content) or not any(files for _, _, files in os.walk(a_content)), "content on A"
-    b_files = [f for _, _, files in os.walk(os.path.join(b.work, "var", "content")) for f in files]
-    assert len(b_files) == 14, b_files
+    b_all = [f for _, _, files in os.walk(os.path.join(b.work, "var", "content")) for f in files]
+    b_files = [f for f in b_all if not f.endswith(".http")]  # beside each: the robot's response head
+    assert len(b_files) == 14 and sorted(b_all) == sorted(b_files + [f + ".http" for f in b_files]), b_all
 
     expected = {site.base + k: v for k, v in site_files(site.root).items()}
     got = tar_contents(a.query_tar("--provider", pid))
     assert got == expected, f"export differs: {sorted(set(got) ^ set(expected))}"
     xml = a.query_xml_bytes("--content").decode()
     assert "missing=" not in xml, xml[:2000]
+    # warc.gz: content read from B comes with the head B's robot kept (X-LCC-Response-Head),
+    # so every URL is a response record (plugins/cu-warc/README.md).
+    warc = os.path.join(a.work, "answer.warc.gz")
+    a.lcc("cu", "query", "--cu", f"127.0.0.1:{a.ports['cu']}", "--format", "warc.gz", "-o", warc)
+    with open(warc, "rb") as f:
+        data = f.read()
+    types = []
+    while data:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        types.append(re.search(rb"\r\nWARC-Type: (\w+)\r\n", d.decompress(data)).group(1).decode())
+        data = d.unused_data
+    assert types == ["warcinfo"] + ["response"] * 14 + ["metadata"], types
     b_served = b.status()["counters"].get("lcc_botm_content_reads_total", 0)
     assert b_served >= 28, f"B served {b_served} content reads"
     # The C API reads content through the CU port: it gets B's bytes the same way.

@@ -75,6 +75,7 @@ class FetchCurlTest : public ::testing::Test {
     r.max_size = max;
     r.if_modified_since = since;
     r.redirect_prefixes = {server_.url("/")};  // the redirect tests stay on this server (redirect_test.cc: the modes)
+    r.max_response_head = max_head_;
     Status s = f.start(r, waiter_.callback());
     EXPECT_TRUE(s.isOk()) << s.toString();
     FetchResult res = waiter_.get(r.id);
@@ -88,6 +89,7 @@ class FetchCurlTest : public ::testing::Test {
   TestHttpServer server_;
   Waiter waiter_;
   std::uint64_t next_id_ = 0;
+  std::uint64_t max_head_ = 0;
   std::string last_path_;
 };
 
@@ -103,6 +105,33 @@ TEST_F(FetchCurlTest, FetchesIntoTheFileWithSizeMd5TypeAndLastModified) {
   EXPECT_EQ(posixEnv()->readFile(last_path_).value(), body);
   ASSERT_TRUE(r.last_modified.has_value());
   EXPECT_EQ(*r.last_modified, 1714564680);
+}
+
+TEST_F(FetchCurlTest, KeepsTheFinalResponseHeadOnlyWhenAskedAndWhenItFits) {
+  auto f = make({{"allow_private", "true"}});
+  auto starts = [](const std::string& s, std::string_view p) { return s.compare(0, p.size(), p) == 0; };
+  auto ends = [](const std::string& s, std::string_view p) {
+    return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+  };
+  EXPECT_EQ(fetch(*f, server_.url("/ok/a.htm")).response_head, "");  // not asked
+  max_head_ = 16384;
+  FetchResult r = fetch(*f, server_.url("/ok/a.htm"), "text/html");
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_TRUE(starts(r.response_head, "HTTP/1.1 200")) << r.response_head;
+  EXPECT_NE(r.response_head.find("\r\nContent-Length: 10240\r\n"), std::string::npos) << r.response_head;
+  EXPECT_TRUE(ends(r.response_head, "\r\n\r\n")) << r.response_head;
+  FetchResult hop = fetch(*f, server_.url("/redirect/2"));  // the final response's head, not a 3xx's
+  ASSERT_TRUE(hop.ok()) << hop.message;
+  EXPECT_TRUE(starts(hop.response_head, "HTTP/1.1 200")) << hop.response_head;
+  EXPECT_EQ(hop.response_head.find("Location:"), std::string::npos) << hop.response_head;
+  FetchResult chunked = fetch(*f, server_.url("/chunked/1000"));
+  ASSERT_TRUE(chunked.ok()) << chunked.message;
+  EXPECT_NE(chunked.response_head.find("chunked"), std::string::npos) << chunked.response_head;
+  EXPECT_EQ(fetch(*f, server_.url("/status/404")).response_head, "");  // failures carry none
+  max_head_ = 20;  // over the bound: none, never a cut one
+  FetchResult over = fetch(*f, server_.url("/ok/a.htm"));
+  ASSERT_TRUE(over.ok()) << over.message;
+  EXPECT_EQ(over.response_head, "");
 }
 
 TEST_F(FetchCurlTest, EmptyBodyMakesAnEmptyFile) {

@@ -61,7 +61,7 @@ const std::vector<KeySpec>& Config::schema() {
       {"fetcher", KeyType::kPlugin, "fetch-curl", kNoMin, kNoMax, "the robots' fetcher"},
       {"fetch.redirects", KeyType::kString, "prefix", 1, 6,
        "redirects a fetch follows: prefix (under the provider's prefixes), host (same host) or none (310 otherwise)"},
-      {"exporters", KeyType::kPluginList, "cu-xml,cu-tar", kNoMin, kNoMax, "CU output formats"},
+      {"exporters", KeyType::kPluginList, "cu-xml,cu-tar,cu-warc", kNoMin, kNoMax, "CU output formats"},
       {"accept_mime", KeyType::kStringList, "text/*,application/pdf,application/xml", kNoMin, kNoMax,
        "MIME patterns CPs may send (type/subtype or type/*)"},
       // --- uns ---
@@ -137,6 +137,9 @@ const std::vector<KeySpec>& Config::schema() {
        "at start, remove robots' temporary files (<file>.<pid>-<n>.tmp) whose process is gone"},
       {"bot.sync_files", KeyType::kBool, "false", kNoMin, kNoMax,
        "fsync each content file and its folder before reporting it stored (slower; see core/bot/README.md)"},
+      {"bot.max_response_head", KeyType::kSize, "16KiB", 0, kMiB,
+       "keep each fetch's HTTP status line and headers beside its file (<file>.http, for the WARC answer) "
+       "when they fit in this many bytes; 0: keep none"},
       // --- cu ---
       {"cu.max_connections", KeyType::kInt, "64", 1, 100000, "CU connections at once"},
       {"cu.idle_timeout", KeyType::kDuration, "30s", 100, kDay, "wait for a query"},

@@ -29,6 +29,10 @@ class ContentSource {
   virtual std::uint64_t size() const = 0;
   // Reads up to n bytes; 0 at the end.
   virtual Result<std::size_t> read(char* buf, std::size_t n) = 0;
+  // The HTTP status line and header lines these bytes were fetched with, ending with
+  // the empty line, as the robot kept them (FetchResult::response_head); empty when
+  // none were kept (fetched before they were, over the bound, another machine's content).
+  virtual std::string responseHead() { return {}; }
 };
 
 }  // namespace lcc

@@ -226,6 +226,9 @@ struct FetchRequest {
   std::string expected_md5;        // verify when non-empty and the fetcher is so configured
   RedirectPolicy redirects = RedirectPolicy::kPrefix;
   std::vector<std::string> redirect_prefixes;  // the provider's prefixes, in the URL normal form
+  // Keep the final response's status line and header lines (FetchResult::response_head)
+  // when they fit in this many bytes; 0: not kept.
+  std::uint64_t max_response_head = 0;
 };
 
 // One fetch's outcome: the single record every hop uses. A fetcher fills it, the robot
@@ -245,6 +248,11 @@ struct FetchResult {
   bool unchanged = false;                // 304: nothing was written
   std::optional<Millis> retry_after;     // from a 429/503
   std::string message;                   // short English detail for errors
+  // The final response's status line and header lines as received, ending with the
+  // empty line ("HTTP/1.1 200 OK\r\n...\r\n\r\n"); empty when not asked for
+  // (FetchRequest::max_response_head 0) or larger than that. Only the robot reads it:
+  // it keeps it beside the content (core/bot/README.md), no link carries it.
+  std::string response_head;
 
   bool ok() const { return code == ErrorCode::kNone; }
   friend bool operator==(const FetchResult&, const FetchResult&) = default;

@@ -1,0 +1,35 @@
+// response_head.h — the HTTP response head a robot keeps beside a content file.
+//
+// WHO: the robot writes it (core/bot), the BOT-M removes it with its content file
+// (core/botm), the CU reads it for the WARC answer (core/cu, plugins/cu-warc).
+// WHERE: `<content file>.http`, in the same folder as the content file. FORMAT: one
+// line `lcc-head 1 <md5 of the content>\n`, then the status line and header lines as
+// fetched, ending with the empty line. The MD5 ties the head to one body: a head left
+// by an earlier fetch of the same name, or cut by a crash, is never paired with other
+// bytes (decodeResponseHead answers empty). THREADS: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace lcc {
+
+// The largest side file a reader takes (the robot keeps at most bot.max_response_head).
+constexpr std::size_t kMaxResponseHeadFile = 1 << 20;
+
+// GET /content/<file> (core/botm/content_route.h) sends the side file, base64, in this
+// header when it is at most kMaxHeadHeaderFile bytes, so another machine's CU can
+// export the head too (core/cu/remote_content.h).
+inline constexpr std::string_view kResponseHeadHeader = "X-LCC-Response-Head";
+constexpr std::size_t kMaxHeadHeaderFile = 24 * 1024;
+
+// "<content_path>.http"
+std::string responseHeadPath(std::string_view content_path);
+// The side file's bytes for `head` of the content whose MD5 is `md5`.
+std::string encodeResponseHead(std::string_view md5, std::string_view head);
+// The head in `file`, if it belongs to content with MD5 `md5` and is a whole head
+// (a status line "HTTP/...", ends with an empty line); else empty.
+std::string decodeResponseHead(std::string_view file, std::string_view md5);
+
+}  // namespace lcc
