@@ -163,30 +163,29 @@ Status applyLinkAddress(const std::string& what, const std::string& address, con
 TlsStream::TlsStream(Strand strand, tcp::socket socket, TlsContextPtr context, TlsRole role, std::string server_name)
     : strand_(std::move(strand)),
       context_(std::move(context)),
-      stream_(std::move(socket), *context_),
+      stream_(std::make_shared<Ssl>(std::move(socket), *context_)),
       role_(role),
       server_name_(std::move(server_name)) {
   boost::system::error_code ec;
-  auto ep = stream_.next_layer().remote_endpoint(ec);
+  auto ep = stream_->next_layer().remote_endpoint(ec);
   if (!ec) {
     address_ = ep.address().to_string();
     peer_ = (ep.address().is_v6() ? "[" + address_ + "]" : address_) + ":" + std::to_string(ep.port());
   }
-  stream_.next_layer().set_option(tcp::no_delay(true), ec);
+  stream_->next_layer().set_option(tcp::no_delay(true), ec);
 }
 
 void TlsStream::handshake(std::function<void(const boost::system::error_code&)> done) {
-  if (role_ == TlsRole::kClient && !setPeerName(stream_.native_handle(), server_name_)) {
+  if (role_ == TlsRole::kClient && !setPeerName(stream_->native_handle(), server_name_)) {
     return done(asio::error::invalid_argument);
   }
   const auto type = role_ == TlsRole::kServer ? ssl::stream_base::server : ssl::stream_base::client;
-  stream_.async_handshake(type, asio::bind_executor(strand_, std::move(done)));
+  stream_->async_handshake(type, asio::bind_executor(strand_, std::move(done)));
 }
 
 std::string TlsStream::describeError(const boost::system::error_code& ec) const {
   std::string why = ec.message();
-  auto& stream = const_cast<ssl::stream<tcp::socket>&>(stream_);  // native_handle() is not const
-  const std::string refused = verifyFailure(stream.native_handle());
+  const std::string refused = verifyFailure(stream_->native_handle());
   if (!refused.empty()) why += " (" + refused + ")";
   return why;
 }
@@ -199,11 +198,11 @@ void TlsStream::readSome(asio::mutable_buffer buffer, IoHandler handler) {
     if (e == ssl::error::stream_truncated) e = asio::error::eof;
     h(e, n);
   };
-  stream_.async_read_some(buffer, asio::bind_executor(strand_, std::move(on_read)));
+  stream_->async_read_some(buffer, asio::bind_executor(strand_, std::move(on_read)));
 }
 
 void TlsStream::writeAll(asio::const_buffer buffer, IoHandler handler) {
-  asio::async_write(stream_, buffer, asio::bind_executor(strand_, std::move(handler)));
+  asio::async_write(*stream_, buffer, asio::bind_executor(strand_, std::move(handler)));
 }
 
 // close_notify without waiting for the peer's: marking the peer's as received makes
@@ -212,17 +211,18 @@ void TlsStream::writeAll(asio::const_buffer buffer, IoHandler handler) {
 void TlsStream::shutdownSend() {
   if (shut_) return;
   shut_ = true;
-  SSL* s = stream_.native_handle();
+  SSL* s = stream_->native_handle();
   const int before = SSL_get_shutdown(s);
   SSL_set_shutdown(s, before | SSL_RECEIVED_SHUTDOWN);
-  stream_.async_shutdown(asio::bind_executor(strand_, [](const boost::system::error_code&) {}));
+  stream_->async_shutdown(
+      asio::bind_executor(strand_, [keep = stream_, ctx = context_](const boost::system::error_code&) {}));
   SSL_set_shutdown(s, (before & SSL_RECEIVED_SHUTDOWN) | SSL_SENT_SHUTDOWN);
 }
 
 void TlsStream::close() {
   boost::system::error_code ec;
-  stream_.next_layer().shutdown(tcp::socket::shutdown_both, ec);
-  stream_.next_layer().close(ec);
+  stream_->next_layer().shutdown(tcp::socket::shutdown_both, ec);
+  stream_->next_layer().close(ec);
 }
 
 // ---- FdTls -----------------------------------------------------------------------

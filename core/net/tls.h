@@ -111,8 +111,11 @@ class TlsStream final : public ByteStream {
 
  private:
   Strand strand_;
+  using Ssl = boost::asio::ssl::stream<boost::asio::ip::tcp::socket>;
   TlsContextPtr context_;  // outlives the SSL object made from it
-  boost::asio::ssl::stream<boost::asio::ip::tcp::socket> stream_;
+  // Shared with the close_notify write, which nobody else waits for: the stream must
+  // outlive it even when the connection is gone first.
+  std::shared_ptr<Ssl> stream_;
   TlsRole role_;
   std::string server_name_;
   std::string peer_ = "?", address_ = "?";

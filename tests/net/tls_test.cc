@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/executor_work_guard.hpp>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -267,6 +268,70 @@ TEST_F(TlsTest, TheFactoryNamesTheOptionAndTheFile) {
   EXPECT_FALSE(makeServerContext({"", "", "", TlsVersion::k12}).isOk());
   EXPECT_EQ(parseTlsVersion("1.3"), TlsVersion::k13);
   EXPECT_FALSE(parseTlsVersion("1.0").has_value());
+}
+
+// One short session as a CP makes them: "x", then the answer, then gone (every other
+// one with a reset).
+void shortSession(std::uint16_t port, const TlsContextPtr& ctx, bool reset) {
+  int fd = connectTo(port);
+  ASSERT_GE(fd, 0);
+  auto tls = FdTls::connect(fd, ctx, "localhost", 20000);
+  ASSERT_TRUE(tls.isOk()) << tls.status().toString();
+  ASSERT_TRUE((*tls)->write("x", 1).isOk());
+  char buf[16];
+  auto r = (*tls)->read(buf, sizeof buf);
+  ASSERT_TRUE(r.isOk());
+  EXPECT_EQ(std::string(buf, r->n), "bye");
+  if (reset) {
+    linger l{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  }
+  tls->reset();
+  ::close(fd);
+}
+
+// The UNS's way to end: answer, close_notify, linger; clients that leave at once, on
+// two io threads: every connection ends once and the answer arrives whole.
+TEST_F(TlsTest, ManyShortSessionsEndingWithCloseNotifyAndLinger) {
+  asio::io_context io;
+  auto guard = asio::make_work_guard(io);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) threads.emplace_back([&io] { io.run(); });
+  AcceptorOptions o;
+  o.listen = "127.0.0.1:0";
+  o.tls = slotOf(makeServerContext(serverOptions()));
+  o.connection.clock = &clock_;
+  o.connection.linger = Millis(2000);
+  std::atomic<int> ended{0};
+  auto acceptor = std::make_shared<Acceptor>(io, o, [&ended](std::shared_ptr<Connection> c, Admission) {
+    Connection::Handlers h;
+    std::weak_ptr<Connection> weak = c;
+    h.on_bytes = [weak](std::string_view) {
+      if (auto self = weak.lock()) self->closeAfterFlush("bye");
+    };
+    h.on_close = [&ended](CloseReason, const std::string&) { ++ended; };
+    c->start(std::move(h));  // held by its own handlers only, as in the roles
+  });
+  ASSERT_TRUE(acceptor->start().isOk());
+  auto ctx = makeClientContext({pki_.ca(), "", "", TlsVersion::k12});
+  ASSERT_TRUE(ctx.isOk());
+  constexpr int kClients = 8, kEach = 40;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < kEach; ++i) shortSession(acceptor->port(), ctx.value(), (c + i) % 2 == 0);
+    });
+  }
+  for (auto& t : clients) t.join();
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (ended.load() < kClients * kEach && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(ended.load(), kClients * kEach);
+  acceptor->stop();
+  guard.reset();
+  io.stop();
+  for (auto& t : threads) t.join();
 }
 
 TEST_F(TlsTest, ALinkAddressChoosesPlainOrTls) {

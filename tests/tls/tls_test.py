@@ -20,9 +20,11 @@ import re
 import signal
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -221,6 +223,39 @@ def run_cp_session(node, site, pki, work):
     return pid, password
 
 
+def burst_of_sessions(node, pki, pid, password, threads=16, each=32):
+    """Many short CP sessions at once over TLS, half of them ended with a reset: lccd
+    must answer every one and stay up."""
+    ctx = ssl.create_default_context(cafile=pki.ca)
+    hello = (f'<lococa:init xmlns:lococa="http://www.lococa.org/1.0"><provider id="{pid}" passwd="{password}"/>'
+             f'</lococa:init><lococa:set xmlns:lococa="http://www.lococa.org/1.0" set="partial"/>').encode()
+    results = []
+
+    def client(t):
+        for i in range(each):
+            raw = socket.create_connection(("127.0.0.1", node.ports["uns_tls"]), timeout=20)
+            with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+                s.sendall(hello)
+                got = b""
+                while b"</lococa:set_result>" not in got and b"init_rejected" not in got:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    got += chunk
+                results.append(got)
+                if (t + i) % 2 == 0:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    workers = [threading.Thread(target=client, args=(t,)) for t in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    refused = [r for r in results if b"set_accepted" not in r]
+    assert len(results) == threads * each and not refused, (len(results), len(refused), refused[:1])
+    node.status()  # still up
+
+
 def check_sighup_reload(node, pki):
     """New connections get the reloaded certificate; an expired one is refused by clients."""
     cert, key = pki.path("server.pem"), pki.path("server.key")
@@ -288,7 +323,7 @@ def main():
                     "robots": "tls://127.0.0.1:{robots}"},
                    {"cert_file": cert, "key_file": key, "peer_ca_file": pki.ca})
     with open(node.config, "a") as f:  # the certificate names localhost: the links say so
-        f.write(f"uns:\n  qm: tls://localhost:{node.ports['qm']}\n"
+        f.write(f"uns:\n  qm: tls://localhost:{node.ports['qm']}\n  max_connections_per_provider: 64\n"
                 f"botm:\n  source: tls://localhost:{node.ports['botm']}\n"
                 f"bot:\n  connect: tls://localhost:{node.ports['robots']}\n")
 
@@ -297,7 +332,8 @@ def main():
         assert refused(node.ports["uns"]) and refused(node.ports["cu"])
         check_independent_clients(node, pki)
         check_plain_text_closed(node)
-        run_cp_session(node, site, pki, work)
+        pid, password = run_cp_session(node, site, pki, work)
+        burst_of_sessions(node, pki, pid, password)
         check_sighup_reload(node, pki)
         check_mutual_tls(args, work, pki)
         node.stop()
