@@ -114,5 +114,8 @@ CREATE TABLE providers (
   fullset_reason       INTEGER NOT NULL,
   error_total          INTEGER NOT NULL,
   errors               BLOB NOT NULL,   -- record_codec.h: list of FetchErrorEntry
-  created              INTEGER NOT NULL
+  created              INTEGER NOT NULL,
+  -- Added after format 1 was released: sqlite_provider_store.cc adds it to an older
+  -- file when it opens one (ALTER TABLE), so the format number stays 1.
+  state_reason         TEXT NOT NULL DEFAULT ''
 ) STRICT;
