@@ -94,15 +94,26 @@ class ReverifyTest : public RsTest {
     return r;
   }
   std::int64_t metric(const std::string& name) { return metrics_.snapshot()[name]; }
+  // fetch-curl and a Registrar over it; both are stopped at the end of the test.
+  Registrar& start() {
+    EXPECT_TRUE(site_.started());
+    fetcher_ = makeCurl();
+    reg_ = makeRegistrar(*fetcher_);
+    return *reg_;
+  }
+  void TearDown() override {
+    if (reg_) reg_->stop();
+    if (fetcher_) fetcher_->stop();
+  }
 
   Metrics metrics_;
   Site site_;
+  PluginPtr<Fetcher> fetcher_;
+  std::shared_ptr<Registrar> reg_;
 };
 
 TEST_F(ReverifyTest, AFileStillInPlaceKeepsTheProviderActiveUntilTheNextInterval) {
-  ASSERT_TRUE(site_.started());
-  auto fetcher = makeCurl();
-  auto reg = makeRegistrar(*fetcher);
+  Registrar* reg = &start();
   auto g = activate(*reg, "/good/");
   EXPECT_EQ(site_.fetches("/good/lococa-secret.txt"), 1);
   reg->startSweeping(nullptr);
@@ -118,14 +129,10 @@ TEST_F(ReverifyTest, AFileStillInPlaceKeepsTheProviderActiveUntilTheNextInterval
   advanceAndSettle(*reg, kDay);
   EXPECT_EQ(site_.fetches("/good/lococa-secret.txt"), 3);
   EXPECT_EQ(stored(g.id).state, ProviderState::kActive);
-  reg->stop();
-  fetcher->stop();
 }
 
 TEST_F(ReverifyTest, AChangedOrRemovedSecretSuspendsTheProviderWithTheReason) {
-  ASSERT_TRUE(site_.started());
-  auto fetcher = makeCurl();
-  auto reg = makeRegistrar(*fetcher);
+  Registrar* reg = &start();
   auto changed = activate(*reg, "/changed/");
   auto removed = activate(*reg, "/removed/");
   auto kept = activate(*reg, "/kept/");
@@ -163,14 +170,10 @@ TEST_F(ReverifyTest, AChangedOrRemovedSecretSuspendsTheProviderWithTheReason) {
   const int before = site_.fetches("/removed/lococa-secret.txt");
   advanceAndSettle(*reg, 2 * kDay);
   EXPECT_EQ(site_.fetches("/removed/lococa-secret.txt"), before);
-  reg->stop();
-  fetcher->stop();
 }
 
 TEST_F(ReverifyTest, ASiteThatFailsToAnswerIsSuspendedOnlyAfterFailuresInARow) {
-  ASSERT_TRUE(site_.started());
-  auto fetcher = makeCurl();
-  auto reg = makeRegistrar(*fetcher);
+  Registrar* reg = &start();
   auto flaky = activate(*reg, "/flaky/");
   auto down = activate(*reg, "/down/");
   const std::string flaky_secret = stored(flaky.id).secret;
@@ -192,24 +195,20 @@ TEST_F(ReverifyTest, ASiteThatFailsToAnswerIsSuspendedOnlyAfterFailuresInARow) {
   EXPECT_NE(d.state_reason.find("303"), std::string::npos) << d.state_reason;
   EXPECT_EQ(metric("lcc_rs_reverified_total"), 1);
   EXPECT_EQ(site_.fetches("/flaky/lococa-secret.txt"), 3);
-  reg->stop();
-  fetcher->stop();
 }
 
 // Providers without a secret (added by an administrator, or verified before secrets
 // were kept) and an interval of 0 fetch nothing.
 TEST_F(ReverifyTest, NothingIsFetchedWithoutASecretOrWhenTurnedOff) {
-  ASSERT_TRUE(site_.started());
-  auto fetcher = makeCurl();
+  Registrar* reg = &start();
   ProviderRecord added;
   added.state = ProviderState::kActive;
   added.prefixes = {site_.base() + "/admin-added/"};
   ASSERT_TRUE(store_->create(added).isOk());
-  auto reg = makeRegistrar(*fetcher);
   EXPECT_EQ(reg->reverifyDue(), 0u);
   auto g = activate(*reg, "/off/");
   options_.reverify_interval = Millis(0);
-  auto off = makeRegistrar(*fetcher);
+  auto off = makeRegistrar(*fetcher_);
   clock_.advance(2 * kDay);
   EXPECT_EQ(off->reverifyDue(), 0u);
   EXPECT_EQ(site_.fetches("/off/lococa-secret.txt"), 1);
@@ -217,8 +216,6 @@ TEST_F(ReverifyTest, NothingIsFetchedWithoutASecretOrWhenTurnedOff) {
   ASSERT_TRUE(eventually([&] { return reg->reverifyPending() == 0; }));
   EXPECT_EQ(site_.fetches("/off/lococa-secret.txt"), 2);
   EXPECT_EQ(stored(g.id).state, ProviderState::kActive);
-  reg->stop();
-  fetcher->stop();
 }
 
 TEST(ReverifyVerdict, OnlyADefiniteAnswerSuspendsAtOnce) {

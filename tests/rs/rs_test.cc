@@ -326,15 +326,25 @@ TEST_F(RsTest, ASecretBehindARedirectOffThePrefixDoesNotVerify) {
   fetcher->stop();
 }
 
+// The RS pages of a Registrar on a real HTTP server on 127.0.0.1, with a client.
+struct RsPages {
+  static http::Router routesOf(std::shared_ptr<Registrar> reg) {
+    http::Router r;
+    registerRsRoutes(r, std::move(reg));
+    return r;
+  }
+  explicit RsPages(std::shared_ptr<Registrar> reg) : router(routesOf(std::move(reg))), fx(router) {}
+  http::Router router;
+  http::testing::ServerFixture fx;
+};
+
 // The pages over real HTTP: form, step one, step two.
 TEST_F(RsTest, RegistrationOverHttp) {
   ScriptedFetcher f;
   auto reg = makeRegistrar(f);
-  http::Router router;
-  registerRsRoutes(router, reg);
-  http::testing::ServerFixture fx(router);
-  ASSERT_TRUE(fx.startStatus().isOk());
-  http::testing::Client c(fx.port());
+  RsPages pages(reg);
+  ASSERT_TRUE(pages.fx.startStatus().isOk());
+  http::testing::Client c(pages.fx.port());
 
   auto form = c.request("GET", "/register");
   EXPECT_EQ(form.result_int(), 200);
@@ -386,11 +396,9 @@ TEST_F(RsTest, RegistrationsPerAddressAreLimitedWith429AndRetryAfter) {
   options_.register_per_minute = 3;
   ScriptedFetcher f;
   auto reg = makeRegistrar(f);
-  http::Router router;
-  registerRsRoutes(router, reg);
-  http::testing::ServerFixture fx(router);
-  ASSERT_TRUE(fx.startStatus().isOk());
-  http::testing::Client c(fx.port());
+  RsPages pages(reg);
+  ASSERT_TRUE(pages.fx.startStatus().isOk());
+  http::testing::Client c(pages.fx.port());
   const std::vector<std::pair<std::string, std::string>> kJson = {
       {"Content-Type", "application/x-www-form-urlencoded"}, {"Accept", "application/json"}};
   auto post = [&](const std::string& prefix) {
