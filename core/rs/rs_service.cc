@@ -145,9 +145,9 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
     SecretFetch got;
   };
   auto wait = std::make_shared<Wait>();
-  auto fid = fetchSecret(rec, [wait](SecretFetch got) {
+  auto fid = fetchSecret(rec, [wait](SecretFetch f) {
     std::lock_guard<std::mutex> lock(wait->mu);
-    wait->got = std::move(got);
+    wait->got = std::move(f);
     wait->done = true;
     wait->cv.notify_all();
   });
@@ -156,7 +156,7 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
     return fail(502, "could not fetch " + rec.secret_url + ": " + fid.status().message());
   }
   bool timed_out = false;
-  SecretFetch got;
+  SecretFetch fetched;
   {
     std::unique_lock<std::mutex> lock(wait->mu);
     if (!wait->cv.wait_for(lock, options_.verify_timeout, [&] { return wait->done; })) {
@@ -167,14 +167,14 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
       // `done` runs exactly once, also on cancel.
       wait->cv.wait_for(lock, std::chrono::seconds(10), [&] { return wait->done; });
     }
-    got = wait->got;
+    fetched = wait->got;
   }
   if (timed_out) {
     v.fetch_code = ErrorCode::kFetchTimeout;
     return fail(504, "fetching " + rec.secret_url + " took longer than " +
                          std::to_string(options_.verify_timeout.count() / 1000.0).substr(0, 4) + " s");
   }
-  const FetchResult& result = got.result;
+  const FetchResult& result = fetched.result;
   v.fetch_http_status = result.http_status;
   if (!result.ok()) {
     v.fetch_code = result.code;
@@ -183,8 +183,8 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
     }
     return fail(422, "could not fetch " + rec.secret_url + ": " + fetchOutcome(result));
   }
-  if (!got.read_error.empty()) return fail(500, "could not read the fetched secret: " + got.read_error);
-  if (!got.matches) {
+  if (!fetched.read_error.empty()) return fail(500, "could not read the fetched secret: " + fetched.read_error);
+  if (!fetched.matches) {
     return fail(422, "the file at " + rec.secret_url + " does not hold the secret of this registration");
   }
   Status s = providers_.modify(id, [&](ProviderRecord& p) {

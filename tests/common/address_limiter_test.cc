@@ -86,7 +86,7 @@ TEST(AddressLimiter, TrackedAddressesAreCappedOldestForgottenFirst) {
   EXPECT_FALSE(lim.check("b").allowed);
   EXPECT_FALSE(lim.check("c").allowed);
   EXPECT_FALSE(lim.check("d").allowed);
-  for (int i = 0; i < 1000; ++i) (void)lim.record("x" + std::to_string(i));
+  for (int i = 0; i < 1000; ++i) (void)lim.record(std::to_string(i) + "x");
   EXPECT_EQ(lim.trackedAddresses(), 3u);
 }
 
