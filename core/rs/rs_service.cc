@@ -138,42 +138,17 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
   }
 
   // Fetch the secret now.
-  struct Wait {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    SecretFetch got;
-  };
-  auto wait = std::make_shared<Wait>();
-  auto fid = fetchSecret(rec, [wait](SecretFetch f) {
-    std::lock_guard<std::mutex> lock(wait->mu);
-    wait->got = std::move(f);
-    wait->done = true;
-    wait->cv.notify_all();
-  });
-  if (!fid.isOk()) {
-    if (fid.status().code() == StatusCode::kAborted) return fail(503, "the registration server is stopping");
-    return fail(502, "could not fetch " + rec.secret_url + ": " + fid.status().message());
+  auto waited = fetchSecretWaiting(rec);
+  if (!waited.isOk()) {
+    if (waited.status().code() == StatusCode::kAborted) return fail(503, "the registration server is stopping");
+    return fail(502, "could not fetch " + rec.secret_url + ": " + waited.status().message());
   }
-  bool timed_out = false;
-  SecretFetch fetched;
-  {
-    std::unique_lock<std::mutex> lock(wait->mu);
-    if (!wait->cv.wait_for(lock, options_.verify_timeout, [&] { return wait->done; })) {
-      timed_out = true;
-      lock.unlock();
-      fetcher_.cancel(fid.value());
-      lock.lock();
-      // `done` runs exactly once, also on cancel.
-      wait->cv.wait_for(lock, std::chrono::seconds(10), [&] { return wait->done; });
-    }
-    fetched = wait->got;
-  }
-  if (timed_out) {
+  if (!waited.value()) {
     v.fetch_code = ErrorCode::kFetchTimeout;
     return fail(504, "fetching " + rec.secret_url + " took longer than " +
                          std::to_string(options_.verify_timeout.count() / 1000.0).substr(0, 4) + " s");
   }
+  const SecretFetch& fetched = *waited.value();
   const FetchResult& result = fetched.result;
   v.fetch_http_status = result.http_status;
   if (!result.ok()) {
@@ -209,6 +184,30 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
                                      ", and the provider is suspended when it is gone or changed";
   return fail(200, "verified: provider " + std::to_string(id) + " is active; " + keep +
                        "; start sending notifications");
+}
+
+Result<std::optional<SecretFetch>> Registrar::fetchSecretWaiting(const ProviderRecord& rec) {
+  struct Wait {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    SecretFetch got;
+  };
+  auto wait = std::make_shared<Wait>();
+  LCC_ASSIGN_OR_RETURN(const std::uint64_t fid, fetchSecret(rec, [wait](SecretFetch f) {
+                         std::lock_guard<std::mutex> lock(wait->mu);
+                         wait->got = std::move(f);
+                         wait->done = true;
+                         wait->cv.notify_all();
+                       }));
+  std::unique_lock<std::mutex> lock(wait->mu);
+  if (wait->cv.wait_for(lock, options_.verify_timeout, [&] { return wait->done; })) return std::optional<SecretFetch>(wait->got);
+  lock.unlock();
+  fetcher_.cancel(fid);
+  lock.lock();
+  // `done` runs exactly once, also on cancel (and removes the file).
+  wait->cv.wait_for(lock, std::chrono::seconds(10), [&] { return wait->done; });
+  return std::optional<SecretFetch>();
 }
 
 Result<std::uint64_t> Registrar::fetchSecret(const ProviderRecord& rec, std::function<void(SecretFetch)> done) {

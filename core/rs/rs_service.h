@@ -111,6 +111,9 @@ class Registrar : public std::enable_shared_from_this<Registrar> {
   // `done` runs exactly once, also on cancel, on the fetcher's thread, once the
   // fetched file is read and removed. Returns the fetch id (for Fetcher::cancel).
   Result<std::uint64_t> fetchSecret(const ProviderRecord& rec, std::function<void(SecretFetch)> done);
+  // Step two's fetch: fetchSecret, waiting up to rs.verify_timeout, then cancelled
+  // (nullopt: it timed out).
+  Result<std::optional<SecretFetch>> fetchSecretWaiting(const ProviderRecord& rec);
   // Starts queued re-verifications while fewer than kReverifyInFlight run.
   void pumpReverify();
   void startReverify(ProviderId id);
