@@ -170,6 +170,24 @@ TEST_F(ReverifyTest, AChangedOrRemovedSecretSuspendsTheProviderWithTheReason) {
   const int before = site_.fetches("/removed/lococa-secret.txt");
   advanceAndSettle(*reg, 2 * kDay);
   EXPECT_EQ(site_.fetches("/removed/lococa-secret.txt"), before);
+
+  // The administrator resumes it: the reason goes, and the next sweep checks again —
+  // the file is still gone, so it is suspended again.
+  http::AdminContext admin;
+  admin.providers = store_.get();
+  http::Request req;
+  req.remote_ip = "127.0.0.1";
+  ASSERT_EQ(http::adminSuspendProvider(admin, removed.id, false, req).status, 200);
+  EXPECT_EQ(stored(removed.id).state, ProviderState::kActive);
+  EXPECT_EQ(stored(removed.id).state_reason, "");
+  advanceAndSettle(*reg, Millis(10 * kMinute));
+  EXPECT_EQ(site_.fetches("/removed/lococa-secret.txt"), before + 1);
+  EXPECT_EQ(stored(removed.id).state, ProviderState::kSuspended);
+  EXPECT_NE(stored(removed.id).state_reason.find("is gone"), std::string::npos);
+  // An administrator's suspension has no reason.
+  ASSERT_EQ(http::adminSuspendProvider(admin, kept.id, true, req).status, 200);
+  EXPECT_EQ(stored(kept.id).state_reason, "");
+  EXPECT_EQ(login(kept).message, "provider not active (suspended)");
 }
 
 TEST_F(ReverifyTest, ASiteThatFailsToAnswerIsSuspendedOnlyAfterFailuresInARow) {
