@@ -22,6 +22,10 @@ bool dueForReverify(const ProviderRecord& p, WallTime now) {
 
 }  // namespace
 
+bool suspendedByReverification(const ProviderRecord& p) {
+  return p.state == ProviderState::kSuspended && p.state_reason.rfind(kReverifyReasonStart, 0) == 0;
+}
+
 ReverifyVerdict reverifyVerdict(const SecretFetch& got) {
   if (got.result.ok()) {
     if (!got.read_error.empty()) return ReverifyVerdict::kUnreachable;  // our disk, not their site
@@ -128,11 +132,11 @@ void Registrar::reverified(const ProviderRecord& rec, const SecretFetch& got) {
   switch (verdict) {
     case ReverifyVerdict::kConfirmed: break;
     case ReverifyVerdict::kGone:
-      reason = "re-verification on " + formatRfc3339(now) + ": the secret file " + rec.secret_url + " is gone (" +
+      reason = std::string(kReverifyReasonStart) + formatRfc3339(now) + ": the secret file " + rec.secret_url + " is gone (" +
                fetchOutcome(got.result) + ")";
       break;
     case ReverifyVerdict::kChanged:
-      reason = "re-verification on " + formatRfc3339(now) + ": the file " + rec.secret_url +
+      reason = std::string(kReverifyReasonStart) + formatRfc3339(now) + ": the file " + rec.secret_url +
                " no longer holds the provider's secret";
       break;
     case ReverifyVerdict::kUnreachable:
@@ -141,7 +145,7 @@ void Registrar::reverified(const ProviderRecord& rec, const SecretFetch& got) {
                    rec.secret_url, failures, options_.reverify_failures,
                    got.read_error.empty() ? fetchOutcome(got.result) : got.read_error);
       if (failures < options_.reverify_failures) return;  // still due: tried again at the next sweep
-      reason = "re-verification on " + formatRfc3339(now) + ": " + rec.secret_url + " could not be fetched " +
+      reason = std::string(kReverifyReasonStart) + formatRfc3339(now) + ": " + rec.secret_url + " could not be fetched " +
                std::to_string(failures) + " times in a row (last: " + fetchOutcome(got.result) + ")";
       break;
   }

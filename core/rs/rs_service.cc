@@ -126,11 +126,14 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
     v.active = true;
     return fail(200, "provider " + std::to_string(id) + " is already verified and active");
   }
-  if (rec.state == ProviderState::kSuspended) {
+  const bool again = suspendedByReverification(rec);  // its file was gone or wrong: may show it again
+  if (rec.state == ProviderState::kSuspended && !again) {
     return fail(403, rec.state_reason.empty() ? "this provider is suspended by an administrator"
                                               : "this provider is suspended: " + rec.state_reason);
   }
-  if (rec.state != ProviderState::kPending) return fail(410, "this provider is being removed by an administrator");
+  if (rec.state != ProviderState::kPending && !again) {
+    return fail(410, "this provider is being removed by an administrator");
+  }
   if (expired) {
     if (providers_.remove(id).isOk() && expired_) expired_->inc();
     spdlog::info("rs: registration {} expired, removed", id);
@@ -160,12 +163,16 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
   }
   if (!fetched.read_error.empty()) return fail(500, "could not read the fetched secret: " + fetched.read_error);
   if (!fetched.matches) {
-    return fail(422, "the file at " + rec.secret_url + " does not hold the secret of this registration");
+    return fail(422, "the file at " + rec.secret_url + " does not hold the secret of this registration" +
+                         (again ? " (the provider stays suspended: " + rec.state_reason + ")" : ""));
   }
   Status s = providers_.modify(id, [&](ProviderRecord& p) {
     if (p.state == ProviderState::kActive) return Status::ok();
-    if (p.state != ProviderState::kPending) return Status::aborted("the provider is no longer pending");
+    if (p.state != ProviderState::kPending && !suspendedByReverification(p)) {
+      return Status::aborted("the provider is no longer pending");
+    }
     p.state = ProviderState::kActive;
+    p.state_reason.clear();
     // The secret stays: the file is fetched again every rs.reverify_interval.
     p.reg_expires = clock_.now() + options_.reverify_interval;
     return Status::ok();

@@ -72,6 +72,10 @@ enum class ReverifyVerdict {
   kUnreachable,  // any other failure: retried at the next sweep; suspended after rs.reverify_failures in a row
 };
 ReverifyVerdict reverifyVerdict(const SecretFetch& got);
+// Every reason re-verification writes starts so; such a provider may verify again
+// through step two (an administrator's suspension has no reason).
+inline constexpr std::string_view kReverifyReasonStart = "re-verification on ";
+bool suspendedByReverification(const ProviderRecord& p);
 // "301 not found, HTTP 404: message" for a reason or a page.
 std::string fetchOutcome(const FetchResult& r);
 
@@ -88,7 +92,9 @@ class Registrar : public std::enable_shared_from_this<Registrar> {
   // Step one: a pending provider with a fresh secret and password. InvalidArgument
   // with the reason for a bad prefix or contact; Busy when max_pending wait already.
   Result<Registration> registerProvider(const std::string& prefix, const std::string& contact);
-  // Step two: fetch the secret now and activate the provider when it matches.
+  // Step two: fetch the secret now and activate the provider when it matches. Also
+  // for a provider that re-verification suspended: it is active again once its file
+  // holds the secret once more.
   Verification verify(ProviderId id, const std::string& password);
   // Removes every pending registration whose expiry passed; returns how many.
   std::size_t sweepExpired();

@@ -161,10 +161,19 @@ TEST_F(ReverifyTest, AChangedOrRemovedSecretSuspendsTheProviderWithTheReason) {
   nlohmann::json shown = http::providerToJson(c);
   EXPECT_EQ(shown["state"], "suspended");
   EXPECT_EQ(shown["state_reason"], c.state_reason);
-  // ... and step two tells the provider too.
+  // ... and step two fetches again: still gone, still suspended ...
   Verification again = reg->verify(removed.id, removed.password);
-  EXPECT_EQ(again.http_status, 403);
-  EXPECT_NE(again.reason.find("is gone"), std::string::npos) << again.reason;
+  EXPECT_EQ(again.http_status, 422);
+  EXPECT_NE(again.reason.find("not found"), std::string::npos) << again.reason;
+  EXPECT_EQ(stored(removed.id).state, ProviderState::kSuspended);
+  EXPECT_EQ(reg->verify(changed.id, "wrong").http_status, 403);
+  // ... and once the file holds the secret again, the provider is active again.
+  site_.serve("/changed/lococa-secret.txt", {200, changed.secret + "\n"});
+  Verification back = reg->verify(changed.id, changed.password);
+  EXPECT_EQ(back.http_status, 200) << back.reason;
+  EXPECT_EQ(stored(changed.id).state, ProviderState::kActive);
+  EXPECT_EQ(stored(changed.id).state_reason, "");
+  EXPECT_EQ(login(changed).code, ErrorCode::kNone);
 
   // A suspended provider is not fetched again.
   const int before = site_.fetches("/removed/lococa-secret.txt");
@@ -188,6 +197,11 @@ TEST_F(ReverifyTest, AChangedOrRemovedSecretSuspendsTheProviderWithTheReason) {
   ASSERT_EQ(http::adminSuspendProvider(admin, kept.id, true, req).status, 200);
   EXPECT_EQ(stored(kept.id).state_reason, "");
   EXPECT_EQ(login(kept).message, "provider not active (suspended)");
+  // Step two does not lift an administrator's suspension.
+  Verification admins = reg->verify(kept.id, kept.password);
+  EXPECT_EQ(admins.http_status, 403);
+  EXPECT_NE(admins.reason.find("by an administrator"), std::string::npos) << admins.reason;
+  EXPECT_EQ(stored(kept.id).state, ProviderState::kSuspended);
 }
 
 TEST_F(ReverifyTest, ASiteThatFailsToAnswerIsSuspendedOnlyAfterFailuresInARow) {
