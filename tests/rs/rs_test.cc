@@ -429,8 +429,10 @@ TEST_F(RsTest, RegistrationsPerAddressAreLimitedWith429AndRetryAfter) {
 
 TEST_F(RsTest, TheServiceIsBuiltFromTheConfigAndSweepsWhileRunning) {
   std::vector<ConfigProblem> problems;
-  auto cfg = Config::loadText("rs:\n  secret_ttl: 1h\n  sweep_interval: 10m\n  secret_file: verify-me.txt\n",
-                              dir_.file("lcc.yaml"), {}, &problems);
+  auto cfg = Config::loadText(
+      "rs:\n  secret_ttl: 1h\n  sweep_interval: 10m\n  secret_file: verify-me.txt\n  register_per_minute: 1\n"
+      "  reverify_interval: 2d\n",
+      dir_.file("lcc.yaml"), {}, &problems);
   ASSERT_TRUE(cfg.isOk()) << (problems.empty() ? cfg.status().toString() : problems[0].toString());
   ScriptedFetcher f;
   http::Router router;
@@ -458,6 +460,13 @@ TEST_F(RsTest, TheServiceIsBuiltFromTheConfigAndSweepsWhileRunning) {
   EXPECT_EQ(j["secret_url"], "http://svc.example/verify-me.txt");
   const ProviderId id = j["id"];
   EXPECT_EQ(metrics.snapshot()["lcc_rs_registrations_total"], 1);
+  // rs.register_per_minute: 1 from the YAML.
+  http::Response over = router.dispatch(req);
+  EXPECT_EQ(over.status, 429) << over.body;
+  EXPECT_EQ(metrics.snapshot()["lcc_rs_register_throttled_total"], 1);
+  nlohmann::json status;
+  svc.value()->status(status);
+  EXPECT_EQ(status["reverify_interval_s"], 2 * 24 * 3600);
   clock_.advance(Millis(70 * 60 * 1000));
   EXPECT_FALSE(exists(id));
   EXPECT_EQ(metrics.snapshot()["lcc_rs_expired_removed_total"], 1);

@@ -11,6 +11,7 @@
 #include "support/temp_dir.h"
 #include "uns/auth_cache.h"
 #include "uns/uns_core.h"
+#include "uns/uns_service.h"
 #include "uns/uns_test_util.h"
 
 namespace lcc::uns {
@@ -146,6 +147,24 @@ TEST_F(AuthTest, AnAddressThatKeepsFailingIsTurnedAwayUncheckedForTheCooldown) {
   c.auth_failures_per_minute = 0;
   UnsCore open(c, fx_->store(), &clock_, nullptr);
   for (int i = 0; i < 50; ++i) EXPECT_EQ(open.authenticate({"1", "guess"}, "192.0.2.9").code, ErrorCode::kAuthFailed);
+}
+
+// The limit's keys come from the YAML (schema defaults otherwise).
+TEST(UnsConfig, TheFailedInitLimitIsReadFromTheYaml) {
+  std::vector<ConfigProblem> problems;
+  auto cfg = Config::loadText("uns:\n  auth_failures_per_minute: 7\n  auth_cooldown: 2m\n  auth_tracked_addresses: 50\n",
+                              "lcc.yaml", {}, &problems);
+  ASSERT_TRUE(cfg.isOk()) << (problems.empty() ? cfg.status().toString() : problems[0].toString());
+  UnsOptions o = unsOptionsFromConfig(cfg.value(), "/nonexistent", "m1");
+  EXPECT_EQ(o.core.auth_failures_per_minute, 7u);
+  EXPECT_EQ(o.core.auth_cooldown_ms, 120000);
+  EXPECT_EQ(o.core.auth_tracked_addresses, 50u);
+  auto defaults = Config::loadText("", "lcc.yaml", {}, &problems);
+  ASSERT_TRUE(defaults.isOk());
+  UnsOptions d = unsOptionsFromConfig(defaults.value(), "/nonexistent", "m1");
+  EXPECT_EQ(d.core.auth_failures_per_minute, 30u);
+  EXPECT_EQ(d.core.auth_cooldown_ms, 300000);
+  EXPECT_FALSE(Config::loadText("uns:\n  auth_cooldown: 10ms\n", "lcc.yaml", {}, &problems).isOk());
 }
 
 // A provider the RS suspended (re-verification) is told why.
