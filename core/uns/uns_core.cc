@@ -67,7 +67,11 @@ AuthResult UnsCore::authenticate(const AuthRequest& request, const std::string& 
     return r;
   }
   AuthResult r = checkAndAdmit(request, peer_ip);
-  if (r.code == ErrorCode::kAuthFailed) (void)auth_limiter_.record(peer_ip);
+  if (r.code == ErrorCode::kAuthFailed && !auth_limiter_.record(peer_ip).allowed) {
+    // Once per cool-down: the refusals during it are only counted (/metrics).
+    spdlog::warn("uns: {}: {} failed inits within a minute; its inits get 120 for {} s", peer_ip,
+                 config_.auth_failures_per_minute, config_.auth_cooldown_ms / 1000);
+  }
   return r;
 }
 

@@ -129,7 +129,7 @@ class Session : public std::enable_shared_from_this<Session> {
           return;
         }
         if (r.throttled && self->sh_.c_auth_throttled) self->sh_.c_auth_throttled->inc();
-        if (r.code != ErrorCode::kNone) {
+        if (r.code != ErrorCode::kNone && !r.throttled) {  // a cool-down is logged once, by UnsCore
           spdlog::info("uns: {}: init refused: {} {}", self->ip_, static_cast<int>(r.code), r.message);
         }
         self->policy_.onAuthenticated(std::move(r));
