@@ -214,6 +214,7 @@ json providerToJson(const ProviderRecord& p) {
   return json{
       {"id", p.id},
       {"state", providerStateName(p.state)},
+      {"state_reason", p.state_reason},
       {"prefixes", p.prefixes},
       {"priority", p.priority},
       {"bandwidth", p.bandwidth},

@@ -110,6 +110,10 @@ Response adminSuspendProvider(const AdminContext& ctx, ProviderId pid, bool susp
     if (isProviderRemoving(p.state)) return Status::aborted("the provider is being removed");
     if (p.state == ProviderState::kPending) return Status::aborted("the provider's registration is not verified yet");
     p.state = suspend ? ProviderState::kSuspended : ProviderState::kActive;
+    // An administrator's decision replaces a reason the RS gave (re-verification);
+    // a resumed provider whose re-verification failed is checked again at the RS's
+    // next sweep (its due time has passed).
+    p.state_reason.clear();
     after = p;
     return Status::ok();
   });

@@ -11,7 +11,6 @@
 #include "lcc/support/url_norm.h"
 
 namespace lcc::rs {
-namespace {
 
 using nlohmann::json;
 
@@ -22,21 +21,41 @@ std::string fetchOutcome(const FetchResult& r) {
   return out;
 }
 
-}  // namespace
-
 Result<std::string> normalizePrefix(const std::string& prefix) { return url::normalizePrefix(prefix, kMaxPrefixLength); }
 
 Registrar::Registrar(ProviderStore& providers, Fetcher& fetcher, Clock& clock, Env& env, RsOptions options)
     : providers_(providers), fetcher_(fetcher), clock_(clock), env_(env), options_(std::move(options)),
       // High ids: the fetcher may be shared with robots of this process.
-      next_fetch_id_((1ull << 62) + 1) {
+      next_fetch_id_((1ull << 62) + 1),
+      register_limiter_(AddressLimiterOptions{.max_events = options_.register_per_minute,
+                                              .window = Millis(60 * 1000),
+                                              .cooldown = Millis(0),
+                                              .max_addresses = static_cast<std::size_t>(options_.register_tracked_addresses)},
+                        &clock_) {
   if (!options_.passwords) options_.passwords = PasswordHasher::ephemeral();
   if (Metrics* m = options_.metrics) {
     registered_ = &m->counter("lcc_rs_registrations_total", "registrations (step one) accepted");
     verified_ = &m->counter("lcc_rs_verified_total", "registrations verified (provider activated)");
     verify_failed_ = &m->counter("lcc_rs_verify_failed_total", "verifications that failed (any reason)");
     expired_ = &m->counter("lcc_rs_expired_removed_total", "expired pending registrations removed");
+    reverified_ = &m->counter("lcc_rs_reverified_total", "re-verifications that found the secret in place");
+    reverify_unreachable_ = &m->counter("lcc_rs_reverify_unreachable_total",
+                                        "re-verifications that could not fetch the secret file (retried)");
+    reverify_suspended_ = &m->counter("lcc_rs_reverify_suspended_total",
+                                      "providers suspended because re-verification failed");
+    register_throttled_ = &m->counter("lcc_rs_register_throttled_total",
+                                      "POST /register refused with 429: rs.register_per_minute from the address");
   }
+}
+
+AddressLimiter::Decision Registrar::admitRegistration(const std::string& address) {
+  AddressLimiter::Decision d = register_limiter_.check(address);
+  if (d.allowed) {
+    (void)register_limiter_.record(address);
+  } else if (register_throttled_) {
+    register_throttled_->inc();
+  }
+  return d;
 }
 
 Result<Registration> Registrar::registerProvider(const std::string& prefix_in, const std::string& contact_in) {
@@ -107,8 +126,14 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
     v.active = true;
     return fail(200, "provider " + std::to_string(id) + " is already verified and active");
   }
-  if (rec.state == ProviderState::kSuspended) return fail(403, "this provider is suspended by an administrator");
-  if (rec.state != ProviderState::kPending) return fail(410, "this provider is being removed by an administrator");
+  const bool again = suspendedByReverification(rec);  // its file was gone or wrong: may show it again
+  if (rec.state == ProviderState::kSuspended && !again) {
+    return fail(403, rec.state_reason.empty() ? "this provider is suspended by an administrator"
+                                              : "this provider is suspended: " + rec.state_reason);
+  }
+  if (rec.state != ProviderState::kPending && !again) {
+    return fail(410, "this provider is being removed by an administrator");
+  }
   if (expired) {
     if (providers_.remove(id).isOk() && expired_) expired_->inc();
     spdlog::info("rs: registration {} expired, removed", id);
@@ -116,90 +141,40 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
   }
 
   // Fetch the secret now.
-  const std::uint64_t fid = next_fetch_id_++;
-  FetchRequest req;
-  req.id = fid;
-  req.url = rec.secret_url;
-  req.path = options_.work_dir + "/secret-" + std::to_string(id) + "-" + std::to_string(fid) + ".tmp";
-  req.max_size = options_.secret_max_size;
-  // Never off the prefix: an open redirect elsewhere on the site must not verify it.
-  req.redirects = RedirectPolicy::kPrefix;
-  req.redirect_prefixes = rec.prefixes;
-  struct Wait {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    FetchResult result;
-  };
-  auto wait = std::make_shared<Wait>();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopped_) return fail(503, "the registration server is stopping");
-    in_flight_.insert(fid);
+  auto waited = fetchSecretWaiting(rec);
+  if (!waited.isOk()) {
+    if (waited.status().code() == StatusCode::kAborted) return fail(503, "the registration server is stopping");
+    return fail(502, "could not fetch " + rec.secret_url + ": " + waited.status().message());
   }
-  Status started = fetcher_.start(req, [wait](const FetchResult& r) {
-    std::lock_guard<std::mutex> lock(wait->mu);
-    wait->result = r;
-    wait->done = true;
-    wait->cv.notify_all();
-  });
-  if (!started.isOk()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    in_flight_.erase(fid);
-    return fail(502, "could not fetch " + rec.secret_url + ": " + started.message());
-  }
-  bool timed_out = false;
-  {
-    std::unique_lock<std::mutex> lock(wait->mu);
-    if (!wait->cv.wait_for(lock, options_.verify_timeout, [&] { return wait->done; })) {
-      timed_out = true;
-      lock.unlock();
-      fetcher_.cancel(fid);
-      lock.lock();
-      // `done` runs exactly once, also on cancel.
-      wait->cv.wait_for(lock, std::chrono::seconds(10), [&] { return wait->done; });
-    }
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    in_flight_.erase(fid);
-  }
-  FetchResult result;
-  {
-    std::lock_guard<std::mutex> lock(wait->mu);
-    result = wait->result;
-  }
-  auto cleanup = [&] {
-    if (env_.exists(req.path)) (void)env_.removeFile(req.path);
-  };
-  if (timed_out) {
-    cleanup();
+  if (!waited.value()) {
     v.fetch_code = ErrorCode::kFetchTimeout;
     return fail(504, "fetching " + rec.secret_url + " took longer than " +
                          std::to_string(options_.verify_timeout.count() / 1000.0).substr(0, 4) + " s");
   }
+  const SecretFetch& fetched = *waited.value();
+  const FetchResult& result = fetched.result;
+  v.fetch_http_status = result.http_status;
   if (!result.ok()) {
-    cleanup();
     v.fetch_code = result.code;
-    v.fetch_http_status = result.http_status;
     if (result.code == ErrorCode::kNotFound) {
       return fail(422, "the secret file was not found at " + rec.secret_url + " (" + fetchOutcome(result) + ")");
     }
     return fail(422, "could not fetch " + rec.secret_url + ": " + fetchOutcome(result));
   }
-  v.fetch_http_status = result.http_status;
-  auto body = env_.readFile(req.path);
-  cleanup();
-  if (!body.isOk()) return fail(500, "could not read the fetched secret: " + body.status().message());
-  if (!http::constantTimeEquals(http::trimSpace(body.value()), rec.secret)) {
-    return fail(422, "the file at " + rec.secret_url + " does not hold the secret of this registration");
+  if (!fetched.read_error.empty()) return fail(500, "could not read the fetched secret: " + fetched.read_error);
+  if (!fetched.matches) {
+    return fail(422, "the file at " + rec.secret_url + " does not hold the secret of this registration" +
+                         (again ? " (the provider stays suspended: " + rec.state_reason + ")" : ""));
   }
   Status s = providers_.modify(id, [&](ProviderRecord& p) {
     if (p.state == ProviderState::kActive) return Status::ok();
-    if (p.state != ProviderState::kPending) return Status::aborted("the provider is no longer pending");
+    if (p.state != ProviderState::kPending && !suspendedByReverification(p)) {
+      return Status::aborted("the provider is no longer pending");
+    }
     p.state = ProviderState::kActive;
-    p.secret.clear();
-    p.reg_expires = WallTime{};
+    p.state_reason.clear();
+    // The secret stays: the file is fetched again every rs.reverify_interval.
+    p.reg_expires = clock_.now() + options_.reverify_interval;
     return Status::ok();
   });
   if (s.code() == StatusCode::kNotFound) return fail(404, "the registration was removed meanwhile");
@@ -207,8 +182,80 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
   spdlog::info("rs: provider {} verified ({}), active", id, rec.secret_url);
   if (verified_) verified_->inc();
   v.active = true;
-  return fail(200, "verified: provider " + std::to_string(id) +
-                       " is active; you may delete the secret file and start sending notifications");
+  const std::int64_t hours = options_.reverify_interval.count() / 3600000;
+  const std::string keep = options_.reverify_interval.count() <= 0
+                               ? "you may delete the secret file"
+                               : "leave the secret file where it is: it is checked again every " +
+                                     (hours % 24 == 0 ? std::to_string(hours / 24) + " days"
+                                                      : std::to_string(std::max<std::int64_t>(hours, 1)) + " hours") +
+                                     ", and the provider is suspended when it is gone or changed";
+  return fail(200, "verified: provider " + std::to_string(id) + " is active; " + keep +
+                       "; start sending notifications");
+}
+
+Result<std::optional<SecretFetch>> Registrar::fetchSecretWaiting(const ProviderRecord& rec) {
+  struct Wait {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    SecretFetch got;
+  };
+  auto wait = std::make_shared<Wait>();
+  LCC_ASSIGN_OR_RETURN(const std::uint64_t fid, fetchSecret(rec, [wait](SecretFetch f) {
+                         std::lock_guard<std::mutex> lock(wait->mu);
+                         wait->got = std::move(f);
+                         wait->done = true;
+                         wait->cv.notify_all();
+                       }));
+  std::unique_lock<std::mutex> lock(wait->mu);
+  if (wait->cv.wait_for(lock, options_.verify_timeout, [&] { return wait->done; })) return std::optional<SecretFetch>(wait->got);
+  lock.unlock();
+  fetcher_.cancel(fid);
+  lock.lock();
+  // `done` runs exactly once, also on cancel (and removes the file).
+  wait->cv.wait_for(lock, std::chrono::seconds(10), [&] { return wait->done; });
+  return std::optional<SecretFetch>();
+}
+
+Result<std::uint64_t> Registrar::fetchSecret(const ProviderRecord& rec, std::function<void(SecretFetch)> done) {
+  const std::uint64_t fid = next_fetch_id_++;
+  FetchRequest req;
+  req.id = fid;
+  req.url = rec.secret_url;
+  req.path = options_.work_dir + "/secret-" + std::to_string(rec.id) + "-" + std::to_string(fid) + ".tmp";
+  req.max_size = options_.secret_max_size;
+  // Never off the prefix: an open redirect elsewhere on the site must not verify it.
+  req.redirects = RedirectPolicy::kPrefix;
+  req.redirect_prefixes = rec.prefixes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return Status::aborted("the registration server is stopping");
+    in_flight_.insert(fid);
+  }
+  std::weak_ptr<Registrar> weak = weak_from_this();
+  const std::string secret = rec.secret;
+  Env* env = &env_;
+  Status started = fetcher_.start(req, [weak, env, fid, path = req.path, secret, done](const FetchResult& r) {
+    SecretFetch got;
+    got.result = r;
+    if (r.ok()) {
+      auto body = env->readFile(path);
+      if (!body.isOk()) got.read_error = body.status().message();
+      got.matches = body.isOk() && http::constantTimeEquals(http::trimSpace(body.value()), secret);
+    }
+    if (env->exists(path)) (void)env->removeFile(path);
+    if (auto self = weak.lock()) {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      self->in_flight_.erase(fid);
+    }
+    done(std::move(got));
+  });
+  if (!started.isOk()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_.erase(fid);
+    return started.code() == StatusCode::kAborted ? Status::internal(started.message()) : started;
+  }
+  return fid;
 }
 
 std::size_t Registrar::sweepExpired() {
@@ -259,6 +306,7 @@ void Registrar::scheduleSweep() {
     auto work = [weak] {
       if (auto s = weak.lock()) {
         s->sweepExpired();
+        s->reverifyDue();
         s->scheduleSweep();
       }
     };
@@ -272,6 +320,7 @@ void Registrar::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopped_ = true;
+    reverify_queue_.clear();
     if (sweep_timer_ != 0) clock_.cancel(sweep_timer_);
     sweep_timer_ = 0;
     in_flight = in_flight_;
@@ -318,6 +367,13 @@ http::Response errorAnswer(const http::Request& req, int status, const std::stri
 }
 
 http::Response registerAnswer(const http::Request& req, Registrar& reg) {
+  if (const AddressLimiter::Decision d = reg.admitRegistration(req.remote_ip); !d.allowed) {
+    const std::int64_t seconds = std::max<std::int64_t>(1, (d.retry_after.count() + 999) / 1000);
+    http::Response busy = errorAnswer(req, 429, "too many registrations from your address; try again in " +
+                                                    std::to_string(seconds) + " s");
+    busy.headers.emplace_back("Retry-After", std::to_string(seconds));
+    return busy;
+  }
   auto r = reg.registerProvider(req.param("prefix"), req.param("contact"));
   if (!r.isOk()) {
     int status = r.status().code() == StatusCode::kInvalidArgument ? 400
@@ -348,7 +404,9 @@ http::Response registerAnswer(const http::Request& req, Registrar& reg) {
                     http::htmlEscape(g.secret_file) + "</code>:</p>\n<pre id=\"secret\">" +
                     http::htmlEscape(g.secret) + "</pre>\n<p>so that it can be fetched from <code id=\"secret_url\">" +
                     http::htmlEscape(g.secret_url) + "</code>, then verify before <b id=\"expires\">" + e +
-                    "</b>; unverified registrations are removed then.</p>\n"
+                    "</b>; unverified registrations are removed then. Keep the file there afterwards: "
+                    "it is fetched again from time to time, and a provider whose file is gone or changed "
+                    "is suspended.</p>\n"
                     "<form method=\"post\" action=\"/register/verify\">\n"
                     "<input type=\"hidden\" name=\"id\" value=\"" + std::to_string(g.id) + "\">\n"
                     "<p><label>Password <input name=\"password\" type=\"password\"></label> "
@@ -387,6 +445,8 @@ class RsService final : public Service {
   void status(nlohmann::json& out) const override {
     out["secret_file"] = reg_->options().secret_file;
     out["secret_ttl_s"] = reg_->options().secret_ttl.count() / 1000;
+    out["reverify_interval_s"] = reg_->options().reverify_interval.count() / 1000;
+    out["reverify_pending"] = reg_->reverifyPending();
   }
 
  private:
@@ -433,6 +493,10 @@ Result<ServicePtr> makeRsService(NodeContext& node) {
   o.secret_max_size = static_cast<std::uint64_t>(cfg.getInt("rs.secret_max_size"));
   o.sweep_interval = Millis(cfg.getInt("rs.sweep_interval"));
   o.max_pending = static_cast<std::uint64_t>(cfg.getInt("rs.max_pending"));
+  o.register_per_minute = static_cast<std::uint64_t>(cfg.getInt("rs.register_per_minute"));
+  o.register_tracked_addresses = static_cast<std::uint64_t>(cfg.getInt("rs.register_tracked_addresses"));
+  o.reverify_interval = Millis(cfg.getInt("rs.reverify_interval"));
+  o.reverify_failures = static_cast<std::uint64_t>(cfg.getInt("rs.reverify_failures"));
   if (!node.passwords) return Status::invalidArgument("the rs role needs the password key");
   o.passwords = node.passwords;
   o.work_dir = node.data_dir + "/rs";

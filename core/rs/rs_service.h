@@ -3,11 +3,14 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 
+#include "common/address_limiter.h"
 #include "common/password.h"
 #include "common/service.h"
 #include "http/http_server.h"
@@ -25,6 +28,10 @@ struct RsOptions {
   std::uint64_t secret_max_size = 4096;  // rs.secret_max_size
   Millis sweep_interval{3600 * 1000};    // rs.sweep_interval
   std::uint64_t max_pending = 1000;      // rs.max_pending
+  std::uint64_t register_per_minute = 10;          // rs.register_per_minute (0: no limit)
+  std::uint64_t register_tracked_addresses = 10000;  // rs.register_tracked_addresses
+  Millis reverify_interval{7LL * 24 * 3600 * 1000};  // rs.reverify_interval (0: never)
+  std::uint64_t reverify_failures = 24;              // rs.reverify_failures
   std::shared_ptr<const PasswordHasher> passwords;  // <data_dir>/auth.key
   std::string work_dir;  // fetched secret files land here for a moment (<data_dir>/rs)
   Metrics* metrics = nullptr;  // lcc_rs_* counters when set
@@ -50,6 +57,28 @@ struct Verification {
   int fetch_http_status = 0;
 };
 
+// What fetching a provider's secret file found.
+struct SecretFetch {
+  FetchResult result;
+  bool matches = false;    // fetched, and the body (whitespace trimmed) is the secret
+  std::string read_error;  // fetched, but the body could not be read back
+};
+
+// What a re-verification found, and what follows (reverifyVerdict).
+enum class ReverifyVerdict {
+  kConfirmed,    // the file holds the secret: due again in rs.reverify_interval
+  kGone,         // 301 (HTTP 404 or 410): suspended
+  kChanged,      // fetched, another content: suspended
+  kUnreachable,  // any other failure: retried at the next sweep; suspended after rs.reverify_failures in a row
+};
+ReverifyVerdict reverifyVerdict(const SecretFetch& got);
+// Every reason re-verification writes starts so; such a provider may verify again
+// through step two (an administrator's suspension has no reason).
+inline constexpr std::string_view kReverifyReasonStart = "re-verification on ";
+bool suspendedByReverification(const ProviderRecord& p);
+// "301 not found, HTTP 404: message" for a reason or a page.
+std::string fetchOutcome(const FetchResult& r);
+
 // The registration logic, without HTTP (the routes below only translate).
 // THREADS: every method is thread-safe; verify() blocks its caller (an HTTP worker)
 // for at most verify_timeout while the fetch runs.
@@ -57,13 +86,24 @@ class Registrar : public std::enable_shared_from_this<Registrar> {
  public:
   Registrar(ProviderStore& providers, Fetcher& fetcher, Clock& clock, Env& env, RsOptions options);
 
+  // Before step one for a client at `address`: allowed (and counted) while it made
+  // fewer than rs.register_per_minute registrations in the last minute.
+  AddressLimiter::Decision admitRegistration(const std::string& address);
   // Step one: a pending provider with a fresh secret and password. InvalidArgument
   // with the reason for a bad prefix or contact; Busy when max_pending wait already.
   Result<Registration> registerProvider(const std::string& prefix, const std::string& contact);
-  // Step two: fetch the secret now and activate the provider when it matches.
+  // Step two: fetch the secret now and activate the provider when it matches. Also
+  // for a provider that re-verification suspended: it is active again once its file
+  // holds the secret once more.
   Verification verify(ProviderId id, const std::string& password);
   // Removes every pending registration whose expiry passed; returns how many.
   std::size_t sweepExpired();
+  // Re-verification (reverify.cc): queues every active provider that has a secret and
+  // whose reg_expires (the due time) passed, and fetches their secret files again, a
+  // few at a time. Asynchronous; the periodic sweep calls it. Returns how many it queued.
+  std::size_t reverifyDue();
+  // Re-verifications queued or running now.
+  std::size_t reverifyPending() const;
   // Starts the periodic sweep on the clock; `post` runs the sweep off the clock thread.
   void startSweeping(std::function<void(std::function<void()>)> post);
   // Stops the sweep and cancels verifications in flight.
@@ -73,6 +113,19 @@ class Registrar : public std::enable_shared_from_this<Registrar> {
 
  private:
   void scheduleSweep();
+  // Starts fetching rec.secret_url (never following a redirect off rec.prefixes);
+  // `done` runs exactly once, also on cancel, on the fetcher's thread, once the
+  // fetched file is read and removed. Returns the fetch id (for Fetcher::cancel).
+  Result<std::uint64_t> fetchSecret(const ProviderRecord& rec, std::function<void(SecretFetch)> done);
+  // Step two's fetch: fetchSecret, waiting up to rs.verify_timeout, then cancelled
+  // (nullopt: it timed out).
+  Result<std::optional<SecretFetch>> fetchSecretWaiting(const ProviderRecord& rec);
+  // Starts queued re-verifications while fewer than kReverifyInFlight run.
+  void pumpReverify();
+  void startReverify(ProviderId id);
+  // The outcome of one re-verification: confirm, count a failure, or suspend.
+  void reverified(const ProviderRecord& rec, const SecretFetch& got);
+  void finishReverify(ProviderId id);
 
   ProviderStore& providers_;
   Fetcher& fetcher_;
@@ -80,15 +133,24 @@ class Registrar : public std::enable_shared_from_this<Registrar> {
   Env& env_;
   RsOptions options_;
   std::function<void(std::function<void()>)> post_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   TimerId sweep_timer_ = 0;
   bool stopped_ = false;
   std::set<std::uint64_t> in_flight_;
   std::atomic<std::uint64_t> next_fetch_id_;
+  AddressLimiter register_limiter_;
+  std::deque<ProviderId> reverify_queue_;           // due, not started
+  std::set<ProviderId> reverify_pending_;           // queued or running
+  std::size_t reverify_running_ = 0;
+  std::map<ProviderId, std::uint64_t> reverify_failures_;  // unreachable rounds in a row
   Counter* registered_ = nullptr;
   Counter* verified_ = nullptr;
   Counter* verify_failed_ = nullptr;
   Counter* expired_ = nullptr;
+  Counter* register_throttled_ = nullptr;
+  Counter* reverified_ = nullptr;
+  Counter* reverify_unreachable_ = nullptr;
+  Counter* reverify_suspended_ = nullptr;
 };
 
 // Normalises a registration prefix (url::normalizePrefix: the URL normal form, no

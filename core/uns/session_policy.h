@@ -43,6 +43,7 @@ struct AuthRequest {
 struct AuthResult {
   ErrorCode code = ErrorCode::kNone;  // kNone: accepted
   std::string message;
+  bool throttled = false;  // refused (120) for too many failed inits from the address
   ProviderId pid = 0;
   proto::InitAcceptedInfo info;                   // the init_accepted contents
   std::vector<FetchErrorEntry> reported_errors;   // every error counted in info.error_total

@@ -14,6 +14,11 @@ UnsCore::UnsCore(CoreConfig config, ProviderStore* providers, Clock* clock,
                  std::function<std::uint64_t(ProviderId)> queued_urls, std::function<std::uint64_t()> free_space)
     : config_(std::move(config)),
       auth_cache_(config_.auth_cache_entries),
+      auth_limiter_(AddressLimiterOptions{.max_events = config_.auth_failures_per_minute,
+                                          .window = Millis(60 * 1000),
+                                          .cooldown = Millis(config_.auth_cooldown_ms),
+                                          .max_addresses = static_cast<std::size_t>(config_.auth_tracked_addresses)},
+                    clock),
       providers_(providers),
       clock_(clock),
       queued_urls_(std::move(queued_urls)),
@@ -51,6 +56,26 @@ void UnsCore::releaseProvider(ProviderId pid) {
 }
 
 AuthResult UnsCore::authenticate(const AuthRequest& request, const std::string& peer_ip) {
+  // An address guessing passwords is turned away before any password is checked, so
+  // guessing costs it the cool-down and costs us nothing (docs/security.md).
+  if (const AddressLimiter::Decision d = auth_limiter_.check(peer_ip); !d.allowed) {
+    AuthResult r;
+    r.code = ErrorCode::kTooManyConnections;
+    r.throttled = true;
+    const std::int64_t seconds = (d.retry_after.count() + 999) / 1000;
+    r.message = "too many failed authentications from this address; try again in " + std::to_string(seconds) + " s";
+    return r;
+  }
+  AuthResult r = checkAndAdmit(request, peer_ip);
+  if (r.code == ErrorCode::kAuthFailed && !auth_limiter_.record(peer_ip).allowed) {
+    // Once per cool-down: the refusals during it are only counted (/metrics).
+    spdlog::warn("uns: {}: {} failed inits within a minute; its inits get 120 for {} s", peer_ip,
+                 config_.auth_failures_per_minute, config_.auth_cooldown_ms / 1000);
+  }
+  return r;
+}
+
+AuthResult UnsCore::checkAndAdmit(const AuthRequest& request, const std::string& peer_ip) {
   AuthResult r;
   auto refuse = [&](ErrorCode code, std::string msg) {
     r.code = code;
@@ -85,9 +110,12 @@ AuthResult UnsCore::authenticate(const AuthRequest& request, const std::string& 
   }
   if (got.value()->state != ProviderState::kActive) {
     const ProviderState st = got.value()->state;
-    return refuse(ErrorCode::kNotActive, st == ProviderState::kSuspended ? "provider not active (suspended)"
-                                         : st == ProviderState::kPending ? "provider not active (registration not verified)"
-                                                                         : "provider not active (being removed)");
+    const std::string& why = got.value()->state_reason;  // set when the RS suspended it (re-verification)
+    return refuse(ErrorCode::kNotActive,
+                  st == ProviderState::kSuspended ? (why.empty() ? "provider not active (suspended)"
+                                                                 : "provider not active (suspended: " + why + ")")
+                  : st == ProviderState::kPending ? "provider not active (registration not verified)"
+                                                  : "provider not active (being removed)");
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

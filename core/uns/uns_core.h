@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/address_limiter.h"
 #include "common/password.h"
 #include "lcc/clock.h"
 #include "uns/auth_cache.h"
@@ -30,6 +31,11 @@ struct CoreConfig {
   std::uint64_t fullsets_per_period = 3;
   std::int64_t fullset_period_ms = 30LL * 24 * 3600 * 1000;
   std::uint64_t auth_cache_entries = 4096;  // uns.auth_cache_entries
+  // Failed inits (110) per address per minute before the address gets 120 for
+  // auth_cooldown_ms without a password check (0: no limit); addresses tracked at most.
+  std::uint64_t auth_failures_per_minute = 30;  // uns.auth_failures_per_minute
+  std::int64_t auth_cooldown_ms = 5 * 60 * 1000;  // uns.auth_cooldown
+  std::uint64_t auth_tracked_addresses = 10000;   // uns.auth_tracked_addresses
   // Checks passwords (common/password.h); null: a key of this process only.
   std::shared_ptr<const PasswordHasher> passwords;
 };
@@ -40,12 +46,9 @@ class UnsCore {
           std::function<std::uint64_t(ProviderId)> queued_urls,
           std::function<std::uint64_t()> free_space = nullptr);
 
-
-  // init: checks the password and the provider's state, takes a per-provider slot,
-  // counts the connection (seq, last IP and time) and builds the init_accepted data.
-  // A generated token is checked in a microsecond; a chosen password's Argon2id check
-  // takes about 100 ms the first time (then AuthCache remembers it): call it off the
-  // connection's strand. Also writes the PIDB (connection seq), synced.
+  // init from `peer_ip`: refused with 120 at once (r.throttled) while the address is
+  // cooling down after too many failed inits; else checkAndAdmit, and a 110 counts
+  // against the address.
   AuthResult authenticate(const AuthRequest& request, const std::string& peer_ip);
   // The session of an authenticated provider ended.
   void releaseProvider(ProviderId pid);
@@ -61,12 +64,19 @@ class UnsCore {
   void countConnectionsWith(std::function<std::uint64_t()> count);
 
  private:
+  // init: checks the password and the provider's state, takes a per-provider slot,
+  // counts the connection (seq, last IP and time) and builds the init_accepted data.
+  // A generated token is checked in a microsecond; a chosen password's Argon2id check
+  // takes about 100 ms the first time (then AuthCache remembers it): call it off the
+  // connection's strand. Also writes the PIDB (connection seq), synced.
+  AuthResult checkAndAdmit(const AuthRequest& request, const std::string& peer_ip);
   // True when `password` is the provider's; sets *upgrade to a fast hash to store
   // in place of a slow one that protected a generated token.
   bool checkPassword(ProviderId pid, const std::string& stored, const std::string& password, std::string* upgrade);
 
   CoreConfig config_;
   AuthCache auth_cache_;
+  AddressLimiter auth_limiter_;
   ProviderStore* providers_;
   Clock* clock_;
   std::function<std::uint64_t(ProviderId)> queued_urls_;

@@ -42,6 +42,7 @@ struct Shared {
   Counter* c_rejected = nullptr;
   Counter* c_accepted = nullptr;
   Counter* c_timeouts = nullptr;
+  Counter* c_auth_throttled = nullptr;
 };
 
 // One CP session: carries bytes between its net::Connection and a SessionPolicy.
@@ -129,7 +130,8 @@ class Session : public std::enable_shared_from_this<Session> {
           self->releaseProvider();
           return;
         }
-        if (r.code != ErrorCode::kNone) {
+        if (r.throttled && self->sh_.c_auth_throttled) self->sh_.c_auth_throttled->inc();
+        if (r.code != ErrorCode::kNone && !r.throttled) {  // a cool-down is logged once, by UnsCore
           spdlog::info("uns: {}: init refused: {} {}", self->ip_, static_cast<int>(r.code), r.message);
         }
         self->policy_.onAuthenticated(std::move(r));
@@ -250,6 +252,9 @@ struct UnsServer::Impl {
       shared.c_rejected = &metrics->counter("lcc_uns_sessions_refused_total", "CP sessions ended with an error code");
       shared.c_accepted = &metrics->counter("lcc_uns_sets_accepted_total", "sets answered set_accepted");
       shared.c_timeouts = &metrics->counter("lcc_uns_timeouts_total", "CP sessions timed out (133)");
+      shared.c_auth_throttled =
+          &metrics->counter("lcc_uns_auth_throttled_total",
+                            "inits refused (120) unchecked: too many failed authentications from the address");
       c_over_limit = &metrics->counter("lcc_uns_connections_over_limit_total",
                                        "CP connections past uns.max_connections or uns.max_connections_per_ip (120)");
     }
@@ -382,6 +387,9 @@ UnsOptions unsOptionsFromConfig(const Config& cfg, const std::string& data_dir, 
   c.fullsets_per_period = static_cast<std::uint64_t>(cfg.getInt("uns.fullsets_per_period"));
   c.fullset_period_ms = cfg.getInt("uns.fullset_period");
   c.auth_cache_entries = static_cast<std::uint64_t>(cfg.getInt("uns.auth_cache_entries"));
+  c.auth_failures_per_minute = static_cast<std::uint64_t>(cfg.getInt("uns.auth_failures_per_minute"));
+  c.auth_cooldown_ms = cfg.getInt("uns.auth_cooldown");
+  c.auth_tracked_addresses = static_cast<std::uint64_t>(cfg.getInt("uns.auth_tracked_addresses"));
   auto& f = o.forwarder;
   f.qm_address = cfg.getString("uns.qm").empty() ? cfg.getString("listen.qm") : cfg.getString("uns.qm");
   f.uns_name = machine_id + "/uns";

@@ -244,6 +244,8 @@ std::string encodeProvider(const ProviderRecord& p) {
     w.time(e.when);
   }
   w.time(p.created);
+  // Appended later: a record written before it ends after `created`.
+  w.str(p.state_reason);
   return w.take();
 }
 
@@ -305,6 +307,7 @@ std::optional<ProviderRecord> decodeProvider(std::string_view bytes) {
     p.errors.push_back(std::move(e));
   }
   p.created = r.time();
+  if (r.ok() && !r.done()) p.state_reason = r.str();
   if (!r.done()) return std::nullopt;
   return p;
 }

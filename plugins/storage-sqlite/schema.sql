@@ -90,6 +90,8 @@ CREATE TABLE lcc (
 
 -- @section providers
 -- PIDB. AUTOINCREMENT: ids are never reused, also after the highest one is removed.
+-- state_reason came after format 1 was released: sqlite_provider_store.cc adds it to
+-- an older file when it opens one (ALTER TABLE), so the format number stays 1.
 CREATE TABLE providers (
   id                   INTEGER PRIMARY KEY AUTOINCREMENT,
   state                INTEGER NOT NULL,
@@ -114,5 +116,6 @@ CREATE TABLE providers (
   fullset_reason       INTEGER NOT NULL,
   error_total          INTEGER NOT NULL,
   errors               BLOB NOT NULL,   -- record_codec.h: list of FetchErrorEntry
-  created              INTEGER NOT NULL
+  created              INTEGER NOT NULL,
+  state_reason         TEXT NOT NULL DEFAULT ''
 ) STRICT;

@@ -14,8 +14,8 @@ constexpr std::int64_t kScanChunk = 256;
 #define LCC_PIDB_COLS                                                                                       \
   "id, state, password_hash, prefixes, priority, bandwidth, quota_files, quota_bytes, used_files, "          \
   "used_bytes, secret, secret_url, contact, reg_expires, conn_seq, last_ip, last_connect, fullsets_used, "   \
-  "fullset_period_start, fullset_wanted, fullset_reason, error_total, errors, created"
-#define LCC_PIDB_PARAMS "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24"
+  "fullset_period_start, fullset_wanted, fullset_reason, error_total, errors, created, state_reason"
+#define LCC_PIDB_PARAMS "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25"
 
 // Binds every column; ?1 (id) only when `with_id`.
 void bindProvider(Stmt& st, const ProviderRecord& r, bool with_id) {
@@ -47,6 +47,7 @@ void bindProvider(Stmt& st, const ProviderRecord& r, bool with_id) {
   st.bindU64(22, r.error_total);
   st.bindBlob(23, encodeErrorList(r.errors));
   st.bindInt(24, toUnixMillis(r.created));
+  st.bindText(25, r.state_reason);
 }
 
 std::optional<ProviderRecord> providerFromRow(const Stmt& st) {
@@ -85,7 +86,17 @@ std::optional<ProviderRecord> providerFromRow(const Stmt& st) {
   r.error_total = st.colU64(21);
   r.errors = std::move(*errors);
   r.created = fromUnixMillis(st.colInt(23));
+  r.state_reason = st.colText(24);
   return r;
+}
+
+// A providers table made before state_reason existed gets the column (empty).
+Status addStateReasonColumn(SqliteDb& db) {
+  LCC_ASSIGN_OR_RETURN(auto st, db.stmt("SELECT 1 FROM pragma_table_info('providers') WHERE name = 'state_reason'"));
+  LCC_ASSIGN_OR_RETURN(bool has, st->step());
+  st.reset();
+  if (has) return Status::ok();
+  return db.exec("ALTER TABLE providers ADD COLUMN state_reason TEXT NOT NULL DEFAULT ''");
 }
 
 }  // namespace
@@ -93,6 +104,7 @@ std::optional<ProviderRecord> providerFromRow(const Stmt& st) {
 Result<ProviderStore*> SqliteProviderStore::open(const HostContext& host, const StoreOptions& opts) {
   StoreOpenInfo info;
   LCC_ASSIGN_OR_RETURN(auto db, SqliteDb::openWriter(host, opts, StoreKind::kProviders, &info));
+  LCC_RETURN_IF_ERROR(addStateReasonColumn(*db).withContext(db->path() + ": adding the state_reason column"));
   return new SqliteProviderStore(host, std::move(db), std::move(info));
 }
 
@@ -165,7 +177,7 @@ Status SqliteProviderStore::updateLocked(const ProviderRecord& r, bool* found) {
       "UPDATE providers SET state=?2, password_hash=?3, prefixes=?4, priority=?5, bandwidth=?6, quota_files=?7, "
       "quota_bytes=?8, used_files=?9, used_bytes=?10, secret=?11, secret_url=?12, contact=?13, reg_expires=?14, "
       "conn_seq=?15, last_ip=?16, last_connect=?17, fullsets_used=?18, fullset_period_start=?19, "
-      "fullset_wanted=?20, fullset_reason=?21, error_total=?22, errors=?23, created=?24 WHERE id=?1"));
+      "fullset_wanted=?20, fullset_reason=?21, error_total=?22, errors=?23, created=?24, state_reason=?25 WHERE id=?1"));
   bindProvider(*st, r, true);
   LCC_RETURN_IF_ERROR(st->run());
   *found = sqlite3_changes(db_->handle()) == 1;

@@ -107,6 +107,7 @@ ProviderRecord provider(const std::string& contact) {
   p.secret = "s3cr3t";
   p.secret_url = "http://www.example.org/lococa-secret.txt";
   p.contact = contact;
+  p.state_reason = "re-verification: the secret file is gone";
   p.reg_expires = fromUnixMillis(1715000000000);
   p.conn_seq = 17;
   p.last_ip = "192.0.2.1";

@@ -16,6 +16,7 @@
 #include "common/posix_env.h"
 #include "http/url_codec.h"
 #include "rs/rs_service.h"
+#include "rs_fixture.h"
 #include "support/sim_clock.h"
 #include "support/temp_dir.h"
 
@@ -24,153 +25,8 @@ namespace {
 
 using nlohmann::json;
 
-// A Fetcher whose answers a test scripts per URL; `done` runs on its own thread.
-class ScriptedFetcher final : public Fetcher {
- public:
-  struct Answer {
-    std::string body;
-    ErrorCode code = ErrorCode::kNone;
-    int http = 200;
-    bool hang = false;
-  };
-  ~ScriptedFetcher() override { stop(); }
-
-  void set(const std::string& url, Answer a) {
-    std::lock_guard<std::mutex> lock(mu_);
-    answers_[url] = std::move(a);
-  }
-  int cancels() const { return cancels_.load(); }
-  std::vector<std::string> urls() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return urls_;
-  }
-
-  Status start(const FetchRequest& req, FetchDone done) override {
-    Answer a;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stopped_) return Status::aborted("stopped");
-      urls_.push_back(req.url);
-      auto it = answers_.find(req.url);
-      if (it == answers_.end()) {
-        a.code = ErrorCode::kConnectFailure;
-        a.http = 0;
-      } else {
-        a = it->second;
-      }
-      if (a.hang) {
-        hanging_[req.id] = std::move(done);
-        return Status::ok();
-      }
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    threads_.emplace_back([req, a, done = std::move(done)] {
-      FetchResult r;
-      r.id = req.id;
-      r.code = a.code;
-      r.http_status = a.http;
-      if (a.code == ErrorCode::kNone) {
-        if (a.body.size() > req.max_size) {
-          r.code = ErrorCode::kTooLarge;
-        } else {
-          std::ofstream(req.path, std::ios::binary) << a.body;
-          r.size = a.body.size();
-        }
-      }
-      done(r);
-    });
-    return Status::ok();
-  }
-  void cancel(std::uint64_t id) override {
-    FetchDone done;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = hanging_.find(id);
-      if (it == hanging_.end()) return;
-      done = std::move(it->second);
-      hanging_.erase(it);
-    }
-    cancels_++;
-    FetchResult r;
-    r.id = id;
-    r.code = ErrorCode::kInternal;
-    r.message = "cancelled";
-    std::lock_guard<std::mutex> lock(mu_);
-    threads_.emplace_back([done, r] { done(r); });
-  }
-  std::size_t inFlight() const override { return 0; }
-  void stop() override {
-    std::vector<std::uint64_t> ids;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopped_ = true;
-      for (auto& [id, d] : hanging_) ids.push_back(id);
-    }
-    for (auto id : ids) cancel(id);
-    std::vector<std::thread> threads;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      threads.swap(threads_);
-    }
-    for (auto& t : threads) t.join();
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::string, Answer> answers_;
-  std::map<std::uint64_t, FetchDone> hanging_;
-  std::vector<std::string> urls_;
-  std::vector<std::thread> threads_;  // joined in stop()
-  std::atomic<int> cancels_{0};
-  bool stopped_ = false;
-};
-
-class RsTest : public ::testing::Test {
- protected:
-  RsTest()
-      : registry_(LCC_PLUGIN_DIR, HostContext{&clock_, posixEnv(), pluginLogger("test"), dir_.path(), "m1"}) {
-    auto store = registry_.makeProviderStore("storage-memory", OptionsView());
-    EXPECT_TRUE(store.isOk()) << store.status().toString();
-    if (store.isOk()) store_ = std::move(store).value();
-    options_.secret_ttl = Millis(3600 * 1000);
-    options_.sweep_interval = Millis(600 * 1000);
-    options_.verify_timeout = Millis(5000);
-    options_.default_quota_files = 500;
-    options_.passwords = PasswordHasher::ephemeral();
-    options_.work_dir = dir_.file("rs");
-    EXPECT_TRUE(posixEnv()->createDirs(options_.work_dir, DirOptions{.private_dir = true}).isOk());
-  }
-
-  // fetch-curl as the RS uses it against a test site on 127.0.0.1.
-  PluginPtr<Fetcher> makeCurl() {
-    auto opts = registry_.defaultOptions("fetch-curl", {{"allow_private", "true"}, {"timeout", "10s"}});
-    EXPECT_TRUE(opts.isOk()) << opts.status().toString();
-    auto fetcher = registry_.makeFetcher("fetch-curl", opts.value());
-    EXPECT_TRUE(fetcher.isOk()) << fetcher.status().toString();
-    options_.verify_timeout = Millis(15000);
-    return std::move(fetcher).value();
-  }
-
-  std::shared_ptr<Registrar> makeRegistrar(Fetcher& f) {
-    return std::make_shared<Registrar>(*store_, f, clock_, *posixEnv(), options_);
-  }
-
-  ProviderRecord stored(ProviderId id) {
-    auto r = store_->get(id);
-    EXPECT_TRUE(r.isOk());
-    return r.isOk() && r.value() ? *r.value() : ProviderRecord{};
-  }
-  bool exists(ProviderId id) {
-    auto r = store_->get(id);
-    return r.isOk() && r.value().has_value();
-  }
-
-  testing::TempDir dir_;
-  testing::SimClock clock_;
-  PluginRegistry registry_;
-  PluginPtr<ProviderStore> store_;
-  RsOptions options_;
-};
+using testing_rs::RsTest;
+using testing_rs::ScriptedFetcher;
 
 TEST(RsPrefix, IsNormalisedToAFolderAndBadOnesAreRefused) {
   EXPECT_EQ(normalizePrefix("http://www.server.com").value(), "http://www.server.com/");
@@ -231,7 +87,9 @@ TEST_F(RsTest, StepTwoFetchesTheSecretAndActivatesTheProvider) {
   EXPECT_EQ(f.urls(), std::vector<std::string>{"http://site.example/lococa-secret.txt"});
   ProviderRecord p = stored(g.id);
   EXPECT_EQ(p.state, ProviderState::kActive);
-  EXPECT_TRUE(p.secret.empty());
+  // The secret stays, for re-verification, due one rs.reverify_interval from now.
+  EXPECT_EQ(p.secret, g.secret);
+  EXPECT_EQ(p.reg_expires, clock_.now() + options_.reverify_interval);
   // The fetched file did not stay behind.
   EXPECT_TRUE(posixEnv()->listDir(options_.work_dir).value().empty());
   // Verifying again is harmless and says so; a later expiry no longer matters.
@@ -468,15 +326,25 @@ TEST_F(RsTest, ASecretBehindARedirectOffThePrefixDoesNotVerify) {
   fetcher->stop();
 }
 
+// The RS pages of a Registrar on a real HTTP server on 127.0.0.1, with a client.
+struct RsPages {
+  static http::Router routesOf(std::shared_ptr<Registrar> reg) {
+    http::Router r;
+    registerRsRoutes(r, std::move(reg));
+    return r;
+  }
+  explicit RsPages(std::shared_ptr<Registrar> reg) : router(routesOf(std::move(reg))), fx(router) {}
+  http::Router router;
+  http::testing::ServerFixture fx;
+};
+
 // The pages over real HTTP: form, step one, step two.
 TEST_F(RsTest, RegistrationOverHttp) {
   ScriptedFetcher f;
   auto reg = makeRegistrar(f);
-  http::Router router;
-  registerRsRoutes(router, reg);
-  http::testing::ServerFixture fx(router);
-  ASSERT_TRUE(fx.startStatus().isOk());
-  http::testing::Client c(fx.port());
+  RsPages pages(reg);
+  ASSERT_TRUE(pages.fx.startStatus().isOk());
+  http::testing::Client c(pages.fx.port());
 
   auto form = c.request("GET", "/register");
   EXPECT_EQ(form.result_int(), 200);
@@ -520,10 +388,51 @@ TEST_F(RsTest, RegistrationOverHttp) {
   EXPECT_EQ(c.request("POST", "/register/verify", "id=abc&password=x", kForm).result_int(), 400);
 }
 
+// rs.register_per_minute: the address that sent that many registrations in the last
+// minute gets 429 with Retry-After (seconds until its oldest leaves the minute).
+TEST_F(RsTest, RegistrationsPerAddressAreLimitedWith429AndRetryAfter) {
+  Metrics metrics;
+  options_.metrics = &metrics;
+  options_.register_per_minute = 3;
+  ScriptedFetcher f;
+  auto reg = makeRegistrar(f);
+  RsPages pages(reg);
+  ASSERT_TRUE(pages.fx.startStatus().isOk());
+  http::testing::Client c(pages.fx.port());
+  const std::vector<std::pair<std::string, std::string>> kJson = {
+      {"Content-Type", "application/x-www-form-urlencoded"}, {"Accept", "application/json"}};
+  auto post = [&](const std::string& prefix) {
+    return c.request("POST", "/register", "prefix=" + http::percentEncode(prefix), kJson);
+  };
+  EXPECT_EQ(post("http://a.example/").result_int(), 200);
+  clock_.advance(Millis(20 * 1000));
+  EXPECT_EQ(post("http://b.example/").result_int(), 200);
+  EXPECT_EQ(post("ftp://refused.example/").result_int(), 400);  // a refused one counts too
+  auto over = post("http://c.example/");
+  EXPECT_EQ(over.result_int(), 429) << over.body();
+  EXPECT_EQ(over["Retry-After"], "40");
+  EXPECT_NE(json::parse(over.body())["error"].get<std::string>().find("too many registrations"), std::string::npos);
+  EXPECT_EQ(metrics.snapshot()["lcc_rs_register_throttled_total"], 1);
+  EXPECT_EQ(metrics.snapshot()["lcc_rs_registrations_total"], 2);
+  // The form page and verification are not limited.
+  EXPECT_EQ(c.request("GET", "/register").result_int(), 200);
+  clock_.advance(Millis(40 * 1000));  // the first leaves the minute
+  EXPECT_EQ(post("http://c.example/").result_int(), 200);
+  EXPECT_EQ(post("http://d.example/").result_int(), 429);
+  EXPECT_EQ(metrics.snapshot()["lcc_rs_register_throttled_total"], 2);
+  EXPECT_EQ(metrics.snapshot()["lcc_rs_registrations_total"], 3);
+  // 0: no limit.
+  options_.register_per_minute = 0;
+  auto unlimited = makeRegistrar(f);
+  for (int i = 0; i < 30; ++i) EXPECT_TRUE(unlimited->admitRegistration("127.0.0.1").allowed);
+}
+
 TEST_F(RsTest, TheServiceIsBuiltFromTheConfigAndSweepsWhileRunning) {
   std::vector<ConfigProblem> problems;
-  auto cfg = Config::loadText("rs:\n  secret_ttl: 1h\n  sweep_interval: 10m\n  secret_file: verify-me.txt\n",
-                              dir_.file("lcc.yaml"), {}, &problems);
+  auto cfg = Config::loadText(
+      "rs:\n  secret_ttl: 1h\n  sweep_interval: 10m\n  secret_file: verify-me.txt\n  register_per_minute: 1\n"
+      "  reverify_interval: 2d\n",
+      dir_.file("lcc.yaml"), {}, &problems);
   ASSERT_TRUE(cfg.isOk()) << (problems.empty() ? cfg.status().toString() : problems[0].toString());
   ScriptedFetcher f;
   http::Router router;
@@ -551,6 +460,13 @@ TEST_F(RsTest, TheServiceIsBuiltFromTheConfigAndSweepsWhileRunning) {
   EXPECT_EQ(j["secret_url"], "http://svc.example/verify-me.txt");
   const ProviderId id = j["id"];
   EXPECT_EQ(metrics.snapshot()["lcc_rs_registrations_total"], 1);
+  // rs.register_per_minute: 1 from the YAML.
+  http::Response over = router.dispatch(req);
+  EXPECT_EQ(over.status, 429) << over.body;
+  EXPECT_EQ(metrics.snapshot()["lcc_rs_register_throttled_total"], 1);
+  nlohmann::json status;
+  svc.value()->status(status);
+  EXPECT_EQ(status["reverify_interval_s"], 2 * 24 * 3600);
   clock_.advance(Millis(70 * 60 * 1000));
   EXPECT_FALSE(exists(id));
   EXPECT_EQ(metrics.snapshot()["lcc_rs_expired_removed_total"], 1);

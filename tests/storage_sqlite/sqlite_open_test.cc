@@ -22,6 +22,33 @@ void execRaw(const std::string& path, const std::string& sql) {
 
 using SqliteOpenTest = SqliteStoreTest;
 
+// A providers file made before ProviderRecord::state_reason gets the column when it is
+// opened; its rows read with an empty reason and take a reason afterwards.
+TEST_F(SqliteOpenTest, AnOlderProvidersFileGainsTheStateReasonColumn) {
+  ProviderRecord p;
+  p.state = ProviderState::kActive;
+  p.prefixes = {"http://old.example/"};
+  {
+    auto s = openProviders();
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->create(p).isOk());
+    ASSERT_TRUE(s->close().isOk());
+  }
+  execRaw(dir_.file("providers.sqlite"), "ALTER TABLE providers DROP COLUMN state_reason");
+  auto s = openProviders();
+  ASSERT_TRUE(s);
+  auto got = s->get(1);
+  ASSERT_TRUE(got.isOk() && got->has_value()) << got.status().toString();
+  EXPECT_EQ((*got)->state_reason, "");
+  EXPECT_EQ((*got)->prefixes, p.prefixes);
+  ASSERT_TRUE(s->modify(1, [](ProviderRecord& r) {
+                 r.state = ProviderState::kSuspended;
+                 r.state_reason = "the secret file is gone";
+                 return Status::ok();
+               }).isOk());
+  EXPECT_EQ((*s->get(1))->state_reason, "the secret file is gone");
+}
+
 TEST_F(SqliteOpenTest, EachStoreIsItsOwnFileUnderDataDir) {
   auto q = openQueue();
   auto c = openContent();

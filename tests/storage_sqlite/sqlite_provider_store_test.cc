@@ -22,6 +22,7 @@ ProviderRecord makeProvider() {
   p.secret = "s3cret";
   p.secret_url = "http://www.server.com/lcc-secret.txt";
   p.contact = "ops@server.com";
+  p.state_reason = "re-verification: the secret file is gone";
   p.reg_expires = fromUnixMillis(1714564800000);
   p.conn_seq = 17;
   p.last_ip = "192.0.2.1";

@@ -11,6 +11,7 @@
 #include "support/temp_dir.h"
 #include "uns/auth_cache.h"
 #include "uns/uns_core.h"
+#include "uns/uns_service.h"
 #include "uns/uns_test_util.h"
 
 namespace lcc::uns {
@@ -107,6 +108,81 @@ TEST_F(AuthTest, ANewProviderIsAskedForAFullSetUntilItSendsOne) {
   core.releaseProvider(1);
   EXPECT_FALSE(after.info.fullset_wanted);
   EXPECT_FALSE(fx_->store()->get(1).value()->fullset_wanted);
+}
+
+// uns.auth_failures_per_minute: an address that failed that many inits in a minute
+// gets 120 for uns.auth_cooldown, its password not even checked; others go on.
+TEST_F(AuthTest, AnAddressThatKeepsFailingIsTurnedAwayUncheckedForTheCooldown) {
+  CoreConfig c = config();
+  c.auth_failures_per_minute = 3;
+  c.auth_cooldown_ms = 5 * 60 * 1000;
+  UnsCore core(c, fx_->store(), &clock_, nullptr);
+  auto from = [&](const std::string& ip, ProviderId id, const std::string& pw) {
+    AuthResult r = core.authenticate({std::to_string(id), pw}, ip);
+    if (r.code == ErrorCode::kNone) core.releaseProvider(id);
+    return r;
+  };
+  EXPECT_EQ(from("192.0.2.7", 1, token_).code, ErrorCode::kNone);  // successes do not count
+  EXPECT_EQ(from("192.0.2.7", 1, "guess1").code, ErrorCode::kAuthFailed);
+  clock_.advance(Millis(20 * 1000));
+  EXPECT_EQ(from("192.0.2.7", 99, "guess2").code, ErrorCode::kAuthFailed);  // unknown ids count too
+  EXPECT_EQ(from("192.0.2.7", 1, token_).code, ErrorCode::kNone);
+  EXPECT_EQ(from("192.0.2.7", 1, "guess3").code, ErrorCode::kAuthFailed);
+  const std::uint64_t seq = fx_->store()->get(1).value()->conn_seq;
+  AuthResult refused = from("192.0.2.7", 1, token_);  // even the right password
+  EXPECT_EQ(refused.code, ErrorCode::kTooManyConnections);
+  EXPECT_TRUE(refused.throttled);
+  EXPECT_NE(refused.message.find("too many failed authentications"), std::string::npos) << refused.message;
+  EXPECT_NE(refused.message.find("300 s"), std::string::npos) << refused.message;
+  EXPECT_EQ(fx_->store()->get(1).value()->conn_seq, seq) << "nothing was checked or counted";
+  // Another address is not affected.
+  EXPECT_EQ(from("192.0.2.8", 1, token_).code, ErrorCode::kNone);
+  clock_.advance(Millis(299 * 1000));
+  EXPECT_TRUE(from("192.0.2.7", 3, "correct horse").throttled);
+  clock_.advance(Millis(1000));
+  AuthResult after = from("192.0.2.7", 1, token_);
+  EXPECT_EQ(after.code, ErrorCode::kNone);
+  EXPECT_FALSE(after.throttled);
+  // 0 turns the limit off.
+  c.auth_failures_per_minute = 0;
+  UnsCore open(c, fx_->store(), &clock_, nullptr);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(open.authenticate({"1", "guess"}, "192.0.2.9").code, ErrorCode::kAuthFailed);
+}
+
+// The limit's keys come from the YAML (schema defaults otherwise).
+TEST(UnsConfig, TheFailedInitLimitIsReadFromTheYaml) {
+  std::vector<ConfigProblem> problems;
+  auto cfg = Config::loadText("uns:\n  auth_failures_per_minute: 7\n  auth_cooldown: 2m\n  auth_tracked_addresses: 50\n",
+                              "lcc.yaml", {}, &problems);
+  ASSERT_TRUE(cfg.isOk()) << (problems.empty() ? cfg.status().toString() : problems[0].toString());
+  UnsOptions o = unsOptionsFromConfig(cfg.value(), "/nonexistent", "m1");
+  EXPECT_EQ(o.core.auth_failures_per_minute, 7u);
+  EXPECT_EQ(o.core.auth_cooldown_ms, 120000);
+  EXPECT_EQ(o.core.auth_tracked_addresses, 50u);
+  auto defaults = Config::loadText("", "lcc.yaml", {}, &problems);
+  ASSERT_TRUE(defaults.isOk());
+  UnsOptions d = unsOptionsFromConfig(defaults.value(), "/nonexistent", "m1");
+  EXPECT_EQ(d.core.auth_failures_per_minute, 30u);
+  EXPECT_EQ(d.core.auth_cooldown_ms, 300000);
+  EXPECT_FALSE(Config::loadText("uns:\n  auth_cooldown: 10ms\n", "lcc.yaml", {}, &problems).isOk());
+}
+
+// A provider the RS suspended (re-verification) is told why.
+TEST_F(AuthTest, ASuspendedProviderIsToldTheReason) {
+  UnsCore core(config(), fx_->store(), &clock_, nullptr);
+  ASSERT_TRUE(fx_->store()->modify(1, [](ProviderRecord& p) {
+    p.state = ProviderState::kSuspended;
+    p.state_reason = "the secret file is gone";
+    return Status::ok();
+  }).isOk());
+  AuthResult r = core.authenticate({"1", token_}, "127.0.0.1");
+  EXPECT_EQ(r.code, ErrorCode::kNotActive);
+  EXPECT_EQ(r.message, "provider not active (suspended: the secret file is gone)");
+  ASSERT_TRUE(fx_->store()->modify(1, [](ProviderRecord& p) {
+    p.state_reason.clear();
+    return Status::ok();
+  }).isOk());
+  EXPECT_EQ(core.authenticate({"1", token_}, "127.0.0.1").message, "provider not active (suspended)");
 }
 
 TEST(AuthCache, IsBoundedAndForgetsTheLeastRecentlyUsed) {

@@ -219,6 +219,30 @@ TEST_F(UnsServerTest, PerAddressCapAnswers120) {
   for (int fd : fds) ::close(fd);
 }
 
+// uns.auth_failures_per_minute over real sockets: after 3 failed inits from 127.0.0.1
+// the next init gets init_rejected 120, the right password too, and /metrics counts it.
+TEST_F(UnsServerTest, RepeatedFailedInitsFromAnAddressAnswer120) {
+  FakeQm qm;
+  UnsOptions opt = testOptions(dir_.path(), qm.port());
+  opt.core.auth_failures_per_minute = 3;
+  opt.core.auth_cooldown_ms = 5 * 60 * 1000;
+  Harness h(opt, fx_.store());
+  ASSERT_TRUE(h.start().isOk());
+  for (int i = 0; i < 3; ++i) {
+    auto r = parseReplies(cpExchange(h.port(), initXml(1, "guess" + std::to_string(i))));
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].kind, proto::CpReply::Kind::kInitRejected);
+    EXPECT_EQ(r[0].code, ErrorCode::kAuthFailed) << i;
+  }
+  auto r = parseReplies(cpExchange(h.port(), initXml(1)));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].kind, proto::CpReply::Kind::kInitRejected);
+  EXPECT_EQ(r[0].code, ErrorCode::kTooManyConnections);
+  EXPECT_NE(r[0].message.find("too many failed authentications"), std::string::npos) << r[0].message;
+  EXPECT_EQ(h.metrics().snapshot()["lcc_uns_auth_throttled_total"], 1);
+  EXPECT_NE(h.metrics().prometheusText().find("# TYPE lcc_uns_auth_throttled_total counter"), std::string::npos);
+}
+
 TEST_F(UnsServerTest, QmDownSpoolsThenReplaysInOrderWithoutLossOrDuplicates) {
   const std::uint16_t qm_port = unusedPort();
   Harness h(testOptions(dir_.path(), qm_port), fx_.store());

@@ -146,7 +146,7 @@ struct ContentRecord {
 enum class ProviderState : std::uint8_t {
   kPending = 0,    // registered, secret not verified yet
   kActive = 1,
-  kSuspended = 2,  // by an administrator
+  kSuspended = 2,  // by an administrator, or by the RS when re-verification failed
   kRemoving = 3,   // `lcc provider remove`: the QM drops the queued URLs, then the record
   kPurging = 4,    // `remove --purge`: the same, and the content is removed
 };
@@ -172,6 +172,7 @@ struct FetchErrorEntry {
 struct ProviderRecord {
   ProviderId id = 0;
   ProviderState state = ProviderState::kPending;
+  std::string state_reason;             // why suspended (sessions get 111 with it); "" otherwise
   std::string password_hash;            // a salted, slow hash; never the password
   std::vector<std::string> prefixes;    // registered URL prefixes
   std::int32_t priority = 0;            // higher is fetched first
@@ -180,7 +181,8 @@ struct ProviderRecord {
   std::uint64_t quota_bytes = 0;        // 0 = unlimited
   std::uint64_t used_files = 0;
   std::uint64_t used_bytes = 0;
-  // Registration (RS): the secret to find at secret_url, valid until reg_expires.
+  // Registration (RS): the secret to find at secret_url. Pending: valid until
+  // reg_expires. Active: the secret is fetched again (re-verification) from reg_expires on.
   std::string secret;
   std::string secret_url;
   std::string contact;
