@@ -82,7 +82,7 @@ void QueueManager::flushProviderDeltas() {
           return Status::ok();
         },
         WriteOptions{.durable = false});
-    if (!s.isOk() && !s.isNotFound()) spdlog::warn("qm: quota use of provider {}: {}", pid, s.toString());
+    if (!s.isOk() && !s.isNotFound()) storeFailed(s.withContext("provider store: quota use"));
   }
   usage_pending_.clear();
 }
@@ -145,7 +145,10 @@ Status QueueManager::age() {
         }
         return Status::ok();
       });
-      if (!s.isOk() && !s.isNotFound()) spdlog::warn("qm: ageing provider {}: {}", pid, s.toString());
+      if (!s.isOk() && !s.isNotFound()) {
+        storeFailed(s.withContext("provider store: ageing"));
+        return s;
+      }
     }
     if (!expire.empty() || !purge.empty()) {
       spdlog::info("qm: ageing provider {}: {} expired, {} tombstones purged", pid, expire.size(), purge.size());

@@ -25,8 +25,7 @@ void QueueManager::onResult(LinkId link, const FetchResult& o) {
       checked.code = ErrorCode::kInternal;
       checked.message = "result without a file";
     }
-    Status s = handleResult(f, checked);
-    if (!s.isOk()) storeFailed(s);
+    routeStoreError(handleResult(f, checked));
   }
   updateOverload();
   pump();
@@ -198,7 +197,7 @@ void QueueManager::recordError(ProviderId pid, const UrlNotice& n, const FetchRe
         return Status::ok();
       },
       WriteOptions{.durable = false});
-  if (!s.isOk() && !s.isNotFound()) spdlog::warn("qm: recording a fetch error of provider {}: {}", pid, s.toString());
+  if (!s.isOk() && !s.isNotFound()) storeFailed(s.withContext("provider store: recording a fetch error"));
 }
 
 }  // namespace lcc::qm
