@@ -70,7 +70,7 @@ const std::vector<KeySpec>& Config::schema() {
       {"qm.queue_low", KeyType::kInt, "8000000", 0, 1LL << 40, "queued URLs below which it listens again"},
       {"qm.slots", KeyType::kInt, "24", 1, 10080, "time-of-day slots per period"},
       {"qm.slot_period", KeyType::kDuration, "1d", kMin, 366 * kDay, "the period the slots divide (a day, a week)"},
-      {"qm.merge_interval", KeyType::kDuration, "1h", kSec, 7 * kDay, "how often ready slots merge into fetch-now"},
+      {"qm.merge_interval", KeyType::kDuration, "1h", kSec, 7 * kDay, "longest wait between slot merges (they also run at every slot boundary)"},
       {"qm.bandwidth_tick", KeyType::kDuration, "4s", 10, kHour, "bandwidth-delay wheel interval"},
       {"qm.bandwidth_horizon", KeyType::kDuration, "1h", kSec, 7 * kDay,
        "longest bandwidth delay; beyond it the set moves to a time slot"},
