@@ -1,5 +1,7 @@
 #include "qm/result_policy.h"
 
+#include <algorithm>
+
 namespace lcc::qm {
 
 namespace {
@@ -62,6 +64,19 @@ ResultAction failure(const ResultEvent& e, const ResultRules& rules) {
 ResultAction decideResult(const ResultEvent& e, const ResultRules& rules) {
   if (e.row == RowState::kGone || e.row == RowState::kRemoved) return discard(e);
   return e.ok ? success(e) : failure(e, rules);
+}
+
+DeleteFailureAction decideDeleteFailure(std::string_view reason, std::uint32_t failures,
+                                        const DeleteRetryRules& rules) {
+  DeleteFailureAction a;
+  if (reason == "unknown-machine") {
+    a.wait_for_machine = true;
+    return a;
+  }
+  Millis d = rules.first;
+  for (std::uint32_t k = 1; k < failures && d < rules.max; ++k) d *= 2;
+  a.retry_after = std::min(d, rules.max);
+  return a;
 }
 
 }  // namespace lcc::qm

@@ -144,5 +144,21 @@ TEST(ResultPolicy, TheRetryRuleOverEveryFetchCode) {
   for (const auto& c : codes) EXPECT_EQ(qm::isRetryableFetchError(c.code), c.retry) << int(c.code);
 }
 
+TEST(DeletePolicy, OnlyUnknownMachineWaitsAndTheBackOffDoublesToItsCeiling) {
+  const DeleteRetryRules rules{Millis(60 * 1000), Millis(300 * 1000)};
+  EXPECT_EQ(decideDeleteFailure("unknown-machine", 1, rules), (DeleteFailureAction{true, Millis(0)}));
+  EXPECT_EQ(decideDeleteFailure("unknown-machine", 7, rules), (DeleteFailureAction{true, Millis(0)}));
+  const struct {
+    std::uint32_t failures;
+    std::int64_t after_s;
+  } rows[] = {{1, 60}, {2, 120}, {3, 240}, {4, 300}, {5, 300}, {1000, 300}};
+  for (const char* reason : {"in-use", "io-error: EIO", ""}) {
+    for (const auto& r : rows) {
+      EXPECT_EQ(decideDeleteFailure(reason, r.failures, rules), (DeleteFailureAction{false, Millis(r.after_s * 1000)}))
+          << reason << " #" << r.failures;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace lcc::qm

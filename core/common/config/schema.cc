@@ -93,6 +93,10 @@ const std::vector<KeySpec>& Config::schema() {
       {"qm.max_fetch_size", KeyType::kSize, "50MiB", 1, 64 * kGiB, "largest content stored (308)"},
       {"qm.apply_batch_ops", KeyType::kInt, "20000", 100, 10000000, "store operations per batch when a large set is applied"},
       {"qm.delete_window", KeyType::kInt, "64", 1, 100000, "file deletes outstanding per BOT-M link"},
+      {"qm.delete_retry", KeyType::kDuration, "1m", kSec, kDay,
+       "periodic retry of failed file deletes, and the first back-off of a failed one"},
+      {"qm.delete_retry_max", KeyType::kDuration, "1h", kSec, 7 * kDay,
+       "ceiling of a failed delete's back-off (doubled per failure)"},
       // --- botm ---
       {"botm.source", KeyType::kString, "", 0, 300, "url source to connect to (empty: listen.botm)"},
       {"botm.content_dir", KeyType::kString, "", 0, 4096, "content files (empty: <data_dir>/content)"},
