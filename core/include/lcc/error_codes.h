@@ -23,6 +23,7 @@ enum class ErrorCode : std::uint16_t {
   kSetTooLarge = 132,
   kTimeout = 133,
   kInternal = 140,
+  kChangesPurged = 150,     // CU: `since seq` older than the tombstone purge horizon (take a full export)
   // Per URL, found by the UNS.
   kInvalidUrl = 201,
   kOutsidePrefix = 202,
