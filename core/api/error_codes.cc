@@ -40,6 +40,7 @@ std::string_view errorCodeMessage(ErrorCode code) {
     case ErrorCode::kRedirectError: return "redirect not followed: too many, not http/https, or outside fetch.redirects";
     case ErrorCode::kAddressRefused: return "address refused by policy";
     case ErrorCode::kHttpOther: return "HTTP status not stored";
+    case ErrorCode::kProviderQuotaExceeded: return "provider quota exceeded: content not stored";
   }
   return kUnknown;
 }

@@ -21,6 +21,15 @@ ResultAction discard(const ResultEvent& e) {
 
 ResultAction success(const ResultEvent& e) {
   ResultAction a;
+  if (e.has_file && e.over_quota) {
+    // Final (313): the file goes, and the URL is removed as after any final error.
+    a.verdict = ResultVerdict::kGiveUp;
+    a.delete_file = true;
+    a.remove_url = true;
+    a.charge_bytes = e.size;
+    a.code = ErrorCode::kProviderQuotaExceeded;
+    return a;
+  }
   if (e.unchanged && !e.content_live) {
     // 304 with nothing stored (a removal raced the fetch): fetch again unconditionally.
     a.verdict = ResultVerdict::kFetchAgain;

@@ -52,6 +52,8 @@ struct ResultEvent {
   RowState row = RowState::kCurrent;
   std::uint16_t bad_count = 0;  // the row's retryable failures so far
   bool content_live = false;    // a live LCC DB record exists (only consulted for a 304)
+  // The body would take the provider's stored bytes past its quota_bytes (has_file only).
+  bool over_quota = false;
   // The clock.
   MonoTime mono_now{};
 };

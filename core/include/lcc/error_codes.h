@@ -44,6 +44,7 @@ enum class ErrorCode : std::uint16_t {
   kRedirectError = 310,     // too many redirects, or one outside http/https or fetch.redirects
   kAddressRefused = 311,
   kHttpOther = 312,
+  kProviderQuotaExceeded = 313,  // QM: the fetched body would take the provider past its byte quota
 };
 
 // The short English text that goes with a code on the wire; "unknown error" for a
