@@ -17,5 +17,6 @@ void addProviderCommands(CLI::App& app, Globals& g);  // cli_provider.cc
 void addStatusCommand(CLI::App& app, Globals& g);     // cli_status.cc
 void addCpCommands(CLI::App& app, Globals& g);        // cli_cp.cc
 void addCuCommands(CLI::App& app, Globals& g);        // cli_cu.cc
+void addBotmCommands(CLI::App& app, Globals& g);      // cli_botm.cc
 
 }  // namespace lcc::cli

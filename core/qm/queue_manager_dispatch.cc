@@ -17,6 +17,8 @@ void QueueManager::linkUp(LinkId link, const std::string& machine, std::uint64_t
   machines_blocked_.clear();
   pumpDeletes();
   pump();
+  // At start (the first link of each machine since open()): files a crash left behind.
+  if (opened_ && !machines_swept_.count(machine)) sweepLink(link);
 }
 
 void QueueManager::linkCapacity(LinkId link, std::uint64_t capacity) {
@@ -57,6 +59,7 @@ void QueueManager::linkDown(LinkId link) {
     }
   }
   links_.erase(link);
+  if (sweep_.waiting.erase(link) > 0) ++sweep_.links_lost;
   std::uint64_t total = 0;
   for (const auto& [id, x] : links_) total += x.capacity;
   sched_.setCapacity(total);
