@@ -22,13 +22,17 @@ class FaultPlan {
   void failWritesAfter(int n) { writes_left_ = n; }
   void clear() { reads_left_ = writes_left_ = -1; }
   std::uint64_t reads() const { return reads_; }
+  std::uint64_t writes() const { return writes_; }
   std::uint64_t injected() const { return injected_; }
 
   Status read() {
     ++reads_;
     return take(reads_left_, "injected read error");
   }
-  Status write() { return take(writes_left_, "injected write error"); }
+  Status write() {
+    ++writes_;
+    return take(writes_left_, "injected write error");
+  }
 
  private:
   Status take(int& left, const char* what) {
@@ -41,7 +45,7 @@ class FaultPlan {
     return Status::ioError(what);
   }
   int reads_left_ = -1, writes_left_ = -1;
-  std::uint64_t reads_ = 0, injected_ = 0;
+  std::uint64_t reads_ = 0, writes_ = 0, injected_ = 0;
 };
 
 // `f()` unless the fault plan injected an error (then that error).

@@ -12,6 +12,7 @@
 
 #include "common/metrics.h"
 #include "faulty_stores.h"
+#include "support/fault_env.h"
 #include "qm/queue_manager.h"
 #include "qm_test_util.h"
 
@@ -41,7 +42,9 @@ class QmEngine : public ::testing::Test {
     addProviders(*stores_.providers, 2);
     queue_ = std::make_unique<FaultyQueueStore>(*stores_.queue);
     content_ = std::make_unique<FaultyContentStore>(*stores_.content);
-    auto j = Journal::open(posixEnv(), dir_.file("journal" + std::to_string(++rounds_)));
+    journal_path_ = dir_.file("journal" + std::to_string(++rounds_));
+    env_.clearFaults();
+    auto j = Journal::open(&env_, journal_path_);
     ASSERT_TRUE(j.isOk());
     journal_ = std::move(j).value();
     metrics_ = std::make_unique<Metrics>();
@@ -69,6 +72,8 @@ class QmEngine : public ::testing::Test {
 
   lcc::testing::SimClock clock_{kDayStart + Millis(12 * kHourMs + 17 * 60 * 1000 + 23 * 1000)};  // 12:17:23 UTC
   lcc::testing::TempDir dir_;
+  lcc::testing::FaultEnv env_{posixEnv()};  // the intake journal's files
+  std::string journal_path_;
   Stores stores_{"storage-memory", dir_.path(), &clock_, posixEnv()};
   std::unique_ptr<FaultyQueueStore> queue_;
   std::unique_ptr<FaultyContentStore> content_;
