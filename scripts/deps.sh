@@ -13,6 +13,7 @@ packages=(
   dpkg-dev           # cpack -G DEB: dpkg-shlibdeps (tests/install/deb_test.cmake)
   chromium           # tests/e2e/operator_test.py renders the status page headless
   prometheus         # promtool check metrics (tests/e2e/operator_test.py)
+  strace             # the ack-after-sync audit (tests/reliability/ack_after_sync_audit.py)
 )
 missing=()
 for p in "${packages[@]}"; do
