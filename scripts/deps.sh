@@ -15,6 +15,7 @@ packages=(
   chromium           # tests/e2e/operator_test.py renders the status page headless
   prometheus         # promtool check metrics (tests/e2e/operator_test.py)
   nodejs wget        # warcio reads the WARC answer; wget --warc-file for comparison (tests/e2e/warc_test.py)
+  strace             # the ack-after-sync audit (tests/reliability/ack_after_sync_audit.py)
 )
 # warcio (npm), the independent WARC reader of tests/e2e/warc_test.py, in a fixed folder.
 npm_prefix=/usr/local/lib/lcc-npm

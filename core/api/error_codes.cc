@@ -21,6 +21,7 @@ std::string_view errorCodeMessage(ErrorCode code) {
     case ErrorCode::kSetTooLarge: return "set too large";
     case ErrorCode::kTimeout: return "timed out waiting for data";
     case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kChangesPurged: return "changes purged; take a full export";
     case ErrorCode::kInvalidUrl: return "invalid URL";
     case ErrorCode::kOutsidePrefix: return "URL outside the registered prefixes";
     case ErrorCode::kMimeNotAccepted: return "mime type not accepted";
@@ -39,6 +40,7 @@ std::string_view errorCodeMessage(ErrorCode code) {
     case ErrorCode::kRedirectError: return "redirect not followed: too many, not http/https, or outside fetch.redirects";
     case ErrorCode::kAddressRefused: return "address refused by policy";
     case ErrorCode::kHttpOther: return "HTTP status not stored";
+    case ErrorCode::kProviderQuotaExceeded: return "provider quota exceeded: content not stored";
   }
   return kUnknown;
 }

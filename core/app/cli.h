@@ -31,5 +31,6 @@ void addStatusCommand(CLI::App& app, Globals& g);     // cli_status.cc
 void addCpCommands(CLI::App& app, Globals& g);        // cli_cp.cc
 void addCpSitemapCommand(CLI::App& cp, Globals& g);   // cli_sitemap.cc, under `lcc cp`
 void addCuCommands(CLI::App& app, Globals& g);        // cli_cu.cc
+void addBotmCommands(CLI::App& app, Globals& g);      // cli_botm.cc
 
 }  // namespace lcc::cli

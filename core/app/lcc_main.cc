@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   lcc::cli::addStatusCommand(app, g);
   lcc::cli::addCpCommands(app, g);
   lcc::cli::addCuCommands(app, g);
+  lcc::cli::addBotmCommands(app, g);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

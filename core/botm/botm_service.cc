@@ -36,6 +36,8 @@ std::string encodeUp(const Upstream& u) {
         if constexpr (std::is_same_v<T, proto::LinkDeleted>) return proto::encodeDeleted(m);
         if constexpr (std::is_same_v<T, proto::LinkCapacity>) return proto::encodeCapacity(m);
         if constexpr (std::is_same_v<T, proto::LinkMachines>) return proto::encodeMachines(m);
+        if constexpr (std::is_same_v<T, proto::LinkFile>) return proto::encodeFile(m);
+        if constexpr (std::is_same_v<T, proto::LinkSwept>) return proto::encodeSwept(m);
       },
       u);
 }
@@ -183,6 +185,7 @@ class BotmService final : public Service {
     std::map<ChildId, std::string> per_child;
     for (const auto& [cid, f] : a.fetches) per_child[cid] += proto::encodeFetch(f);
     for (const auto& [cid, d] : a.deletes) per_child[cid] += proto::encodeDelete(d);
+    for (const auto& [cid, sw] : a.sweeps) per_child[cid] += proto::encodeSweep(sw);
     for (auto& [cid, bytes] : per_child) {
       auto it = peers_.find(cid);
       if (it != peers_.end()) it->second->send(std::move(bytes));
@@ -258,6 +261,9 @@ class BotmService final : public Service {
       } else if (const auto* d = std::get_if<proto::LinkDelete>(&m)) {
         if (disp_) disp_->remove(*d, &a);
         if (fwd_) fwd_->remove(*d, &fa);
+      } else if (const auto* sw = std::get_if<proto::LinkSweep>(&m)) {
+        if (disp_) disp_->sweep(*sw, &a);
+        if (fwd_) fwd_->sweep(*sw, &fa);
       } else if (std::holds_alternative<proto::LinkPing>(m)) {
         if (source_) source_->send(proto::encodeLinkPong());
       } else if (std::holds_alternative<proto::LinkEnd>(m)) {
@@ -357,6 +363,10 @@ class BotmService final : public Service {
                 fwd_->childCapacity(id, c->slots, &a);
               } else if (const auto* ms = std::get_if<proto::LinkMachines>(&m)) {
                 fwd_->childMachines(id, ms->ids, &a, ms->content_urls);
+              } else if (const auto* f = std::get_if<proto::LinkFile>(&m)) {
+                fwd_->childSwept(*f, &a);
+              } else if (const auto* sw = std::get_if<proto::LinkSwept>(&m)) {
+                fwd_->childSwept(*sw, &a);
               } else if (std::holds_alternative<proto::LinkPing>(m)) {
                 s->send(proto::encodeLinkPong());
               } else if (std::holds_alternative<proto::LinkEnd>(m)) {

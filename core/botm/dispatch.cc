@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "common/response_head.h"
 
@@ -255,8 +256,12 @@ void Dispatcher::remove(const proto::LinkDelete& d, Actions* out) {
     out->upstream.push_back(proto::LinkDeleted{d.id, false, "in-use"});
     return;
   }
-  if (names_->isFree(*n)) {  // already deleted (a repeated delete): nothing to do
-    out->upstream.push_back(proto::LinkDeleted{d.id, true, ""});
+  if (names_->isFree(*n)) {
+    // A repeated delete, or a stray file under a name nobody holds (the orphan sweep
+    // lists what is on disk): the file goes, the name is free already.
+    Status s = env_->removeFile(pathOf(*n));
+    const bool gone = s.isOk() || s.code() == StatusCode::kNotFound;
+    out->upstream.push_back(proto::LinkDeleted{d.id, gone, gone ? "" : "io-error: " + s.message()});
     return;
   }
   Status s = env_->removeFile(pathOf(*n));
@@ -267,6 +272,35 @@ void Dispatcher::remove(const proto::LinkDelete& d, Actions* out) {
   removeHead(*n);
   names_->release(*n);
   out->upstream.push_back(proto::LinkDeleted{d.id, true, ""});
+}
+
+void Dispatcher::sweep(const proto::LinkSweep& s, Actions* out) {
+  if (!source_up_) return;
+  std::unordered_set<std::uint64_t> held;  // names of jobs, running or handed on
+  for (const auto& [id, j] : jobs_) {
+    if (j.name) held.insert(*j.name);
+  }
+  std::uint64_t files = 0;
+  auto top = env_->listDir(content_dir_);
+  for (const std::string& a : top.isOk() ? top.value() : std::vector<std::string>{}) {
+    auto mid = env_->listDir(content_dir_ + "/" + a);
+    if (!mid.isOk()) continue;
+    for (const std::string& b : mid.value()) {
+      auto leaves = env_->listDir(content_dir_ + "/" + a + "/" + b);
+      if (!leaves.isOk()) continue;
+      for (const std::string& leaf : leaves.value()) {
+        const std::string name = a + "/" + b + "/" + leaf;
+        auto n = names_->parse(name);  // a temporary file or anything else: not ours to list
+        if (!n || held.count(*n)) continue;
+        auto size = env_->fileSize(content_dir_ + "/" + name);
+        if (!size.isOk()) continue;  // gone meanwhile, or a folder
+        out->upstream.push_back(proto::LinkFile{s.id, machine_, name, size.value()});
+        ++files;
+      }
+    }
+  }
+  out->upstream.push_back(proto::LinkSwept{s.id, machine_, files});
+  spdlog::info("botm: sweep {}: {} content file(s) listed to the url source", s.id, files);
 }
 
 // ============================ Forwarder (children) ============================
@@ -379,6 +413,15 @@ void Forwarder::remove(const proto::LinkDelete& d, ForwardActions* out) {
   }
   counters_.deletes_unknown_machine++;
   out->upstream.push_back(proto::LinkDeleted{d.id, false, std::string(proto::kReasonUnknownMachine)});
+}
+
+void Forwarder::sweep(const proto::LinkSweep& s, ForwardActions* out) {
+  if (!source_up_) return;
+  for (const auto& [cid, c] : children_) out->sweeps.emplace_back(cid, s);
+}
+
+void Forwarder::childSwept(const Upstream& file_or_swept, ForwardActions* out) {
+  if (source_up_) out->upstream.push_back(file_or_swept);
 }
 
 void Forwarder::childUp(ChildId child, const std::string& machine, std::uint64_t capacity, ForwardActions* out,

@@ -34,7 +34,8 @@
 
 namespace lcc::botm {
 
-using Upstream = std::variant<FetchResult, proto::LinkDeleted, proto::LinkCapacity, proto::LinkMachines>;
+using Upstream = std::variant<FetchResult, proto::LinkDeleted, proto::LinkCapacity, proto::LinkMachines,
+                              proto::LinkFile, proto::LinkSwept>;
 using RobotId = std::uint64_t;
 using ChildId = std::uint64_t;
 
@@ -59,6 +60,11 @@ class Dispatcher {
   void sourceDown();
   void fetch(const proto::LinkFetch& f, Actions* out);
   void remove(const proto::LinkDelete& d, Actions* out);
+  // The orphan sweep (issue 15): one <file> per content file of this machine whose
+  // name no job holds (running, or waiting for another robot with its name), then
+  // <swept>. Results already produced went upstream before, on the same link, so the
+  // source has applied them when it reads the list. Temporary files are not listed.
+  void sweep(const proto::LinkSweep& s, Actions* out);
 
   void robotUp(RobotId robot, std::uint32_t slots, Actions* out);
   void robotDown(RobotId robot, Actions* out);
@@ -109,6 +115,7 @@ class Dispatcher {
 struct ForwardActions {
   std::vector<std::pair<ChildId, proto::LinkFetch>> fetches;
   std::vector<std::pair<ChildId, proto::LinkDelete>> deletes;
+  std::vector<std::pair<ChildId, proto::LinkSweep>> sweeps;
   std::vector<Upstream> upstream;
 };
 
@@ -120,6 +127,9 @@ class Forwarder {
   void sourceDown();
   void fetch(const proto::LinkFetch& f, ForwardActions* out);
   void remove(const proto::LinkDelete& d, ForwardActions* out);
+  // Passes the sweep to every child; their <file>s and <swept>s go up unchanged.
+  void sweep(const proto::LinkSweep& s, ForwardActions* out);
+  void childSwept(const Upstream& file_or_swept, ForwardActions* out);
 
   // `content_url`: where the child's own machine serves content (its opening's
   // content=, empty when not advertised).

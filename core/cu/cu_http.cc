@@ -25,10 +25,12 @@ http::Response handleCuQuery(QueryEngine& engine, const http::Request& request) 
   auto prepared = engine.prepare(*query);
   if (!prepared.isOk()) {
     const Status& s = prepared.status();
-    if (s.code() == StatusCode::kInvalidArgument) return rejected(400, ErrorCode::kMalformed, s.message());
-    spdlog::error("cu: http query from {} failed: {}", request.remote_ip, s.toString());
-    engine.stats().rejected.inc();
-    return rejected(500, ErrorCode::kInternal, s.message());
+    const QueryRefusal why = refusalFor(s);
+    if (why.code == ErrorCode::kInternal) {
+      spdlog::error("cu: http query from {} failed: {}", request.remote_ip, s.toString());
+      engine.stats().rejected.inc();
+    }
+    return rejected(why.http_status, why.code, s.message());
   }
   std::shared_ptr<PreparedExport> p = std::move(prepared).value();
   http::Response r;

@@ -213,12 +213,12 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
       auto prepared = engine.prepare(q);
       if (!prepared.isOk()) {
         const Status& s = prepared.status();
-        const bool bad = s.code() == StatusCode::kInvalidArgument;
-        if (!bad) {
+        const QueryRefusal why = refusalFor(s);
+        if (why.code == ErrorCode::kInternal) {
           spdlog::error("cu: {}: query failed: {}", who, s.toString());
           engine.stats().rejected.inc();
         }
-        (void)p->write(proto::formatQueryRejected(bad ? ErrorCode::kMalformed : ErrorCode::kInternal, s.message()));
+        (void)p->write(proto::formatQueryRejected(why.code, s.message()));
         p->finish(Status::ok());
         return;
       }

@@ -3,11 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <map>
 #include <set>
 
 #include "common/response_head.h"
+#include "common/content_meta.h"
 
 namespace lcc::cu {
 namespace {
@@ -214,6 +216,7 @@ Result<std::unique_ptr<PreparedExport>> QueryEngine::prepare(const proto::CuQuer
   filter.include_deleted = q.deleted;
   if (q.since_time) filter.stored_since = fromUnixMillis(*q.since_time * 1000);
   const ChangeSeq after = q.since_seq.value_or(0);
+  LCC_RETURN_IF_ERROR(checkPurgeHorizon(q));
 
   auto max_seq = store_.maxSeq();
   if (!max_seq.isOk()) return max_seq.status().withContext("reading the LCC DB");
@@ -238,6 +241,8 @@ Result<std::unique_ptr<PreparedExport>> QueryEngine::prepare(const proto::CuQuer
     return true;
   });
   if (!s.isOk()) return s.withContext("reading the LCC DB");
+  // Again after the counting pass: ageing may have purged tombstones of this range meanwhile.
+  LCC_RETURN_IF_ERROR(checkPurgeHorizon(q));
 
   ExportHeader header;
   header.count = count;
@@ -255,6 +260,32 @@ Result<std::unique_ptr<PreparedExport>> QueryEngine::prepare(const proto::CuQuer
     if (total.isOk() && *total <= options_.url_order_scan_factor * count) url_pids.assign(pids.begin(), pids.end());
   }
   return std::make_unique<PreparedExport>(*this, *exporter, q, std::move(filter), header, after, std::move(url_pids));
+}
+
+Status QueryEngine::checkPurgeHorizon(const proto::CuQuery& q) {
+  // Only a query that asks for removals can miss them; a full export (no since, or 0)
+  // holds every live record and needs none.
+  if (!q.deleted || !q.since_seq || *q.since_seq == 0) return Status::ok();
+  auto meta = store_.getMeta(kContentMetaPurgedSeq);
+  if (!meta.isOk()) {
+    Status s = meta.status().withContext("reading the LCC DB's purge horizon");
+    return s.isNotFound() ? Status::internal(s.message()) : s;
+  }
+  if (!meta.value()) return Status::ok();
+  ChangeSeq purged = 0;
+  const std::string& v = *meta.value();
+  if (std::from_chars(v.data(), v.data() + v.size(), purged).ec != std::errc()) {
+    return Status::corruption("the LCC DB's purge horizon is not a number: " + v);
+  }
+  if (*q.since_seq >= purged) return Status::ok();
+  stats_.rejected.inc();
+  return Status::notFound("changes before seq " + std::to_string(purged + 1) + " were purged; take a full export");
+}
+
+QueryRefusal refusalFor(const Status& s) {
+  if (s.code() == StatusCode::kInvalidArgument) return {ErrorCode::kMalformed, 400};
+  if (s.isNotFound()) return {ErrorCode::kChangesPurged, 410};
+  return {ErrorCode::kInternal, 500};
 }
 
 Status QueryEngine::run(const proto::CuQuery& query, ByteSink& sink) {

@@ -112,7 +112,9 @@ class QueryEngine {
               Metrics* metrics = nullptr);
 
   // A bad query (unknown format, bad values) is InvalidArgument with a message for
-  // <reason code="100">; a store failure is another code (answer 140).
+  // <reason code="100">; `since seq` below the purge horizon with `deleted` is
+  // NotFound ("changes before seq N were purged; take a full export", code 150); a
+  // store failure is another code (answer 140). refusalFor() maps them.
   Result<std::unique_ptr<PreparedExport>> prepare(const proto::CuQuery& query);
   // prepare() and stream() in one.
   Status run(const proto::CuQuery& query, ByteSink& sink);
@@ -139,6 +141,9 @@ class QueryEngine {
   RemoteContentReader& remoteReader(std::unique_ptr<RemoteContentReader>* remote);
 
  private:
+  // NotFound when the query asks for removals since a seq whose tombstones may be purged.
+  Status checkPurgeHorizon(const proto::CuQuery& q);
+
   ContentStore& store_;
   const std::vector<Exporter*> exporters_;
   Env& env_;
@@ -146,6 +151,13 @@ class QueryEngine {
   std::unique_ptr<Metrics> own_metrics_;
   EngineStats stats_;
 };
+
+// How a failed prepare() is answered: the <reason code> and the HTTP status of /cu/query.
+struct QueryRefusal {
+  ErrorCode code = ErrorCode::kInternal;
+  int http_status = 500;
+};
+QueryRefusal refusalFor(const Status& prepare_error);
 
 // Content file names are relative to the content folder: no leading '/', no empty,
 // `.` or `..` component, no NUL.

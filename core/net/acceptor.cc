@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <future>
 
 namespace lcc::net {
@@ -131,28 +132,52 @@ void Acceptor::accept() {
   });
 }
 
+void Acceptor::acceptLater() {
+  std::weak_ptr<Acceptor> weak = shared_from_this();
+  const auto* a = acceptor_.get();
+  auto again = [weak, a] {
+    auto self = weak.lock();
+    if (!self) return;
+    asio::post(self->strand_, [self, a] {
+      if (self->acceptor_ && self->acceptor_.get() == a) self->accept();  // not stopped or replaced meanwhile
+    });
+  };
+  if (options_.connection.clock != nullptr) {
+    options_.connection.clock->schedule(kAcceptRetry, std::move(again));
+    return;
+  }
+  auto timer = std::make_shared<asio::steady_timer>(strand_, kAcceptRetry);
+  timer->async_wait([timer, again = std::move(again)](const boost::system::error_code&) { again(); });
+}
+
 void Acceptor::onAccepted(const boost::system::error_code& ec, tcp::socket socket, Strand strand) {
   if (ec == asio::error::operation_aborted) return;
   if (ec) {
-    spdlog::warn("{}: accept: {}", options_.what, ec.message());
-  } else {
-    std::unique_ptr<ByteStream> stream;
-    if (options_.tls) {
-      stream = std::make_unique<TlsStream>(strand, std::move(socket), options_.tls->current(), TlsRole::kServer);
-    } else {
-      stream = std::make_unique<TcpStream>(strand, std::move(socket));
+    if (accept_failures_++ == 0) {
+      spdlog::warn("{}: accept: {}; trying again every {} ms", options_.what, ec.message(), kAcceptRetry.count());
     }
-    const std::string address = stream->peerAddress();
-    auto conn = std::make_shared<Connection>(strand, std::move(stream), options_.connection);
-    const Admission admission = slots_->admit(address, options_);
-    if (admission == Admission::kAdmitted) {
-      ++accepted_;
-      conn->holdUntilClosed(slots_->slot(address));
-    } else {
-      ++refused_;
-    }
-    on_accept_(std::move(conn), admission);
+    return acceptLater();
   }
+  if (accept_failures_ > 0) {
+    spdlog::info("{}: accepting again after {} failed accepts", options_.what, accept_failures_);
+    accept_failures_ = 0;
+  }
+  std::unique_ptr<ByteStream> stream;
+  if (options_.tls) {
+    stream = std::make_unique<TlsStream>(strand, std::move(socket), options_.tls->current(), TlsRole::kServer);
+  } else {
+    stream = std::make_unique<TcpStream>(strand, std::move(socket));
+  }
+  const std::string address = stream->peerAddress();
+  auto conn = std::make_shared<Connection>(strand, std::move(stream), options_.connection);
+  const Admission admission = slots_->admit(address, options_);
+  if (admission == Admission::kAdmitted) {
+    ++accepted_;
+    conn->holdUntilClosed(slots_->slot(address));
+  } else {
+    ++refused_;
+  }
+  on_accept_(std::move(conn), admission);
   if (acceptor_) accept();
 }
 

@@ -27,6 +27,9 @@ namespace lcc::net {
 
 enum class Admission : std::uint8_t { kAdmitted, kTooManyConnections, kTooManyFromAddress };
 
+// How long a listener waits after a failed accept (EMFILE, ENFILE, ENOBUFS) before the next.
+inline constexpr Millis kAcceptRetry{100};
+
 struct AcceptorOptions {
   std::string what = "listen";  // the config key, for messages ("listen.qm")
   std::string listen;           // host:port (HostPort); port 0 picks one
@@ -74,6 +77,10 @@ class Acceptor : public std::enable_shared_from_this<Acceptor> {
   Status listen();  // strand (or start())
   void accept();
   void onAccepted(const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket, Strand strand);
+  // After a failed accept (out of descriptors: the connection stays in the backlog, so
+  // accepting at once fails again) the next accept waits kAcceptRetry (options'
+  // connection.clock, else an Asio timer), so the process does not spin.
+  void acceptLater();
 
   boost::asio::io_context& io_;
   Strand strand_;
@@ -85,6 +92,7 @@ class Acceptor : public std::enable_shared_from_this<Acceptor> {
   std::atomic<std::uint16_t> port_{0};
   std::atomic<bool> listening_{false};
   std::atomic<std::uint64_t> accepted_{0}, refused_{0};
+  std::uint64_t accept_failures_ = 0;  // in a row, on strand_
 };
 
 // An acceptor that hands each connection to `owner->accepted(conn, admission)` for as

@@ -308,6 +308,25 @@ std::string encodeMachines(const LinkMachines& m) {
   return out;
 }
 
+std::string encodeFile(const LinkFile& f) {
+  std::string out = "<file";
+  appendAttr(out, "sweep", u64(f.sweep));
+  appendAttr(out, "machine", f.machine);
+  appendAttr(out, "name", f.name);
+  appendAttr(out, "size", u64(f.size));
+  out.append("/>\n");
+  return out;
+}
+
+std::string encodeSwept(const LinkSwept& s) {
+  std::string out = "<swept";
+  appendAttr(out, "sweep", u64(s.sweep));
+  appendAttr(out, "machine", s.machine);
+  appendAttr(out, "files", u64(s.files));
+  out.append("/>\n");
+  return out;
+}
+
 std::string encodeBotmClose() { return "</lcc:botm>\n"; }
 
 std::string encodeSourceOpen(const LinkSourceHello& hello) {
@@ -335,6 +354,13 @@ std::string encodeDelete(const LinkDelete& d) {
   appendAttr(out, "id", u64(d.id));
   appendAttr(out, "machine", d.machine);
   appendAttr(out, "file", d.file);
+  out.append("/>\n");
+  return out;
+}
+
+std::string encodeSweep(const LinkSweep& s) {
+  std::string out = "<sweep";
+  appendAttr(out, "id", u64(s.id));
   out.append("/>\n");
   return out;
 }
@@ -379,6 +405,10 @@ bool SourceStreamDecoder::feed(std::string_view bytes, std::vector<SourceMessage
           d.machine = p.reqStr("machine");
           d.file = p.reqStr("file");
           if (p.ok) out->push_back(std::move(d));
+        } else if (el.name == "sweep") {
+          LinkSweep s;
+          s.id = p.reqU64("id");
+          if (p.ok) out->push_back(s);
         } else if (el.name == "ping") {
           out->push_back(LinkPing{});
         } else if (el.name == "pong") {
@@ -455,6 +485,19 @@ bool BotmStreamDecoder::feed(std::string_view bytes, std::vector<BotmMessage>* o
             ms.content_urls[pair.substr(0, eq)] = pair.substr(eq + 1);
           }
           out->push_back(std::move(ms));
+        } else if (el.name == "file") {
+          LinkFile f;
+          f.sweep = p.reqU64("sweep");
+          f.machine = p.reqStr("machine");
+          f.name = p.reqStr("name");
+          f.size = p.reqU64("size");
+          if (p.ok) out->push_back(std::move(f));
+        } else if (el.name == "swept") {
+          LinkSwept s;
+          s.sweep = p.reqU64("sweep");
+          s.machine = p.reqStr("machine");
+          s.files = p.reqU64("files");
+          if (p.ok) out->push_back(std::move(s));
         } else if (el.name == "ping") {
           out->push_back(LinkPing{});
         } else if (el.name == "pong") {

@@ -91,6 +91,29 @@ struct LinkDeleted {
 
 inline constexpr std::string_view kReasonUnknownMachine = "unknown-machine";
 
+// Reconciling content files with the LCC DB (orphan sweep, issue 15): the source asks
+// <sweep id>, each leaf BOT-M answers one <file> per content file that no fetch in
+// flight uses, then <swept> with the count; a parent BOT-M passes the <sweep> to its
+// children and their answers up. The source deletes (through <delete>) the files that
+// no LCC DB record and no pending delete names.
+struct LinkSweep {
+  std::uint64_t id = 0;
+  friend bool operator==(const LinkSweep&, const LinkSweep&) = default;
+};
+struct LinkFile {
+  std::uint64_t sweep = 0;
+  std::string machine;
+  std::string name;  // as in <delete file>
+  std::uint64_t size = 0;
+  friend bool operator==(const LinkFile&, const LinkFile&) = default;
+};
+struct LinkSwept {
+  std::uint64_t sweep = 0;
+  std::string machine;
+  std::uint64_t files = 0;  // <file>s sent for this sweep and machine
+  friend bool operator==(const LinkSwept&, const LinkSwept&) = default;
+};
+
 struct LinkCapacity {
   std::uint64_t slots = 0;
   friend bool operator==(const LinkCapacity&, const LinkCapacity&) = default;
@@ -116,10 +139,10 @@ struct LinkEnd {
 };
 
 // What a BOT-M reads (sent by a source).
-using SourceMessage = std::variant<LinkSourceHello, LinkFetch, LinkDelete, LinkPing, LinkPong, LinkEnd>;
+using SourceMessage = std::variant<LinkSourceHello, LinkFetch, LinkDelete, LinkPing, LinkPong, LinkEnd, LinkSweep>;
 // What a source reads (sent by a BOT-M).
-using BotmMessage =
-    std::variant<LinkBotmHello, FetchResult, LinkDeleted, LinkCapacity, LinkMachines, LinkPing, LinkPong, LinkEnd>;
+using BotmMessage = std::variant<LinkBotmHello, FetchResult, LinkDeleted, LinkCapacity, LinkMachines, LinkPing, LinkPong,
+                                 LinkEnd, LinkFile, LinkSwept>;
 
 // ---- encoders (each returns one complete piece of the stream) ----------------
 // BOT-M side.
@@ -128,11 +151,14 @@ std::string encodeResult(const FetchResult& r);
 std::string encodeDeleted(const LinkDeleted& d);
 std::string encodeCapacity(const LinkCapacity& c);
 std::string encodeMachines(const LinkMachines& m);
+std::string encodeFile(const LinkFile& f);
+std::string encodeSwept(const LinkSwept& s);
 std::string encodeBotmClose();  // "</lcc:botm>"
 // Source side.
 std::string encodeSourceOpen(const LinkSourceHello& hello);
 std::string encodeFetch(const LinkFetch& f);
 std::string encodeDelete(const LinkDelete& d);
+std::string encodeSweep(const LinkSweep& s);
 std::string encodeSourceClose();  // "</lcc:source>"
 // Either side.
 std::string encodeLinkPing();

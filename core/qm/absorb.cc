@@ -85,6 +85,8 @@ void StoreTxn::putMeta(const std::string& key, const std::string& value) {
   qbatch_.putMeta(key, value);
 }
 
+void StoreTxn::putContentMeta(const std::string& key, const std::string& value) { cbatch_.putMeta(key, value); }
+
 void StoreTxn::putDelete(const DeleteRequest& d) { qbatch_.putDelete(d); }
 
 void StoreTxn::removeDelete(const std::string& machine, const std::string& filename) {

@@ -72,6 +72,7 @@ class StoreTxn {
 
   Result<std::optional<std::string>> meta(const std::string& key);
   void putMeta(const std::string& key, const std::string& value);
+  void putContentMeta(const std::string& key, const std::string& value);  // in the ContentStore (LCC DB)
 
   void putDelete(const DeleteRequest& d);
   void removeDelete(const std::string& machine, const std::string& filename);

@@ -89,6 +89,10 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
     } else if (auto* ms = std::get_if<proto::LinkMachines>(&m)) {
       handler_.linkMachines(id_, ms->ids);
       for (const auto& [machine, url] : ms->content_urls) noteContentUrl(machine, url);
+    } else if (auto* f = std::get_if<proto::LinkFile>(&m)) {
+      handler_.sweepFile(id_, f->sweep, f->machine, f->name, f->size);
+    } else if (auto* sw = std::get_if<proto::LinkSwept>(&m)) {
+      handler_.swept(id_, sw->sweep, sw->machine, sw->files);
     } else if (std::get_if<proto::LinkPing>(&m)) {
       send(proto::encodeLinkPong());
     } else if (std::get_if<proto::LinkEnd>(&m)) {
@@ -184,6 +188,12 @@ void BotmServer::sendDelete(LinkId link, std::uint64_t id, const std::string& ma
   auto c = impl_->find(link);
   if (!c) return;
   c->send(proto::encodeDelete(proto::LinkDelete{id, machine, file}));
+}
+
+void BotmServer::sendSweep(LinkId link, std::uint64_t sweep) {
+  auto c = impl_->find(link);
+  if (!c) return;
+  c->send(proto::encodeSweep(proto::LinkSweep{sweep}));
 }
 
 }  // namespace lcc::qm

@@ -32,6 +32,14 @@ class BotmLinkHandler {
   virtual void linkDown(LinkId link) = 0;
   virtual void result(LinkId link, const FetchResult& outcome) = 0;
   virtual void deleted(LinkId link, std::uint64_t id, bool ok, const std::string& reason) = 0;
+  // The orphan sweep's answers (<file>, <swept>); a handler that never sweeps ignores them.
+  virtual void sweepFile(LinkId link, std::uint64_t sweep, const std::string& machine, const std::string& file,
+                         std::uint64_t size) {
+    (void)link, (void)sweep, (void)machine, (void)file, (void)size;
+  }
+  virtual void swept(LinkId link, std::uint64_t sweep, const std::string& machine, std::uint64_t files) {
+    (void)link, (void)sweep, (void)machine, (void)files;
+  }
 };
 
 struct BotmServerOptions {
@@ -58,6 +66,7 @@ class BotmServer final : public BotmPort {
   // has been or will be reported).
   void sendFetch(LinkId link, const FetchOrder& order) override;
   void sendDelete(LinkId link, std::uint64_t id, const std::string& machine, const std::string& file) override;
+  void sendSweep(LinkId link, std::uint64_t sweep) override;
 
  private:
   struct Impl;

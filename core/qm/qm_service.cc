@@ -11,6 +11,7 @@
 #include "lcc/support/journal.h"
 #include "qm/botm_server.h"
 #include "qm/intake_server.h"
+#include "http/admin_api.h"
 #include "qm/queue_manager.h"
 
 namespace lcc::qm {
@@ -82,6 +83,7 @@ class QmService final : public Service, public BotmLinkHandler {
     qm_->startTimers();
     refresh(true);
     scheduleRefresh();
+    if (node_.http) registerSweepRoute();
     spdlog::info("qm: {} URLs queued; UNSes on {} (port {}), BOT-Ms on {} (port {})", qm_->queued(), io.listen,
                  intake_->port(), bo.listen, botm_->port());
     return Status::ok();
@@ -122,6 +124,33 @@ class QmService final : public Service, public BotmLinkHandler {
   std::uint64_t queuedUrls(ProviderId pid) const { return qm_ ? qm_->queued(pid) : 0; }
 
  private:
+  // POST /admin/botm/sweep (`lcc botm sweep`): starts an orphan sweep of every BOT-M
+  // link; 202 with the sweep's status. Its progress and the bytes reclaimed are in
+  // GET /status → qm.sweep. The admin token and peer rules of core/http/admin_api.h.
+  void registerSweepRoute() {
+    const std::string token_file = node_.data_dir + "/admin.token";
+    const bool remote = node_.config->getBool("http.admin_remote");
+    node_.http->add("POST", "/admin/botm/sweep", [this, token_file, remote](const http::Request& req) {
+      if (auto refused = http::checkAdminAccess(req, http::readAdminToken(*node_.env, token_file), remote)) {
+        return *refused;
+      }
+      auto done = std::make_shared<std::promise<nlohmann::json>>();
+      auto fut = done->get_future();
+      asio::post(strand_, [this, done] {
+        if (stopping_) return done->set_value(nlohmann::json());
+        qm_->sweepBotms();
+        refresh(true);
+        done->set_value(qm_->sweepStatus());
+      });
+      if (fut.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+        return http::Response::json(503, "{\"error\": \"the QM did not answer in 10 s\"}\n");
+      }
+      nlohmann::json j = fut.get();
+      if (j.is_null()) return http::Response::json(503, "{\"error\": \"the QM is stopping\"}\n");
+      return http::Response::json(202, j.dump(2) + "\n");
+    });
+  }
+
   // BotmLinkHandler: from connection strands to the engine's.
   void linkUp(LinkId link, const std::string& machine, std::uint64_t capacity) override {
     asio::post(strand_, [this, link, machine, capacity] { qm_->linkUp(link, machine, capacity); });
@@ -143,6 +172,16 @@ class QmService final : public Service, public BotmLinkHandler {
   }
   void deleted(LinkId link, std::uint64_t id, bool ok, const std::string& reason) override {
     asio::post(strand_, [this, link, id, ok, reason] { qm_->onDeleted(link, id, ok, reason); });
+  }
+  void sweepFile(LinkId link, std::uint64_t sweep, const std::string& machine, const std::string& file,
+                 std::uint64_t size) override {
+    asio::post(strand_, [this, link, sweep, machine, file, size] { qm_->onSweepFile(link, sweep, machine, file, size); });
+  }
+  void swept(LinkId link, std::uint64_t sweep, const std::string& machine, std::uint64_t files) override {
+    asio::post(strand_, [this, link, sweep, machine, files] {
+      qm_->onSwept(link, sweep, machine, files);
+      refresh(true);
+    });
   }
 
   // On the strand.

@@ -37,6 +37,8 @@ QmOptions QmOptions::fromConfig(const Config& c) {
   o.max_fetch_size = static_cast<std::uint64_t>(c.getInt("qm.max_fetch_size"));
   o.apply_chunk_ops = static_cast<std::size_t>(c.getInt("qm.apply_batch_ops"));
   o.delete_window = static_cast<std::size_t>(c.getInt("qm.delete_window"));
+  o.delete_retry = Millis(c.getInt("qm.delete_retry"));
+  o.delete_retry_max = std::max(o.delete_retry, Millis(c.getInt("qm.delete_retry_max")));
   o.redirects = parseRedirectPolicy(c.getString("fetch.redirects")).value_or(RedirectPolicy::kPrefix);
   return o;
 }
@@ -106,35 +108,48 @@ Status QueueManager::close() {
   return checkpoint();
 }
 
-void QueueManager::schedule(Millis every, std::function<void()> fn, TimerId* id) {
+void QueueManager::schedule(Millis every, std::function<Status()> fn, TimerId* id) {
+  schedule([every] { return every; }, std::move(fn), id);
+}
+
+void QueueManager::schedule(std::function<Millis()> next, std::function<Status()> fn, TimerId* id) {
   std::weak_ptr<bool> alive = alive_;
   auto self = this;
-  *id = deps_.clock->schedule(every, [alive, self, every, fn, id]() {
+  *id = deps_.clock->schedule(next(), [alive, self, next, fn, id]() {
     auto a = alive.lock();
     if (!a || !*a) return;
-    self->post([alive, self, every, fn, id]() {
+    self->post([alive, self, next, fn, id]() {
       auto a2 = alive.lock();
       if (!a2 || !*a2 || !self->timers_on_) return;
-      fn();
-      if (self->timers_on_) self->schedule(every, fn, id);
+      self->routeStoreError(fn());
+      if (self->timers_on_) self->schedule(next, fn, id);
     });
   });
+}
+
+Millis QueueManager::untilNextMerge() const {
+  // The next slot boundary of the wall clock, so a window opens when its slot starts
+  // (counted from the epoch, as slotAt() counts); qm.merge_interval is only a ceiling.
+  const WallTime now = deps_.clock->now();
+  const Millis boundary = slots_.untilSlotStart(now, (slots_.slotAt(now) + 1) % slots_.count());
+  return std::min(boundary, options_.merge_interval);
 }
 
 void QueueManager::startTimers() {
   if (timers_on_) return;
   timers_on_ = true;
-  schedule(options_.bandwidth_tick, [this] { tick(); }, &tick_timer_);
-  schedule(options_.merge_interval, [this] { (void)mergeSlots(); }, &merge_timer_);
-  schedule(options_.checkpoint_interval, [this] { (void)checkpoint(); }, &checkpoint_timer_);
-  schedule(options_.age_check_interval, [this] { (void)age(); }, &age_timer_);
-  schedule(options_.provider_refresh, [this] { refreshProviders(); }, &refresh_timer_);
+  schedule(options_.bandwidth_tick, [this] { tick(); return Status::ok(); }, &tick_timer_);
+  schedule([this] { return untilNextMerge(); }, [this] { return mergeSlots(); }, &merge_timer_);
+  schedule(options_.checkpoint_interval, [this] { return checkpoint(); }, &checkpoint_timer_);
+  schedule(options_.age_check_interval, [this] { return age(); }, &age_timer_);
+  schedule(options_.provider_refresh, [this] { refreshProviders(); return Status::ok(); }, &refresh_timer_);
+  schedule(options_.delete_retry, [this] { pumpDeletes(); return Status::ok(); }, &delete_timer_);
 }
 
 void QueueManager::stopTimers() {
   if (!timers_on_) return;
   timers_on_ = false;
-  for (TimerId* t : {&tick_timer_, &merge_timer_, &checkpoint_timer_, &age_timer_, &commit_timer_, &refresh_timer_}) {
+  for (TimerId* t : {&tick_timer_, &merge_timer_, &checkpoint_timer_, &age_timer_, &commit_timer_, &refresh_timer_, &delete_timer_}) {
     if (*t) deps_.clock->cancel(*t);
     *t = 0;
   }

@@ -72,6 +72,8 @@ struct QmOptions {
   std::uint64_t max_fetch_size = 50ull << 20;
   std::size_t apply_chunk_ops = 20000;  // qm.apply_batch_ops: a large set is applied in batches of this many ops
   std::size_t delete_window = 64;       // qm.delete_window: deletes outstanding per BOT-M link
+  Millis delete_retry{60 * 1000};       // qm.delete_retry: periodic retry and first back-off of a failed delete
+  Millis delete_retry_max{3600 * 1000};  // qm.delete_retry_max: the back-off's ceiling
   RedirectPolicy redirects = RedirectPolicy::kPrefix;  // fetch.redirects, sent with each fetch
 
   static QmOptions fromConfig(const Config& config);
@@ -96,6 +98,8 @@ class BotmPort {
   virtual ~BotmPort() = default;
   virtual void sendFetch(LinkId link, const FetchOrder& order) = 0;
   virtual void sendDelete(LinkId link, std::uint64_t id, const std::string& machine, const std::string& file) = 0;
+  // Asks the link's BOT-M(s) to list their content files (the orphan sweep).
+  virtual void sendSweep(LinkId link, std::uint64_t sweep) = 0;
 };
 
 struct QmDeps {
@@ -139,6 +143,16 @@ class QueueManager {
   // A BOT-M's <result> (lcc::FetchResult, decoded by botm_server.cc).
   void onResult(LinkId link, const FetchResult& outcome);
   void onDeleted(LinkId link, std::uint64_t id, bool ok, const std::string& reason);
+
+  // --- the orphan sweep (queue_manager_sweep.cc, issue 15) ---
+  // Asks every BOT-M link to list its content files; each file that no LCC DB record
+  // and no pending delete names is deleted through the delete manager. Also run for
+  // each machine the first time its link comes up after open(). Returns the sweep id.
+  std::uint64_t sweepBotms();
+  void onSweepFile(LinkId link, std::uint64_t sweep, const std::string& machine, const std::string& file,
+                   std::uint64_t size);
+  void onSwept(LinkId link, std::uint64_t sweep, const std::string& machine, std::uint64_t files);
+  nlohmann::json sweepStatus() const;
 
   // Hands out fetches and deletes while there is room.
   void pump();
@@ -229,7 +243,8 @@ class QueueManager {
   bool dispatchOne(ProviderId pid);  // false: nothing more can go now
   Walk walkReadySet(ProviderId pid, PSetId pset, WallTime now, TimeSlot cur_slot);
   bool holdForRetry(ProviderId pid);  // the head row is bad and its retry time has not come
-  void sendFetch(ProviderId pid, PSetId pset, LinkId link, const std::string& key, const UrlNotice& n);
+  // false: the content store failed (routed); nothing was sent
+  bool sendFetch(ProviderId pid, PSetId pset, LinkId link, const std::string& key, const UrlNotice& n);
   std::optional<LinkId> pickLink() const;
   Status moveProviderToSlot(ProviderId pid, Millis delay);
   // results (queue_manager_result.cc; the decision is result_policy.h)
@@ -238,9 +253,16 @@ class QueueManager {
   Status writeResult(StoreTxn& t, const InFlight& f, const FetchResult& o, const ResultAction& a,
                      std::optional<QueueEntry>& row, const std::optional<ContentRecord>& old, WallTime now);
   Status scheduleAfterResult(ProviderId pid, const ResultAction& a);
-  void recordError(ProviderId pid, const UrlNotice& n, const FetchResult& o);
+  void recordError(ProviderId pid, const UrlNotice& n, const FetchResult& o, ErrorCode code);
+  // The body of `size` bytes for `key` would take the provider past its quota_bytes.
+  Result<bool> overQuota(StoreTxn& t, ProviderId pid, const std::string& key, std::uint64_t size);
   // delete manager (queue_manager_deletes.cc)
   void pumpDeletes();
+  bool deleteBackingOff(const DeleteRequest& d, MonoTime now) const;
+  // the orphan sweep (queue_manager_sweep.cc)
+  void sweepLink(LinkId link);
+  Status buildReferenced(const std::string& machine, std::unordered_set<std::string>& out);
+  void sweepDeleted(const std::string& machine, const std::string& file);
   // administrator changes (queue_manager_providers.cc)
   void applyProviderState(const ProviderRecord& r);
   Status finishRemoval(ProviderId pid, bool purge);
@@ -248,10 +270,15 @@ class QueueManager {
   // periodic work (queue_manager_periodic.cc)
   void flushProviderDeltas();
   // overload and failures (queue_manager_overload.cc)
-  void storeFailed(const Status& s);
+  void storeFailed(const Status& s);       // THE route of a store error (queue_manager_overload.cc)
+  void routeStoreError(const Status& s);   // storeFailed() unless the QM has failed already
+  void countStoreError();
   void updateOverload();
   // life cycle (queue_manager.cc) and status (queue_manager_status.cc)
-  void schedule(Millis every, std::function<void()> fn, TimerId* id);
+  // A periodic timer: what `fn` returns goes through routeStoreError(), never dropped.
+  void schedule(Millis every, std::function<Status()> fn, TimerId* id);
+  void schedule(std::function<Millis()> next, std::function<Status()> fn, TimerId* id);  // next(): delay, asked each time
+  Millis untilNextMerge() const;  // to the next slot boundary of the wall clock (at most qm.merge_interval)
   void post(std::function<void()> fn);
   void publishMetrics();
 
@@ -281,19 +308,36 @@ class QueueManager {
   std::map<LinkId, Link> links_;
   std::unordered_map<std::uint64_t, OutDelete> deletes_out_;
   std::set<std::pair<std::string, std::string>> deletes_out_keys_;
-  std::set<std::string> machines_blocked_;
+  std::set<std::string> machines_blocked_;  // unknown-machine: until a link lists it
+  struct DeleteBackoff {
+    std::uint32_t failures = 0;
+    MonoTime retry_at{};
+  };
+  std::map<std::pair<std::string, std::string>, DeleteBackoff> delete_backoff_;  // (machine, file); in memory
   std::uint64_t next_delete_id_ = 1;
+  struct Sweep {
+    std::uint64_t id = 0;
+    std::map<LinkId, std::set<std::string>> waiting;  // link -> machines whose <swept> has not come
+    std::map<std::string, std::unordered_set<std::string>> referenced;  // machine -> names, built at its first <file>
+    std::uint64_t listed = 0, orphans = 0, orphan_bytes = 0, reclaimed_files = 0, reclaimed_bytes = 0;
+    std::uint64_t links_lost = 0;  // links that went down before their <swept>
+  };
+  Sweep sweep_;
+  std::uint64_t next_sweep_id_ = 1;
+  std::set<std::string> machines_swept_;  // machines swept once since open() (at their first link)
+  std::map<std::pair<std::string, std::string>, std::uint64_t> sweep_orphans_;  // (machine, file) -> size, delete pending
   // PIDB changes gathered between checkpoints (quota use).
   std::map<ProviderId, TxnEffects::Usage> usage_pending_;
   std::function<void(bool)> intake_listener_;
   std::shared_ptr<bool> alive_;
-  TimerId tick_timer_ = 0, merge_timer_ = 0, checkpoint_timer_ = 0, age_timer_ = 0, commit_timer_ = 0, refresh_timer_ = 0;
+  TimerId tick_timer_ = 0, merge_timer_ = 0, checkpoint_timer_ = 0, age_timer_ = 0, commit_timer_ = 0, refresh_timer_ = 0,
+          delete_timer_ = 0;
   bool timers_on_ = false;
   // Counters (also in /metrics when deps_.metrics is set).
   struct Stats {
     std::uint64_t sets = 0, sets_duplicate = 0, sets_rejected = 0, urls = 0, dispatched = 0, fetched = 0,
                   unchanged = 0, errors = 0, retries = 0, skipped = 0, removals = 0, deletes_sent = 0,
-                  deletes_done = 0, checkpoints = 0, journal_syncs = 0;
+                  deletes_done = 0, deletes_failed = 0, orphans_reclaimed = 0, orphan_bytes_reclaimed = 0, checkpoints = 0, journal_syncs = 0, store_errors = 0;
   } stats_, published_;
 };
 

@@ -17,6 +17,8 @@ void QueueManager::linkUp(LinkId link, const std::string& machine, std::uint64_t
   machines_blocked_.clear();
   pumpDeletes();
   pump();
+  // At start (the first link of each machine since open()): files a crash left behind.
+  if (opened_ && !machines_swept_.count(machine)) sweepLink(link);
 }
 
 void QueueManager::linkCapacity(LinkId link, std::uint64_t capacity) {
@@ -57,6 +59,7 @@ void QueueManager::linkDown(LinkId link) {
     }
   }
   links_.erase(link);
+  if (sweep_.waiting.erase(link) > 0) ++sweep_.links_lost;
   std::uint64_t total = 0;
   for (const auto& [id, x] : links_) total += x.capacity;
   sched_.setCapacity(total);
@@ -83,7 +86,9 @@ void QueueManager::pump() {
     auto pid = sched_.pick();
     if (!pid) break;
     if (!pickLink()) break;
-    if (!dispatchOne(*pid) && !failed_.isOk()) break;
+    // false: no link has room, or a store failed (routed, the QM is failed): stop
+    // either way; trying the same head again would only repeat the error.
+    if (!dispatchOne(*pid)) break;
   }
 }
 
@@ -135,6 +140,7 @@ QueueManager::Walk QueueManager::walkReadySet(ProviderId pid, PSetId pset, WallT
       Status s = insertRemoval(t, e.notice, now);
       if (s.isOk()) s = dropRow(t, cur, list);
       if (s.isOk()) s = finishTxn(t);
+      routeStoreError(s);
       return s.isOk() ? Walk::kRestart : Walk::kStop;
     }
     auto w = slots_.parse(e.notice.tod);
@@ -143,13 +149,13 @@ QueueManager::Walk QueueManager::walkReadySet(ProviderId pid, PSetId pset, WallT
       StoreTxn t(*deps_.queue, *deps_.content, seq_);
       Status s = moveToSlot(t, cur, list, slots_.nextOpen(w, cur_slot));
       if (s.isOk()) s = finishTxn(t);
+      routeStoreError(s);
       return s.isOk() ? Walk::kRestart : Walk::kStop;
     }
-    if (e.bad_count > 0 && holdForRetry(pid)) return Walk::kDone;
+    if (e.bad_count > 0 && holdForRetry(pid)) return failed_.isOk() ? Walk::kDone : Walk::kStop;
     auto link = pickLink();
     if (!link) return Walk::kStop;
-    sendFetch(pid, pset, *link, cur, e.notice);
-    return Walk::kDone;
+    return sendFetch(pid, pset, *link, cur, e.notice) ? Walk::kDone : Walk::kStop;
   }
   return Walk::kNext;  // every row of this set is in flight: try the next set
 }
@@ -159,11 +165,11 @@ bool QueueManager::holdForRetry(ProviderId pid) {
   auto mono = deps_.clock->monoNow();
   if (!ra || *ra <= mono) return false;
   auto d = std::chrono::duration_cast<Millis>(*ra - mono) + Millis(1);
-  if (sched_.delay(pid, d) == Scheduler::After::kBeyondHorizon) (void)moveProviderToSlot(pid, d);
+  if (sched_.delay(pid, d) == Scheduler::After::kBeyondHorizon) routeStoreError(moveProviderToSlot(pid, d));
   return true;
 }
 
-void QueueManager::sendFetch(ProviderId pid, PSetId pset, LinkId link, const std::string& key, const UrlNotice& n) {
+bool QueueManager::sendFetch(ProviderId pid, PSetId pset, LinkId link, const std::string& key, const UrlNotice& n) {
   FetchOrder order;
   order.id = next_fetch_id_++;
   order.url = n.fetchUrl();
@@ -172,7 +178,11 @@ void QueueManager::sendFetch(ProviderId pid, PSetId pset, LinkId link, const std
   order.redirects = options_.redirects;
   if (order.redirects == RedirectPolicy::kPrefix) order.scope = providerInfo(pid).prefixes;
   auto content = deps_.content->get(key);
-  if (content.isOk() && content.value() && !content.value()->deleted && content.value()->mtime &&
+  if (!content.isOk()) {
+    storeFailed(content.status().withContext("content store"));
+    return false;
+  }
+  if (content.value() && !content.value()->deleted && content.value()->mtime &&
       !declaresOtherContent(n, *content.value())) {
     // Conditional fetch only when the CP did not tell us the bytes changed: a
     // server's If-Modified-Since has one-second granularity and would answer 304
@@ -185,6 +195,7 @@ void QueueManager::sendFetch(ProviderId pid, PSetId pset, LinkId link, const std
   sched_.dispatched(pid);
   ++stats_.dispatched;
   deps_.botm->sendFetch(link, order);
+  return true;
 }
 
 Status QueueManager::moveProviderToSlot(ProviderId pid, Millis delay) {

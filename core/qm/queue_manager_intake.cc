@@ -21,10 +21,14 @@ void QueueManager::submit(IntakeSet set, AckFn ack) {
     auto it = uns_seen_.find(set.uns);
     if (it == uns_seen_.end()) {
       auto m = deps_.queue->getMeta(metaUnsKey(set.uns));
+      if (!m.isOk()) storeFailed(m.status().withContext("queue store"));
       std::uint64_t seen = m.isOk() ? parseMetaU64(m.value()).value_or(0) : 0;
       it = uns_seen_.emplace(set.uns, seen).first;
     }
-    if (set.id <= it->second) {
+    if (!failed_.isOk()) {
+      p.kind = Pending::Kind::kRejected;
+      p.reason = "queue manager failed: " + failed_.message();
+    } else if (set.id <= it->second) {
       p.kind = Pending::Kind::kDuplicate;
     } else {
       it->second = set.id;
@@ -96,7 +100,7 @@ void QueueManager::commitPending() {
     Status s = applySet(p.set, p.pos);
     if (!s.isOk()) break;
   }
-  if (deps_.journal && deps_.journal->sizeBytes() > options_.checkpoint_bytes) (void)checkpoint();
+  if (deps_.journal && deps_.journal->sizeBytes() > options_.checkpoint_bytes) routeStoreError(checkpoint());
   updateOverload();
   pump();
 }
@@ -107,6 +111,7 @@ QueueManager::ProviderInfo QueueManager::providerInfo(ProviderId pid) {
   ProviderInfo info;
   if (deps_.providers) {
     auto r = deps_.providers->get(pid);
+    if (!r.isOk()) storeFailed(r.status().withContext("provider store"));
     if (r.isOk() && r.value()) {
       info.priority = r.value()->priority;
       info.bandwidth = r.value()->bandwidth;
@@ -167,7 +172,7 @@ Status QueueManager::applySet(const IntakeSet& set, JournalPos pos) {
           return Status::ok();
         },
         WriteOptions{.durable = false});
-    if (!s.isOk() && !s.isNotFound()) spdlog::warn("qm: clearing the full-set flag of provider {}: {}", set.pid, s.toString());
+    if (!s.isOk() && !s.isNotFound()) storeFailed(s.withContext("provider store: clearing the full-set flag"));
   }
   return Status::ok();
 }

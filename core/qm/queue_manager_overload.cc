@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/cache_crash.h"
+
 namespace lcc::qm {
 
 void QueueManager::updateOverload() {
@@ -17,31 +19,41 @@ void QueueManager::updateOverload() {
   }
 }
 
+// THE route of a store error (issue 15): every failed read, write or sync of the
+// QueueStore, ContentStore or PIDB comes here, once. Logged, counted
+// (lcc_qm_store_errors_total), the sticky failed state (sets refused with 130, nothing
+// dispatched, periodic work stops), and cache-crash.
 void QueueManager::storeFailed(const Status& s) {
+  countStoreError();
   if (failed_.isOk()) {
     failed_ = s;
     spdlog::error("qm: store failure, refusing sets from now on: {}", s.toString());
     if (intake_listener_) intake_listener_(false);
+  } else {
+    spdlog::error("qm: store error (the QM failed already): {}", s.toString());
   }
   raiseCacheCrash(s.toString());
+}
+
+void QueueManager::routeStoreError(const Status& s) {
+  // A failed QM has routed its first error; what fails after it only repeats it.
+  if (!s.isOk() && failed_.isOk()) storeFailed(s);
+}
+
+void QueueManager::countStoreError() {
+  ++stats_.store_errors;
+  if (deps_.metrics) deps_.metrics->counter("lcc_qm_store_errors_total", "QM store reads, writes and syncs that failed").inc();
 }
 
 void QueueManager::raiseCacheCrash(const std::string& why) {
   if (!cache_crash_) spdlog::error("qm: cache-crash: {}; every provider is asked for a full set", why);
   cache_crash_ = true;
   if (!deps_.providers) return;
-  std::vector<ProviderId> ids;
-  (void)deps_.providers->scan([&](const ProviderRecord& r) {
-    if (!(r.fullset_wanted && r.fullset_reason == FullSetReason::kCacheCrash)) ids.push_back(r.id);
-    return true;
-  });
-  for (ProviderId id : ids) {
-    Status s = deps_.providers->modify(id, [](ProviderRecord& r) {
-      r.fullset_wanted = true;
-      r.fullset_reason = FullSetReason::kCacheCrash;
-      return Status::ok();
-    });
-    if (!s.isOk()) spdlog::error("qm: raising cache-crash for provider {}: {}", id, s.toString());
+  // An error here is counted and logged, not routed again: this is the route's last step.
+  const CacheCrashRaised r = raiseCacheCrashFlags(*deps_.providers);
+  if (!r.first_error.isOk()) {
+    countStoreError();
+    spdlog::error("qm: raising cache-crash: {}", r.first_error.toString());
   }
 }
 

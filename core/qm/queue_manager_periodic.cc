@@ -4,6 +4,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include "common/content_meta.h"
+
 namespace lcc::qm {
 
 void QueueManager::tick() {
@@ -82,7 +86,7 @@ void QueueManager::flushProviderDeltas() {
           return Status::ok();
         },
         WriteOptions{.durable = false});
-    if (!s.isOk() && !s.isNotFound()) spdlog::warn("qm: quota use of provider {}: {}", pid, s.toString());
+    if (!s.isOk() && !s.isNotFound()) storeFailed(s.withContext("provider store: quota use"));
   }
   usage_pending_.clear();
 }
@@ -110,6 +114,10 @@ Status QueueManager::checkpoint() {
 Status QueueManager::age() {
   if (!failed_.isOk() || !deps_.providers) return failed_;
   const WallTime now = deps_.clock->now();
+  // The purge horizon content users are held to (common/content_meta.h): the highest
+  // seq of an erased tombstone, written with the erasure.
+  LCC_ASSIGN_OR_RETURN(auto horizon_s, deps_.content->getMeta(kContentMetaPurgedSeq));
+  ChangeSeq horizon = parseMetaU64(horizon_s).value_or(0);
   std::vector<ProviderId> ids;
   LCC_RETURN_IF_ERROR(deps_.providers->scan([&](const ProviderRecord& r) {
     ids.push_back(r.id);
@@ -117,10 +125,14 @@ Status QueueManager::age() {
   }));
   for (ProviderId pid : ids) {
     std::vector<std::string> expire, purge;
+    ChangeSeq purged_seq = horizon;
     bool old = false;
     LCC_RETURN_IF_ERROR(deps_.content->scanProvider(pid, [&](const ContentRecord& r) {
       if (r.deleted) {
-        if (now - r.stored >= options_.tombstone_keep) purge.push_back(encodeUrlKey(r.key));
+        if (now - r.stored >= options_.tombstone_keep) {
+          purge.push_back(encodeUrlKey(r.key));
+          purged_seq = std::max(purged_seq, r.seq);
+        }
       } else if (now - r.refreshed >= options_.age_expire) {
         expire.push_back(encodeUrlKey(r.key));
       } else if (now - r.refreshed >= options_.age_warn) {
@@ -135,6 +147,10 @@ Status QueueManager::age() {
       if (!r.isOk()) return r.status();
     }
     for (const auto& k : purge) t.eraseContent(k);
+    if (purged_seq > horizon) {
+      horizon = purged_seq;
+      t.putContentMeta(kContentMetaPurgedSeq, std::to_string(horizon));
+    }
     LCC_RETURN_IF_ERROR(finishTxn(t));
     if (!expire.empty() || old) {
       const FullSetReason why = expire.empty() ? FullSetReason::kOldFiles : FullSetReason::kExpiredFiles;
@@ -145,7 +161,10 @@ Status QueueManager::age() {
         }
         return Status::ok();
       });
-      if (!s.isOk() && !s.isNotFound()) spdlog::warn("qm: ageing provider {}: {}", pid, s.toString());
+      if (!s.isOk() && !s.isNotFound()) {
+        storeFailed(s.withContext("provider store: ageing"));
+        return s;
+      }
     }
     if (!expire.empty() || !purge.empty()) {
       spdlog::info("qm: ageing provider {}: {} expired, {} tombstones purged", pid, expire.size(), purge.size());

@@ -50,8 +50,7 @@ void QueueManager::refreshProviders() {
     return true;
   });
   if (!s.isOk()) {
-    // The PIDB is the admin's, not the queue's: try again at the next refresh.
-    spdlog::warn("qm: reading provider changes: {}", s.toString());
+    storeFailed(s.withContext("provider store: reading provider changes"));
     return;
   }
   for (const auto& r : changed) {
@@ -80,8 +79,7 @@ void QueueManager::applyProviderState(const ProviderRecord& r) {
   }
   sched_.setHeld(pid, held);
   if (!removing || sched_.inFlight(pid) > 0) return;  // a fetch is out: finish at the next refresh
-  Status s = finishRemoval(pid, r.state == kProviderPurging);
-  if (!s.isOk()) spdlog::error("qm: removing provider {}: {}", pid, s.toString());
+  routeStoreError(finishRemoval(pid, r.state == kProviderPurging).withContext("removing provider " + std::to_string(pid)));
 }
 
 Status QueueManager::finishRemoval(ProviderId pid, bool purge) {

@@ -25,8 +25,7 @@ void QueueManager::onResult(LinkId link, const FetchResult& o) {
       checked.code = ErrorCode::kInternal;
       checked.message = "result without a file";
     }
-    Status s = handleResult(f, checked);
-    if (!s.isOk()) storeFailed(s);
+    routeStoreError(handleResult(f, checked));
   }
   updateOverload();
   pump();
@@ -95,6 +94,9 @@ Status QueueManager::handleResult(const InFlight& f, const FetchResult& o) {
     LCC_ASSIGN_OR_RETURN(old, t.content(f.key));
     ev.content_live = old && !old->deleted;
   }
+  if (ev.has_file && (ev.row == RowState::kCurrent || ev.row == RowState::kNewer)) {
+    LCC_ASSIGN_OR_RETURN(ev.over_quota, overQuota(t, f.pid, f.key, o.size));
+  }
   const ResultAction a =
       decideResult(ev, ResultRules{options_.max_retries, options_.retry_delay, options_.provider_error_delay});
   countResult(o, a);
@@ -109,12 +111,29 @@ Status QueueManager::handleResult(const InFlight& f, const FetchResult& o) {
   return scheduleAfterResult(f.pid, a);
 }
 
+Result<bool> QueueManager::overQuota(StoreTxn& t, ProviderId pid, const std::string& key, std::uint64_t size) {
+  if (!deps_.providers) return false;
+  auto rec = deps_.providers->get(pid);
+  if (!rec.isOk()) return rec.status().withContext("provider store");
+  if (!rec.value() || rec.value()->quota_bytes == 0) return false;
+  // Stored bytes: the PIDB's (flushed at checkpoints) plus what changed since, less
+  // what this body replaces.
+  std::int64_t used = static_cast<std::int64_t>(rec.value()->used_bytes);
+  if (auto it = usage_pending_.find(pid); it != usage_pending_.end()) used += it->second.bytes;
+  LCC_ASSIGN_OR_RETURN(auto old, t.content(key));
+  if (old && !old->deleted) used -= static_cast<std::int64_t>(old->size);
+  const auto after = static_cast<std::uint64_t>(std::max<std::int64_t>(0, used)) + size;
+  return after > rec.value()->quota_bytes;
+}
+
 void QueueManager::countResult(const FetchResult& o, const ResultAction& a) {
-  if (!o.ok()) {
+  // A body refused by the quota is a failed fetch too (313).
+  const ErrorCode code = o.ok() ? a.code : o.code;
+  if (code != ErrorCode::kNone) {
     ++stats_.errors;
     if (deps_.metrics) {
       deps_.metrics->counter("lcc_qm_fetch_errors_total", "failed fetches, by error code",
-                             {{"code", std::to_string(static_cast<int>(o.code))}}).inc();
+                             {{"code", std::to_string(static_cast<int>(code))}}).inc();
     }
   } else if (a.verdict == ResultVerdict::kStored) {
     ++stats_.fetched;
@@ -134,7 +153,7 @@ Status QueueManager::writeResult(StoreTxn& t, const InFlight& f, const FetchResu
     t.effects.deletes.push_back(d);
   }
   // Final: into the PIDB error list, and the URL's content goes (a removal).
-  if (a.verdict == ResultVerdict::kGiveUp) recordError(f.pid, row->notice, o);
+  if (a.verdict == ResultVerdict::kGiveUp) recordError(f.pid, row->notice, o, a.code);
   if (a.remove_url) {
     LCC_ASSIGN_OR_RETURN(bool removed, removeContent(t, f.key, now));
     (void)removed;
@@ -181,13 +200,13 @@ Status QueueManager::scheduleAfterResult(ProviderId pid, const ResultAction& a) 
   return Status::ok();
 }
 
-void QueueManager::recordError(ProviderId pid, const UrlNotice& n, const FetchResult& o) {
+void QueueManager::recordError(ProviderId pid, const UrlNotice& n, const FetchResult& o, ErrorCode code) {
   if (!deps_.providers) return;
   FetchErrorEntry err;
   err.notice = n;
-  err.code = o.code;
+  err.code = code;
   err.http_status = o.http_status;
-  err.message = o.message.empty() ? std::string(errorCodeMessage(o.code)) : o.message;
+  err.message = o.message.empty() || code != o.code ? std::string(errorCodeMessage(code)) : o.message;
   err.when = deps_.clock->now();
   const std::size_t keep = options_.max_errors_kept;
   Status s = deps_.providers->modify(
@@ -198,7 +217,7 @@ void QueueManager::recordError(ProviderId pid, const UrlNotice& n, const FetchRe
         return Status::ok();
       },
       WriteOptions{.durable = false});
-  if (!s.isOk() && !s.isNotFound()) spdlog::warn("qm: recording a fetch error of provider {}: {}", pid, s.toString());
+  if (!s.isOk() && !s.isNotFound()) storeFailed(s.withContext("provider store: recording a fetch error"));
 }
 
 }  // namespace lcc::qm

@@ -23,6 +23,11 @@ void QueueManager::publishMetrics() {
   bump("lcc_qm_removals_total", "records removed (tombstones)", n.removals, p.removals);
   bump("lcc_qm_deletes_sent_total", "file deletes sent to BOT-Ms", n.deletes_sent, p.deletes_sent);
   bump("lcc_qm_deletes_done_total", "file deletes confirmed", n.deletes_done, p.deletes_done);
+  bump("lcc_qm_orphans_reclaimed_total", "orphan content files deleted by the sweep", n.orphans_reclaimed,
+       p.orphans_reclaimed);
+  bump("lcc_qm_orphan_bytes_reclaimed_total", "bytes of orphan content files deleted by the sweep",
+       n.orphan_bytes_reclaimed, p.orphan_bytes_reclaimed);
+  bump("lcc_qm_deletes_failed_total", "file deletes answered not ok (retried)", n.deletes_failed, p.deletes_failed);
   bump("lcc_qm_checkpoints_total", "store checkpoints", n.checkpoints, p.checkpoints);
   bump("lcc_qm_journal_syncs_total", "intake journal group commits", n.journal_syncs, p.journal_syncs);
   deps_.metrics->gauge("lcc_qm_queued_urls", "URLs in the QDB").set(static_cast<std::int64_t>(queued_total_));
@@ -70,8 +75,11 @@ nlohmann::json QueueManager::status() const {
   j["removals"] = stats_.removals;
   j["deletes_sent"] = stats_.deletes_sent;
   j["deletes_done"] = stats_.deletes_done;
+  j["deletes_failed"] = stats_.deletes_failed;  // answered not ok (each is retried, see queue_manager_deletes.cc)
+  j["sweep"] = sweepStatus();                    // the last orphan sweep (queue_manager_sweep.cc)
   j["checkpoints"] = stats_.checkpoints;
   j["journal_syncs"] = stats_.journal_syncs;
+  j["store_errors"] = stats_.store_errors;  // counted in /metrics as each comes (storeFailed)
   return j;
 }
 

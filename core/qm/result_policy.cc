@@ -1,5 +1,7 @@
 #include "qm/result_policy.h"
 
+#include <algorithm>
+
 namespace lcc::qm {
 
 namespace {
@@ -19,6 +21,15 @@ ResultAction discard(const ResultEvent& e) {
 
 ResultAction success(const ResultEvent& e) {
   ResultAction a;
+  if (e.has_file && e.over_quota) {
+    // Final (313): the file goes, and the URL is removed as after any final error.
+    a.verdict = ResultVerdict::kGiveUp;
+    a.delete_file = true;
+    a.remove_url = true;
+    a.charge_bytes = e.size;
+    a.code = ErrorCode::kProviderQuotaExceeded;
+    return a;
+  }
   if (e.unchanged && !e.content_live) {
     // 304 with nothing stored (a removal raced the fetch): fetch again unconditionally.
     a.verdict = ResultVerdict::kFetchAgain;
@@ -62,6 +73,19 @@ ResultAction failure(const ResultEvent& e, const ResultRules& rules) {
 ResultAction decideResult(const ResultEvent& e, const ResultRules& rules) {
   if (e.row == RowState::kGone || e.row == RowState::kRemoved) return discard(e);
   return e.ok ? success(e) : failure(e, rules);
+}
+
+DeleteFailureAction decideDeleteFailure(std::string_view reason, std::uint32_t failures,
+                                        const DeleteRetryRules& rules) {
+  DeleteFailureAction a;
+  if (reason == "unknown-machine") {
+    a.wait_for_machine = true;
+    return a;
+  }
+  Millis d = rules.first;
+  for (std::uint32_t k = 1; k < failures && d < rules.max; ++k) d *= 2;
+  a.retry_after = std::min(d, rules.max);
+  return a;
 }
 
 }  // namespace lcc::qm

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "lcc/error_codes.h"
 #include "lcc/types.h"
@@ -51,6 +52,8 @@ struct ResultEvent {
   RowState row = RowState::kCurrent;
   std::uint16_t bad_count = 0;  // the row's retryable failures so far
   bool content_live = false;    // a live LCC DB record exists (only consulted for a 304)
+  // The body would take the provider's stored bytes past its quota_bytes (has_file only).
+  bool over_quota = false;
   // The clock.
   MonoTime mono_now{};
 };
@@ -86,5 +89,23 @@ struct ResultAction {
 };
 
 ResultAction decideResult(const ResultEvent& e, const ResultRules& rules);
+
+// What a failed file delete does (the delete manager, queue_manager_deletes.cc).
+// `unknown-machine`: the link cannot reach the machine; the delete waits until a link
+// lists it. Any other reason (in-use, io-error, ...) is about that one file: it is
+// tried again by itself after qm.delete_retry, doubling per failure up to
+// qm.delete_retry_max; the machine's other deletes go on.
+struct DeleteRetryRules {
+  Millis first{60 * 1000};
+  Millis max{3600 * 1000};
+};
+struct DeleteFailureAction {
+  bool wait_for_machine = false;
+  Millis retry_after{0};  // when !wait_for_machine
+
+  friend bool operator==(const DeleteFailureAction&, const DeleteFailureAction&) = default;
+};
+// `failures`: how often this file's delete has failed, this failure included (>= 1).
+DeleteFailureAction decideDeleteFailure(std::string_view reason, std::uint32_t failures, const DeleteRetryRules& rules);
 
 }  // namespace lcc::qm

@@ -29,6 +29,8 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       c_replayed = &metrics->counter("lcc_uns_sets_replayed_total", "spooled sets the QM acknowledged");
       c_refused = &metrics->counter("lcc_uns_sets_refused_total", "sets refused with 130 (spool full or failed)");
       c_link_drops = &metrics->counter("lcc_uns_qm_link_drops_total", "QM connections dropped (error, timeout, refusal)");
+      c_corrupt = &metrics->counter("lcc_uns_spool_corruptions_total",
+                                    "times the UNS spool was found corrupt (cache-crash raised)");
       g_spool_bytes = &metrics->gauge("lcc_uns_spool_bytes", "bytes of sets waiting in the UNS spool");
       g_spool_sets = &metrics->gauge("lcc_uns_spool_sets", "sets waiting in the UNS spool");
     }
@@ -41,7 +43,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   ForwarderOptions opt;
   Metrics* metrics;
   Counter *c_forwarded = nullptr, *c_spooled = nullptr, *c_replayed = nullptr, *c_refused = nullptr,
-          *c_link_drops = nullptr;
+          *c_link_drops = nullptr, *c_corrupt = nullptr;
   Gauge *g_spool_bytes = nullptr, *g_spool_sets = nullptr;
 
   std::atomic<std::uint64_t> spool_bytes{0}, spool_sets{0}, last_id{0};
@@ -96,6 +98,16 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     if (g_spool_sets) g_spool_sets->set(static_cast<std::int64_t>(spool.size()));
   }
 
+  // Accepted sets may be lost: counted, and cache-crash raised (the flag is sticky in
+  // the PIDB until each provider sends a full set).
+  std::atomic<std::uint64_t> corruptions{0};
+  void spoolCorrupt(const std::string& detail) {
+    ++corruptions;
+    spdlog::error("uns spool: corruption: {}; accepted sets may be lost, raising cache-crash", detail);
+    if (c_corrupt) c_corrupt->inc();
+    if (opt.on_spool_corrupt) opt.on_spool_corrupt(detail);
+  }
+
   Status open() {
     LCC_RETURN_IF_ERROR(env->createDirs(opt.spool_dir, DirOptions{.private_dir = true}));
     if (env->exists(idFile())) {
@@ -128,7 +140,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     });
     if (!info.isOk()) return info.status().withContext("uns spool replay");
     if (info->torn_tail) spdlog::warn("uns spool: a torn last record was dropped ({})", info->detail);
-    if (info->corruption) spdlog::error("uns spool: corruption: {}", info->detail);
+    if (info->corruption) spoolCorrupt(info->detail);
     if (!spool.empty()) {
       spdlog::info("uns spool: {} sets ({} bytes) wait from an earlier run", spool.size(), spool_bytes.load());
     }
@@ -202,6 +214,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       return Status::ok();
     });
     if (!info.isOk()) return info.status();
+    if (info->corruption) spoolCorrupt(info->detail);
     journal = std::move(j).value();
     spool = std::move(rebuilt);
     spool_bytes = bytes;
@@ -295,6 +308,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       Status s = loadTexts(replay_inflight, opt.replay_window);
       if (!s.isOk()) {
         spdlog::error("uns spool: cannot read back spooled sets: {}", s.toString());
+        if (s.isCorruption()) spoolCorrupt(s.message());
         return;
       }
       send(spool[replay_inflight].xml);
@@ -519,6 +533,7 @@ void Forwarder::status(nlohmann::json& out) const {
   out["spool_limit"] = impl_->opt.spool_limit;
   out["spool_full"] = spoolFull();
   out["last_set_id"] = lastSetId();
+  out["spool_corruptions"] = impl_->corruptions.load();
 }
 
 }  // namespace lcc::uns

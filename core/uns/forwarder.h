@@ -45,6 +45,9 @@ struct ForwarderOptions {
   std::size_t max_attribute_length = 8192;
   std::size_t replay_window = 8;   // spooled sets in flight during replay
   std::uint64_t id_block = 1024;   // set ids reserved per write of set_id
+  // Called (on the forwarder's thread) when the spool is found corrupt: spooled sets
+  // that were accepted are lost. The UNS raises cache-crash (common/cache_crash.h).
+  std::function<void(const std::string& why)> on_spool_corrupt;
 };
 
 class Forwarder {

@@ -179,8 +179,9 @@ void SessionPolicy::onUrl(proto::UrlAttrs&& attrs) {
   proto::UrlVerdict v = proto::validateUrl(attrs, urlprefix_, auth_->pid, rules_);
   if (v.code == ErrorCode::kNone && v.notice.op == UrlOp::kUpdate) {
     // Quota (206): the UNS cannot tell a new URL from a refreshed one, so a partial set
-    // is refused only what certainly cannot fit; a full set replaces everything and is
-    // held to the quota as a whole.
+    // is refused only what certainly cannot fit — or everything once the bytes stored
+    // (counted by the QM, which refuses fetches past the quota with 313) reached the
+    // quota; a full set replaces everything and is held to the quota as a whole.
     const AuthResult& a = *auth_;
     const std::uint64_t sz = v.notice.size.value_or(0);
     bool over = a.quota_bytes > 0 && sz > a.quota_bytes;
@@ -189,7 +190,8 @@ void SessionPolicy::onUrl(proto::UrlAttrs&& attrs) {
              (a.quota_bytes > 0 && declared_bytes_ + sz > a.quota_bytes);
     } else {
       over = over || (a.quota_files > 0 && a.used_files >= a.quota_files && !index_.count(encodeUrlKey(v.notice.key))) ||
-             (a.quota_bytes > 0 && a.used_bytes + sz > a.quota_bytes && sz > 0);
+             (a.quota_bytes > 0 && a.used_bytes + sz > a.quota_bytes && sz > 0) ||
+             (a.quota_bytes > 0 && a.used_bytes >= a.quota_bytes);
     }
     if (over) {
       v.code = ErrorCode::kQuotaExceeded;

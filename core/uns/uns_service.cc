@@ -21,6 +21,7 @@
 #include "net/acceptor.h"
 #include "uns/forwarder.h"
 #include "uns/indexnow_routes.h"
+#include "common/cache_crash.h"
 #include "uns/uns_core.h"
 
 namespace lcc::uns {
@@ -242,6 +243,13 @@ struct UnsServer::Impl {
       };
     }
     core = std::make_unique<UnsCore>(opt.core, providers, clock, std::move(queued), std::move(free_space));
+    if (providers) {
+      opt.forwarder.on_spool_corrupt = [providers](const std::string& why) {
+        const CacheCrashRaised r = raiseCacheCrashFlags(*providers);
+        spdlog::error("uns: cache-crash ({}): {} provider(s) asked for a full set{}", why, r.providers,
+                      r.first_error.isOk() ? "" : "; " + r.first_error.toString());
+      };
+    }
     fwd = std::make_unique<Forwarder>(io, clock, env, opt.forwarder, metrics);
     shared.opt = opt;
     shared.core = core.get();

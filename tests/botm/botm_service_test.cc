@@ -347,6 +347,41 @@ TEST_F(BotmServiceTest, ResultsAndDeletesOverTheWire) {
   r->stop();
 }
 
+// The orphan sweep over the wire: a file left in the content folder that no result
+// named (a QM crash lost its record) is listed with the stored ones, and a <delete>
+// from the source removes it.
+TEST_F(BotmServiceTest, ASweepListsContentFilesAndTheOrphanIsDeletedOverTheWire) {
+  FakeSource source;
+  const std::uint16_t robots = freePort();
+  BotmNode node(clock_, leafYaml("m1", source.address(), robots));
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkBotmHello>(ms) == 1; }));
+  auto f = stub();
+  auto r = robot(node, *f, robots, 1);
+  ASSERT_TRUE(source.waitFor([](const auto& ms) {
+    auto c = FakeSource::last<proto::LinkCapacity>(ms);
+    return c && c->slots == 1;
+  }));
+  source.send(proto::encodeFetch({10, "http://p.test/ok?stub_size=10", "text/html", std::nullopt, 0, ""}));
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<FetchResult>(ms) == 1; }));
+  const std::string stored = source.all<FetchResult>().at(0).filename;
+  const std::string orphan = "00/0f/f00";
+  ASSERT_TRUE(posixEnv()->createDirs(node.content() + "/00/0f").isOk());
+  ASSERT_TRUE(posixEnv()->writeFileAtomic(node.content() + "/" + orphan, std::string(1234, 'x')).isOk());
+
+  source.send(proto::encodeSweep({4}));
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkSwept>(ms) == 1; }));
+  std::map<std::string, std::uint64_t> listed;
+  for (const auto& file : source.all<proto::LinkFile>()) listed[file.name] = file.size;
+  EXPECT_EQ(listed, (std::map<std::string, std::uint64_t>{{stored, 10}, {orphan, 1234}}));
+  EXPECT_EQ(source.all<proto::LinkSwept>().at(0), (proto::LinkSwept{4, "m1", 2}));
+
+  source.send(proto::encodeDelete({7, "m1", orphan}));
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkDeleted>(ms) == 1; }));
+  EXPECT_FALSE(posixEnv()->exists(node.content() + "/" + orphan));
+  EXPECT_TRUE(posixEnv()->exists(node.content() + "/" + stored));
+  r->stop();
+}
+
 TEST_F(BotmServiceTest, AProtocolBreakingRobotIsDisconnectedAndTheBotmGoesOn) {
   FakeSource source;
   const std::uint16_t robots = freePort();

@@ -205,6 +205,24 @@ TEST(BotmLink, ContentUrlsAreOptionalAndBadPairsAreIgnored) {
   }
 }
 
+TEST(BotmLink, TheOrphanSweepMessagesRoundTripAndNeedTheirAttributes) {
+  SourceStreamDecoder sdec;
+  auto smsgs = feedAll<SourceStreamDecoder, SourceMessage>(sdec, encodeSourceOpen({"qm"}) + encodeSweep({7}), 3);
+  ASSERT_EQ(smsgs.size(), 2u);
+  EXPECT_EQ(std::get<LinkSweep>(smsgs[1]), (LinkSweep{7}));
+  const LinkFile f{7, "m1", "00/01/1a2", 123456};
+  const LinkSwept w{7, "m1", 1};
+  BotmStreamDecoder bdec;
+  auto bmsgs = feedAll<BotmStreamDecoder, BotmMessage>(bdec, encodeBotmOpen({"m1", 2, ""}) + encodeFile(f) + encodeSwept(w), 5);
+  ASSERT_EQ(bmsgs.size(), 3u);
+  EXPECT_EQ(std::get<LinkFile>(bmsgs[1]), f);
+  EXPECT_EQ(std::get<LinkSwept>(bmsgs[2]), w);
+  BotmStreamDecoder bad;
+  std::vector<BotmMessage> out;
+  EXPECT_FALSE(bad.feed(encodeBotmOpen({"m1", 2, ""}) + "<file sweep=\"7\" machine=\"m1\" size=\"1\"/>\n", &out));
+  EXPECT_EQ(bad.error(), ErrorCode::kMalformed);
+}
+
 TEST(RobotProtocol, RoundTripBothWays) {
   RobotFetch f{42, "http://www.server.com/a.htm", "/var/lib/lcc/content/00/00/2a", "text/html", 1714564680, 52428800,
                {RedirectPolicy::kPrefix, {"http://www.server.com/", "https://cdn.server.com/a/"}}};

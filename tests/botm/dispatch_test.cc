@@ -1,6 +1,8 @@
 // The BOT-M policy without sockets: hand-out, re-hand-out, results, deletes, hierarchy.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "botm/dispatch.h"
 #include "common/posix_env.h"
 #include "support/temp_dir.h"
@@ -181,6 +183,39 @@ TEST_F(DispatcherTest, AFileStillBeingFetchedCannotBeDeleted) {
   Actions b;
   disp_->remove({1, "m1", a.to_robots.at(0).second.file.substr(content_.size() + 1)}, &b);
   EXPECT_EQ(upstreamOf<proto::LinkDeleted>(b.upstream).at(0).reason, "in-use");
+}
+
+// The orphan sweep lists every content file no job holds: a stored file and a file
+// nobody references (its result was lost), never a file being fetched, never a
+// temporary file or a name the store would not have made.
+TEST_F(DispatcherTest, ASweepListsTheContentFilesNoJobHolds) {
+  Actions a;
+  disp_->robotUp(1, 1, &a);
+  disp_->fetch(fetchOf(1), &a);
+  const auto stored = a.to_robots.at(0).second;
+  writeFile(stored.file);
+  disp_->robotResult(1, okResult(stored.id), &a);
+  disp_->fetch(fetchOf(2), &a);
+  const auto running = a.to_robots.at(1).second;
+  writeFile(running.file);  // a robot wrote it, its result has not come
+  const std::string orphan = content_ + "/" + names_->format(9000);
+  writeFile(orphan);
+  writeFile(orphan + ".123-1.tmp");
+  writeFile(content_ + "/00/00/not-a-name");
+  Actions b;
+  disp_->sweep({5}, &b);
+  auto files = upstreamOf<proto::LinkFile>(b.upstream);
+  std::set<std::string> listed;
+  for (const auto& f : files) {
+    EXPECT_EQ(f.sweep, 5u);
+    EXPECT_EQ(f.machine, "m1");
+    EXPECT_EQ(f.size, 5u);
+    listed.insert(f.name);
+  }
+  EXPECT_EQ(listed, (std::set<std::string>{stored.file.substr(content_.size() + 1), names_->format(9000)}));
+  auto swept = upstreamOf<proto::LinkSwept>(b.upstream);
+  ASSERT_EQ(swept.size(), 1u);
+  EXPECT_EQ(swept[0], (proto::LinkSwept{5, "m1", 2}));
 }
 
 TEST_F(DispatcherTest, ResultsOfALostSourceSessionAreDroppedAndTheirFilesRemoved) {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "capi/cu_client.h"
+#include "common/content_meta.h"
 #include "cu/cu_http.h"
 #include "cu/cu_server.h"
 #include "cu_test_util.h"
@@ -282,6 +283,38 @@ TEST_F(CuServerTest, TheCommandWritesAnswersToFilesAndStdout) {
             2);
 }
 
+// Tombstones up to seq 20 were purged (the QM's ageing): a mirror asking for changes
+// since an older seq would silently miss removals, so it is told to take a full export.
+void markPurgedUpTo(ContentStore& store, ChangeSeq seq) {
+  ContentBatch b;
+  b.putMeta(kContentMetaPurgedSeq, std::to_string(seq));
+  ASSERT_TRUE(store.apply(b).isOk());
+}
+
+TEST_F(CuServerTest, ChangesSinceBeforeThePurgeHorizonAreRefusedWith150) {
+  markPurgedUpTo(w_.store(), 20);
+  startServer();
+  auto ask = [&](std::optional<ChangeSeq> since, bool deleted) {
+    CuQuery q;
+    q.since_seq = since;
+    q.deleted = deleted;
+    return cutest::parseXmlAnswer(exchange(proto::formatCuQueryXml(q)));
+  };
+  auto a = ask(10, true);
+  ASSERT_TRUE(a.ok) << a.error;
+  EXPECT_EQ(a.root, "query_rejected");
+  EXPECT_EQ(a.reject_code, 150);
+  EXPECT_EQ(a.reject_text, "changes before seq 21 were purged; take a full export");
+  EXPECT_EQ(ask(19, true).reject_code, 150);
+  // From the horizon on, without since (a full export), or without removals: answered.
+  for (auto [since, deleted] : std::vector<std::pair<std::optional<ChangeSeq>, bool>>{
+           {20, true}, {25, true}, {std::nullopt, true}, {10, false}}) {
+    auto ok = ask(since, deleted);
+    ASSERT_TRUE(ok.ok) << ok.error;
+    EXPECT_EQ(ok.root, "result") << since.value_or(0) << (deleted ? " deleted" : "");
+  }
+}
+
 // --- HTTP ---------------------------------------------------------------------
 
 TEST_F(CuServerTest, HttpHandlerAnswersAndRefuses) {
@@ -293,6 +326,15 @@ TEST_F(CuServerTest, HttpHandlerAnswersAndRefuses) {
   http::Request unknown;
   unknown.query = {{"format", "rar"}};
   EXPECT_EQ(cu::handleCuQuery(*engine_, unknown).status, 400);
+
+  markPurgedUpTo(w_.store(), 20);
+  http::Request purged;
+  purged.query = {{"since_seq", "3"}, {"deleted", "yes"}};
+  auto gone = cu::handleCuQuery(*engine_, purged);
+  EXPECT_EQ(gone.status, 410);
+  auto ga = cutest::parseXmlAnswer(gone.body);
+  EXPECT_EQ(ga.reject_code, 150);
+  EXPECT_EQ(ga.reject_text, "changes before seq 21 were purged; take a full export");
 
   http::Request good;
   good.query = {{"format", "tar.gz"}, {"provider", "1"}};

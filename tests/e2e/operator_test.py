@@ -8,7 +8,8 @@ fails (404). Then:
   - GET /metrics passes `promtool check metrics` without a single warning, counters
     end in _total and fetch errors carry a code label;
   - headless Chromium renders GET /: the figures in the DOM equal /admin/status, the
-    charts are SVGs with drawn lines; a screenshot is kept in the build folder.
+    charts are SVGs with drawn lines; a screenshot is kept in the build folder;
+  - `lcc botm sweep` deletes a content file nothing references and reports its bytes.
 A tool that is not installed (promtool from Debian `prometheus`, Debian `chromium`)
 makes its part fail: scripts/deps.sh installs both.
 """
@@ -148,6 +149,23 @@ def check_page(lcc, artifacts):
         f.write(dom_text)
 
 
+def check_botm_sweep(lcc):
+    """`lcc botm sweep`: a file nothing references (a crash lost its record) is deleted
+    and its bytes reported; the stored pages stay, and their content still reads."""
+    content = os.path.join(lcc.work, "var", "content")
+    stored = sorted(os.path.join(d, f) for d, _, fs in os.walk(content) for f in fs)
+    assert len(stored) == 6, stored
+    orphan = os.path.join(content, "0a", "0b", "a0bff")  # name 0xa0bff of the fan-out, never handed out
+    os.makedirs(os.path.dirname(orphan), exist_ok=True)
+    with open(orphan, "wb") as f:
+        f.write(b"x" * 4321)
+    out = lcc.lcc("botm", "sweep", "--wait", "30").stdout.decode()
+    assert re.search(r"7 file\(s\) listed, 1 orphan\(s\) of 4321 bytes; reclaimed 1 file\(s\), 4321 bytes", out), out
+    assert not os.path.exists(orphan), "the orphan is still there"
+    assert sorted(os.path.join(d, f) for d, _, fs in os.walk(content) for f in fs) == stored
+    assert lcc.status()["qm"]["sweep"]["reclaimed_bytes"] == 4321
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
@@ -161,6 +179,7 @@ def main():
         check_status_cli(lcc)
         check_metrics(lcc)
         check_page(lcc, args.artifacts)
+        check_botm_sweep(lcc)
         lcc.stop()
     run_with_site_and_node(args, "operator", body)
 

@@ -88,6 +88,7 @@ class RecordingBotm : public BotmPort {
   void sendDelete(LinkId link, std::uint64_t id, const std::string& machine, const std::string& file) override {
     deletes.push_back({link, id, machine, file});
   }
+  void sendSweep(LinkId link, std::uint64_t sweep) override { sweeps.push_back({link, sweep}); }
   std::vector<Fetch> takeFetches() {
     auto out = std::move(fetches);
     fetches.clear();
@@ -100,6 +101,7 @@ class RecordingBotm : public BotmPort {
   }
   std::vector<Fetch> fetches;
   std::vector<Delete> deletes;
+  std::vector<std::pair<LinkId, std::uint64_t>> sweeps;
 };
 
 inline UrlNotice update(ProviderId pid, const std::string& url, std::optional<std::int64_t> mt = std::nullopt,

@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "faulty_stores.h"
 #include "qm_test_util.h"
 #include "support/fault_env.h"
 
@@ -779,42 +780,13 @@ INSTANTIATE_TEST_SUITE_P(Plugins, QmTest, ::testing::ValuesIn(storePlugins()), [
 namespace lcc::qm {
 namespace {
 
-// A QueueStore that says it may have lost synced writes (rule 3); the rest forwards.
-class LossyQueueStore final : public QueueStore {
- public:
-  explicit LossyQueueStore(QueueStore& base) : base_(base) {
-    info_ = base.openInfo();
-    info_.may_have_lost_synced = true;
-    info_.clean_shutdown = false;
-  }
-  const StoreOpenInfo& openInfo() const override { return info_; }
-  Status apply(const QueueBatch& b) override { return base_.apply(b); }
-  Status sync() override { return base_.sync(); }
-  Status close() override { return base_.close(); }
-  Result<std::optional<QueueEntry>> getEntry(std::string_view k) override { return base_.getEntry(k); }
-  Status scanEntries(const std::function<bool(const QueueEntry&)>& fn) override { return base_.scanEntries(fn); }
-  Result<std::uint64_t> entryCount() override { return base_.entryCount(); }
-  Result<std::optional<PSetRecord>> getPSet(PSetId p, TimeSlot s) override { return base_.getPSet(p, s); }
-  Status scanPSets(std::optional<TimeSlot> s, const std::function<bool(const PSetRecord&)>& fn) override {
-    return base_.scanPSets(s, fn);
-  }
-  Status scanDeletes(std::optional<std::string> m, const std::function<bool(const DeleteRequest&)>& fn) override {
-    return base_.scanDeletes(std::move(m), fn);
-  }
-  Result<std::optional<std::string>> getMeta(std::string_view k) override { return base_.getMeta(k); }
-
- private:
-  QueueStore& base_;
-  StoreOpenInfo info_;
-};
-
 TEST(QmCacheCrash, AStoreThatMayHaveLostSyncedWritesRaisesIt) {
   lcc::testing::SimClock clock;
   lcc::testing::TempDir dir;
   testing::Stores stores("storage-memory", dir.path(), &clock, posixEnv());
   ASSERT_TRUE(stores.open().isOk());
   testing::addProviders(*stores.providers, 2);
-  LossyQueueStore lossy(*stores.queue);
+  testing::FaultyQueueStore lossy(*stores.queue, /*lossy=*/true);
   auto j = Journal::open(posixEnv(), dir.file("journal"));
   ASSERT_TRUE(j.isOk());
   QmDeps deps{&lossy, stores.content.get(), stores.providers.get(), j.value().get(), &clock, nullptr, nullptr, nullptr};

@@ -36,6 +36,11 @@ ResultEvent stored(R row, std::uint64_t size = 500) {
   e.mono_now = kNow;
   return e;
 }
+ResultEvent overQuota(R row) {
+  ResultEvent e = stored(row);
+  e.over_quota = true;
+  return e;
+}
 ResultEvent notModified(R row, bool live = true, std::uint16_t bad = 0) {
   ResultEvent e;
   e.ok = true;
@@ -69,6 +74,12 @@ const Row kTable[] = {
     {"stored, row gone", stored(R::kGone), {.verdict = V::kDiscarded, .delete_file = true, .charge_bytes = 500}},
     {"stored, removed during the fetch", stored(R::kRemoved),
      {.verdict = V::kDiscarded, .delete_file = true, .remove_url = true, .charge_bytes = 500}},
+    // Success past the provider's byte quota: final, 313.
+    {"stored past the quota", overQuota(R::kCurrent),
+     {.verdict = V::kGiveUp, .delete_file = true, .remove_url = true, .charge_bytes = 500, .code = E::kProviderQuotaExceeded}},
+    {"past the quota, newer notice came", overQuota(R::kNewer),
+     {.verdict = V::kGiveUp, .delete_file = true, .remove_url = true, .charge_bytes = 500, .code = E::kProviderQuotaExceeded}},
+    {"past the quota, row gone", overQuota(R::kGone), {.verdict = V::kDiscarded, .delete_file = true, .charge_bytes = 500}},
     // 304.
     {"304", notModified(R::kCurrent), {.verdict = V::kRefreshed}},
     {"304, newer notice came", notModified(R::kNewer), {.verdict = V::kRefreshed, .keep_row = true}},
@@ -140,8 +151,25 @@ TEST(ResultPolicy, TheRetryRuleOverEveryFetchCode) {
       {E::kDnsFailure, true},     {E::kConnectFailure, true}, {E::kMimeMismatch, false}, {E::kTooLarge, false},
       {E::kMd5Mismatch, false},   {E::kRedirectError, false}, {E::kAddressRefused, false}, {E::kHttpOther, false},
       {E::kInternal, true},       {E::kOffline, true},       {E::kMalformed, false},
+      {E::kProviderQuotaExceeded, false},
   };
   for (const auto& c : codes) EXPECT_EQ(qm::isRetryableFetchError(c.code), c.retry) << int(c.code);
+}
+
+TEST(DeletePolicy, OnlyUnknownMachineWaitsAndTheBackOffDoublesToItsCeiling) {
+  const DeleteRetryRules rules{Millis(60 * 1000), Millis(300 * 1000)};
+  EXPECT_EQ(decideDeleteFailure("unknown-machine", 1, rules), (DeleteFailureAction{true, Millis(0)}));
+  EXPECT_EQ(decideDeleteFailure("unknown-machine", 7, rules), (DeleteFailureAction{true, Millis(0)}));
+  const struct {
+    std::uint32_t failures;
+    std::int64_t after_s;
+  } rows[] = {{1, 60}, {2, 120}, {3, 240}, {4, 300}, {5, 300}, {1000, 300}};
+  for (const char* reason : {"in-use", "io-error: EIO", ""}) {
+    for (const auto& r : rows) {
+      EXPECT_EQ(decideDeleteFailure(reason, r.failures, rules), (DeleteFailureAction{false, Millis(r.after_s * 1000)}))
+          << reason << " #" << r.failures;
+    }
+  }
 }
 
 }  // namespace

@@ -282,6 +282,26 @@ TEST_F(SessionTest, LastWinsWithinASet) {
   EXPECT_EQ(r[1].received, 4u);  // every valid <url> is counted
 }
 
+// A provider whose stored bytes reached its byte quota (the QM counts real bytes and
+// refuses fetches past it with 313): every update of a partial set gets 206, declared
+// size or not; removals still go through (they free room).
+TEST_F(SessionTest, AProviderOverItsByteQuotaGets206PerUpdate) {
+  ASSERT_TRUE(fx_.store()->modify(1, [](ProviderRecord& p) {
+    p.used_bytes = p.quota_bytes;
+    return Status::ok();
+  }).isOk());
+  std::string in = initXml(1) + proto::encodeSetBegin(false, "http://www.server.com/") +
+                   proto::encodeUrlElement({{"c", "a.htm"}, {"m", "text/html"}}) +
+                   proto::encodeUrlElement({{"c", "b.htm"}, {"m", "text/html"}, {"sz", "10"}}) +
+                   proto::encodeUrlElement({{"c", "c.htm"}, {"m", "text/html"}, {"op", "delete"}}) + proto::encodeSetEnd();
+  auto t = runSession(in, 0, kAccepted, goldenSessionConfig(), fx_.store(), &clock_);
+  auto r = parseReplies(t.reply);
+  ASSERT_EQ(r.size(), 2u);
+  ASSERT_EQ(r[1].set_errors.size(), 2u) << t.reply;
+  for (const auto& e : r[1].set_errors) EXPECT_EQ(e.code, ErrorCode::kQuotaExceeded);
+  EXPECT_EQ(r[1].received, 1u);  // the removal
+}
+
 }  // namespace
 }  // namespace lcc::uns
 

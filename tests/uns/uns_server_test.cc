@@ -11,6 +11,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <gtest/gtest.h>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "common/posix_env.h"
@@ -336,6 +338,45 @@ TEST_F(UnsServerTest, AFailingSpoolDiskMeans130NeverAFalseAcceptThenRecovers) {
   auto applied = qm.applied();
   EXPECT_EQ(applied[0].urls[0].key.url, urls("ok", 1)[0]);
   EXPECT_EQ(applied[1].urls[0].key.url, urls("later", 1)[0]);
+}
+
+// Sets that were accepted (spooled) are lost when the spool is corrupt: every provider
+// is asked for a full set (cache-crash), not only a line in the log.
+TEST_F(UnsServerTest, ACorruptSpoolRaisesCacheCrash) {
+  const std::uint16_t qm_port = unusedPort();
+  {
+    Harness h(testOptions(dir_.path(), qm_port), fx_.store());
+    ASSERT_TRUE(h.start().isOk());
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(sendSet(h.port(), urls("c" + std::to_string(i), 2))) << i;
+    EXPECT_EQ(h.server().forwarder().spooledSets(), 3u);
+  }
+  auto reason = [&](ProviderId pid) {
+    auto r = fx_.store()->get(pid);
+    return r.isOk() && r.value() && r.value()->fullset_wanted ? r.value()->fullset_reason : FullSetReason::kNone;
+  };
+  ASSERT_NE(reason(1), FullSetReason::kCacheCrash);
+  ASSERT_EQ(reason(4), FullSetReason::kNone);
+  // One byte of the first spooled set flipped (a bad record followed by good ones).
+  std::string segment;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path() + "/uns/journal")) {
+    if (e.path().extension() == ".jnl") segment = e.path().string();
+  }
+  ASSERT_FALSE(segment.empty());
+  {
+    std::fstream f(segment, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(40);
+    char c = 0;
+    ASSERT_TRUE(f.get(c));
+    f.seekp(40);
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+  Harness h(testOptions(dir_.path(), qm_port), fx_.store());
+  ASSERT_TRUE(h.start().isOk());
+  for (ProviderId pid : {1u, 3u, 4u}) EXPECT_EQ(reason(pid), FullSetReason::kCacheCrash) << pid;
+  EXPECT_EQ(h.metrics().snapshot()["lcc_uns_spool_corruptions_total"], 1);
+  nlohmann::json st;
+  h.server().status(st);
+  EXPECT_EQ(st["forwarder"]["spool_corruptions"], 1);
 }
 
 TEST_F(UnsServerTest, SetIdsKeepIncreasingAcrossRestarts) {

@@ -23,6 +23,7 @@ enum class ErrorCode : std::uint16_t {
   kSetTooLarge = 132,
   kTimeout = 133,
   kInternal = 140,
+  kChangesPurged = 150,     // CU: `since seq` older than the tombstone purge horizon (take a full export)
   // Per URL, found by the UNS.
   kInvalidUrl = 201,
   kOutsidePrefix = 202,
@@ -43,6 +44,7 @@ enum class ErrorCode : std::uint16_t {
   kRedirectError = 310,     // too many redirects, or one outside http/https or fetch.redirects
   kAddressRefused = 311,
   kHttpOther = 312,
+  kProviderQuotaExceeded = 313,  // QM: the fetched body would take the provider past its byte quota
 };
 
 // The short English text that goes with a code on the wire; "unknown error" for a
