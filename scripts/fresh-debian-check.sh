@@ -77,6 +77,15 @@ if [ "${LCC_FRESH_CCACHE:-0}" = 1 ]; then
 fi
 
 say "running ./test.sh in the root"
+# The machine's own trust: certificate authorities its administrator added (a TLS
+# proxy on the way out, a company CA) are part of the machine, not of the packages, so
+# the root gets them too; without them npm cannot reach its registry here.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  mkdir -p "$rootfs/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$rootfs/usr/local/share/ca-certificates/"
+  chroot "$rootfs" update-ca-certificates >/dev/null 2>&1 || say "update-ca-certificates failed in the root"
+fi
+
 set +e
 chroot "$rootfs" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
   "${ccache_env[@]}" bash -c 'cd /src/lcc && ./test.sh "$@"' test.sh "$@"
