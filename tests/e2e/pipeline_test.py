@@ -32,10 +32,21 @@ NS = "http://www.lococa.org/1.0"
 DEADLINE = 60.0  # seconds for any one condition
 
 
+_handed_out = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free on 127.0.0.1 now, and never one this process handed out before (the
+    kernel may give the same free port to two binds in a row, and two listeners of
+    one lccd on one port stop it)."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
+    raise AssertionError("no new free port on 127.0.0.1")
 
 
 def wait_for(what, fn, timeout=DEADLINE):
