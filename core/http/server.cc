@@ -555,7 +555,8 @@ Status Server::start() {
   if (!ec) a.bind(ep, ec);
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    a.close(ec);
+    boost::system::error_code ignored;  // keep the reason: close() would overwrite ec
+    a.close(ignored);
     return Status::ioError("cannot listen on " + impl_->shared->options.listen + ": " + ec.message());
   }
   impl_->port = a.local_endpoint(ec).port();
