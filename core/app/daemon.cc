@@ -260,6 +260,9 @@ int runDaemon(const DaemonArgs& args) {
   if (!parseRedirectPolicy(cfg.getString("fetch.redirects"))) {
     problems.push_back({cfg.file(), "fetch.redirects", "must be prefix, host or none (got " + cfg.getString("fetch.redirects") + ")"});
   }
+  if (const std::string r = cfg.getString("indexnow.register"); r != "off" && r != "auto") {
+    problems.push_back({cfg.file(), "indexnow.register", "must be off or auto (got " + r + ")"});
+  }
   // Content reads across machines (docs/configuration.md): cu.content_urls, botm.content_url.
   std::vector<std::string> url_problems;
   const auto static_content_urls = parseContentUrls(cfg.getList("cu.content_urls"), &url_problems);

@@ -59,7 +59,9 @@ Receiver::Receiver(ReceiverOptions options, ReceiverDeps deps)
       refused_(deps_.metrics->counter("lcc_indexnow_refused_total", "IndexNow requests answered 400, 403 or 422")),
       throttled_(deps_.metrics->counter("lcc_indexnow_throttled_total",
                                         "IndexNow requests answered 429 (indexnow.requests_per_minute)")),
-      key_fetches_(deps_.metrics->counter("lcc_indexnow_key_fetches_total", "IndexNow key files fetched")) {}
+      key_fetches_(deps_.metrics->counter("lcc_indexnow_key_fetches_total", "IndexNow key files fetched")),
+      registered_(deps_.metrics->counter("lcc_indexnow_providers_registered_total",
+                                         "providers made for verified sites (indexnow.register: auto)")) {}
 
 http::Response Receiver::handle(const http::Request& req) {
   const Parsed parsed = req.method == "POST" ? parsePost(req.body) : parseGet(req);
@@ -113,7 +115,16 @@ http::Response Receiver::accept(const Submission& s) {
   std::map<ProviderId, std::pair<std::uint64_t, std::string>> sets;  // pid -> count, <url/> lines
   for (const auto& u : s.urls) {
     bool inactive = false;
-    const ProviderId pid = owners.value().owner(u, &inactive);
+    ProviderId pid = owners.value().owner(u, &inactive);
+    if (pid == 0 && !inactive && options_.auto_register) {
+      std::string why;
+      pid = registerSite(s, &why);
+      if (pid == 0) {
+        refused_.inc();
+        return answer(403, "URL " + u + " belongs to no provider, and none can be made: " + why);
+      }
+      owners.value().by_length.emplace(s.key_scope.size(), std::make_pair(s.key_scope, pid));
+    }
     if (pid == 0) {
       refused_.inc();
       return answer(403, inactive ? "URL " + u + " belongs to a provider that is not active"
@@ -135,6 +146,41 @@ http::Response Receiver::accept(const Submission& s) {
   submissions_.inc();
   urls_.inc(s.urls.size());
   return answer(202, "accepted " + std::to_string(s.urls.size()) + " URLs");
+}
+
+ProviderId Receiver::registerSite(const Submission& s, std::string* why) {
+  std::lock_guard<std::mutex> lock(register_mu_);
+  ProviderId found = 0;
+  Status scanned = deps_.providers->scan([&](const ProviderRecord& p) {
+    for (const auto& prefix : p.prefixes) {
+      if (prefix == s.key_scope && p.state == ProviderState::kActive) found = p.id;  // made meanwhile
+      else if (url::underPrefix(prefix, s.key_scope) || url::underPrefix(s.key_scope, prefix)) {
+        *why = "provider " + std::to_string(p.id) + " has the overlapping prefix " + prefix;
+        return false;
+      }
+    }
+    return true;
+  });
+  if (!scanned.isOk()) *why = "the provider database could not be read";
+  if (!why->empty() || found != 0) return why->empty() ? found : 0;
+  ProviderRecord rec;
+  rec.state = ProviderState::kActive;
+  rec.prefixes = {s.key_scope};
+  rec.priority = options_.default_priority;
+  rec.bandwidth = options_.default_bandwidth;
+  rec.quota_files = options_.default_quota_files;
+  rec.quota_bytes = options_.default_quota_bytes;
+  rec.contact = "indexnow key file " + s.key_url;  // no password: CP sessions need one set by the administrator
+  rec.created = deps_.clock->now();
+  auto id = deps_.providers->create(rec);
+  if (!id.isOk()) {
+    *why = "the provider database could not be written";
+    spdlog::warn("indexnow: registering {}: {}", s.key_scope, id.status().toString());
+    return 0;
+  }
+  registered_.inc();
+  spdlog::info("indexnow: provider {} made for {} (key file {})", id.value(), s.key_scope, s.key_url);
+  return id.value();
 }
 
 void addRoutes(http::Router& router, std::shared_ptr<Receiver> receiver) {

@@ -35,6 +35,13 @@ struct ReceiverOptions {
   Millis key_retry{60 * 1000};        // a key file found wrong or missing is not fetched again sooner
   std::size_t key_cache_entries = 10000;
   std::uint64_t requests_per_minute = 60;  // indexnow.requests_per_minute, per host (0: no limit)
+  // indexnow.register: auto — a verified site whose URLs no provider covers gets one,
+  // scoped to the key file's folder, with these settings (rs.default_*). Off: 403.
+  bool auto_register = false;
+  std::int32_t default_priority = 0;
+  std::uint64_t default_bandwidth = 0;
+  std::uint64_t default_quota_files = 0;
+  std::uint64_t default_quota_bytes = 0;
 };
 
 // The outcome of handing a set to the UNS → QM path.
@@ -67,18 +74,23 @@ class Receiver {
   // Empty when the key holds, else the 403's reason.
   std::string checkKey(const Submission& s);
   http::Response accept(const Submission& s);
+  // indexnow.register: auto: the provider for s.key_scope, made now; 0 with *why when
+  // another provider's prefix overlaps the folder or the store fails.
+  ProviderId registerSite(const Submission& s, std::string* why);
 
   ReceiverOptions options_;
   ReceiverDeps deps_;
   MimeMap mime_;
   AddressLimiter per_host_;
   std::mutex mu_;
+  std::mutex register_mu_;  // one registration at a time: two pings of a new site make one provider
   std::unordered_map<std::string, KeyEntry> keys_;  // key_url + '\n' + key
   Counter& submissions_;
   Counter& urls_;
   Counter& refused_;
   Counter& throttled_;
   Counter& key_fetches_;
+  Counter& registered_;
 };
 
 // Registers GET and POST on /indexnow and /IndexNow.

@@ -39,6 +39,11 @@ void addIndexNowRoutes(NodeContext& node, Forwarder& forwarder) {
   indexnow::ReceiverOptions o;
   o.key_ttl = Millis(cfg.getInt("indexnow.key_ttl"));
   o.requests_per_minute = static_cast<std::uint64_t>(cfg.getInt("indexnow.requests_per_minute"));
+  o.auto_register = cfg.getString("indexnow.register") == "auto";
+  o.default_priority = static_cast<std::int32_t>(cfg.getInt("rs.default_priority"));
+  o.default_bandwidth = static_cast<std::uint64_t>(cfg.getInt("rs.default_bandwidth"));
+  o.default_quota_files = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_files"));
+  o.default_quota_bytes = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_bytes"));
   const Millis timeout(cfg.getInt("indexnow.key_timeout"));
   const std::string work_dir = node.data_dir + "/indexnow";
   if (Status s = node.env->createDirs(work_dir, DirOptions{.private_dir = true}); !s.isOk()) {

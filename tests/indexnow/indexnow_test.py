@@ -9,7 +9,9 @@ A site on 127.0.0.1 is a provider of the LCC and publishes its key file. Checked
   - bad JSON and more than 10,000 URLs are 400; a URL of another host, or outside the
     key file's folder, is 422; a URL under no provider is 403 (indexnow.register off);
   - past indexnow.requests_per_minute the site gets 429 with Retry-After;
-  - /metrics counts the accepted lists and URLs.
+  - /metrics counts the accepted lists and URLs;
+  - with indexnow.register: auto, a verified site under no provider gets one for the
+    key file's folder, and a folder that overlaps another provider's prefix does not.
 """
 import argparse
 import json
@@ -112,12 +114,38 @@ def run_unowned(node, site, work):
     assert code == 403 and "belongs to no provider" in body, (code, body)
 
 
+def run_auto(node, site, work):
+    """indexnow.register: auto: a verified site under no provider gets one, scoped to the
+    key file's folder; a folder another provider's prefix overlaps does not."""
+    site.write("blog/key-file.txt", KEY.encode())
+    site.write("blog/post.html", b"<html>post</html>")
+    site.write(f"{KEY}.txt", KEY.encode())
+    node.start()
+    node.lcc("provider", "add", "--prefix", site.base + "docs/")
+    endpoint = f"http://127.0.0.1:{node.ports['http']}"
+    code, body = post(endpoint, {"host": "127.0.0.1", "key": KEY, "keyLocation": f"{site.base}blog/key-file.txt",
+                                 "urlList": [f"{site.base}blog/post.html"]})
+    assert code == 202, (code, body)
+    with open(os.path.join(node.work, "var", "admin.token")) as f:
+        token = f.read().strip()
+    request = urllib.request.Request(f"{endpoint}/admin/providers", headers={"Authorization": "Bearer " + token})
+    with urllib.request.urlopen(request, timeout=10) as r:
+        providers = json.load(r)["providers"]
+    made = [p for p in providers if p["prefixes"] == [f"{site.base}blog/"]]
+    assert len(made) == 1 and made[0]["state"] == "active", providers
+    wait_for("the post fetched", lambda: f"{site.base}blog/post.html" in exported_urls(node))
+    # The whole host overlaps provider 1's /docs/: no provider is made.
+    code, body = curl(f"{endpoint}/indexnow?url={site.base}other.html&key={KEY}")
+    assert code == 403 and "overlapping prefix" in body, (code, body)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
     ap.add_argument("--plugins", required=True)
     args = ap.parse_args()
-    for body, extra in ((run, "indexnow:\n  requests_per_minute: 12\n"), (run_unowned, "")):
+    for body, extra in ((run, "indexnow:\n  requests_per_minute: 12\n"), (run_unowned, ""),
+                        (run_auto, "indexnow:\n  register: auto\n")):
         work = tempfile.mkdtemp(prefix="lcc-indexnow-")
         site = Site(os.path.join(work, "site"))
         node = Node(args, work, extra=extra)

@@ -174,6 +174,8 @@ const std::vector<KeySpec>& Config::schema() {
       // --- indexnow (served with the uns role) ---
       {"indexnow.key_ttl", KeyType::kDuration, "1h", 1000, 30 * kDay, "how long a verified IndexNow key file is trusted"},
       {"indexnow.key_timeout", KeyType::kDuration, "10s", 100, 5 * kMin, "longest wait for an IndexNow key file"},
+      {"indexnow.register", KeyType::kString, "off", 2, 4,
+       "auto: a verified site whose URLs no provider covers gets one, scoped to the key file's folder (off: 403)"},
       {"indexnow.requests_per_minute", KeyType::kInt, "60", 0, 1000000,
        "IndexNow requests per site (scheme, host, port) per minute; more get 429 (0: no limit)"},
       // --- resourcesync (served by the cu role) ---
