@@ -11,7 +11,7 @@ namespace lcc::proto {
 // `data` is the bytes of a sitemap file (plain or gzip). Returns "" when every
 // property holds, else which one failed:
 //  - the file read whole and read in pieces (1, 3 and 7 bytes at a time) gives the same
-//    entries, the same verdict and the same error;
+//    entries, the same kind and the same verdict;
 //  - a refused file has a message; an accepted one has a kind;
 //  - no more entries come out than the limit, no <loc> is empty or longer than its limit.
 std::string checkSitemapProperties(std::string_view data);

@@ -178,6 +178,17 @@ std::size_t XmlReader::feed(const char* data, std::size_t n) {
   return n;
 }
 
+bool XmlReader::finish() {
+  Impl& s = *impl_;
+  if (s.error == ErrorCode::kNone && !s.complete && s.fed_total > 0 &&
+      XML_Parse(s.parser, "", 0, XML_TRUE) == XML_STATUS_ERROR && s.error == ErrorCode::kNone) {
+    s.error = ErrorCode::kMalformed;
+    s.message = std::string("malformed XML at line ") + std::to_string(XML_GetCurrentLineNumber(s.parser)) + ": " +
+                XML_ErrorString(XML_GetErrorCode(s.parser));
+  }
+  return s.error == ErrorCode::kNone;
+}
+
 void XmlReader::fail(ErrorCode code, std::string message) { impl_->stop(code, std::move(message)); }
 bool XmlReader::failed() const { return impl_->error != ErrorCode::kNone; }
 ErrorCode XmlReader::error() const { return impl_->error; }

@@ -96,6 +96,10 @@ class XmlReader {
   std::size_t feed(const char* data, std::size_t n);
   std::size_t feed(std::string_view s) { return feed(s.data(), s.size()); }
 
+  // The input ended: Expat judges what it held back (a token cut off, bytes it could
+  // not yet tell apart). False if that is malformed; then error() says why. For a
+  // reader whose input has a known end (a file), not for a connection.
+  bool finish();
   // Let the handler refuse: stops parsing with this code and message.
   void fail(ErrorCode code, std::string message);
 
