@@ -151,9 +151,11 @@ class Collector {
 
 // State file: "# lcc cp sitemap state", then one line per page, "URL<TAB>lastmod" with
 // lastmod in seconds since the epoch or "-". URLs in normal form hold no tab or newline.
-bool loadState(const std::string& path, Pages& state, std::string* err) {
+// *found: whether there was a state file (none: the first run, everything is new).
+bool loadState(const std::string& path, Pages& state, bool* found, std::string* err) {
   std::ifstream in(path);
-  if (!in) return true;  // the first run
+  *found = static_cast<bool>(in);
+  if (!in) return true;
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.empty() || line[0] == '#') continue;
@@ -209,11 +211,11 @@ int runSitemap(const SitemapArgs& a) {
     }
   }
   Pages old_state;
-  if (!a.state_file.empty() && !loadState(a.state_file, old_state, &err)) {
+  bool have_state = false;
+  if (!a.state_file.empty() && !loadState(a.state_file, old_state, &have_state, &err)) {
     std::cerr << "lcc cp sitemap: --state: " << err << "\n";
     return 2;
   }
-  const bool have_state = !a.state_file.empty() && std::ifstream(a.state_file).good();
   TtyProgress progress;
   Collector collector(progress);
   if (!collector.read(a.source, 0)) return 2;
