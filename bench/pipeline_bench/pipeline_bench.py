@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""The whole path of a provider's URL, against curl in the same run (issue 13).
+
+A local nginx serves PROVIDERS folders of FILES files of 10 KiB. Each folder is one
+provider of an all-roles lccd on storage-kyoto (`lcc provider add --prefix`); its set is
+made by `lcc cp scan` beforehand. Timed: PROVIDERS concurrent `lcc cp send`, from the first
+send until the QM has stored every URL (`/status` qm.fetched). The path: UNS, QM journal
+and dispatch, BOT-M, robot, fetch-curl, content file, LCC DB.
+
+Baseline, in the same run: `curl --parallel --parallel-max 64` fetching the same URLs into
+one file each, on the same file system. The ratio is lcc files/s over curl files/s
+(>= 1.0 is the goal). lccd's peak RSS (VmHWM) and CPU seconds are printed.
+
+    python3 bench/pipeline_bench/pipeline_bench.py --bin build/bin --plugins build/plugins \
+        [--providers 64] [--files 313] [--runs 3] [--slots 64] [--robots 1] [--perf FILE]
+
+--perf FILE records lccd (perf record -g) during the last lcc run.
+Results go to docs/benchmarks.md ("pipeline_bench").
+"""
+import argparse
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "e2e"))
+from pipeline_test import Node, free_port, wait_for  # noqa: E402
+
+FILE_SIZE = 10240
+
+
+def make_site(root, providers, files):
+    body = b"x" * FILE_SIZE
+    for p in range(providers):
+        d = os.path.join(root, f"p{p:02d}")
+        os.makedirs(d)
+        for f in range(files):
+            head = f"<html>{p}-{f}</html>\n".encode()
+            with open(os.path.join(d, f"f{f:04d}.html"), "wb") as out:
+                out.write((head + body)[:FILE_SIZE])
+
+
+def start_nginx(work, root, port):
+    conf_dir = os.path.join(work, "nginx")
+    os.makedirs(os.path.join(conf_dir, "logs"))
+    conf = os.path.join(conf_dir, "nginx.conf")
+    temps = "".join(f"  {k}_temp_path {conf_dir}/{k};\n" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    with open(conf, "w") as f:
+        f.write(f"""worker_processes 1;
+daemon off;
+pid {conf_dir}/nginx.pid;
+error_log {conf_dir}/logs/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  sendfile on;
+  open_file_cache max=500;
+  keepalive_requests 1000000;
+  types {{ text/html html; }}
+{temps}  server {{ listen 127.0.0.1:{port}; root {root}; }}
+}}
+""")
+    proc = subprocess.Popen(["nginx", "-p", conf_dir, "-c", conf, "-e", f"{conf_dir}/logs/error.log"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def up():
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    wait_for("nginx", up, timeout=10)
+    return proc
+
+
+def run_curl(work, urls, out_dir, parallel):
+    cfg = os.path.join(work, "curl.cfg")
+    with open(cfg, "w") as f:
+        for i, u in enumerate(urls):
+            f.write(f'url = "{u}"\noutput = "{out_dir}/{i // 1000:03d}/{i}"\n')
+    t0 = time.monotonic()
+    subprocess.run(["curl", "-s", "--no-progress-meter", "--parallel", "--parallel-max", str(parallel),
+                    "--create-dirs", "-K", cfg], check=True, timeout=600)
+    seconds = time.monotonic() - t0
+    got = sum(len(fs) for _, _, fs in os.walk(out_dir))
+    assert got == len(urls), f"curl wrote {got} of {len(urls)} files"
+    return seconds
+
+
+def proc_stat(pid):
+    with open(f"/proc/{pid}/status") as f:
+        hwm = int(re.search(r"VmHWM:\s+(\d+) kB", f.read()).group(1))
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return hwm, cpu
+
+
+def run_lcc(args, work, site_root, web_port, providers, total, perf):
+    node = Node(args, work, extra=f"""bot:
+  robots: {args.robots}
+  slots: {args.slots}
+""")
+    node.start()
+    sends = []
+    for p in range(providers):
+        base = f"http://127.0.0.1:{web_port}/p{p:02d}/"
+        out = node.lcc("provider", "add", "--prefix", base).stdout.decode()
+        pid, password = re.fullmatch(r"id=(\d+) password=(\S+)\n", out).groups()
+        scan = node.lcc("cp", "scan", os.path.join(site_root, f"p{p:02d}"), "--base-url", base).stdout
+        set_file = os.path.join(node.work, f"set{p}.xml")
+        with open(set_file, "wb") as f:
+            f.write(scan)
+        sends.append([os.path.join(node.bin, "lcc"), "cp", "send", "--uns", f"127.0.0.1:{node.ports['uns']}",
+                      "--id", pid, "--password", password, "--full", set_file])
+    perf_proc = None
+    if perf:
+        perf_proc = subprocess.Popen(["perf", "record", "-g", "-F", "999", "-o", perf, "-p", str(node.proc.pid)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t0 = time.monotonic()
+    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for cmd in sends]
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, f"lcc cp send failed: {err.decode()}"
+    accepted = time.monotonic() - t0
+    wait_for("every URL stored", lambda: node.status()["qm"]["fetched"] >= total, timeout=900)
+    seconds = time.monotonic() - t0
+    if perf_proc:
+        perf_proc.send_signal(2)
+        perf_proc.wait()
+    hwm, cpu = proc_stat(node.proc.pid)
+    errors = node.status()["qm"]["fetch_errors"]
+    node.stop()
+    return seconds, accepted, hwm, cpu, errors
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin", default="build/bin")
+    ap.add_argument("--plugins", default="build/plugins")
+    ap.add_argument("--providers", type=int, default=64)
+    ap.add_argument("--files", type=int, default=313)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--robots", type=int, default=1)
+    ap.add_argument("--slots", type=int, default=64)
+    ap.add_argument("--curl-parallel", type=int, default=64)
+    ap.add_argument("--perf", default="")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch folder (lccd logs) and print it")
+    args = ap.parse_args()
+    args.bin = os.path.abspath(args.bin)
+    args.plugins = os.path.abspath(args.plugins)
+    for tool in ("nginx", "curl"):
+        if shutil.which(tool) is None:
+            sys.exit(f"pipeline_bench: needs {tool}")
+    work = tempfile.mkdtemp(prefix="lcc-pipeline-bench-")
+    os.chmod(work, 0o755)
+    nginx = None
+    try:
+        site = os.path.join(work, "www")
+        make_site(site, args.providers, args.files)
+        web_port = free_port()
+        nginx = start_nginx(work, site, web_port)
+        urls = [f"http://127.0.0.1:{web_port}/p{p:02d}/f{f:04d}.html"
+                for f in range(args.files) for p in range(args.providers)]
+        total = len(urls)
+        ratios, lcc_rates, curl_rates = [], [], []
+        for run in range(1, args.runs + 1):
+            out = os.path.join(work, f"curl-{run}")
+            cs = run_curl(work, urls, out, args.curl_parallel)
+            shutil.rmtree(out)
+            perf = args.perf if run == args.runs else ""
+            ls, acc, hwm, cpu, errors = run_lcc(args, os.path.join(work, f"lcc-{run}"), site, web_port,
+                                                args.providers, total, perf)
+            if not args.keep:
+                shutil.rmtree(os.path.join(work, f"lcc-{run}"))
+            curl_rates.append(total / cs)
+            lcc_rates.append(total / ls)
+            ratios.append(cs / ls)
+            print(f"run {run}: curl {total} files {cs:.2f} s ({total / cs:.0f}/s); lcc {ls:.2f} s ({total / ls:.0f}/s, "
+                  f"all sets accepted after {acc:.2f} s, fetch errors {errors}, lccd VmHWM {hwm / 1024:.1f} MB, "
+                  f"CPU {cpu:.2f} s); ratio {cs / ls:.2f}; load {os.getloadavg()[0]:.2f}", flush=True)
+        print(f"median: curl --parallel-max {args.curl_parallel} {statistics.median(curl_rates):.0f} files/s, "
+              f"lcc ({args.providers} providers, robots={args.robots} x slots={args.slots}) "
+              f"{statistics.median(lcc_rates):.0f} files/s, ratio {statistics.median(ratios):.2f}")
+    finally:
+        if nginx:
+            nginx.terminate()
+            nginx.wait()
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
