@@ -471,7 +471,8 @@ Result<ServicePtr> makeBotmService(NodeContext& node) {
     auto url = contentUrlFromConfig(cfg, node.http != nullptr);
     if (!url.isOk()) return url.status().withContext("botm.content_url");
     s.content_url = std::move(url).value();
-    const std::string host = s.content_url.substr(s.content_url.find("://") + 3);
+    const auto scheme_end = s.content_url.find("://");
+    const std::string host = scheme_end == std::string::npos ? "" : s.content_url.substr(scheme_end + 3);
     if (host.rfind("127.", 0) == 0 || host.rfind("localhost", 0) == 0 || host.rfind("[::1]", 0) == 0) {
       spdlog::info("botm: content of machine {} is advertised at {} (loopback: only this host can read it; "
                    "set listen.http or botm.content_url for CUs on other machines)", s.machine, s.content_url);
