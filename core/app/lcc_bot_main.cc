@@ -41,6 +41,14 @@ std::string defaultPluginDir() {
   return "./build/plugins";
 }
 
+// The TLS of --connect tls://: the robot shows tls.cert_file and checks the BOT-M
+// against tls.peer_ca_file of -c FILE. Null for a plain address.
+lcc::Result<std::shared_ptr<lcc::NodeTls>> robotTls(const std::string& connect, const std::optional<lcc::Config>& cfg) {
+  if (!lcc::net::splitLinkAddress(connect).tls) return std::shared_ptr<lcc::NodeTls>();
+  if (!cfg) return lcc::Status::invalidArgument("--connect tls:// needs -c FILE with the tls.* keys");
+  return lcc::NodeTls::linkClientOnly(*cfg);
+}
+
 // SIGHUP: the log file reopened, the TLS files read again (see the top of this file).
 void reloadOnHangup(lcc::NodeTls* tls) {
   lcc::reopenLogs();
@@ -129,19 +137,13 @@ int main(int argc, char** argv) {
   lcc::PluginPtr<lcc::Fetcher> fetcher = std::move(made).value();
 
   lcc::bot::RobotOptions ro;
-  std::shared_ptr<lcc::NodeTls> tls;
-  if (lcc::net::splitLinkAddress(connect).tls) {
-    // tls://: the robot shows tls.cert_file and checks the BOT-M against tls.peer_ca_file.
-    lcc::Result<std::shared_ptr<lcc::NodeTls>> made_tls =
-        lcc::Status::invalidArgument("--connect tls:// needs -c FILE with the tls.* keys");
-    if (cfg) made_tls = lcc::NodeTls::linkClientOnly(*cfg);
-    if (!made_tls.isOk()) {
-      std::cerr << "lcc-bot: " << made_tls.status().message() << "\n";
-      return 2;
-    }
-    tls = std::move(made_tls).value();
-    ro.tls = lcc::linkConnecting(tls, &clock);
+  auto made_tls = robotTls(connect, cfg);
+  if (!made_tls.isOk()) {
+    std::cerr << "lcc-bot: " << made_tls.status().message() << "\n";
+    return 2;
   }
+  std::shared_ptr<lcc::NodeTls> tls = std::move(made_tls).value();
+  ro.tls = lcc::linkConnecting(tls, &clock);
   ro.slots = slots;
   ro.name = name;
   ro.sync_files = sync_files;

@@ -518,9 +518,10 @@ TEST(ContentLocator, StaticEntriesWinAndBadUrlsAreRefused) {
   EXPECT_EQ(loc.urlOf("m3"), std::nullopt);
 
   std::vector<std::string> problems;
-  auto m = parseContentUrls({"m2=http://h:7780", "m3", "m4=ftp://h", "m5=http://h:99999", "m2=http://other:1"},
+  auto m = parseContentUrls({"m2=http://h:7780", "m3", "m4=ftp://h", "m5=http://h:99999", "m2=http://other:1",
+                             "m6=https://h:7443/lcc/"},
                             &problems);
-  EXPECT_EQ(m, (std::map<std::string, std::string>{{"m2", "http://h:7780"}}));
+  EXPECT_EQ(m, (std::map<std::string, std::string>{{"m2", "http://h:7780"}, {"m6", "https://h:7443/lcc"}}));
   ASSERT_EQ(problems.size(), 4u);
   EXPECT_NE(problems[0].find("(got m3)"), std::string::npos);
   EXPECT_NE(problems[1].find("http://"), std::string::npos);
