@@ -5,26 +5,33 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "http/admin_client.h"
 #include "lcc/status.h"
 #include "net/tls.h"
 
 namespace lcc::cli {
-
-struct Globals {
-  std::string config_file = "etc/lcc.yaml";  // --config: where to find the HTTP port and data_dir
-  std::string http;                          // --http HOST:PORT: overrides the config
-  int exit_code = 0;                         // set by the command that ran
-};
 
 // --tls, --ca, --cert, --key of the client commands (cli_tls.cc).
 struct TlsArgs {
   bool tls = false;
   std::string ca, cert, key;
 };
+
+struct Globals {
+  std::string config_file = "etc/lcc.yaml";  // --config: where to find the HTTP port and data_dir
+  std::string http;                          // --http HOST:PORT: overrides the config
+  TlsArgs tls;                               // --tls --ca --cert --key: the admin API over HTTPS
+  int exit_code = 0;                         // set by the command that ran
+};
 void addTlsOptions(CLI::App* command, TlsArgs& args);
 // The client context of those options: the server is checked against --ca (default:
 // the system's CAs); --cert and --key are shown to a server that asks for a certificate.
 Result<net::TlsContextPtr> tlsContext(const TlsArgs& args);
+// The admin API's endpoint of the global options (--http; --tls: HTTPS, listen.https by default).
+Result<http::AdminEndpoint> adminEndpoint(const Globals& g);
+// http::runAdminCommand on that endpoint; sets g.exit_code (2 when the TLS options are bad).
+void runAdmin(Globals& g, const std::string& method, const std::string& path, const std::string& form,
+              const std::function<int(const http::ClientResponse&)>& on_ok);
 
 void addProviderCommands(CLI::App& app, Globals& g);  // cli_provider.cc
 void addStatusCommand(CLI::App& app, Globals& g);     // cli_status.cc

@@ -63,17 +63,16 @@ void addBotmCommands(CLI::App& app, Globals& g) {
   sweep->add_option("--wait", *wait_s, "seconds to wait for the sweep and its deletes (0: do not wait)")
       ->check(CLI::Range(0, 86400));
   sweep->callback([&g, wait_s] {
-    auto target = http::resolveAdminTarget(g.config_file, g.http);
-    g.exit_code = http::runAdminCommand(
-        g.config_file, g.http, "POST", "/admin/botm/sweep", "",
-        [&target, wait_s](const http::ClientResponse& r) {
-          auto j = json::parse(r.body, nullptr, false);
-          const std::uint64_t id = j.is_discarded() ? 0 : num(j, "id");
-          std::cout << "sweep " << id << " started on " << num(j, "links_waiting") << " BOT-M link(s)\n";
-          if (*wait_s == 0 || !target.isOk()) return 0;
-          return waitForSweep(target.value(), id, *wait_s);
-        },
-        std::cerr);
+    auto endpoint = adminEndpoint(g);
+    auto target = endpoint.isOk() ? http::resolveAdminTarget(g.config_file, endpoint.value())
+                                  : Result<http::AdminTarget>(endpoint.status());
+    runAdmin(g, "POST", "/admin/botm/sweep", "", [&target, wait_s](const http::ClientResponse& r) {
+      auto j = json::parse(r.body, nullptr, false);
+      const std::uint64_t id = j.is_discarded() ? 0 : num(j, "id");
+      std::cout << "sweep " << id << " started on " << num(j, "links_waiting") << " BOT-M link(s)\n";
+      if (*wait_s == 0 || !target.isOk()) return 0;
+      return waitForSweep(target.value(), id, *wait_s);
+    });
   });
 }
 

@@ -89,7 +89,7 @@ void addProviderCommands(CLI::App& app, Globals& g) {
   provider->require_subcommand(1);
   auto run = [&g](const std::string& method, const std::string& path, const std::string& form,
                   const std::function<int(const http::ClientResponse&)>& on_ok) {
-    g.exit_code = http::runAdminCommand(g.config_file, g.http, method, path, form, on_ok, std::cerr);
+    runAdmin(g, method, path, form, on_ok);
   };
 
   struct AddArgs {

@@ -156,8 +156,8 @@ void addStatusCommand(CLI::App& app, Globals& g) {
   auto json_out = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json_out, "print the whole status document (every role's section and counter) as JSON");
   cmd->callback([&g, json_out] {
-    g.exit_code = http::runAdminCommand(
-        g.config_file, g.http, "GET", "/admin/status", "",
+    runAdmin(
+        g, "GET", "/admin/status", "",
         [json_out](const http::ClientResponse& r) {
           auto j = json::parse(r.body, nullptr, false);
           if (j.is_discarded() || !j.is_object()) {
@@ -166,8 +166,7 @@ void addStatusCommand(CLI::App& app, Globals& g) {
           }
           std::cout << (*json_out ? j.dump(2) + "\n" : render(j));
           return 0;
-        },
-        std::cerr);
+        });
   });
 }
 

@@ -1,4 +1,7 @@
-// cli_tls.cc — the TLS options `lcc cp send` and `lcc cu query` share.
+// cli_tls.cc — the TLS options `lcc cp send` and `lcc cu query` share, and the global
+// ones of the admin commands (`lcc --tls --ca FILE provider list`, `lcc --tls status`).
+#include <iostream>
+
 #include "app/cli.h"
 
 namespace lcc::cli {
@@ -30,6 +33,27 @@ Result<net::TlsContextPtr> tlsContext(const TlsArgs& args) {
     return Status::invalidArgument(m);
   }
   return made;
+}
+
+Result<http::AdminEndpoint> adminEndpoint(const Globals& g) {
+  http::AdminEndpoint e;
+  e.http = g.http;
+  if (!g.tls.tls) return e;
+  auto made = tlsContext(g.tls);
+  if (!made.isOk()) return made.status();
+  e.tls = made.value();
+  return e;
+}
+
+void runAdmin(Globals& g, const std::string& method, const std::string& path, const std::string& form,
+              const std::function<int(const http::ClientResponse&)>& on_ok) {
+  auto endpoint = adminEndpoint(g);
+  if (!endpoint.isOk()) {
+    std::cerr << "lcc: " << endpoint.status().message() << "\n";
+    g.exit_code = 2;
+    return;
+  }
+  g.exit_code = http::runAdminCommand(g.config_file, endpoint.value(), method, path, form, on_ok, std::cerr);
 }
 
 }  // namespace lcc::cli

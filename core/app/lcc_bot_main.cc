@@ -2,12 +2,17 @@
 //
 //   lcc-bot --connect HOST:PORT [--slots N] [-c FILE]   connect (and reconnect) to a BOT-M
 //   lcc-bot --listen PORT [--slots N]                   wait for one connection (nc, tests)
+//
+// SIGHUP reopens the log file and, with --connect tls://, reads the TLS files again
+// (tls.cert_file, tls.key_file, tls.peer_ca_file): the next connection uses them; the
+// open one keeps its own. A file that does not load leaves the old ones in use.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <spdlog/spdlog.h>
 
@@ -34,6 +39,26 @@ std::string defaultPluginDir() {
     if (std::filesystem::is_directory(candidate, ec)) return candidate.string();
   }
   return "./build/plugins";
+}
+
+// The TLS of --connect tls://: the robot shows tls.cert_file and checks the BOT-M
+// against tls.peer_ca_file of -c FILE. Null for a plain address.
+lcc::Result<std::shared_ptr<lcc::NodeTls>> robotTls(const std::string& connect, const std::optional<lcc::Config>& cfg) {
+  if (!lcc::net::splitLinkAddress(connect).tls) return std::shared_ptr<lcc::NodeTls>();
+  if (!cfg) return lcc::Status::invalidArgument("--connect tls:// needs -c FILE with the tls.* keys");
+  return lcc::NodeTls::linkClientOnly(*cfg);
+}
+
+// SIGHUP: the log file reopened, the TLS files read again (see the top of this file).
+void reloadOnHangup(lcc::NodeTls* tls) {
+  lcc::reopenLogs();
+  spdlog::info("lcc-bot: SIGHUP: log reopened");
+  if (tls == nullptr) return;
+  if (lcc::Status st = tls->reload(); st.isOk()) {
+    spdlog::info("lcc-bot: SIGHUP: TLS certificates reloaded (the next connection uses them)");
+  } else {
+    spdlog::error("lcc-bot: SIGHUP: TLS certificates not reloaded, the old ones stay: {}", st.message());
+  }
 }
 
 }  // namespace
@@ -112,16 +137,13 @@ int main(int argc, char** argv) {
   lcc::PluginPtr<lcc::Fetcher> fetcher = std::move(made).value();
 
   lcc::bot::RobotOptions ro;
-  if (lcc::net::splitLinkAddress(connect).tls) {
-    // tls://: the robot shows tls.cert_file and checks the BOT-M against tls.peer_ca_file.
-    lcc::Result<lcc::net::TlsLink> link = lcc::Status::invalidArgument("--connect tls:// needs -c FILE with the tls.* keys");
-    if (cfg) link = lcc::NodeTls::clientLink(*cfg, &clock);
-    if (!link.isOk()) {
-      std::cerr << "lcc-bot: " << link.status().message() << "\n";
-      return 2;
-    }
-    ro.tls = std::move(link).value();
+  auto made_tls = robotTls(connect, cfg);
+  if (!made_tls.isOk()) {
+    std::cerr << "lcc-bot: " << made_tls.status().message() << "\n";
+    return 2;
   }
+  std::shared_ptr<lcc::NodeTls> tls = std::move(made_tls).value();
+  ro.tls = lcc::linkConnecting(tls, &clock);
   ro.slots = slots;
   ro.name = name;
   ro.sync_files = sync_files;
@@ -132,6 +154,14 @@ int main(int argc, char** argv) {
   {
     asio::io_context io;
     asio::signal_set signals(io, SIGINT, SIGTERM);
+    asio::signal_set hangup(io, SIGHUP);
+    std::function<void(const boost::system::error_code&, int)> on_hangup = [&](const boost::system::error_code& ec,
+                                                                                 int) {
+      if (ec) return;
+      reloadOnHangup(tls.get());
+      hangup.async_wait(on_hangup);
+    };
+    hangup.async_wait(on_hangup);
     std::shared_ptr<lcc::bot::RobotClient> client;
     std::shared_ptr<lcc::bot::RobotSession> session;
     std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
@@ -168,6 +198,7 @@ int main(int argc, char** argv) {
         session->start([&](const std::string& why) {
           spdlog::info("lcc-bot: connection ended: {}", why);
           signals.cancel();
+          hangup.cancel();
           // Let cancelled fetches drain, then leave.
           io.stop();
         });
@@ -176,6 +207,7 @@ int main(int argc, char** argv) {
     signals.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec) return;
       spdlog::info("lcc-bot: stopping");
+      hangup.cancel();
       if (client) client->stop();
       if (session) session->stop();
       if (acceptor) acceptor->close();

@@ -8,7 +8,10 @@ int main(int argc, char** argv) {
   CLI::App app{"lcc — talk to a Local Content Cache"};
   app.require_subcommand(1);
   app.add_option("--config", g.config_file, "lccd configuration, to find the HTTP port and admin token");
-  app.add_option("--http", g.http, "the daemon's HTTP port, HOST:PORT (overrides --config)");
+  app.add_option("--http", g.http, "the daemon's HTTP port, HOST:PORT (overrides --config; with --tls its HTTPS port)");
+  // --tls --ca --cert --key: the admin commands (provider, status, botm) over HTTPS,
+  // to listen.https of --config or to --http; the same options as `lcc cp send`.
+  lcc::cli::addTlsOptions(&app, g.tls);
   lcc::cli::addProviderCommands(app, g);
   lcc::cli::addStatusCommand(app, g);
   lcc::cli::addCpCommands(app, g);

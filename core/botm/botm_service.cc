@@ -417,8 +417,14 @@ Result<std::string> contentUrlFromConfig(const Config& cfg, bool has_http) {
   if (url.empty()) return std::string();
   if (url == "auto") {
     if (!has_http) return std::string();
+    // The plain port when it is on, else the HTTPS one (docs/security.md §3).
+    std::string scheme = "http://";
     std::string listen = cfg.getString("listen.http");
-    if (listen.empty()) return std::string();  // no plain HTTP port: not advertised
+    if (listen.empty()) {
+      scheme = "https://";
+      listen = cfg.getString("listen.https");
+    }
+    if (listen.empty()) return std::string();  // no HTTP port at all: not advertised
     auto hp = net::HostPort::parse(listen);
     if (hp.isOk() && hp->isWildcard()) {
       // A wildcard address is no place to connect to: use the host's name.
@@ -427,7 +433,7 @@ Result<std::string> contentUrlFromConfig(const Config& cfg, bool has_http) {
       if (ec || name.empty()) name = "127.0.0.1";
       listen = name + ":" + hp->portString();
     }
-    url = "http://" + listen;
+    url = scheme + listen;
   }
   std::string why;
   auto norm = normalizeContentUrl(url, &why);
@@ -465,8 +471,9 @@ Result<ServicePtr> makeBotmService(NodeContext& node) {
     auto url = contentUrlFromConfig(cfg, node.http != nullptr);
     if (!url.isOk()) return url.status().withContext("botm.content_url");
     s.content_url = std::move(url).value();
-    if (s.content_url.rfind("http://127.", 0) == 0 || s.content_url.rfind("http://localhost", 0) == 0 ||
-        s.content_url.rfind("http://[::1]", 0) == 0) {
+    const auto scheme_end = s.content_url.find("://");
+    const std::string host = scheme_end == std::string::npos ? "" : s.content_url.substr(scheme_end + 3);
+    if (host.rfind("127.", 0) == 0 || host.rfind("localhost", 0) == 0 || host.rfind("[::1]", 0) == 0) {
       spdlog::info("botm: content of machine {} is advertised at {} (loopback: only this host can read it; "
                    "set listen.http or botm.content_url for CUs on other machines)", s.machine, s.content_url);
     }

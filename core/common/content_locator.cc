@@ -54,23 +54,21 @@ std::optional<std::string> normalizeContentUrl(std::string_view url, std::string
     if (why) *why = std::string(w);
     return std::nullopt;
   };
-  constexpr std::string_view kScheme = "http://";
+  constexpr std::string_view kHttp = "http://", kHttps = "https://";
   if (url.size() > 2048) return fail("longer than 2048 characters");
-  if (url.compare(0, kScheme.size(), kScheme) != 0) {
-    return fail(url.compare(0, 8, "https://") == 0 ? "https is not supported for content reads; use http://host:port"
-                                                    : "must start with http://");
-  }
+  const bool tls = url.compare(0, kHttps.size(), kHttps) == 0;
+  if (!tls && url.compare(0, kHttp.size(), kHttp) != 0) return fail("must start with http:// or https://");
   for (unsigned char c : url) {
     if (c <= 0x20 || c >= 0x7f || c == '"' || c == '<' || c == '>' || c == '\\' || c == '?' || c == '#') {
-      return fail("must be http://host:port[/path] without spaces, query or fragment");
+      return fail("must be http(s)://host:port[/path] without spaces, query or fragment");
     }
   }
-  std::string_view rest = url.substr(kScheme.size());
+  std::string_view rest = url.substr(tls ? kHttps.size() : kHttp.size());
   std::size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
   if (authority.find('@') != std::string_view::npos) return fail("must not carry user information");
-  auto hp = net::HostPort::parseAuthority(authority, 80);
+  auto hp = net::HostPort::parseAuthority(authority, tls ? 443 : 80);
   if (!hp.isOk()) return fail(hp.status().message());
   if (hp->port == 0) return fail("port must be 1-65535");
   std::string out(url);
@@ -87,7 +85,7 @@ std::map<std::string, std::string> parseContentUrls(const std::vector<std::strin
   for (const auto& e : entries) {
     auto eq = e.find('=');
     if (eq == std::string::npos) {
-      problems->push_back("must be machine=http://host:port (got " + e + ")");
+      problems->push_back("must be machine=http(s)://host:port (got " + e + ")");
       continue;
     }
     std::string machine = e.substr(0, eq);

@@ -72,6 +72,8 @@ std::shared_ptr<NodeTls> NodeTls::fromConfig(const Config& cfg, std::vector<Conf
   s.server = {cert, key, cfg.getString("tls.client_ca_file"), v};
   s.peer_server = {cert, key, peer_ca, v};
   s.peer_client = {peer_ca, cert, key, v};
+  s.want_content_client = true;
+  s.content_client = {peer_ca, cert, key, v};
   tls->handshake_timeout_ = Millis(cfg.getInt("tls.handshake_timeout"));
   if (problems->size() != before) return nullptr;
   Made made;
@@ -79,6 +81,7 @@ std::shared_ptr<NodeTls> NodeTls::fromConfig(const Config& cfg, std::vector<Conf
   if (made.server) tls->server_ = std::make_shared<net::TlsContextSlot>(made.server);
   if (made.peer_server) tls->peer_server_ = std::make_shared<net::TlsContextSlot>(made.peer_server);
   if (made.peer_client) tls->peer_client_ = std::make_shared<net::TlsContextSlot>(made.peer_client);
+  if (made.content_client) tls->content_client_ = std::make_shared<net::TlsContextSlot>(made.content_client);
   return tls;
 }
 
@@ -99,11 +102,17 @@ bool NodeTls::make(const Settings& s, Made* out, std::vector<ConfigProblem>* pro
     if (c.isOk()) out->peer_client = c.value();
     else problems->push_back(problemOf(s.file, c.status(), "tls.peer_ca_file"));
   }
+  if (s.want_content_client && problems->size() == before) {
+    auto c = net::makeClientContext(s.content_client);
+    if (c.isOk()) out->content_client = c.value();
+    else problems->push_back(problemOf(s.file, c.status(), "tls.peer_ca_file"));
+  }
   return problems->size() == before;
 }
 
-Result<net::TlsLink> NodeTls::clientLink(const Config& cfg, Clock* clock) {
-  Settings s;
+Result<std::shared_ptr<NodeTls>> NodeTls::linkClientOnly(const Config& cfg) {
+  auto tls = std::shared_ptr<NodeTls>(new NodeTls());
+  Settings& s = tls->settings_;
   s.file = cfg.file();
   s.want_peer_client = true;
   const auto version = net::parseTlsVersion(cfg.getString("tls.min_version"));
@@ -116,8 +125,9 @@ Result<net::TlsLink> NodeTls::clientLink(const Config& cfg, Clock* clock) {
   std::vector<ConfigProblem> problems;
   Made made;
   if (!make(s, &made, &problems)) return Status::invalidArgument(problems.front().toString());
-  return net::TlsLink{std::make_shared<net::TlsContextSlot>(made.peer_client), clock,
-                      Millis(cfg.getInt("tls.handshake_timeout"))};
+  tls->peer_client_ = std::make_shared<net::TlsContextSlot>(made.peer_client);
+  tls->handshake_timeout_ = Millis(cfg.getInt("tls.handshake_timeout"));
+  return tls;
 }
 
 net::TlsLink linkListening(const std::shared_ptr<NodeTls>& tls, Clock* clock) {
@@ -141,6 +151,7 @@ Status NodeTls::reload() {
   if (server_) server_->replace(made.server);
   if (peer_server_) peer_server_->replace(made.peer_server);
   if (peer_client_) peer_client_->replace(made.peer_client);
+  if (content_client_) content_client_->replace(made.content_client);
   return Status::ok();
 }
 

@@ -100,6 +100,7 @@ Result<ServicePtr> makeCuService(NodeContext& node) {
   if (node.tls) {
     s.tls = node.tls->server();
     s.handshake_timeout = node.tls->handshakeTimeout();
+    e.remote.tls = node.tls->contentClient();  // https:// content URLs
   }
   s.max_connections = static_cast<std::size_t>(cfg.getInt("cu.max_connections"));
   s.idle_timeout_ms = cfg.getInt("cu.idle_timeout");

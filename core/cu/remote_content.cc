@@ -7,6 +7,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -25,6 +27,7 @@
 #include "http/url_codec.h"
 #include "lcc/support/cu_xml_format.h"
 #include "net/host_port.h"
+#include "net/tls.h"
 
 namespace lcc::cu {
 
@@ -36,21 +39,23 @@ using tcp = asio::ip::tcp;
 namespace {
 
 struct Target {
-  std::string host;       // for resolving (IPv6 without brackets)
+  bool tls = false;       // https://
+  std::string host;       // for resolving (IPv6 without brackets), and the name the certificate must carry
   std::string port;
   std::string authority;  // Host header
   std::string prefix;     // path prefix, no trailing '/'
 };
 
 bool parseBase(const std::string& url, Target* t) {
-  constexpr std::string_view kScheme = "http://";
-  if (url.compare(0, kScheme.size(), kScheme) != 0) return false;
-  std::string rest = url.substr(kScheme.size());
+  constexpr std::string_view kHttp = "http://", kHttps = "https://";
+  t->tls = url.compare(0, kHttps.size(), kHttps) == 0;
+  if (!t->tls && url.compare(0, kHttp.size(), kHttp) != 0) return false;
+  std::string rest = url.substr(t->tls ? kHttps.size() : kHttp.size());
   auto slash = rest.find('/');
   t->authority = rest.substr(0, slash);
   t->prefix = slash == std::string::npos ? std::string() : rest.substr(slash);
   while (!t->prefix.empty() && t->prefix.back() == '/') t->prefix.pop_back();
-  auto hp = net::HostPort::parseAuthority(t->authority, 80);
+  auto hp = net::HostPort::parseAuthority(t->authority, t->tls ? 443 : 80);
   if (!hp.isOk() || hp->port == 0) return false;
   t->host = hp->host;
   t->port = hp->portString();
@@ -59,7 +64,8 @@ bool parseBase(const std::string& url, Target* t) {
 
 bool staleConnectionError(const beast::error_code& ec) {
   return ec == bhttp::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
-         ec == asio::error::broken_pipe || ec == bhttp::error::partial_message;
+         ec == asio::error::broken_pipe || ec == bhttp::error::partial_message ||
+         ec == asio::ssl::error::stream_truncated;
 }
 
 std::string describe(const beast::error_code& ec) {
@@ -79,9 +85,30 @@ void quickAck(tcp::socket& s) {
 #endif
 }
 
+// One connection to a machine's HTTP port: plain TCP, or TLS over it (https://).
 struct Conn {
-  explicit Conn(asio::io_context& io) : stream(io) {}
-  beast::tcp_stream stream;
+  Conn(asio::io_context& io, net::TlsContextPtr tls_context) : context(std::move(tls_context)) {
+    if (context) {
+      tls.emplace(beast::tcp_stream(io), *context);
+    } else {
+      plain.emplace(io);
+    }
+  }
+  // The TCP stream under it all (timeouts, the socket).
+  beast::tcp_stream& tcp() { return tls ? tls->next_layer() : *plain; }
+  // Runs op(stream) on the stream HTTP goes through.
+  template <typename Op>
+  void io(Op&& op) {
+    if (tls) {
+      op(*tls);
+    } else {
+      op(*plain);
+    }
+  }
+
+  std::optional<beast::tcp_stream> plain;
+  net::TlsContextPtr context;  // outlives the TLS stream made from it
+  std::optional<asio::ssl::stream<beast::tcp_stream>> tls;
   beast::flat_buffer buffer;
   bool busy = false;
   std::deque<std::string> ahead;  // files asked for by prefetch(), answers not read yet, in order
@@ -116,14 +143,20 @@ struct RemoteContentReader::Impl {
 
   void drop(const std::string& base, const std::shared_ptr<Conn>& c) {
     beast::error_code ec;
-    c->stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-    c->stream.close();
+    c->tcp().socket().shutdown(tcp::socket::shutdown_both, ec);
+    c->tcp().close();
     auto it = conns.find(base);
     if (it != conns.end() && it->second == c) conns.erase(it);
   }
 
   Result<std::shared_ptr<Conn>> connect(const Target& t) {
-    auto c = std::make_shared<Conn>(io);
+    net::TlsContextPtr context;
+    if (t.tls) {
+      if (!options.tls || !(context = options.tls->current())) {
+        return Status::ioError(t.authority + ": https:// content URL, and no TLS client context (tls.* keys)");
+      }
+    }
+    auto c = std::make_shared<Conn>(io, std::move(context));
     std::vector<tcp::endpoint> eps;
     beast::error_code ec;
     std::uint16_t port = 0;
@@ -152,13 +185,29 @@ struct RemoteContentReader::Impl {
       if (eps.empty()) return Status::ioError("resolving " + t.host + ": no address");
     }
     beast::error_code cec = asio::error::would_block;
-    c->stream.expires_after(options.connect_timeout);
-    c->stream.async_connect(eps, [&](const beast::error_code& e, const tcp::endpoint&) { cec = e; });
+    c->tcp().expires_after(options.connect_timeout);
+    c->tcp().async_connect(eps, [&](const beast::error_code& e, const tcp::endpoint&) { cec = e; });
     runAll();
     if (cec) return Status::ioError("connecting to " + t.authority + ": " + describe(cec));
-    c->stream.socket().set_option(tcp::no_delay(true), ec);
+    c->tcp().socket().set_option(tcp::no_delay(true), ec);
+    if (c->tls) LCC_RETURN_IF_ERROR(handshake(*c, t));
     ++opened;
     return c;
+  }
+
+  // The TLS handshake of an https:// connection, within cu.remote_connect_timeout: the
+  // server's certificate must chain to the context's CAs and name the URL's host.
+  Status handshake(Conn& c, const Target& t) {
+    if (!net::setServerName(c.tls->native_handle(), t.host)) {
+      return Status::ioError("TLS with " + t.authority + ": " + t.host + " is not a name a certificate can carry");
+    }
+    beast::error_code ec = asio::error::would_block;
+    c.tcp().expires_after(options.connect_timeout);
+    c.tls->async_handshake(asio::ssl::stream_base::client, [&](const beast::error_code& e) { ec = e; });
+    runAll();
+    if (!ec) return Status::ok();
+    const std::string why = ec == beast::error::timeout ? describe(ec) : net::describeTlsError(c.tls->native_handle(), ec);
+    return Status::ioError("TLS handshake with " + t.authority + ": " + why);
   }
 
   // Sends the request for `file` on `c`.
@@ -168,8 +217,8 @@ struct RemoteContentReader::Impl {
     req.set(bhttp::field::user_agent, "lccd-cu");
     req.keep_alive(true);
     beast::error_code ec = asio::error::would_block;
-    c.stream.expires_after(options.read_timeout);
-    bhttp::async_write(c.stream, req, [&](const beast::error_code& e, std::size_t) { ec = e; });
+    c.tcp().expires_after(options.read_timeout);
+    c.io([&](auto& s) { bhttp::async_write(s, req, [&](const beast::error_code& e, std::size_t) { ec = e; }); });
     runAll();
     return ec;
   }
@@ -177,9 +226,11 @@ struct RemoteContentReader::Impl {
   // Reads the header of the next answer on `c`.
   beast::error_code readHeader(Conn& c, Parser& parser) {
     beast::error_code ec = asio::error::would_block;
-    c.stream.expires_after(options.read_timeout);
-    quickAck(c.stream.socket());
-    bhttp::async_read_header(c.stream, c.buffer, parser, [&](const beast::error_code& e, std::size_t) { ec = e; });
+    c.tcp().expires_after(options.read_timeout);
+    quickAck(c.tcp().socket());
+    c.io([&](auto& s) {
+      bhttp::async_read_header(s, c.buffer, parser, [&](const beast::error_code& e, std::size_t) { ec = e; });
+    });
     runAll();
     return ec;
   }
@@ -199,7 +250,7 @@ struct RemoteContentReader::Impl {
   // The kept connection to `base`, or null.
   std::shared_ptr<Conn> kept(const std::string& base) {
     auto it = conns.find(base);
-    if (it == conns.end() || !it->second->stream.socket().is_open()) return nullptr;
+    if (it == conns.end() || !it->second->tcp().socket().is_open()) return nullptr;
     return it->second;
   }
 };
@@ -258,12 +309,7 @@ class RemoteSource final : public ContentSource {
         auto& body = parser_->get().body();
         body.data = buf + got;
         body.size = n - got;
-        beast::error_code ec = asio::error::would_block;
-        conn_->stream.expires_after(impl_->options.read_timeout);
-        quickAck(conn_->stream.socket());
-        bhttp::async_read(conn_->stream, conn_->buffer, *parser_,
-                          [&](const beast::error_code& e, std::size_t) { ec = e; });
-        impl_->runAll();
+        beast::error_code ec = readBody();
         const std::size_t now = (n - got) - body.size;
         got += now;
         if (impl_->bytes) impl_->bytes->inc(now);
@@ -299,15 +345,23 @@ class RemoteSource final : public ContentSource {
     auto& body = parser_->get().body();
     body.data = scratch;
     body.size = sizeof scratch;
-    beast::error_code ec = asio::error::would_block;
-    conn_->stream.expires_after(impl_->options.read_timeout);
-    quickAck(conn_->stream.socket());
-    bhttp::async_read(conn_->stream, conn_->buffer, *parser_, [&](const beast::error_code& e, std::size_t) { ec = e; });
-    impl_->runAll();
+    const beast::error_code ec = readBody();
     if (ec || body.size != sizeof scratch) {
       spdlog::debug("cu: {}: the answer did not end cleanly after {} bytes; its connection is closed", what_, size_);
       impl_->drop(base_, conn_);
     }
+  }
+
+  // Reads body bytes into the parser's buffer, within cu.remote_read_timeout.
+  beast::error_code readBody() {
+    beast::error_code ec = asio::error::would_block;
+    conn_->tcp().expires_after(impl_->options.read_timeout);
+    quickAck(conn_->tcp().socket());
+    conn_->io([&](auto& s) {
+      bhttp::async_read(s, conn_->buffer, *parser_, [&](const beast::error_code& e, std::size_t) { ec = e; });
+    });
+    impl_->runAll();
+    return ec;
   }
 
   std::shared_ptr<RemoteContentReader::Impl> impl_;
@@ -331,8 +385,8 @@ RemoteContentReader::~RemoteContentReader() {
   for (auto& [base, c] : impl_->conns) {
     if (c->busy) continue;
     beast::error_code ec;
-    c->stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-    c->stream.close();
+    c->tcp().socket().shutdown(tcp::socket::shutdown_both, ec);
+    c->tcp().close();
   }
   impl_->conns.clear();
 }

@@ -1,6 +1,10 @@
 // remote_content.h — reading content that lives on another machine: GET
 // <url>/content/<file> from the HTTP port of that machine's BOT-M node
-// (core/botm/content_route.h), streamed, with timeouts.
+// (core/botm/content_route.h), streamed, with timeouts. An https:// URL is read over
+// TLS with the context of RemoteOptions::tls (docs/security.md §3): the server's
+// certificate must chain to its CAs and name the URL's host; the handshake counts in
+// the connect timeout, and a refused certificate is a transport failure like a refused
+// connection (the URL is down for this export, the warning says why).
 //
 // One RemoteContentReader per export (PreparedExport owns it): at most one
 // keep-alive connection per machine URL, reused record after record. A connection
@@ -27,6 +31,10 @@
 #include "lcc/status.h"
 #include "lcc/types.h"
 
+namespace lcc::net {
+class TlsContextSlot;
+}
+
 namespace lcc::cu {
 
 struct RemoteOptions {
@@ -34,6 +42,10 @@ struct RemoteOptions {
   Millis read_timeout{30000};    // cu.remote_read_timeout (each write, header read and body read)
   std::size_t max_header = 64 * 1024;  // room for X-LCC-Response-Head (24 KiB side file, base64)
   std::size_t pipeline_depth = 8;  // cu.remote_pipeline: requests sent ahead per connection (1: none)
+  // The client context of https:// URLs (NodeTls::contentClient(): tls.peer_ca_file or
+  // the system's CAs, and tls.cert_file shown); taken anew for each connection, so a
+  // SIGHUP reload applies to the next one. Null: https:// URLs are unreadable.
+  std::shared_ptr<net::TlsContextSlot> tls;
 };
 
 class RemoteContentReader {

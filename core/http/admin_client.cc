@@ -2,6 +2,7 @@
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cstdlib>
@@ -32,8 +33,11 @@ Status targetFrom(const std::string& hp, const std::string& what, AdminTarget* o
 
 }  // namespace
 
-Result<AdminTarget> resolveAdminTarget(const std::string& config_file, const std::string& http_override) {
+Result<AdminTarget> resolveAdminTarget(const std::string& config_file, const AdminEndpoint& endpoint) {
+  const std::string& http_override = endpoint.http;
+  const char* const listen_key = endpoint.tls ? "listen.https" : "listen.http";
   AdminTarget t;
+  t.tls = endpoint.tls;
   const char* env_token = std::getenv("LCC_ADMIN_TOKEN");
   const bool have_env_token = env_token != nullptr && *env_token != '\0';
   std::optional<Config> cfg;
@@ -55,10 +59,10 @@ Result<AdminTarget> resolveAdminTarget(const std::string& config_file, const std
   if (!http_override.empty()) {
     LCC_RETURN_IF_ERROR(targetFrom(http_override, "--http", &t));
   } else {
-    if (cfg->getString("listen.http").empty()) {
-      return Status::invalidArgument(config_file + ": listen.http is off (\"\"): give --http HOST:PORT");
+    if (cfg->getString(listen_key).empty()) {
+      return Status::invalidArgument(config_file + ": " + listen_key + " is off (\"\"): give --http HOST:PORT");
     }
-    LCC_RETURN_IF_ERROR(targetFrom(cfg->getString("listen.http"), config_file + ": listen.http", &t));
+    LCC_RETURN_IF_ERROR(targetFrom(cfg->getString(listen_key), config_file + ": " + listen_key, &t));
   }
   if (have_env_token) {
     t.token = trimSpace(env_token);
@@ -76,19 +80,79 @@ Result<AdminTarget> resolveAdminTarget(const std::string& config_file, const std
   return t;
 }
 
+namespace {
+
+// Runs what was started on `io` (each step is bounded by the stream's expiry).
+void runAll(boost::asio::io_context& io) {
+  io.restart();
+  io.run();
+}
+
+std::string describe(const boost::system::error_code& ec) {
+  return ec == beast::error::timeout ? "timed out" : ec.message();
+}
+
+// The request out and the answer in, on a connected stream (plain or TLS).
+template <typename Stream>
+Result<ClientResponse> exchange(boost::asio::io_context& io, Stream& stream, beast::tcp_stream& tcp,
+                                const bhttp::request<bhttp::string_body>& req, const std::string& where,
+                                int timeout_ms) {
+  boost::system::error_code ec = boost::asio::error::would_block;
+  tcp.expires_after(std::chrono::milliseconds(timeout_ms));
+  bhttp::async_write(stream, req, [&](const boost::system::error_code& e, std::size_t) { ec = e; });
+  runAll(io);
+  if (ec) return Status::ioError("sending to lccd at " + where + ": " + describe(ec));
+  beast::flat_buffer buffer;
+  bhttp::response_parser<bhttp::string_body> parser;
+  parser.body_limit(64u << 20);
+  ec = boost::asio::error::would_block;
+  tcp.expires_after(std::chrono::milliseconds(timeout_ms));
+  bhttp::async_read(stream, buffer, parser, [&](const boost::system::error_code& e, std::size_t) { ec = e; });
+  runAll(io);
+  if (ec) return Status::ioError("reading the answer of lccd at " + where + ": " + describe(ec));
+  ClientResponse out;
+  out.status = parser.get().result_int();
+  out.body = std::move(parser.get().body());
+  return out;
+}
+
+// Connects `tcp` to the target, within `timeout_ms`.
+Status connectTo(boost::asio::io_context& io, beast::tcp_stream& tcp, const AdminTarget& target,
+                 const std::string& where, int timeout_ms) {
+  tcp::resolver resolver(io);
+  boost::system::error_code ec;
+  auto results = resolver.resolve(target.host, target.port, ec);
+  if (ec) return Status::ioError("cannot resolve " + target.host + ": " + ec.message());
+  ec = boost::asio::error::would_block;
+  tcp.expires_after(std::chrono::milliseconds(timeout_ms));
+  tcp.async_connect(results, [&](const boost::system::error_code& e, const tcp::endpoint&) { ec = e; });
+  runAll(io);
+  if (ec) return Status::ioError("cannot connect to lccd at " + where + ": " + describe(ec));
+  return Status::ok();
+}
+
+// The client handshake: the certificate must chain to the context's CAs and name the host.
+Status handshake(boost::asio::io_context& io, boost::asio::ssl::stream<beast::tcp_stream>& s,
+                 const AdminTarget& target, const std::string& where, int timeout_ms) {
+  if (!net::setServerName(s.native_handle(), target.host)) {
+    return Status::invalidArgument("TLS: " + target.host + " is not a name a certificate can carry");
+  }
+  boost::system::error_code ec = boost::asio::error::would_block;
+  s.next_layer().expires_after(std::chrono::milliseconds(timeout_ms));
+  s.async_handshake(boost::asio::ssl::stream_base::client, [&](const boost::system::error_code& e) { ec = e; });
+  runAll(io);
+  if (!ec) return Status::ok();
+  const std::string why = ec == beast::error::timeout ? describe(ec) : net::describeTlsError(s.native_handle(), ec);
+  return Status::ioError("TLS handshake with lccd at " + where + ": " + why);
+}
+
+}  // namespace
+
 Result<ClientResponse> adminRequest(const AdminTarget& target, const std::string& method, const std::string& path,
                                     const std::string& form, int timeout_ms) {
   boost::asio::io_context io;
-  beast::tcp_stream stream(io);
   const std::string where = target.host + ":" + target.port;
   try {
-    tcp::resolver resolver(io);
-    boost::system::error_code ec;
-    auto results = resolver.resolve(target.host, target.port, ec);
-    if (ec) return Status::ioError("cannot resolve " + target.host + ": " + ec.message());
-    stream.expires_after(std::chrono::milliseconds(timeout_ms));
-    stream.connect(results, ec);
-    if (ec) return Status::ioError("cannot connect to lccd at " + where + ": " + ec.message());
     bhttp::request<bhttp::string_body> req(bhttp::string_to_verb(method), path, 11);
     req.set(bhttp::field::host, where);
     req.set(bhttp::field::user_agent, "lcc");
@@ -100,18 +164,15 @@ Result<ClientResponse> adminRequest(const AdminTarget& target, const std::string
     }
     req.keep_alive(false);
     req.prepare_payload();
-    stream.expires_after(std::chrono::milliseconds(timeout_ms));
-    bhttp::write(stream, req, ec);
-    if (ec) return Status::ioError("sending to lccd at " + where + ": " + ec.message());
-    beast::flat_buffer buffer;
-    bhttp::response_parser<bhttp::string_body> parser;
-    parser.body_limit(64u << 20);
-    bhttp::read(stream, buffer, parser, ec);
-    if (ec) return Status::ioError("reading the answer of lccd at " + where + ": " + ec.message());
-    ClientResponse out;
-    out.status = parser.get().result_int();
-    out.body = std::move(parser.get().body());
-    return out;
+    if (!target.tls) {
+      beast::tcp_stream stream(io);
+      LCC_RETURN_IF_ERROR(connectTo(io, stream, target, where, timeout_ms));
+      return exchange(io, stream, stream, req, where, timeout_ms);
+    }
+    boost::asio::ssl::stream<beast::tcp_stream> stream(io, *target.tls);
+    LCC_RETURN_IF_ERROR(connectTo(io, stream.next_layer(), target, where, timeout_ms));
+    LCC_RETURN_IF_ERROR(handshake(io, stream, target, where, timeout_ms));
+    return exchange(io, stream, stream.next_layer(), req, where, timeout_ms);
   } catch (const std::exception& e) {
     return Status::ioError("talking to lccd at " + where + ": " + e.what());
   }
@@ -127,10 +188,10 @@ std::string errorText(const ClientResponse& r) {
   return b;
 }
 
-int runAdminCommand(const std::string& config_file, const std::string& http_override, const std::string& method,
+int runAdminCommand(const std::string& config_file, const AdminEndpoint& endpoint, const std::string& method,
                     const std::string& path, const std::string& form,
                     const std::function<int(const ClientResponse&)>& on_ok, std::ostream& err) {
-  auto target = resolveAdminTarget(config_file, http_override);
+  auto target = resolveAdminTarget(config_file, endpoint);
   if (!target.isOk()) {
     err << "lcc: " << target.status().message() << "\n";
     return 2;

@@ -1,6 +1,7 @@
 // admin_client.h — the `lcc` side of the admin API: finds the daemon's HTTP port and
 // admin token, and makes one HTTP/1.1 request (Boost.Beast, blocking, with a timeout).
-// Used by core/app/cli_provider.cc and cli_status.cc.
+// Used by core/app/cli_provider.cc, cli_status.cc and cli_botm.cc. Plain HTTP, or HTTPS
+// when the endpoint has a TLS context (`lcc --tls`, docs/security.md §3).
 #pragma once
 
 #include <functional>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "lcc/status.h"
+#include "net/tls.h"
 
 namespace lcc::http {
 
@@ -15,13 +17,21 @@ struct AdminTarget {
   std::string host;   // "127.0.0.1"
   std::string port;   // "7780"
   std::string token;  // may be empty: the daemon then answers 401
+  net::TlsContextPtr tls;  // set: HTTPS; the server's certificate must name `host`
 };
 
-// --http HOST:PORT wins over listen.http of `config_file`. The token comes from the
+// Where the `lcc` command was told to go: --http, and the TLS context of --tls.
+struct AdminEndpoint {
+  std::string http;         // --http HOST:PORT; empty: listen.http (listen.https with tls) of the config
+  net::TlsContextPtr tls;   // null: plain HTTP
+};
+
+// --http HOST:PORT wins over listen.http of `config_file` (listen.https when
+// `endpoint.tls` is set). The token comes from the
 // LCC_ADMIN_TOKEN environment variable when set, else <node.data_dir>/admin.token of
 // `config_file` (the file is optional when --http and LCC_ADMIN_TOKEN are given).
 // A wildcard listen address (0.0.0.0, ::) is reached on loopback.
-Result<AdminTarget> resolveAdminTarget(const std::string& config_file, const std::string& http_override);
+Result<AdminTarget> resolveAdminTarget(const std::string& config_file, const AdminEndpoint& endpoint);
 
 struct ClientResponse {
   int status = 0;
@@ -29,7 +39,9 @@ struct ClientResponse {
 };
 
 // One request with `Authorization: Bearer <token>`; `form` (urlencoded) is sent as
-// the body of a POST. Errors: a connection or protocol failure, with a clear message.
+// the body of a POST. Errors: a connection, TLS or protocol failure, with a clear message
+// (a refused certificate says why: "certificate verify failed (...)"). Every step,
+// the TLS handshake included, is bounded by `timeout_ms`.
 Result<ClientResponse> adminRequest(const AdminTarget& target, const std::string& method, const std::string& path,
                                     const std::string& form = "", int timeout_ms = 30000);
 
@@ -41,7 +53,7 @@ std::string errorText(const ClientResponse& r);
 // "lcc: <why>" to `err` and returns the exit code: 2 for a usage, configuration or
 // connection problem or a 400 answer; 1 for a refusal or "not found" (401, 403,
 // 404, 5xx).
-int runAdminCommand(const std::string& config_file, const std::string& http_override, const std::string& method,
+int runAdminCommand(const std::string& config_file, const AdminEndpoint& endpoint, const std::string& method,
                     const std::string& path, const std::string& form,
                     const std::function<int(const ClientResponse&)>& on_ok, std::ostream& err);
 

@@ -99,14 +99,6 @@ bool isIpAddress(const std::string& host) {
   return !ec;
 }
 
-// Client side: SNI for a DNS name, and the name or address the certificate must carry.
-bool setPeerName(SSL* ssl, const std::string& name) {
-  if (name.empty()) return true;
-  if (isIpAddress(name)) return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.c_str()) == 1;
-  SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-  return SSL_set_tlsext_host_name(ssl, name.c_str()) == 1 && SSL_set1_host(ssl, name.c_str()) == 1;
-}
-
 // Why the peer's certificate was refused, when that is what failed.
 std::string verifyFailure(SSL* ssl) {
   const long v = SSL_get_verify_result(ssl);
@@ -115,6 +107,20 @@ std::string verifyFailure(SSL* ssl) {
 }
 
 }  // namespace
+
+bool setServerName(SSL* ssl, const std::string& name) {
+  if (name.empty()) return true;
+  if (isIpAddress(name)) return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.c_str()) == 1;
+  SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  return SSL_set_tlsext_host_name(ssl, name.c_str()) == 1 && SSL_set1_host(ssl, name.c_str()) == 1;
+}
+
+std::string describeTlsError(SSL* ssl, const boost::system::error_code& ec) {
+  std::string why = ec.message();
+  const std::string refused = verifyFailure(ssl);
+  if (!refused.empty()) why += " (" + refused + ")";
+  return why;
+}
 
 Result<TlsContextPtr> makeServerContext(const TlsServerOptions& o) {
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
@@ -176,7 +182,7 @@ TlsStream::TlsStream(Strand strand, tcp::socket socket, TlsContextPtr context, T
 }
 
 void TlsStream::handshake(std::function<void(const boost::system::error_code&)> done) {
-  if (role_ == TlsRole::kClient && !setPeerName(stream_->native_handle(), server_name_)) {
+  if (role_ == TlsRole::kClient && !setServerName(stream_->native_handle(), server_name_)) {
     return done(asio::error::invalid_argument);
   }
   const auto type = role_ == TlsRole::kServer ? ssl::stream_base::server : ssl::stream_base::client;
@@ -184,10 +190,7 @@ void TlsStream::handshake(std::function<void(const boost::system::error_code&)> 
 }
 
 std::string TlsStream::describeError(const boost::system::error_code& ec) const {
-  std::string why = ec.message();
-  const std::string refused = verifyFailure(stream_->native_handle());
-  if (!refused.empty()) why += " (" + refused + ")";
-  return why;
+  return describeTlsError(stream_->native_handle(), ec);
 }
 
 void TlsStream::readSome(asio::mutable_buffer buffer, IoHandler handler) {
@@ -271,7 +274,7 @@ Result<std::unique_ptr<FdTls>> FdTls::connect(int fd, const TlsContextPtr& conte
   SSL* ssl = SSL_new(context->native_handle());
   if (ssl == nullptr) return Status::ioError("TLS: " + opensslError("cannot make a session"));
   std::unique_ptr<FdTls> t(new FdTls(context, ssl));
-  if (SSL_set_fd(ssl, fd) != 1 || !setPeerName(ssl, server_name)) {
+  if (SSL_set_fd(ssl, fd) != 1 || !setServerName(ssl, server_name)) {
     return Status::ioError("TLS: " + opensslError("cannot set up the session"));
   }
   for (;;) {

@@ -92,6 +92,14 @@ struct TlsLink {
 Status applyLinkAddress(const std::string& what, const std::string& address, const TlsLink& link,
                         std::string* host_port, std::shared_ptr<TlsContextSlot>* slot, ConnectionOptions* conn);
 
+// For a client that drives an asio::ssl::stream itself (the CU's remote content reads,
+// the admin client of `lcc`): SNI for a DNS name, and the name or address the server's
+// certificate must carry (empty: not checked). False when OpenSSL refuses the name.
+bool setServerName(SSL* ssl, const std::string& name);
+// The text of a TLS failure `ec` on `ssl`, with the certificate check's reason when
+// that is what failed: "certificate verify failed (unable to get local issuer certificate)".
+std::string describeTlsError(SSL* ssl, const boost::system::error_code& ec);
+
 enum class TlsRole : std::uint8_t { kServer, kClient };
 
 class TlsStream final : public ByteStream {

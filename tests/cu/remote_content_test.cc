@@ -1,7 +1,8 @@
 // Content of another machine: records whose `machine` is m2 are read from m2's HTTP
 // port — a real lcc::http::Server with the BOT-M's GET /content/ route over its own
 // content folder — through the CU query engine, as XML and tar.gz. Also: size
-// mismatch, 404, a server that is down or stalls, an unknown machine, keep-alive.
+// mismatch, 404, a server that is down or stalls, an unknown machine, keep-alive;
+// https:// URLs over TLS (certificates made with openssl, support/test_pki.h).
 #include <gtest/gtest.h>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -20,7 +21,9 @@
 #include "cu/remote_content.h"
 #include "cu_test_util.h"
 #include "http/http_server.h"
+#include "net/tls.h"
 #include "support/http_test_server.h"
+#include "support/test_pki.h"
 
 namespace lcc {
 namespace {
@@ -56,7 +59,9 @@ std::uint16_t closedPort() {
 // Machine m2: a content folder served by the real route on a real HTTP server.
 class Machine {
  public:
-  explicit Machine(std::int64_t idle_timeout_ms = 30000) {
+  // With `tls`: HTTPS only, url() is https://localhost:<port>.
+  explicit Machine(std::int64_t idle_timeout_ms = 30000, std::shared_ptr<net::TlsContextSlot> tls = nullptr)
+      : tls_(tls != nullptr) {
     content_ = dir_.path() + "/content";
     std::filesystem::create_directories(content_);
     botm::addContentRoute(router_, {content_, "m2", 256}, metrics_);
@@ -66,6 +71,7 @@ class Machine {
     so.stream_workers = 2;
     so.idle_timeout_ms = idle_timeout_ms;
     so.metrics = &metrics_;
+    so.tls = std::move(tls);
     server_ = std::make_unique<http::Server>(io_, router_, so);
     Status s = server_->start();
     EXPECT_TRUE(s.isOk()) << s.toString();
@@ -83,7 +89,9 @@ class Machine {
     server_.reset();
   }
   const std::string& contentDir() const { return content_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_ ? port_ : server_->port()); }
+  std::string url() const {
+    return (tls_ ? "https://localhost:" : "http://127.0.0.1:") + std::to_string(port_ ? port_ : server_->port());
+  }
   void rememberPort() { port_ = server_->port(); }
   // Writes content file number n; returns its name ("00/00/7b").
   std::string write(std::uint64_t n, const std::string& data) {
@@ -95,6 +103,7 @@ class Machine {
   std::uint64_t counter(const std::string& name) { return metrics_.counter(name, "").value(); }
 
  private:
+  bool tls_;
   testing::TempDir dir_;
   std::string content_;
   Metrics metrics_;
@@ -127,12 +136,14 @@ class RemoteContentTest : public ::testing::Test {
     return putRecord(pid, url, "m2", m2_.write(n, data), data.size());
   }
 
-  std::unique_ptr<cu::QueryEngine> engine(std::map<std::string, std::string> urls, Millis read_timeout = 30s) {
+  std::unique_ptr<cu::QueryEngine> engine(std::map<std::string, std::string> urls, Millis read_timeout = 30s,
+                                          std::shared_ptr<net::TlsContextSlot> tls = nullptr) {
     locator_.setStatic(std::move(urls));
     auto o = w_.engineOptions();
     o.locator = &locator_;
     o.remote.connect_timeout = 5s;
     o.remote.read_timeout = read_timeout;
+    o.remote.tls = std::move(tls);
     return w_.makeEngine(o);
   }
 
@@ -449,6 +460,48 @@ TEST_F(RemoteContentTest, AStalledAnswerIsZeroFilledAndTheMachineTakenDown) {
   EXPECT_EQ(stall.requestCount("/content/00/00/2"), 0u);
 }
 
+std::shared_ptr<net::TlsContextSlot> clientSlot(const std::string& ca) {
+  auto c = net::makeClientContext({ca, "", "", net::TlsVersion::k12});
+  EXPECT_TRUE(c.isOk()) << c.status().toString();
+  return std::make_shared<net::TlsContextSlot>(c.isOk() ? c.value() : nullptr);
+}
+
+// https://: the bytes arrive over TLS when the server's certificate chains to the
+// context's CA; a certificate of another CA, or no context at all, makes the records
+// unreadable at once (a handshake failure, not a timeout).
+TEST_F(RemoteContentTest, HttpsContentIsReadOverTlsAndAnUntrustedServerIsUnreadable) {
+  testing::TestPki pki;
+  ASSERT_TRUE(pki.ok() && pki.issue("m2", "DNS:localhost") && pki.otherCa("other"));
+  auto server = net::makeServerContext({pki.cert("m2"), pki.key("m2"), "", net::TlsVersion::k12});
+  ASSERT_TRUE(server.isOk()) << server.status().toString();
+  Machine secure(30000, std::make_shared<net::TlsContextSlot>(server.value()));
+  const std::string big = randomBytes(1024 * 1024 + 3, 11);
+  putRecord(1, "http://a.org/s1.html", "m2", secure.write(0x7b, "secure one"), 10);
+  putRecord(1, "http://a.org/s2.bin", "m2", secure.write(0x7c, big), big.size());
+  auto slot = clientSlot(pki.ca());
+  auto e = engine({{"m2", secure.url()}}, 30s, slot);
+  auto a = xml(*e);
+  ASSERT_EQ(a.urls.size(), 2u);
+  EXPECT_EQ(a.urls[0].content, "secure one");
+  EXPECT_TRUE(a.urls[1].content == big) << "the 1 MiB file differs";
+  EXPECT_EQ(e->stats().content_missing.value(), 0u);
+  EXPECT_EQ(secure.counter("lcc_botm_content_reads_total"), 2u);
+
+  // The slot's context is taken for each new connection: another CA now.
+  slot->replace(clientSlot(pki.cert("other"))->current());
+  const auto start = std::chrono::steady_clock::now();
+  auto b = xml(*e);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 4s) << "a refused certificate must not wait for a timeout";
+  ASSERT_EQ(b.urls.size(), 2u);
+  for (const auto& u : b.urls) EXPECT_EQ(u.missing, "unreadable") << u.attr("c");
+  EXPECT_EQ(secure.counter("lcc_botm_content_reads_total"), 2u) << "nothing was served to the untrusting client";
+
+  auto none = engine({{"m2", secure.url()}}, 30s, nullptr);
+  auto c = xml(*none);
+  ASSERT_EQ(c.urls.size(), 2u);
+  EXPECT_EQ(c.urls[0].missing, "unreadable");
+}
+
 TEST(ContentLocator, StaticEntriesWinAndBadUrlsAreRefused) {
   ContentLocator loc;
   EXPECT_EQ(loc.discovered("m2", "http://10.0.0.2:7780/"), ContentLocator::Update::kChanged);
@@ -456,15 +509,19 @@ TEST(ContentLocator, StaticEntriesWinAndBadUrlsAreRefused) {
   EXPECT_EQ(loc.urlOf("m2"), "http://10.0.0.2:7780");
   loc.setStatic({{"m2", "http://static:1"}});
   EXPECT_EQ(loc.urlOf("m2"), "http://static:1");
-  EXPECT_EQ(loc.discovered("m3", "https://x:1"), ContentLocator::Update::kInvalid);
+  EXPECT_EQ(loc.discovered("m3", "ftp://x:1"), ContentLocator::Update::kInvalid);
+  EXPECT_EQ(loc.discovered("m4", "https://x:1/"), ContentLocator::Update::kChanged);
+  EXPECT_EQ(loc.urlOf("m4"), "https://x:1");
+  EXPECT_EQ(loc.discovered("m4", "https://u@x:1"), ContentLocator::Update::kInvalid);
   EXPECT_EQ(loc.discovered("m3", "http://x:1 y"), ContentLocator::Update::kInvalid);
   EXPECT_EQ(loc.discovered("bad id", "http://x:1"), ContentLocator::Update::kInvalid);
   EXPECT_EQ(loc.urlOf("m3"), std::nullopt);
 
   std::vector<std::string> problems;
-  auto m = parseContentUrls({"m2=http://h:7780", "m3", "m4=ftp://h", "m5=http://h:99999", "m2=http://other:1"},
+  auto m = parseContentUrls({"m2=http://h:7780", "m3", "m4=ftp://h", "m5=http://h:99999", "m2=http://other:1",
+                             "m6=https://h:7443/lcc/"},
                             &problems);
-  EXPECT_EQ(m, (std::map<std::string, std::string>{{"m2", "http://h:7780"}}));
+  EXPECT_EQ(m, (std::map<std::string, std::string>{{"m2", "http://h:7780"}, {"m6", "https://h:7443/lcc"}}));
   ASSERT_EQ(problems.size(), 4u);
   EXPECT_NE(problems[0].find("(got m3)"), std::string::npos);
   EXPECT_NE(problems[1].find("http://"), std::string::npos);

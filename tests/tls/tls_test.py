@@ -76,10 +76,10 @@ class Pki:
 class TlsNode(Node):
     """A Node whose listen block gains TLS ports; /status over HTTP or HTTPS."""
 
-    def __init__(self, args, work, name, listen, tls, roles=None, status_ctx=None):
+    def __init__(self, args, work, name, listen, tls, roles=None, status_ctx=None, machine="m1"):
         kw = {"roles": roles} if roles else {}
-        super().__init__(args, work, name=name, extra="tls:\n" + "".join(f"  {k}: {v}\n" for k, v in tls.items()),
-                         **kw)
+        super().__init__(args, work, name=name, machine=machine,
+                         extra="tls:\n" + "".join(f"  {k}: {v}\n" for k, v in tls.items()), **kw)
         self.ports.update({k: free_port() for k in ("uns_tls", "cu_tls", "https")})
         with open(self.config) as f:
             text = f.read()

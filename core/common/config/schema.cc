@@ -44,14 +44,16 @@ const std::vector<KeySpec>& Config::schema() {
       {"listen.https", KeyType::kHostPort, "", kNoMin, kNoMax, "the same pages and API over TLS (HTTPS); empty: off"},
       // --- tls ---
       {"tls.cert_file", KeyType::kString, "", 0, 4096,
-       "PEM certificate chain of this node: its TLS ports, and its client certificate on tls:// links"},
+       "PEM certificate chain of this node: its TLS ports, and its client certificate on tls:// links and "
+       "https:// content reads"},
       {"tls.key_file", KeyType::kString, "", 0, 4096, "PEM private key of tls.cert_file"},
       {"tls.min_version", KeyType::kString, "1.2", 3, 3, "oldest TLS version accepted: 1.2 or 1.3"},
       {"tls.client_ca_file", KeyType::kString, "", 0, 4096,
        "PEM CAs: when set, clients of listen.uns_tls, listen.cu_tls and listen.https must show a certificate "
        "they signed (mutual TLS)"},
       {"tls.peer_ca_file", KeyType::kString, "", 0, 4096,
-       "PEM CAs the machines of one LCC check each other against on tls:// links (both sides show a certificate)"},
+       "PEM CAs the machines of one LCC check each other against on tls:// links (both sides show a certificate), "
+       "and the CU checks https:// content URLs against (empty: the system's CAs)"},
       {"tls.handshake_timeout", KeyType::kDuration, "10s", 100, kHour, "longest TLS handshake; past it the connection closes"},
       // --- storage ---
       {"storage.plugin_dir", KeyType::kString, "./build/plugins", 1, 4096, "where <plugin>.so files are"},
@@ -138,7 +140,7 @@ const std::vector<KeySpec>& Config::schema() {
        "fetches a BOT-M holds waiting for a slot; more are answered 130"},
       {"botm.content_url", KeyType::kString, "auto", 0, 2048,
        "where other machines read this BOT-M's content files (GET <url>/content/<file>); "
-       "auto: http://<listen.http>; empty: not advertised"},
+       "auto: http://<listen.http>, or https://<listen.https> when listen.http is off; empty: not advertised"},
       // --- bot ---
       {"bot.robots", KeyType::kInt, "1", 0, 1024, "robots run inside lccd when the bot role is on"},
       {"bot.slots", KeyType::kInt, "32", 1, 4096, "parallel fetches per robot"},
@@ -164,7 +166,8 @@ const std::vector<KeySpec>& Config::schema() {
        "URL order only when store records <= factor x matching records (0: never)"},
       {"cu.temp_dir", KeyType::kString, "", 0, 4096, "exporters' temporary files (empty: <data_dir>/tmp)"},
       {"cu.content_urls", KeyType::kStringList, "", kNoMin, kNoMax,
-       "machine=http://host:port entries: where content of other machines is read (wins over what the QM learns)"},
+       "machine=http://host:port or machine=https://host:port entries: where content of other machines is read "
+       "(wins over what the QM learns; https: TLS, checked against tls.peer_ca_file)"},
       {"cu.remote_connect_timeout", KeyType::kDuration, "5s", 10, kHour,
        "connecting to another machine's HTTP port to read content"},
       {"cu.remote_read_timeout", KeyType::kDuration, "30s", 10, kHour,
