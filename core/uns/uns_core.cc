@@ -56,7 +56,30 @@ void UnsCore::releaseProvider(ProviderId pid) {
   if (it != per_provider_.end() && --it->second == 0) per_provider_.erase(it);
 }
 
-void UnsCore::authenticate(const AuthRequest& request, const std::string& peer_ip, AuthDone done) {
+ProviderId UnsCore::parseId(const std::string& s) {
+  std::uint64_t v = 0;
+  bool digits = !s.empty() && s.size() <= 10 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || std::from_chars(s.data(), s.data() + s.size(), v).ec != std::errc() || v == 0 || v > 0xffffffffu) {
+    return 0;
+  }
+  return static_cast<ProviderId>(v);
+}
+
+bool UnsCore::slowCheck(const AuthRequest& request) {
+  const ProviderId pid = parseId(request.id);
+  if (pid == 0) return false;
+  auto got = providers_->get(pid);
+  // Argon2id hashes start "$argon2" (common/password.h); an error is answered by checkAndAdmit.
+  return got.isOk() && got.value() && got.value()->password_hash.rfind("$argon2", 0) == 0;
+}
+
+void UnsCore::authenticate(const AuthRequest& request, const std::string& peer_ip, AuthDone done,
+                           const Offload& offload) {
+  if (offload && slowCheck(request)) {
+    return offload([this, request, peer_ip, done = std::move(done)]() mutable {
+      authenticate(request, peer_ip, std::move(done));
+    });
+  }
   // An address guessing passwords is turned away before any password is checked, so
   // guessing costs it the cool-down and costs us nothing (docs/security.md).
   if (const AddressLimiter::Decision d = auth_limiter_.check(peer_ip); !d.allowed) {
@@ -88,16 +111,8 @@ UnsCore::Admission UnsCore::checkAndAdmit(const AuthRequest& request) {
     a.result.message = std::move(msg);
     return std::move(a);
   };
-  ProviderId pid = 0;
-  {
-    std::uint64_t v = 0;
-    const auto& s = request.id;
-    bool digits = !s.empty() && s.size() <= 10 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (!digits || std::from_chars(s.data(), s.data() + s.size(), v).ec != std::errc() || v == 0 || v > 0xffffffffu) {
-      return refuse(ErrorCode::kAuthFailed, "authentication failed");
-    }
-    pid = static_cast<ProviderId>(v);
-  }
+  const ProviderId pid = parseId(request.id);
+  if (pid == 0) return refuse(ErrorCode::kAuthFailed, "authentication failed");
   auto got = providers_->get(pid);
   if (!got.isOk()) {
     spdlog::warn("uns: provider {}: reading the PIDB failed: {}", pid, got.status().toString());

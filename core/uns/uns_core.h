@@ -58,7 +58,12 @@ class UnsCore {
   // committer's thread; post the rest). A generated token is checked in a
   // microsecond; a chosen password's Argon2id check takes about 100 ms the first time
   // (then AuthCache remembers it): call it off the connection's strand.
-  void authenticate(const AuthRequest& request, const std::string& peer_ip, AuthDone done);
+  // `offload`, when given, runs a task elsewhere: a password whose stored hash is
+  // Argon2id is checked there, a generated token (the common case) here, without a
+  // hand-off between threads.
+  using Offload = std::function<void(std::function<void()>)>;
+  void authenticate(const AuthRequest& request, const std::string& peer_ip, AuthDone done,
+                    const Offload& offload = nullptr);
   // The same, waiting for the result (tests, tools).
   AuthResult authenticate(const AuthRequest& request, const std::string& peer_ip);
   // The session of an authenticated provider ended.
@@ -89,6 +94,10 @@ class UnsCore {
     std::string stored_hash;    // the hash the password was checked against
     std::string upgraded_hash;  // a fast hash to store in its place, or empty
   };
+  // The provider id of an init, 0 when it is not one (1..2^32-1 in decimal).
+  static ProviderId parseId(const std::string& id);
+  // True when the init's password is checked against an Argon2id hash (slow).
+  bool slowCheck(const AuthRequest& request);
   // init: checks the id, the password and the provider's state, takes a per-provider slot.
   Admission checkAndAdmit(const AuthRequest& request);
   // Counts the connection in the PIDB (seq, last IP and time, the full-set period) and,
