@@ -383,6 +383,8 @@ void UnsServer::status(nlohmann::json& out) const {
   out["listen"] = impl_->opt.listen;
   out["listen_tls"] = impl_->opt.listen_tls;
   out["connections"] = impl_->core->connections();
+  const ProviderCommitter::Stats c = impl_->core->commitStats();
+  out["pidb_commit"] = {{"changes", c.changes}, {"syncs", c.syncs}, {"largest_batch", c.largest_batch}};
   impl_->fwd->status(out["forwarder"]);
 }
 
