@@ -12,7 +12,7 @@ one file each, on the same file system. The ratio is lcc files/s over curl files
 (>= 1.0 is the goal). lccd's peak RSS (VmHWM) and CPU seconds are printed.
 
     python3 bench/pipeline_bench/pipeline_bench.py --bin build/bin --plugins build/plugins \
-        [--providers 64] [--files 313] [--runs 3] [--slots 64] [--robots 1] [--perf FILE]
+        [--providers 64] [--files 313] [--runs 3] [--slots 64] [--robots 1] [--head 16KiB] [--perf FILE] [--keep]
 
 --perf FILE records lccd (perf record -g) during the last lcc run.
 Results go to docs/benchmarks.md ("pipeline_bench").
@@ -102,6 +102,7 @@ def run_lcc(args, work, site_root, web_port, providers, total, perf):
     node = Node(args, work, extra=f"""bot:
   robots: {args.robots}
   slots: {args.slots}
+  max_response_head: {args.head}
 """)
     node.start()
     sends = []
@@ -146,6 +147,7 @@ def main():
     ap.add_argument("--robots", type=int, default=1)
     ap.add_argument("--slots", type=int, default=64)
     ap.add_argument("--curl-parallel", type=int, default=64)
+    ap.add_argument("--head", default="16KiB", help="bot.max_response_head (0: no response-head side files)")
     ap.add_argument("--perf", default="")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder (lccd logs) and print it")
     args = ap.parse_args()

@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <thread>
 
 namespace lcc::bench {
@@ -67,8 +69,8 @@ LccdProcess::~LccdProcess() {
   }
 }
 
-bool LccdProcess::start() {
-  const std::string bin = std::string(LCC_BIN_DIR) + "/lccd";
+bool LccdProcess::start(const std::string& binary) {
+  const std::string bin = binary.empty() ? std::string(LCC_BIN_DIR) + "/lccd" : binary;
   pid_ = ::fork();
   if (pid_ == 0) {
     ::execl(bin.c_str(), "lccd", "-c", config_.c_str(), static_cast<char*>(nullptr));
@@ -110,6 +112,20 @@ std::uint64_t procStatusKb(pid_t pid, const char* field) {
 
 std::uint64_t LccdProcess::peakRss() const { return pid_ > 0 ? procStatusKb(pid_, "VmHWM:") : 0; }
 std::uint64_t LccdProcess::rss() const { return pid_ > 0 ? procStatusKb(pid_, "VmRSS:") : 0; }
+
+double LccdProcess::cpuSeconds() const {
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto paren = stat.rfind(')');  // the command name may hold spaces
+  if (pid_ <= 0 || paren == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string f;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> f; ++i) {
+    if (i == 14 || i == 15) ticks += std::stod(f);  // utime, stime
+  }
+  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
 
 std::string LccdProcess::lcc(const std::vector<std::string>& args) const {
   std::string cmd = std::string(LCC_BIN_DIR) + "/lcc --config '" + config_ + "'";

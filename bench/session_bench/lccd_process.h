@@ -19,8 +19,9 @@ class LccdProcess {
               const std::vector<std::string>& more_listeners = {});
   ~LccdProcess();
 
-  // Starts lccd and waits (at most 30 s) until its HTTP port answers a connect.
-  bool start();
+  // Starts lccd (build/bin/lccd, or `binary` when not empty: another build to
+  // compare with) and waits (at most 30 s) until its HTTP port answers a connect.
+  bool start(const std::string& binary = "");
   // SIGTERM, then waits; true when it exited 0.
   bool stop();
   std::uint16_t port(const std::string& listener) const { return ports_.at(listener); }
@@ -29,6 +30,8 @@ class LccdProcess {
   // VmHWM and VmRSS of the running lccd, in bytes.
   std::uint64_t peakRss() const;
   std::uint64_t rss() const;
+  // CPU seconds (user + system, all threads) the running lccd used so far.
+  double cpuSeconds() const;
   // Runs `lcc --config <ours> args...` and returns its stdout ("" on failure).
   std::string lcc(const std::vector<std::string>& args) const;
 

@@ -1,22 +1,30 @@
 // session_bench — CP sessions over real sockets against a real lccd (roles uns, qm):
 //  - serial: one session at a time (init + a set of --urls URLs, until set_result);
-//  - concurrent: --providers clients at once, each its own provider, --sessions in all;
+//  - concurrent: --clients clients at once (default: one per provider; client c is
+//    provider c mod --providers), --sessions in all;
 // beside the limit of the durable path measured in the same run: the same set bytes
 // appended serially to a file with an fdatasync each (what one set costs at least when
-// nothing is batched). Prints sets/s, latencies and the ratio to that baseline.
+// nothing is batched). Prints sets/s, latencies and the ratio to that baseline, and
+// the CPU seconds lccd and the bench's clients used (both share the machine).
+// --runs N repeats baseline + concurrent N times against the same lccd and prints
+// the median of each; the load average is printed before and after.
 //
-//   build/bin/session_bench [--providers 64] [--sessions 20000] [--urls 10] [--serial 20]
-//                           [--store storage-kyoto] [--tls on]
+//   build/bin/session_bench [--providers 64] [--clients N] [--sessions 20000] [--urls 10]
+//                           [--serial 20] [--runs 1] [--store storage-kyoto] [--tls on]
+//                           [--lccd PATH]
 // --tls on: the sessions go to listen.uns_tls (a certificate made with openssl in the
 // bench folder), each one a new TCP connection and a full TLS handshake.
+// --lccd PATH: run that lccd binary instead of build/bin/lccd (to compare two builds).
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +38,9 @@ namespace {
 
 struct Args {
   int providers = 64;
+  int clients = 0;  // 0: one per provider
+  int runs = 1;
+  std::string lccd;
   int sessions = 20000;
   int urls = 10;
   int serial = 20;
@@ -118,10 +129,57 @@ std::vector<Provider> addProviders(const LccdProcess& lccd, int n) {
   return out;
 }
 
+struct RunResult {
+  double baseline = 0, rate = 0, p50_ms = 0, p99_ms = 0, lccd_cpu = 0, client_cpu = 0;
+  int failed = 0;
+};
+
+// The three load averages, as /proc/loadavg gives them.
+std::string loadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
+}
+
+// --clients threads run --sessions sessions in all; run `r` numbers its URLs apart.
+RunResult runConcurrent(const Args& a, const LccdProcess& lccd, std::uint16_t port,
+                        const std::vector<Provider>& providers, int r) {
+  std::atomic<int> next{0}, failed{0};
+  std::vector<std::vector<double>> lat(static_cast<std::size_t>(a.clients));
+  const double lccd_cpu = lccd.cpuSeconds(), client_cpu = cpuSeconds();
+  Stopwatch wall;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < a.clients; ++c) {
+    clients.emplace_back([&, c] {
+      const int p = c % static_cast<int>(providers.size());
+      for (int s; (s = next.fetch_add(1)) < a.sessions;) {
+        Stopwatch sw;
+        const int session = a.serial + r * a.sessions + s;
+        if (!runSession(port, providers[static_cast<std::size_t>(p)], setDocument(p, session, a.urls))) ++failed;
+        lat[static_cast<std::size_t>(c)].push_back(sw.micros());
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  RunResult out;
+  out.rate = a.sessions / wall.seconds();
+  out.lccd_cpu = lccd.cpuSeconds() - lccd_cpu;
+  out.client_cpu = cpuSeconds() - client_cpu;
+  std::vector<double> all;
+  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+  out.p50_ms = percentile(all, 50) / 1000;
+  out.p99_ms = percentile(all, 99) / 1000;
+  out.failed = failed.load();
+  return out;
+}
+
 int run(const Args& a) {
+  const std::string load_before = loadAverage();
   const std::string dir = makeTempDir("session");
-  std::printf("session_bench: %d providers, %d sessions of %d URLs, store %s%s\n%s\n", a.providers, a.sessions, a.urls,
-              a.store.c_str(), a.tls ? ", over TLS" : "", machineLine(dir).c_str());
+  std::printf("session_bench: %d providers, %d clients, %d sessions of %d URLs, %d run(s), store %s%s%s\n%s\n",
+              a.providers, a.clients, a.sessions, a.urls, a.runs, a.store.c_str(), a.tls ? ", over TLS" : "",
+              a.lccd.empty() ? "" : (", lccd " + a.lccd).c_str(), machineLine(dir).c_str());
   const std::string stores = "storage:\n  queue: {plugin: " + a.store + "}\n  content: {plugin: " + a.store +
                              "}\n  providers: {plugin: " + a.store + "}\nuns:\n  max_connections_per_ip: 4096\n";
   std::string tls_keys;
@@ -140,7 +198,7 @@ int run(const Args& a) {
   }
   LccdProcess lccd(dir, {"uns", "qm"}, stores + tls_keys, a.tls ? std::vector<std::string>{"uns_tls"}
                                                                  : std::vector<std::string>{});
-  if (!lccd.start()) {
+  if (!lccd.start(a.lccd)) {
     std::fprintf(stderr, "lccd did not start (see %s/lccd.log)\n", dir.c_str());
     return 1;
   }
@@ -150,7 +208,7 @@ int run(const Args& a) {
     return 1;
   }
   const std::uint16_t port = lccd.port(a.tls ? "uns_tls" : "uns");
-  const double base = baselineSetsPerSecond(dir, setDocument(0, 0, a.urls), std::min(a.sessions, 5000));
+  std::fprintf(stderr, "lccd pid %d\n", static_cast<int>(lccd.pid()));  // for perf record -p / strace -p
 
   std::vector<double> serial_us;
   for (int i = 0; i < a.serial; ++i) {
@@ -159,36 +217,37 @@ int run(const Args& a) {
     serial_us.push_back(sw.micros());
   }
 
-  std::atomic<int> next{0}, failed{0};
-  std::vector<std::vector<double>> lat(providers.size());
-  Stopwatch wall;
-  std::vector<std::thread> clients;
-  for (std::size_t c = 0; c < providers.size(); ++c) {
-    clients.emplace_back([&, c] {
-      for (int s; (s = next.fetch_add(1)) < a.sessions;) {
-        Stopwatch sw;
-        if (!runSession(port, providers[c], setDocument(static_cast<int>(c), a.serial + s, a.urls))) ++failed;
-        lat[c].push_back(sw.micros());
-      }
-    });
+  std::vector<RunResult> runs;
+  int failed = 0;
+  for (int r = 0; r < a.runs; ++r) {
+    RunResult one = runConcurrent(a, lccd, port, providers, r);
+    one.baseline = baselineSetsPerSecond(dir, setDocument(0, 0, a.urls), std::min(a.sessions, 5000));
+    std::printf("run %d      baseline %.0f sets/s; concurrent %.0f sets/s (%.2fx), p50 %.2f ms, p99 %.2f ms; "
+                "CPU lccd %.2f s, clients %.2f s\n",
+                r + 1, one.baseline, one.rate, one.rate / one.baseline, one.p50_ms, one.p99_ms, one.lccd_cpu,
+                one.client_cpu);
+    failed += one.failed;
+    runs.push_back(one);
   }
-  for (auto& t : clients) t.join();
-  const double secs = wall.seconds();
-  std::vector<double> all;
-  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
-  const double rate = a.sessions / secs;
-  std::printf("baseline   append + fdatasync per set, serial: %.0f sets/s\n", base);
+  auto median = [&](double RunResult::*field) {
+    std::vector<double> v;
+    for (const auto& r : runs) v.push_back(r.*field);
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double base = median(&RunResult::baseline), rate = median(&RunResult::rate);
+  std::printf("baseline   append + fdatasync per set, serial: %.0f sets/s (median of %d)\n", base, a.runs);
   std::printf("serial     %d sessions: mean %.2f ms, p50 %.2f ms, p99 %.2f ms\n", a.serial,
               [&] { double t = 0; for (double v : serial_us) t += v; return t / serial_us.size() / 1000; }(),
               percentile(serial_us, 50) / 1000, percentile(serial_us, 99) / 1000);
-  std::printf("concurrent %zu clients: %.0f sets/s (%.0f URLs/s), p50 %.2f ms, p99 %.2f ms, %d failed\n",
-              providers.size(), rate, rate * a.urls, percentile(all, 50) / 1000, percentile(all, 99) / 1000,
-              failed.load());
+  std::printf("concurrent %d clients: %.0f sets/s (%.0f URLs/s), p50 %.2f ms, p99 %.2f ms, %d failed (median of %d)\n",
+              a.clients, rate, rate * a.urls, median(&RunResult::p50_ms), median(&RunResult::p99_ms), failed, a.runs);
   std::printf("ratio      concurrent / baseline: %.2fx\n", rate / base);
   std::printf("lccd       peak RSS %.1f MB\n", static_cast<double>(lccd.peakRss()) / 1e6);
+  std::printf("load       %s at the start, %s at the end\n", load_before.c_str(), loadAverage().c_str());
   const bool clean = lccd.stop();
   if (!std::getenv("KEEP")) removeTree(dir);
-  return failed.load() == 0 && clean ? 0 : 1;
+  return failed == 0 && clean ? 0 : 1;
 }
 
 }  // namespace
@@ -199,6 +258,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--providers") a.providers = std::atoi(v.c_str());
+    else if (k == "--clients") a.clients = std::atoi(v.c_str());
+    else if (k == "--runs") a.runs = std::atoi(v.c_str());
+    else if (k == "--lccd") a.lccd = v;
     else if (k == "--sessions") a.sessions = std::atoi(v.c_str());
     else if (k == "--urls") a.urls = std::atoi(v.c_str());
     else if (k == "--serial") a.serial = std::atoi(v.c_str());
@@ -206,10 +268,12 @@ int main(int argc, char** argv) {
     else if (k == "--tls") a.tls = v == "on";
     else {
       std::fprintf(stderr,
-                   "usage: session_bench [--providers N] [--sessions N] [--urls N] [--serial N] [--store P] [--tls on]\n");
+                   "usage: session_bench [--providers N] [--clients N] [--sessions N] [--urls N] [--serial N] "
+                   "[--runs N] [--store P] [--tls on] [--lccd PATH]\n");
       return 2;
     }
   }
-  if (a.providers < 1 || a.sessions < 1 || a.urls < 1 || a.serial < 1) return 2;
+  if (a.clients == 0) a.clients = a.providers;
+  if (a.providers < 1 || a.clients < 1 || a.sessions < 1 || a.urls < 1 || a.serial < 1 || a.runs < 1) return 2;
   return lcc::bench::run(a);
 }

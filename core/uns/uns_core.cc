@@ -22,7 +22,8 @@ UnsCore::UnsCore(CoreConfig config, ProviderStore* providers, Clock* clock,
       providers_(providers),
       clock_(clock),
       queued_urls_(std::move(queued_urls)),
-      free_space_(std::move(free_space)) {
+      free_space_(std::move(free_space)),
+      committer_(providers) {
   if (!config_.passwords) config_.passwords = PasswordHasher::ephemeral();
 }
 
@@ -55,7 +56,30 @@ void UnsCore::releaseProvider(ProviderId pid) {
   if (it != per_provider_.end() && --it->second == 0) per_provider_.erase(it);
 }
 
-AuthResult UnsCore::authenticate(const AuthRequest& request, const std::string& peer_ip) {
+ProviderId UnsCore::parseId(const std::string& s) {
+  std::uint64_t v = 0;
+  bool digits = !s.empty() && s.size() <= 10 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || std::from_chars(s.data(), s.data() + s.size(), v).ec != std::errc() || v == 0 || v > 0xffffffffu) {
+    return 0;
+  }
+  return static_cast<ProviderId>(v);
+}
+
+bool UnsCore::slowCheck(const AuthRequest& request) {
+  const ProviderId pid = parseId(request.id);
+  if (pid == 0) return false;
+  auto got = providers_->get(pid);
+  // Argon2id hashes start "$argon2" (common/password.h); an error is answered by checkAndAdmit.
+  return got.isOk() && got.value() && got.value()->password_hash.rfind("$argon2", 0) == 0;
+}
+
+void UnsCore::authenticate(const AuthRequest& request, const std::string& peer_ip, AuthDone done,
+                           const Offload& offload) {
+  if (offload && slowCheck(request)) {
+    return offload([this, request, peer_ip, done = std::move(done)]() mutable {
+      authenticate(request, peer_ip, std::move(done));
+    });
+  }
   // An address guessing passwords is turned away before any password is checked, so
   // guessing costs it the cool-down and costs us nothing (docs/security.md).
   if (const AddressLimiter::Decision d = auth_limiter_.check(peer_ip); !d.allowed) {
@@ -64,34 +88,31 @@ AuthResult UnsCore::authenticate(const AuthRequest& request, const std::string& 
     r.throttled = true;
     const std::int64_t seconds = (d.retry_after.count() + 999) / 1000;
     r.message = "too many failed authentications from this address; try again in " + std::to_string(seconds) + " s";
-    return r;
+    return done(std::move(r));
   }
-  AuthResult r = checkAndAdmit(request, peer_ip);
-  if (r.code == ErrorCode::kAuthFailed && !auth_limiter_.record(peer_ip).allowed) {
+  Admission a = checkAndAdmit(request);
+  if (a.result.code == ErrorCode::kNone) return countConnection(std::move(a), peer_ip, std::move(done));
+  if (a.result.code == ErrorCode::kAuthFailed && !auth_limiter_.record(peer_ip).allowed) {
     // Once per cool-down: the refusals during it are only counted (/metrics).
     spdlog::warn("uns: {}: {} failed inits within a minute; its inits get 120 for {} s", peer_ip,
                  config_.auth_failures_per_minute, config_.auth_cooldown_ms / 1000);
   }
-  return r;
+  done(std::move(a.result));
 }
 
-AuthResult UnsCore::checkAndAdmit(const AuthRequest& request, const std::string& peer_ip) {
-  AuthResult r;
+AuthResult UnsCore::authenticate(const AuthRequest& request, const std::string& peer_ip) {
+  return waitFor<AuthResult>([&](AuthDone done) { authenticate(request, peer_ip, std::move(done)); });
+}
+
+UnsCore::Admission UnsCore::checkAndAdmit(const AuthRequest& request) {
+  Admission a;
   auto refuse = [&](ErrorCode code, std::string msg) {
-    r.code = code;
-    r.message = std::move(msg);
-    return r;
+    a.result.code = code;
+    a.result.message = std::move(msg);
+    return std::move(a);
   };
-  ProviderId pid = 0;
-  {
-    std::uint64_t v = 0;
-    const auto& s = request.id;
-    bool digits = !s.empty() && s.size() <= 10 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (!digits || std::from_chars(s.data(), s.data() + s.size(), v).ec != std::errc() || v == 0 || v > 0xffffffffu) {
-      return refuse(ErrorCode::kAuthFailed, "authentication failed");
-    }
-    pid = static_cast<ProviderId>(v);
-  }
+  const ProviderId pid = parseId(request.id);
+  if (pid == 0) return refuse(ErrorCode::kAuthFailed, "authentication failed");
   auto got = providers_->get(pid);
   if (!got.isOk()) {
     spdlog::warn("uns: provider {}: reading the PIDB failed: {}", pid, got.status().toString());
@@ -103,9 +124,8 @@ AuthResult UnsCore::checkAndAdmit(const AuthRequest& request, const std::string&
     config_.passwords->verifyNothing(request.password);
     return refuse(ErrorCode::kAuthFailed, "authentication failed");
   }
-  const std::string stored_hash = got.value()->password_hash;
-  std::string upgraded_hash;
-  if (!checkPassword(pid, stored_hash, request.password, &upgraded_hash)) {
+  a.stored_hash = got.value()->password_hash;
+  if (!checkPassword(pid, a.stored_hash, request.password, &a.upgraded_hash)) {
     return refuse(ErrorCode::kAuthFailed, "authentication failed");
   }
   if (got.value()->state != ProviderState::kActive) {
@@ -126,9 +146,17 @@ AuthResult UnsCore::checkAndAdmit(const AuthRequest& request, const std::string&
     }
     ++n;
   }
+  a.result.pid = pid;
+  return a;
+}
+
+void UnsCore::countConnection(Admission a, const std::string& peer_ip, AuthDone done) {
+  const ProviderId pid = a.result.pid;
   const WallTime now = clock_->now();
-  ProviderRecord rec;
-  Status s = providers_->modify(pid, [&](ProviderRecord& p) {
+  const Millis period(config_.fullset_period_ms);
+  auto rec = std::make_shared<ProviderRecord>();
+  auto change = [rec, now, period, ip = peer_ip, stored = std::move(a.stored_hash),
+                 upgraded = std::move(a.upgraded_hash)](ProviderRecord& p) {
     // The first connection ever: the LCC has nothing of this provider yet and asks for
     // everything (docs/protocol.md, reason first-connect). Sticky until a full set.
     if (p.conn_seq == 0 && !p.fullset_wanted) {
@@ -136,26 +164,35 @@ AuthResult UnsCore::checkAndAdmit(const AuthRequest& request, const std::string&
       p.fullset_reason = FullSetReason::kFirstConnect;
     }
     // The init_accepted describes the previous connection, then this one is counted.
-    rec = p;
+    *rec = p;
     // Only if no one changed the password since we checked it.
-    if (!upgraded_hash.empty() && p.password_hash == stored_hash) p.password_hash = upgraded_hash;
+    if (!upgraded.empty() && p.password_hash == stored) p.password_hash = upgraded;
     ++p.conn_seq;
-    p.last_ip = peer_ip;
+    p.last_ip = ip;
     p.last_connect = now;
-    if (now - p.fullset_period_start >= Millis(config_.fullset_period_ms)) {
+    if (now - p.fullset_period_start >= period) {
       p.fullset_period_start = now;
       p.fullsets_used = 0;
-      rec.fullset_period_start = now;
-      rec.fullsets_used = 0;
+      rec->fullset_period_start = now;
+      rec->fullsets_used = 0;
     }
-    rec.conn_seq = p.conn_seq;
+    rec->conn_seq = p.conn_seq;
     return Status::ok();
-  });
-  if (!s.isOk()) {
+  };
+  // The CP is told its connection seq only once the write that counts it is synced.
+  committer_.modify(pid, std::move(change), [this, pid, rec, done = std::move(done)](const Status& s) {
+    if (s.isOk()) return done(admitted(pid, *rec));
     releaseProvider(pid);
     spdlog::warn("uns: provider {}: updating the PIDB failed: {}", pid, s.toString());
-    return refuse(ErrorCode::kInternal, "internal error");
-  }
+    AuthResult r;
+    r.code = ErrorCode::kInternal;
+    r.message = "internal error";
+    done(std::move(r));
+  });
+}
+
+AuthResult UnsCore::admitted(ProviderId pid, const ProviderRecord& rec) const {
+  AuthResult r;
   r.pid = pid;
   auto& info = r.info;
   info.seq = rec.conn_seq;
@@ -189,34 +226,49 @@ AuthResult UnsCore::checkAndAdmit(const AuthRequest& request, const std::string&
   return r;
 }
 
+void UnsCore::clearReportedErrors(const WrittenAction& action, Done done) {
+  committer_.modify(
+      action.pid,
+      [action](ProviderRecord& p) {
+        p.error_total = p.error_total > action.error_total ? p.error_total - action.error_total : 0;
+        // Drop the entries that were reported; errors that arrived since stay.
+        auto reported = [&](const FetchErrorEntry& e) {
+          return std::find(action.errors.begin(), action.errors.end(), e) != action.errors.end();
+        };
+        p.errors.erase(std::remove_if(p.errors.begin(), p.errors.end(), reported), p.errors.end());
+        return Status::ok();
+      },
+      std::move(done));
+}
+
 Status UnsCore::clearReportedErrors(const WrittenAction& action) {
-  return providers_->modify(action.pid, [&](ProviderRecord& p) {
-    p.error_total = p.error_total > action.error_total ? p.error_total - action.error_total : 0;
-    // Drop the entries that were reported; errors that arrived since stay.
-    auto reported = [&](const FetchErrorEntry& e) {
-      return std::find(action.errors.begin(), action.errors.end(), e) != action.errors.end();
-    };
-    p.errors.erase(std::remove_if(p.errors.begin(), p.errors.end(), reported), p.errors.end());
-    return Status::ok();
-  });
+  return waitFor<Status>([&](Done done) { clearReportedErrors(action, std::move(done)); });
+}
+
+void UnsCore::setAccepted(ProviderId pid, SetKind kind, bool was_wanted, Done done) {
+  if (kind != SetKind::kFull) return done(Status::ok());
+  const WallTime now = clock_->now();
+  const Millis period(config_.fullset_period_ms);
+  committer_.modify(
+      pid,
+      [now, period, was_wanted](ProviderRecord& p) {
+        if (p.fullset_wanted || was_wanted) {
+          p.fullset_wanted = false;
+          p.fullset_reason = FullSetReason::kNone;
+        } else {
+          if (now - p.fullset_period_start >= period) {
+            p.fullset_period_start = now;
+            p.fullsets_used = 0;
+          }
+          ++p.fullsets_used;
+        }
+        return Status::ok();
+      },
+      std::move(done));
 }
 
 Status UnsCore::setAccepted(ProviderId pid, SetKind kind, bool was_wanted) {
-  if (kind != SetKind::kFull) return Status::ok();
-  const WallTime now = clock_->now();
-  return providers_->modify(pid, [&](ProviderRecord& p) {
-    if (p.fullset_wanted || was_wanted) {
-      p.fullset_wanted = false;
-      p.fullset_reason = FullSetReason::kNone;
-    } else {
-      if (now - p.fullset_period_start >= Millis(config_.fullset_period_ms)) {
-        p.fullset_period_start = now;
-        p.fullsets_used = 0;
-      }
-      ++p.fullsets_used;
-    }
-    return Status::ok();
-  });
+  return waitFor<Status>([&](Done done) { setAccepted(pid, kind, was_wanted, std::move(done)); });
 }
 
 }  // namespace lcc::uns

@@ -2,7 +2,8 @@
 // PIDB, the per-provider connection cap, the full-set allowance, clearing reported
 // errors. (The caps in total and per address are the listener's: net::Acceptor with
 // max_connections and max_connections_per_ip from here.) No sockets; thread-safe (a mutex for the counters; the
-// ProviderStore is thread-safe itself).
+// ProviderStore is thread-safe itself). Its PIDB writes go through one
+// ProviderCommitter: the writes of concurrent sessions share one sync.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "common/password.h"
 #include "lcc/clock.h"
 #include "uns/auth_cache.h"
+#include "uns/provider_committer.h"
 #include "lcc/provider_store.h"
 #include "uns/session_policy.h"
 
@@ -46,30 +48,63 @@ class UnsCore {
           std::function<std::uint64_t(ProviderId)> queued_urls,
           std::function<std::uint64_t()> free_space = nullptr);
 
+  using AuthDone = std::function<void(AuthResult)>;
+  using Done = ProviderCommitter::Done;
+
   // init from `peer_ip`: refused with 120 at once (r.throttled) while the address is
   // cooling down after too many failed inits; else checkAndAdmit, and a 110 counts
-  // against the address.
+  // against the address. `done` gets the result: a refusal at once (on this thread),
+  // an admission once the connection is counted in the PIDB and synced (on the
+  // committer's thread; post the rest). A generated token is checked in a
+  // microsecond; a chosen password's Argon2id check takes about 100 ms the first time
+  // (then AuthCache remembers it): call it off the connection's strand.
+  // `offload`, when given, runs a task elsewhere: a password whose stored hash is
+  // Argon2id is checked there, a generated token (the common case) here, without a
+  // hand-off between threads.
+  using Offload = std::function<void(std::function<void()>)>;
+  void authenticate(const AuthRequest& request, const std::string& peer_ip, AuthDone done,
+                    const Offload& offload = nullptr);
+  // The same, waiting for the result (tests, tools).
   AuthResult authenticate(const AuthRequest& request, const std::string& peer_ip);
   // The session of an authenticated provider ended.
   void releaseProvider(ProviderId pid);
 
-  // The init_accepted carrying these errors was written completely.
-  Status clearReportedErrors(const WrittenAction& action);
+  // The init_accepted carrying these errors was written completely: they are dropped
+  // from the PIDB; `done` as for authenticate.
+  void clearReportedErrors(const WrittenAction& action, Done done);
+  Status clearReportedErrors(const WrittenAction& action);  // waits
   // A set of `pid` was accepted: a full set clears the wanted flag, or uses one of
-  // the period's unsolicited full sets.
-  Status setAccepted(ProviderId pid, SetKind kind, bool was_wanted);
+  // the period's unsolicited full sets. `done` runs at once for a partial set (nothing
+  // to write), else once the change is synced.
+  void setAccepted(ProviderId pid, SetKind kind, bool was_wanted, Done done);
+  Status setAccepted(ProviderId pid, SetKind kind, bool was_wanted);  // waits
+
+  // How the PIDB writes were grouped (tests, /status).
+  ProviderCommitter::Stats commitStats() const { return committer_.stats(); }
 
   // Connections open now, as the listener counts them (countConnectionsWith).
   std::uint64_t connections() const;
   void countConnectionsWith(std::function<std::uint64_t()> count);
 
  private:
-  // init: checks the password and the provider's state, takes a per-provider slot,
-  // counts the connection (seq, last IP and time) and builds the init_accepted data.
-  // A generated token is checked in a microsecond; a chosen password's Argon2id check
-  // takes about 100 ms the first time (then AuthCache remembers it): call it off the
-  // connection's strand. Also writes the PIDB (connection seq), synced.
-  AuthResult checkAndAdmit(const AuthRequest& request, const std::string& peer_ip);
+  // What checkAndAdmit found: a refusal (result.code set), or a provider whose
+  // password and state are good and who holds a per-provider slot.
+  struct Admission {
+    AuthResult result;
+    std::string stored_hash;    // the hash the password was checked against
+    std::string upgraded_hash;  // a fast hash to store in its place, or empty
+  };
+  // The provider id of an init, 0 when it is not one (1..2^32-1 in decimal).
+  static ProviderId parseId(const std::string& id);
+  // True when the init's password is checked against an Argon2id hash (slow).
+  bool slowCheck(const AuthRequest& request);
+  // init: checks the id, the password and the provider's state, takes a per-provider slot.
+  Admission checkAndAdmit(const AuthRequest& request);
+  // Counts the connection in the PIDB (seq, last IP and time, the full-set period) and,
+  // once that is synced, gives `done` the init_accepted data.
+  void countConnection(Admission admission, const std::string& peer_ip, AuthDone done);
+  // The init_accepted data from the record as it was before this connection counted.
+  AuthResult admitted(ProviderId pid, const ProviderRecord& rec) const;
   // True when `password` is the provider's; sets *upgrade to a fast hash to store
   // in place of a slow one that protected a generated token.
   bool checkPassword(ProviderId pid, const std::string& stored, const std::string& password, std::string* upgrade);
@@ -84,6 +119,8 @@ class UnsCore {
   mutable std::mutex mu_;
   std::function<std::uint64_t()> connection_count_;
   std::map<ProviderId, std::uint64_t> per_provider_;
+  // Last: stopped (its queue committed, its callbacks run) before the rest goes.
+  ProviderCommitter committer_;
 };
 
 }  // namespace lcc::uns

@@ -5,6 +5,7 @@
 #include "uns/uns_service.h"
 
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -109,9 +110,10 @@ class Session : public std::enable_shared_from_this<Session> {
     while (!written_actions_.empty() && written_actions_.front().first <= written) {
       auto a = std::move(written_actions_.front().second);
       written_actions_.pop_front();
-      if (Status s = sh_.core->clearReportedErrors(a); !s.isOk()) {
-        spdlog::warn("uns: provider {}: clearing reported errors failed: {}", a.pid, s.toString());
-      }
+      // Nothing waits for it: if it is lost, the errors are reported once more.
+      sh_.core->clearReportedErrors(a, [pid = a.pid](const Status& s) {
+        if (!s.isOk()) spdlog::warn("uns: provider {}: clearing reported errors failed: {}", pid, s.toString());
+      });
     }
     drive();
   }
@@ -123,23 +125,31 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void authenticate(AuthRequest req) {
-    asio::post(*sh_.auth_pool, [self = shared_from_this(), req = std::move(req)] {
-      AuthResult r = self->sh_.core->authenticate(req, self->ip_);
-      asio::post(self->conn_->strand(), [self, r = std::move(r)]() mutable {
-        if (r.code == ErrorCode::kNone) self->provider_slot_ = r.pid;
-        if (self->closed_) {
-          self->releaseProvider();
-          return;
-        }
-        if (r.throttled && self->sh_.c_auth_throttled) self->sh_.c_auth_throttled->inc();
-        if (r.code != ErrorCode::kNone && !r.throttled) {  // a cool-down is logged once, by UnsCore
-          spdlog::info("uns: {}: init refused: {} {}", self->ip_, static_cast<int>(r.code), r.message);
-        }
-        self->policy_.onAuthenticated(std::move(r));
-        self->consume();
-        self->drive();
-      });
+    // A generated token is checked here, on the strand (a microsecond); an Argon2id
+    // check (100 ms) on the auth pool.
+    auto self = shared_from_this();
+    sh_.core->authenticate(
+        req, ip_, [self](AuthResult r) { self->authenticated(std::move(r)); },
+        [pool = sh_.auth_pool](std::function<void()> slow) { asio::post(*pool, std::move(slow)); });
+  }
+
+  // On the strand, the auth pool or the PIDB committer's thread.
+  void authenticated(AuthResult r) {
+    asio::post(conn_->strand(), [self = shared_from_this(), r = std::move(r)]() mutable {
+      self->onAuthenticated(std::move(r));
     });
+  }
+
+  void onAuthenticated(AuthResult r) {
+    if (r.code == ErrorCode::kNone) provider_slot_ = r.pid;
+    if (closed_) return releaseProvider();
+    if (r.throttled && sh_.c_auth_throttled) sh_.c_auth_throttled->inc();
+    if (r.code != ErrorCode::kNone && !r.throttled) {  // a cool-down is logged once, by UnsCore
+      spdlog::info("uns: {}: init refused: {} {}", ip_, static_cast<int>(r.code), r.message);
+    }
+    policy_.onAuthenticated(std::move(r));
+    consume();
+    drive();
   }
 
   void submit(SetSubmission sub) {
@@ -148,15 +158,19 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool wanted = sub.fullset_wanted;
     sh_.fwd->submit(std::move(sub), [self = shared_from_this(), pid, kind, wanted](const SetOutcome& o) {
       asio::post(self->conn_->strand(), [self, o, pid, kind, wanted] {
-        if (o.accepted) {
-          if (Status s = self->sh_.core->setAccepted(pid, kind, wanted); !s.isOk()) {
-            spdlog::warn("uns: provider {}: recording the full set failed: {}", pid, s.toString());
-          }
-        }
-        self->policy_.onSetOutcome(o);
-        self->drive();
+        if (!o.accepted) return self->setOutcome(o);
+        // A full set is counted (synced) before set_accepted; a partial one answers at once.
+        self->sh_.core->setAccepted(pid, kind, wanted, [self, o, pid](const Status& s) {
+          if (!s.isOk()) spdlog::warn("uns: provider {}: recording the full set failed: {}", pid, s.toString());
+          asio::dispatch(self->conn_->strand(), [self, o] { self->setOutcome(o); });
+        });
       });
     });
+  }
+
+  void setOutcome(const SetOutcome& o) {
+    policy_.onSetOutcome(o);
+    drive();
   }
 
   // Carries out whatever the policy asks for; called after every event.
@@ -369,6 +383,8 @@ void UnsServer::status(nlohmann::json& out) const {
   out["listen"] = impl_->opt.listen;
   out["listen_tls"] = impl_->opt.listen_tls;
   out["connections"] = impl_->core->connections();
+  const ProviderCommitter::Stats c = impl_->core->commitStats();
+  out["pidb_commit"] = {{"changes", c.changes}, {"syncs", c.syncs}, {"largest_batch", c.largest_batch}};
   impl_->fwd->status(out["forwarder"]);
 }
 

@@ -93,6 +93,35 @@ TEST_F(AuthTest, AChosenPasswordKeepsArgonAndIsRememberedUntilItChanges) {
   EXPECT_EQ(login(core, 3, "battery staple"), ErrorCode::kNone);
 }
 
+// The service checks a generated token on the connection's strand and hands only an
+// Argon2id check (100 ms) to the auth pool.
+TEST_F(AuthTest, OnlyAnArgonCheckIsHandedOff) {
+  UnsCore core(config(), fx_->store(), &clock_, nullptr);
+  int handed_off = 0;
+  auto offload = [&](std::function<void()> task) {
+    ++handed_off;
+    task();
+  };
+  auto loginVia = [&](ProviderId id, const std::string& password) {
+    AuthResult r = waitFor<AuthResult>([&](UnsCore::AuthDone done) {
+      core.authenticate({std::to_string(id), password}, "127.0.0.1", std::move(done), offload);
+    });
+    if (r.code == ErrorCode::kNone) core.releaseProvider(id);
+    return r.code;
+  };
+  EXPECT_EQ(loginVia(1, token_), ErrorCode::kNone);
+  EXPECT_EQ(loginVia(1, "wrong"), ErrorCode::kAuthFailed);
+  EXPECT_EQ(loginVia(99, token_), ErrorCode::kAuthFailed);
+  EXPECT_EQ(loginVia(0, token_), ErrorCode::kAuthFailed);
+  EXPECT_EQ(handed_off, 0);
+  EXPECT_EQ(loginVia(3, "correct horse"), ErrorCode::kNone);
+  EXPECT_EQ(loginVia(3, "wrong horse"), ErrorCode::kAuthFailed);
+  EXPECT_EQ(handed_off, 2);
+  EXPECT_EQ(loginVia(2, legacy_token_), ErrorCode::kNone);  // upgraded to the fast hash on the way
+  EXPECT_EQ(loginVia(2, legacy_token_), ErrorCode::kNone);
+  EXPECT_EQ(handed_off, 3);
+}
+
 TEST_F(AuthTest, ANewProviderIsAskedForAFullSetUntilItSendsOne) {
   UnsCore core(config(), fx_->store(), &clock_, nullptr);
   AuthResult first = core.authenticate({"1", token_}, "127.0.0.1");

@@ -62,6 +62,12 @@ TEST_F(UnsServerTest, SetIsAcceptedOnlyAfterTheQmAcks) {
   EXPECT_EQ(applied[0].urls.size(), 3u);
   EXPECT_EQ(qm.unsNames(), std::vector<std::string>{"m1/uns"});
   EXPECT_EQ(h.server().forwarder().spooledSets(), 0u);
+  nlohmann::json st;
+  h.server().status(st);
+  // The init, and the clearing of the errors it reported once written (maybe not yet).
+  EXPECT_GE(st["pidb_commit"]["changes"], 1) << "the init was counted through the committer";
+  EXPECT_GE(st["pidb_commit"]["syncs"], 1);
+  EXPECT_LE(st["pidb_commit"]["syncs"], st["pidb_commit"]["changes"]);
 }
 
 TEST_F(UnsServerTest, WholeAndByteByByteGiveTheSameReplies) {
