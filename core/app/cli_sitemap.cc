@@ -1,9 +1,10 @@
 // cli_sitemap.cc — `lcc cp sitemap URL|FILE` (docs/commands.md): the pages a site's
 // sitemaps list, as <url/> lines for `lcc cp send`, optionally only what changed.
 //
-// Sitemap indexes are followed (each listed sitemap is fetched, however deep, each
-// at most once); every file is read as a stream through proto::SitemapReader with the
-// sitemaps.org limits. All files are read before anything is printed: a sitemap that
+// Sitemap indexes are followed (each listed sitemap is fetched, up to 4 deep, each at
+// most once); every file is read as a stream through proto::SitemapReader with the
+// sitemaps.org limits. The walk and the --state diff are proto::SitemapWalk and
+// proto::diffSitemaps, which the LCC's own sitemap polls use too (core/uns/sitemap_poll.h). All files are read before anything is printed: a sitemap that
 // cannot be read ends the command with exit 2, no output and the state file left
 // alone, so that a failed fetch never reads as "every page was deleted".
 #include <curl/curl.h>

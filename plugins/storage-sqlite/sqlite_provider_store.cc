@@ -198,7 +198,8 @@ Status SqliteProviderStore::updateLocked(const ProviderRecord& r, bool* found) {
       "UPDATE providers SET state=?2, password_hash=?3, prefixes=?4, priority=?5, bandwidth=?6, quota_files=?7, "
       "quota_bytes=?8, used_files=?9, used_bytes=?10, secret=?11, secret_url=?12, contact=?13, reg_expires=?14, "
       "conn_seq=?15, last_ip=?16, last_connect=?17, fullsets_used=?18, fullset_period_start=?19, "
-      "fullset_wanted=?20, fullset_reason=?21, error_total=?22, errors=?23, created=?24, state_reason=?25 WHERE id=?1"));
+      "fullset_wanted=?20, fullset_reason=?21, error_total=?22, errors=?23, created=?24, state_reason=?25, "
+      "sitemap_url=?26, sitemap_interval=?27 WHERE id=?1"));
   bindProvider(*st, r, true);
   LCC_RETURN_IF_ERROR(st->run());
   *found = sqlite3_changes(db_->handle()) == 1;
