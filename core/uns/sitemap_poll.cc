@@ -96,13 +96,16 @@ void SitemapPoller::stop() {
   TimerId timer = 0;
   {
     std::lock_guard<std::mutex> lock(wake_->mu);
+    // Once only: the destructor may run after the node's fetcher is gone.
+    if (wake_->stopping) return;
     wake_->stopping = true;
     timer = std::exchange(wake_->timer, 0);
     wake_->cv.notify_all();
   }
   if (timer != 0) deps_.clock->cancel(timer);
+  if (!thread_.joinable()) return;  // never started: no fetch of ours in flight
   if (deps_.cancel_fetch) deps_.cancel_fetch();
-  if (thread_.joinable()) thread_.join();
+  thread_.join();
 }
 
 void SitemapPoller::run() {
