@@ -43,9 +43,10 @@ using RunFn = std::function<void(const std::string&, const std::string&, const s
 
 // lcc provider set ID [--priority N] [--bandwidth B] [--quota-files N] [--quota-bytes B]
 //                     [--add-prefix URL]... [--remove-prefix URL]... [--password P]
+//                     [--sitemap URL] [--sitemap-interval DURATION]
 void addProviderSetCommand(CLI::App* provider, Globals& g, const RunFn& run, const std::shared_ptr<std::uint32_t>& id) {
   struct SetArgs {
-    std::string priority, bandwidth, quota_files, quota_bytes, password;
+    std::string priority, bandwidth, quota_files, quota_bytes, password, sitemap, sitemap_interval;
     std::vector<std::string> add_prefixes, remove_prefixes;
   };
   auto a = std::make_shared<SetArgs>();
@@ -58,6 +59,10 @@ void addProviderSetCommand(CLI::App* provider, Globals& g, const RunFn& run, con
   set->add_option("--add-prefix", a->add_prefixes, "URL prefix to add (repeatable)");
   set->add_option("--remove-prefix", a->remove_prefixes, "URL prefix to remove (repeatable)");
   set->add_option("--password", a->password, "a new password (the old one stops working)");
+  set->add_option("--sitemap", a->sitemap,
+                  "a sitemap or sitemap index under a prefix, read by the LCC every interval (\"\": none)");
+  set->add_option("--sitemap-interval", a->sitemap_interval,
+                  "how often the sitemap is read: 30m, 6h, 1d (0: sitemap.default_interval)");
   set->callback([&g, run, a, set, id] {
     std::string form;
     auto param = [&form](const char* name, const std::string& v) {
@@ -70,6 +75,8 @@ void addProviderSetCommand(CLI::App* provider, Globals& g, const RunFn& run, con
     for (const auto& p : a->add_prefixes) param("add_prefix", p);
     for (const auto& p : a->remove_prefixes) param("remove_prefix", p);
     if (set->count("--password") > 0) param("password", a->password);
+    if (set->count("--sitemap") > 0) param("sitemap", a->sitemap);
+    if (set->count("--sitemap-interval") > 0) param("sitemap_interval", a->sitemap_interval);
     if (form.empty()) {
       std::cerr << "lcc provider set: nothing to change (see --help)\n";
       g.exit_code = 2;

@@ -1,9 +1,10 @@
 // cli_sitemap.cc — `lcc cp sitemap URL|FILE` (docs/commands.md): the pages a site's
 // sitemaps list, as <url/> lines for `lcc cp send`, optionally only what changed.
 //
-// Sitemap indexes are followed (each listed sitemap is fetched, however deep, each
-// at most once); every file is read as a stream through proto::SitemapReader with the
-// sitemaps.org limits. All files are read before anything is printed: a sitemap that
+// Sitemap indexes are followed (each listed sitemap is fetched, up to 4 deep, each at
+// most once); every file is read as a stream through proto::SitemapReader with the
+// sitemaps.org limits. The walk and the --state diff are proto::SitemapWalk and
+// proto::diffSitemaps, which the LCC's own sitemap polls use too (core/uns/sitemap_poll.h). All files are read before anything is printed: a sitemap that
 // cannot be read ends the command with exit 2, no output and the state file left
 // alone, so that a failed fetch never reads as "every page was deleted".
 #include <curl/curl.h>
@@ -12,9 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <set>
+#include <sstream>
 
 #include "app/cli.h"
 #include "common/mime_map.h"
@@ -24,6 +24,8 @@
 #include "lcc/support/url_norm.h"
 #include "proto/cp_uns.h"
 #include "proto/sitemap.h"
+#include "proto/sitemap_state.h"
+#include "proto/sitemap_walk.h"
 
 namespace lcc::cli {
 namespace {
@@ -35,9 +37,6 @@ constexpr long kFetchTimeoutSeconds = 120;
 struct SitemapArgs {
   std::string source, since, state_file, mime_map;
 };
-
-// loc → lastmod (seconds since the epoch; nullopt when the sitemap gives none).
-using Pages = std::map<std::string, std::optional<std::int64_t>>;
 
 bool isUrl(const std::string& s) { return s.rfind("http://", 0) == 0 || s.rfind("https://", 0) == 0; }
 
@@ -88,110 +87,34 @@ std::string readFileInto(const std::string& path, proto::SitemapReader& reader) 
   return reader.finish() ? "" : reader.error();
 }
 
-class Collector {
- public:
-  explicit Collector(TtyProgress& progress) : progress_(progress) {}
-
-  // Reads one sitemap (a file or a URL) and, for an index, the sitemaps it lists.
-  // What an index lists is always fetched as a URL, never opened as a local file.
-  bool read(const std::string& source, int depth) {
-    if (depth > kMaxDepth) return fail(source, "sitemap indexes nested deeper than " + std::to_string(kMaxDepth));
-    if (!seen_.insert(source).second) return true;  // listed twice, or a loop
-    if (seen_.size() > kMaxSitemaps) return fail(source, "more than 50,000 sitemaps in all");
-    std::vector<std::string> children;
-    std::string bad_child;
-    proto::SitemapReader reader([&](const proto::SitemapEntry& e) {
-      if (reader.kind() == proto::SitemapKind::kIndex) {
-        auto normal = url::normalizeUrl(e.loc);
-        if (normal.isOk()) children.push_back(normal.value());
-        else if (bad_child.empty()) bad_child = e.loc + ": " + normal.status().message();
-      } else {
-        addPage(e);
-      }
-      progress_.update([&] { return line(); });
-    });
-    const std::string why = depth == 0 && !isUrl(source) ? readFileInto(source, reader) : fetchInto(source, reader);
-    if (!why.empty()) return fail(source, why);
-    if (!bad_child.empty()) return fail(source, "lists a sitemap that is not an http(s) URL: " + bad_child);
-    bad_lastmods_ += reader.badLastmods();
-    ++files_;
-    for (const auto& child : children) {
-      if (!read(child, depth + 1)) return false;
-    }
-    return true;
-  }
-
-  const Pages& pages() const { return pages_; }
-  std::uint64_t skipped() const { return skipped_; }
-  std::uint64_t badLastmods() const { return bad_lastmods_; }
-  std::string line() const {
-    return "read " + std::to_string(files_) + " sitemaps, " + std::to_string(pages_.size()) + " pages";
-  }
-
- private:
-  void addPage(const proto::SitemapEntry& e) {
-    auto normal = url::normalizeUrl(e.loc);
-    if (!normal.isOk()) {
-      if (++skipped_ <= 20) std::cerr << "lcc cp sitemap: skipped " << e.loc << ": " << normal.status().message() << "\n";
-      return;
-    }
-    auto [it, fresh] = pages_.emplace(normal.value(), e.lastmod);
-    if (!fresh && e.lastmod && (!it->second || *it->second < *e.lastmod)) it->second = e.lastmod;
-  }
-  bool fail(const std::string& source, const std::string& why) {
-    std::cerr << "lcc cp sitemap: " << source << ": " << why << "\n";
-    return false;
-  }
-
-  TtyProgress& progress_;
-  std::set<std::string> seen_;
-  Pages pages_;
-  std::uint64_t files_ = 0, skipped_ = 0, bad_lastmods_ = 0;
-};
-
-// State file: "# lcc cp sitemap state", then one line per page, "URL<TAB>lastmod" with
-// lastmod in seconds since the epoch or "-". URLs in normal form hold no tab or newline.
-// *found: whether there was a state file (none: the first run, everything is new).
-bool loadState(const std::string& path, Pages& state, bool* found, std::string* err) {
-  std::ifstream in(path);
+// Reads the state file; *found: whether there was one (none: the first run, everything is new).
+bool loadState(const std::string& path, proto::SitemapPages& state, bool* found, std::string* err) {
+  std::ifstream in(path, std::ios::binary);
   *found = static_cast<bool>(in);
   if (!in) return true;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (line.empty() || line[0] == '#') continue;
-    const auto tab = line.find('\t');
-    std::optional<std::int64_t> lastmod;
-    if (tab != std::string::npos && line.compare(tab + 1, std::string::npos, "-") != 0) {
-      lastmod = parseTime(std::string_view(line).substr(tab + 1));
-    }
-    if (tab == std::string::npos || (line.compare(tab + 1, std::string::npos, "-") != 0 && !lastmod)) {
-      *err = path + ":" + std::to_string(n) + ": not a sitemap state line";
-      return false;
-    }
-    state[line.substr(0, tab)] = lastmod;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    *err = path + ": read error";
+    return false;
+  }
+  if (!proto::parseSitemapState(text.str(), state, err)) {
+    *err = path + ": " + *err;
+    return false;
   }
   return true;
-}
-
-std::string stateText(const Pages& pages) {
-  std::string text = "# lcc cp sitemap state: url lastmod\n";
-  for (const auto& [loc, lastmod] : pages) {
-    text += loc + "\t" + (lastmod ? std::to_string(*lastmod) : std::string("-")) + "\n";
-  }
-  return text;
-}
-
-// Whether a page goes out: new since the last run, or a different lastmod (a page
-// without lastmod is printed when it is new only: nothing else can tell a change).
-bool changed(const Pages& old_state, bool have_state, const std::string& loc, const std::optional<std::int64_t>& lastmod) {
-  if (!have_state) return true;
-  auto it = old_state.find(loc);
-  return it == old_state.end() || (lastmod && it->second != lastmod);
 }
 
 std::string urlPathOf(const std::string& normal) {
   auto parts = url::splitNormalUrl(normal);
   return parts.isOk() ? parts.value().path : std::string("/");
+}
+
+proto::SitemapWalkOptions walkOptions() {
+  proto::SitemapWalkOptions o;
+  o.max_depth = kMaxDepth;
+  o.max_sitemaps = kMaxSitemaps;
+  return o;
 }
 
 int runSitemap(const SitemapArgs& a) {
@@ -210,38 +133,46 @@ int runSitemap(const SitemapArgs& a) {
       return 2;
     }
   }
-  Pages old_state;
+  proto::SitemapPages old_state;
   bool have_state = false;
   if (!a.state_file.empty() && !loadState(a.state_file, old_state, &have_state, &err)) {
     std::cerr << "lcc cp sitemap: --state: " << err << "\n";
     return 2;
   }
   TtyProgress progress;
-  Collector collector(progress);
-  if (!collector.read(a.source, 0)) return 2;
-  progress.done(collector.line());
-  if (collector.skipped() > 0) std::cerr << "lcc cp sitemap: " << collector.skipped() << " URLs skipped (not valid http(s) URLs)\n";
-  if (collector.badLastmods() > 0) {
-    std::cerr << "lcc cp sitemap: " << collector.badLastmods() << " <lastmod> values are not W3C Datetimes (read as unknown)\n";
+  proto::SitemapWalk walk(
+      [](const std::string& source, bool top, proto::SitemapReader& reader) {
+        // What an index lists is always fetched as a URL, never opened as a local file.
+        return top && !isUrl(source) ? readFileInto(source, reader) : fetchInto(source, reader);
+      },
+      walkOptions());
+  auto line = [&walk] {
+    return "read " + std::to_string(walk.files()) + " sitemaps, " + std::to_string(walk.pages().size()) + " pages";
+  };
+  walk.setProgress([&] { progress.update(line); });
+  if (!walk.read(a.source)) {
+    std::cerr << "lcc cp sitemap: " << walk.error() << "\n";
+    return 2;
+  }
+  progress.done(line());
+  for (const auto& sample : walk.skippedSamples()) std::cerr << "lcc cp sitemap: skipped " << sample << "\n";
+  if (walk.invalid() > 0) std::cerr << "lcc cp sitemap: " << walk.invalid() << " URLs skipped (not valid http(s) URLs)\n";
+  if (walk.badLastmods() > 0) {
+    std::cerr << "lcc cp sitemap: " << walk.badLastmods() << " <lastmod> values are not W3C Datetimes (read as unknown)\n";
   }
   std::string out;
-  for (const auto& [loc, lastmod] : collector.pages()) {
-    if (since && lastmod && *lastmod < *since) continue;
-    if (!changed(old_state, have_state, loc, lastmod)) continue;
-    std::vector<std::pair<std::string, std::string>> attrs = {{"c", loc}, {"m", mime.forUrlPath(urlPathOf(loc))}};
-    if (lastmod) attrs.emplace_back("mt", formatRfc3339(*lastmod));
+  for (const auto& change : proto::diffSitemaps(old_state, have_state, walk.pages(), since)) {
+    std::vector<std::pair<std::string, std::string>> attrs = {{"c", change.url},
+                                                              {"m", mime.forUrlPath(urlPathOf(change.url))}};
+    if (change.deleted) attrs.emplace_back("op", "delete");
+    else if (change.lastmod) attrs.emplace_back("mt", formatRfc3339(*change.lastmod));
     out += proto::encodeUrlElement(attrs);
-  }
-  for (const auto& [loc, lastmod] : old_state) {
-    if (!collector.pages().count(loc)) {
-      out += proto::encodeUrlElement({{"c", loc}, {"m", mime.forUrlPath(urlPathOf(loc))}, {"op", "delete"}});
-    }
   }
   std::cout << out << std::flush;
   if (!a.state_file.empty()) {
     std::error_code ec;
     const std::string path = std::filesystem::absolute(a.state_file, ec).string();
-    if (Status st = posixEnv()->writeFileAtomic(path, stateText(collector.pages())); !st.isOk()) {
+    if (Status st = posixEnv()->writeFileAtomic(path, proto::formatSitemapState(walk.pages(), "lcc cp sitemap state: url lastmod")); !st.isOk()) {
       std::cerr << "lcc cp sitemap: cannot write the state file: " << st.toString() << "\n";
       return 2;
     }

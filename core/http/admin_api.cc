@@ -236,6 +236,8 @@ json providerToJson(const ProviderRecord& p) {
       {"error_total", p.error_total},
       {"errors", errors},
       {"created", timeOrNull(p.created)},
+      {"sitemap", p.sitemap_url.empty() ? json(nullptr) : json(p.sitemap_url)},
+      {"sitemap_interval_ms", p.sitemap_interval.count()},
   };
 }
 
@@ -316,6 +318,7 @@ void registerNodeRoutes(NodeContext& node, const SampleRing* samples) {
   ctx.options.default_quota_files = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_files"));
   ctx.options.default_quota_bytes = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_bytes"));
   ctx.options.passwords = node.passwords;
+  ctx.options.sitemap_min_interval = Millis(cfg.getInt("sitemap.min_interval"));
   const auto roles = cfg.getList("roles");
   ctx.options.qm_reads_providers = std::find(roles.begin(), roles.end(), "qm") != roles.end();
   registerAdminRoutes(*node.http, std::move(ctx));

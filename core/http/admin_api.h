@@ -13,7 +13,9 @@
 //                                               (the QM drops the queued URLs, purge: content too)
 //   POST   /admin/providers/<id>/suspend|resume {"id", "state"}
 //   POST|PATCH /admin/providers/<id>            priority, bandwidth, quota_files, quota_bytes,
-//                                               add_prefix, remove_prefix (repeatable), password:
+//                                               add_prefix, remove_prefix (repeatable), password,
+//                                               sitemap (URL under a prefix; empty: none),
+//                                               sitemap_interval (duration; 0: the default):
 //                                               200 provider (admin_api_lifecycle.cc)
 //   POST   /admin/providers/<id>/want-full-set  {"id", "fullset_wanted": true, "reason": "admin"}
 //   GET    /admin/status                        GET /status plus a "providers" summary
@@ -46,6 +48,7 @@ struct AdminOptions {
   // A QM reads this PIDB (the qm role runs on this node): a removal marks the record and
   // the QM finishes it; otherwise the record is deleted at once and purge is refused.
   bool qm_reads_providers = false;
+  Millis sitemap_min_interval{60 * 1000};  // sitemap.min_interval: the shortest poll interval `set` takes
 };
 
 // What the admin routes use. `providers` may be null (then they answer 503).

@@ -9,6 +9,8 @@
 #include "http/admin_api.h"
 #include "http/url_codec.h"
 #include "lcc/provider_states.h"
+#include "lcc/support/time_util.h"
+#include "lcc/support/url_norm.h"
 
 namespace lcc::http {
 namespace {
@@ -25,7 +27,43 @@ struct ProviderChange {
   std::optional<std::uint64_t> bandwidth, quota_files, quota_bytes;
   std::vector<std::string> add_prefixes, remove_prefixes;
   std::optional<std::string> password_hash;
+  std::optional<std::string> sitemap_url;  // "": no sitemap any more
+  std::optional<Millis> sitemap_interval;
 };
+
+constexpr Millis kMaxSitemapInterval{365ll * 24 * 3600 * 1000};
+
+// sitemap=URL (empty: none) and sitemap_interval=DURATION (0: sitemap.default_interval).
+std::optional<std::string> parseSitemap(const AdminContext& ctx, const Request& req, ProviderChange& c) {
+  if (req.query.count("sitemap")) {
+    const std::string v = req.param("sitemap");
+    if (v.empty()) {
+      c.sitemap_url = "";
+    } else {
+      auto n = url::normalizeUrl(v);
+      if (!n.isOk()) return "sitemap " + v + ": " + n.status().message();
+      c.sitemap_url = std::move(n).value();
+    }
+  }
+  if (std::string v = req.param("sitemap_interval"); !v.empty()) {
+    auto ms = parseDurationMs(v);
+    if (!ms || (*ms != 0 && (Millis(*ms) < ctx.options.sitemap_min_interval || Millis(*ms) > kMaxSitemapInterval))) {
+      return "sitemap_interval must be 0 (the default) or a duration from " +
+             std::to_string(ctx.options.sitemap_min_interval.count() / 1000) + "s (sitemap.min_interval) to 365d (got " +
+             v + ")";
+    }
+    c.sitemap_interval = Millis(*ms);
+  }
+  return std::nullopt;
+}
+
+// The sitemap must lie under one of the provider's prefixes (it is fetched confined to them).
+bool sitemapCovered(const std::string& sitemap, const std::vector<std::string>& prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& prefix) {
+    auto n = url::normalizePrefix(prefix, 2048);
+    return n.isOk() && url::underPrefix(sitemap, n.value());
+  });
+}
 
 std::optional<std::string> parseNumbers(const Request& req, ProviderChange& c) {
   if (std::string v = req.param("priority"); !v.empty()) {
@@ -53,6 +91,7 @@ std::optional<std::string> parseNumbers(const Request& req, ProviderChange& c) {
 
 std::optional<std::string> parseChange(const AdminContext& ctx, const Request& req, ProviderChange& c) {
   if (auto why = parseNumbers(req, c)) return why;
+  if (auto why = parseSitemap(ctx, req, c)) return why;
   c.add_prefixes = req.params("add_prefix");
   c.remove_prefixes = req.params("remove_prefix");
   if (c.add_prefixes.size() > 64) return std::string("at most 64 prefixes");
@@ -92,6 +131,11 @@ Status applyChange(const ProviderChange& c, ProviderRecord& p) {
   if (c.quota_files) p.quota_files = *c.quota_files;
   if (c.quota_bytes) p.quota_bytes = *c.quota_bytes;
   if (c.password_hash) p.password_hash = *c.password_hash;
+  if (c.sitemap_url) p.sitemap_url = *c.sitemap_url;
+  if (c.sitemap_interval) p.sitemap_interval = *c.sitemap_interval;
+  if (!p.sitemap_url.empty() && !sitemapCovered(p.sitemap_url, p.prefixes)) {
+    return Status::invalidArgument("the sitemap " + p.sitemap_url + " is not under one of the provider's prefixes");
+  }
   return Status::ok();
 }
 

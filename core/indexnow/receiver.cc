@@ -132,7 +132,10 @@ http::Response Receiver::accept(const Submission& s) {
     }
     auto parts = url::splitNormalUrl(u);
     auto& [count, xml] = sets[pid];
-    xml += proto::encodeUrlElement({{"c", u}, {"m", mime_.forUrlPath(parts.isOk() ? parts.value().path : "/")}});
+    // op=check: IndexNow's "added, updated or deleted" is settled by the fetch (a 404
+    // or 410 removes the URL, qm/result_policy.h).
+    xml += proto::encodeUrlElement(
+        {{"c", u}, {"m", mime_.forUrlPath(parts.isOk() ? parts.value().path : "/")}, {"op", "check"}});
     ++count;
   }
   for (auto& [pid, set] : sets) {

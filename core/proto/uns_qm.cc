@@ -27,6 +27,8 @@ std::string urlFromAttrs(const XmlAttrs& a, ProviderId pid, UrlNotice& n) {
   if (const auto* op = a.get("op")) {
     if (*op == "delete") {
       n.op = UrlOp::kDelete;
+    } else if (*op == "check") {
+      n.op = UrlOp::kCheck;  // IndexNow, sitemap polls: the fetch settles it
     } else if (*op != "update") {
       return "bad op";
     }
@@ -147,6 +149,7 @@ void appendUrl(std::string& out, const UrlNotice& n) {
   appendAttr(out, "c", n.key.url);
   appendAttr(out, "m", n.key.mime);
   if (n.op == UrlOp::kDelete) out += " op=\"delete\"";
+  if (n.op == UrlOp::kCheck) out += " op=\"check\"";
   if (!n.view_tag.empty()) appendAttr(out, "st", n.view_tag);
   if (n.browse) appendAttr(out, "b", *n.browse);
   if (!n.fetch.empty()) appendAttr(out, "f", n.fetch);

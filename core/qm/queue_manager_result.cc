@@ -87,6 +87,7 @@ Status QueueManager::handleResult(const InFlight& f, const FetchResult& o) {
   ev.retry_after = o.retry_after;
   ev.size = o.size;
   ev.row = rowState(row, f.notice);
+  ev.gone_removes = f.notice.op == UrlOp::kCheck;
   ev.bad_count = row ? row->bad_count : 0;
   ev.mono_now = deps_.clock->monoNow();
   std::optional<ContentRecord> old;
@@ -127,6 +128,14 @@ Result<bool> QueueManager::overQuota(StoreTxn& t, ProviderId pid, const std::str
 }
 
 void QueueManager::countResult(const FetchResult& o, const ResultAction& a) {
+  if (a.verdict == ResultVerdict::kGoneAtSite) {
+    // Not an error: the site answered that the URL is gone, which is the removal.
+    if (deps_.metrics) {
+      deps_.metrics->counter("lcc_qm_gone_at_site_total",
+                             "op=check fetches (IndexNow, sitemap polls) answered 404/410: the URL removed").inc();
+    }
+    return;
+  }
   // A body refused by the quota is a failed fetch too (313).
   const ErrorCode code = o.ok() ? a.code : o.code;
   if (code != ErrorCode::kNone) {
@@ -152,7 +161,8 @@ Status QueueManager::writeResult(StoreTxn& t, const InFlight& f, const FetchResu
     t.putDelete(d);
     t.effects.deletes.push_back(d);
   }
-  // Final: into the PIDB error list, and the URL's content goes (a removal).
+  // Final: into the PIDB error list, and the URL's content goes (a removal). Gone at
+  // the site (op=check, 404/410): the same removal, without the error.
   if (a.verdict == ResultVerdict::kGiveUp) recordError(f.pid, row->notice, o, a.code);
   if (a.remove_url) {
     LCC_ASSIGN_OR_RETURN(bool removed, removeContent(t, f.key, now));
@@ -176,6 +186,7 @@ Status QueueManager::writeResult(StoreTxn& t, const InFlight& f, const FetchResu
       return Status::ok();
     case ResultVerdict::kDiscarded:
     case ResultVerdict::kGiveUp:
+    case ResultVerdict::kGoneAtSite:
       return Status::ok();
   }
   // Catalog first, queue second (rule 2): both in this txn, applied in that order.

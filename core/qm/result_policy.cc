@@ -50,6 +50,12 @@ ResultAction failure(const ResultEvent& e, const ResultRules& rules) {
     a.verdict = ResultVerdict::kFetchAgain;
     return a;
   }
+  if (e.gone_removes && e.code == ErrorCode::kNotFound) {
+    // "Added, updated or deleted" was for the fetch to settle: deleted.
+    a.verdict = ResultVerdict::kGoneAtSite;
+    a.remove_url = true;
+    return a;
+  }
   if (!qm::isRetryableFetchError(e.code) || e.bad_count >= rules.max_retries) {
     a.verdict = ResultVerdict::kGiveUp;
     a.remove_url = true;

@@ -54,6 +54,9 @@ struct ResultEvent {
   bool content_live = false;    // a live LCC DB record exists (only consulted for a 304)
   // The body would take the provider's stored bytes past its quota_bytes (has_file only).
   bool over_quota = false;
+  // The fetched notice's op is check (IndexNow, a sitemap poll): a 404 or 410 (kNotFound)
+  // says the site removed the URL.
+  bool gone_removes = false;
   // The clock.
   MonoTime mono_now{};
 };
@@ -72,6 +75,7 @@ enum class ResultVerdict : std::uint8_t {
   kWaitSet,     // provider-wide error: the whole set waits `delay`, the row keeps its place
   kRetryLater,  // the row goes to the end of its set, the provider retries at `retry_at`
   kGiveUp,      // final: `code` into the PIDB error list, the URL removed
+  kGoneAtSite,  // op=check answered 404/410: the URL removed as by a delete notice, no error
 };
 
 struct ResultAction {

@@ -3,33 +3,16 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
-#include <chrono>
-#include <future>
 
 #include "common/config/config.h"
 #include "common/fetch_wait.h"
 #include "indexnow/receiver.h"
+#include "uns/submit_wait.h"
 
 namespace lcc::uns {
 namespace {
 
 constexpr std::uint64_t kMaxKeyFile = 1024;  // a key is at most 128 characters
-
-indexnow::Durable submitAndWait(Forwarder& fwd, ProviderId pid, std::uint64_t count, std::string urls_xml) {
-  SetSubmission set;
-  set.pid = pid;
-  set.kind = SetKind::kPartial;
-  set.count = count;
-  set.urls_xml = std::move(urls_xml);
-  auto outcome = std::make_shared<std::promise<SetOutcome>>();
-  auto future = outcome->get_future();
-  fwd.submit(std::move(set), [outcome](const SetOutcome& o) { outcome->set_value(o); });
-  // The forwarder answers every set it keeps running for: durable, or refused (130).
-  if (future.wait_for(std::chrono::minutes(2)) != std::future_status::ready) return {false, "no answer from the UNS"};
-  const SetOutcome o = future.get();
-  if (o.accepted) return {true, ""};
-  return {false, std::to_string(static_cast<int>(o.code)) + " " + o.message};
-}
 
 }  // namespace
 
@@ -72,8 +55,15 @@ void addIndexNowRoutes(NodeContext& node, Forwarder& forwarder) {
     }
     return got.body;
   };
-  deps.submit = [&forwarder](ProviderId pid, std::uint64_t count, std::string xml) {
-    return submitAndWait(forwarder, pid, count, std::move(xml));
+  deps.submit = [&forwarder](ProviderId pid, std::uint64_t count, std::string xml) -> indexnow::Durable {
+    SetSubmission set;
+    set.pid = pid;
+    set.kind = SetKind::kPartial;
+    set.count = count;
+    set.urls_xml = std::move(xml);
+    const SetOutcome o = submitAndWait(forwarder, std::move(set));
+    if (o.accepted) return {true, ""};
+    return {false, std::to_string(static_cast<int>(o.code)) + " " + o.message};
   };
   indexnow::addRoutes(*node.http, std::make_shared<indexnow::Receiver>(o, std::move(deps)));
 }

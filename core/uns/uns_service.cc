@@ -22,6 +22,7 @@
 #include "net/acceptor.h"
 #include "uns/forwarder.h"
 #include "uns/indexnow_routes.h"
+#include "uns/sitemap_poll.h"
 #include "common/cache_crash.h"
 #include "uns/uns_core.h"
 
@@ -434,6 +435,7 @@ class UnsService final : public Service {
                 node.clock, node.env, node.metrics,
                 [&node](ProviderId pid) -> std::uint64_t { return node.queued_urls ? node.queued_urls(pid) : 0; }) {
     addIndexNowRoutes(node, server_.forwarder());
+    sitemaps_ = makeSitemapPoller(node, server_.forwarder());
   }
   static UnsOptions optionsFor(const NodeContext& node) {
     UnsOptions o = unsOptionsFromConfig(*node.config, node.data_dir, node.machine_id);
@@ -446,12 +448,19 @@ class UnsService final : public Service {
     return o;
   }
   std::string_view name() const override { return "uns"; }
-  Status start() override { return server_.start(); }
-  void stop() override { server_.stop(); }
+  Status start() override {
+    LCC_RETURN_IF_ERROR(server_.start());
+    return sitemaps_ ? sitemaps_->start() : Status::ok();
+  }
+  void stop() override {
+    if (sitemaps_) sitemaps_->stop();  // first: a poll waits for the forwarder's answers
+    server_.stop();
+  }
   void status(nlohmann::json& out) const override { server_.status(out); }
 
  private:
   UnsServer server_;
+  std::unique_ptr<SitemapPoller> sitemaps_;  // providers' sitemaps (sitemap_poll.h)
 };
 
 }  // namespace

@@ -32,7 +32,7 @@ bool getNotice(Reader& r, UrlNotice* n, bool with_key) {
     n->key.mime = r.str();
   }
   std::uint8_t op = r.u8();
-  if (op > 1) return false;
+  if (op > kUrlOpMax) return false;
   n->op = static_cast<UrlOp>(op);
   n->view_tag = r.str();
   n->browse = r.optStr();
@@ -244,8 +244,11 @@ std::string encodeProvider(const ProviderRecord& p) {
     w.time(e.when);
   }
   w.time(p.created);
-  // Appended later: a record written before it ends after `created`.
+  // Appended later: a record written before it ends after `created` (or after
+  // state_reason, before the sitemap fields).
   w.str(p.state_reason);
+  w.str(p.sitemap_url);
+  w.varint(static_cast<std::uint64_t>(p.sitemap_interval.count()));
   return w.take();
 }
 
@@ -308,6 +311,12 @@ std::optional<ProviderRecord> decodeProvider(std::string_view bytes) {
   }
   p.created = r.time();
   if (r.ok() && !r.done()) p.state_reason = r.str();
+  if (r.ok() && !r.done()) {
+    p.sitemap_url = r.str();
+    const std::uint64_t interval = r.varint();
+    if (interval > static_cast<std::uint64_t>(INT64_MAX)) return std::nullopt;
+    p.sitemap_interval = Millis(static_cast<std::int64_t>(interval));
+  }
   if (!r.done()) return std::nullopt;
   return p;
 }

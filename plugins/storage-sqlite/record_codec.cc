@@ -130,7 +130,7 @@ std::optional<std::vector<FetchErrorEntry>> decodeErrorList(std::string_view byt
     std::int64_t pid, op, code, http, when;
     char has;
     if (!r.i64(&pid) || pid < 0 || pid > 0xffffffffLL || !r.str(&nt.key.url) || !r.str(&nt.key.mime) ||
-        !r.i64(&op) || op < 0 || op > 1 || !r.str(&nt.view_tag) || !r.byte(&has)) {
+        !r.i64(&op) || op < 0 || op > kUrlOpMax || !r.str(&nt.view_tag) || !r.byte(&has)) {
       return std::nullopt;
     }
     nt.key.pid = static_cast<ProviderId>(pid);

@@ -90,8 +90,9 @@ CREATE TABLE lcc (
 
 -- @section providers
 -- PIDB. AUTOINCREMENT: ids are never reused, also after the highest one is removed.
--- state_reason came after format 1 was released: sqlite_provider_store.cc adds it to
--- an older file when it opens one (ALTER TABLE), so the format number stays 1.
+-- state_reason, sitemap_url and sitemap_interval came after format 1 was released:
+-- sqlite_provider_store.cc adds them to an older file when it opens one (ALTER TABLE),
+-- so the format number stays 1.
 CREATE TABLE providers (
   id                   INTEGER PRIMARY KEY AUTOINCREMENT,
   state                INTEGER NOT NULL,
@@ -117,5 +118,7 @@ CREATE TABLE providers (
   error_total          INTEGER NOT NULL,
   errors               BLOB NOT NULL,   -- record_codec.h: list of FetchErrorEntry
   created              INTEGER NOT NULL,
-  state_reason         TEXT NOT NULL DEFAULT ''
+  state_reason         TEXT NOT NULL DEFAULT '',
+  sitemap_url          TEXT NOT NULL DEFAULT '',
+  sitemap_interval     INTEGER NOT NULL DEFAULT 0   -- milliseconds; 0: sitemap.default_interval
 ) STRICT;

@@ -14,8 +14,10 @@ constexpr std::int64_t kScanChunk = 256;
 #define LCC_PIDB_COLS                                                                                       \
   "id, state, password_hash, prefixes, priority, bandwidth, quota_files, quota_bytes, used_files, "          \
   "used_bytes, secret, secret_url, contact, reg_expires, conn_seq, last_ip, last_connect, fullsets_used, "   \
-  "fullset_period_start, fullset_wanted, fullset_reason, error_total, errors, created, state_reason"
-#define LCC_PIDB_PARAMS "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25"
+  "fullset_period_start, fullset_wanted, fullset_reason, error_total, errors, created, state_reason, "                                                \
+  "sitemap_url, sitemap_interval"
+#define LCC_PIDB_PARAMS \
+  "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27"
 
 // Binds every column; ?1 (id) only when `with_id`.
 void bindProvider(Stmt& st, const ProviderRecord& r, bool with_id) {
@@ -48,18 +50,20 @@ void bindProvider(Stmt& st, const ProviderRecord& r, bool with_id) {
   st.bindBlob(23, encodeErrorList(r.errors));
   st.bindInt(24, toUnixMillis(r.created));
   st.bindText(25, r.state_reason);
+  st.bindText(26, r.sitemap_url);
+  st.bindInt(27, r.sitemap_interval.count());
 }
 
 std::optional<ProviderRecord> providerFromRow(const Stmt& st) {
   ProviderRecord r;
   const std::int64_t id = st.colInt(0), state = st.colInt(1), prio = st.colInt(4), used = st.colInt(17),
-                     wanted = st.colInt(19), reason = st.colInt(20);
+                     wanted = st.colInt(19), reason = st.colInt(20), interval = st.colInt(26);
   auto prefixes = decodeStringList(st.colText(3));
   auto errors = decodeErrorList(st.colText(22));
   if (id <= 0 || id > std::numeric_limits<ProviderId>::max() || state < 0 || state > kProviderStateMax ||
       prio < std::numeric_limits<std::int32_t>::min() || prio > std::numeric_limits<std::int32_t>::max() ||
       used < 0 || used > std::numeric_limits<std::uint32_t>::max() || (wanted != 0 && wanted != 1) || reason < 0 ||
-      reason > static_cast<std::int64_t>(FullSetReason::kAdmin) || !prefixes || !errors) {
+      reason > static_cast<std::int64_t>(FullSetReason::kAdmin) || interval < 0 || !prefixes || !errors) {
     return std::nullopt;
   }
   r.id = static_cast<ProviderId>(id);
@@ -87,24 +91,41 @@ std::optional<ProviderRecord> providerFromRow(const Stmt& st) {
   r.errors = std::move(*errors);
   r.created = fromUnixMillis(st.colInt(23));
   r.state_reason = st.colText(24);
+  r.sitemap_url = st.colText(25);
+  r.sitemap_interval = Millis(interval);
   return r;
 }
 
-// A providers table made before state_reason existed gets the column (empty).
-Status addStateReasonColumn(SqliteDb& db) {
-  LCC_ASSIGN_OR_RETURN(auto st, db.stmt("SELECT 1 FROM pragma_table_info('providers') WHERE name = 'state_reason'"));
+// A providers table made before a column existed gets it, with its default.
+// `check_sql` selects 1 when the column is there; the statements are constants.
+Status addColumn(SqliteDb& db, const char* name, const char* check_sql, const char* alter_sql) {
+  LCC_ASSIGN_OR_RETURN(auto st, db.stmt(check_sql));
   LCC_ASSIGN_OR_RETURN(bool has, st->step());
   st.reset();
   if (has) return Status::ok();
-  return db.exec("ALTER TABLE providers ADD COLUMN state_reason TEXT NOT NULL DEFAULT ''");
+  return db.exec(alter_sql).withContext(db.path() + ": adding the " + name + " column");
 }
+
+#define LCC_HAS_COLUMN(name) "SELECT 1 FROM pragma_table_info('providers') WHERE name = '" name "'"
+
+// The columns that came after format 1.
+Status addLaterColumns(SqliteDb& db) {
+  LCC_RETURN_IF_ERROR(addColumn(db, "state_reason", LCC_HAS_COLUMN("state_reason"),
+                                "ALTER TABLE providers ADD COLUMN state_reason TEXT NOT NULL DEFAULT ''"));
+  LCC_RETURN_IF_ERROR(addColumn(db, "sitemap_url", LCC_HAS_COLUMN("sitemap_url"),
+                                "ALTER TABLE providers ADD COLUMN sitemap_url TEXT NOT NULL DEFAULT ''"));
+  return addColumn(db, "sitemap_interval", LCC_HAS_COLUMN("sitemap_interval"),
+                   "ALTER TABLE providers ADD COLUMN sitemap_interval INTEGER NOT NULL DEFAULT 0");
+}
+
+#undef LCC_HAS_COLUMN
 
 }  // namespace
 
 Result<ProviderStore*> SqliteProviderStore::open(const HostContext& host, const StoreOptions& opts) {
   StoreOpenInfo info;
   LCC_ASSIGN_OR_RETURN(auto db, SqliteDb::openWriter(host, opts, StoreKind::kProviders, &info));
-  LCC_RETURN_IF_ERROR(addStateReasonColumn(*db).withContext(db->path() + ": adding the state_reason column"));
+  LCC_RETURN_IF_ERROR(addLaterColumns(*db));
   return new SqliteProviderStore(host, std::move(db), std::move(info));
 }
 
@@ -177,7 +198,8 @@ Status SqliteProviderStore::updateLocked(const ProviderRecord& r, bool* found) {
       "UPDATE providers SET state=?2, password_hash=?3, prefixes=?4, priority=?5, bandwidth=?6, quota_files=?7, "
       "quota_bytes=?8, used_files=?9, used_bytes=?10, secret=?11, secret_url=?12, contact=?13, reg_expires=?14, "
       "conn_seq=?15, last_ip=?16, last_connect=?17, fullsets_used=?18, fullset_period_start=?19, "
-      "fullset_wanted=?20, fullset_reason=?21, error_total=?22, errors=?23, created=?24, state_reason=?25 WHERE id=?1"));
+      "fullset_wanted=?20, fullset_reason=?21, error_total=?22, errors=?23, created=?24, state_reason=?25, "
+      "sitemap_url=?26, sitemap_interval=?27 WHERE id=?1"));
   bindProvider(*st, r, true);
   LCC_RETURN_IF_ERROR(st->run());
   *found = sqlite3_changes(db_->handle()) == 1;

@@ -39,7 +39,7 @@ std::optional<QueueEntry> entryFromRow(const Stmt& st, int c) {
   if (!key) return std::nullopt;
   const std::int64_t url_op = st.colInt(c + 1), op = st.colInt(c + 9), slot = st.colInt(c + 11),
                      bad = st.colInt(c + 13);
-  if (url_op < 0 || url_op > 1 || op < 0 || op > 1 || bad < 0 || bad > 0xffff ||
+  if (url_op < 0 || url_op > kUrlOpMax || op < 0 || op > 1 || bad < 0 || bad > 0xffff ||
       slot < std::numeric_limits<TimeSlot>::min() || slot > std::numeric_limits<TimeSlot>::max()) {
     return std::nullopt;
   }

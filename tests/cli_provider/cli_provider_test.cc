@@ -461,5 +461,33 @@ TEST_F(CliProviderTest, SetSuspendResumeAndRemoveChangeTheStoredProvider) {
   EXPECT_FALSE(stored(2).has_value());
 }
 
+TEST_F(CliProviderTest, SetSitemapKeepsItUnderThePrefixesAndTheIntervalInBounds) {
+  ASSERT_EQ(lccWithToken({"provider", "add", "--prefix", "http://one.example/docs/", "--prefix",
+                          "http://two.example/"}).rc, 0);
+  RunResult set = lccWithToken({"provider", "set", "1", "--sitemap", "http://ONE.example:80/docs/sitemap.xml.gz",
+                                "--sitemap-interval", "6h"});
+  ASSERT_EQ(set.rc, 0) << set.err;
+  EXPECT_EQ(json::parse(set.out)["sitemap"], "http://one.example/docs/sitemap.xml.gz") << "stored in normal form";
+  EXPECT_EQ(json::parse(set.out)["sitemap_interval_ms"], 6 * 3600 * 1000);
+  EXPECT_EQ(stored(1)->sitemap_url, "http://one.example/docs/sitemap.xml.gz");
+  EXPECT_EQ(stored(1)->sitemap_interval, Millis(6 * 3600 * 1000));
+  for (std::vector<std::string> bad :
+       {std::vector<std::string>{"--sitemap", "http://one.example/sitemap.xml"}, {"--sitemap", "ftp://one.example/docs/s"},
+        {"--sitemap-interval", "10s"}, {"--sitemap-interval", "400d"}, {"--sitemap-interval", "soon"},
+        {"--remove-prefix", "http://one.example/docs/"}}) {
+    bad.insert(bad.begin(), {"provider", "set", "1"});
+    RunResult r = lccWithToken(bad);
+    EXPECT_EQ(r.rc, 2) << bad[3] << " " << r.err;  // HTTP 400
+  }
+  EXPECT_EQ(stored(1)->sitemap_url, "http://one.example/docs/sitemap.xml.gz") << "refusals change nothing";
+  EXPECT_EQ(stored(1)->prefixes.size(), 2u);
+  ASSERT_EQ(lccWithToken({"provider", "set", "1", "--sitemap-interval", "0"}).rc, 0);
+  EXPECT_EQ(stored(1)->sitemap_interval, Millis(0));
+  ASSERT_EQ(lccWithToken({"provider", "set", "1", "--sitemap", ""}).rc, 0);
+  EXPECT_EQ(stored(1)->sitemap_url, "");
+  ASSERT_EQ(lccWithToken({"provider", "set", "1", "--remove-prefix", "http://one.example/docs/"}).rc, 0)
+      << "without a sitemap the prefix may go";
+}
+
 }  // namespace
 }  // namespace lcc

@@ -108,6 +108,8 @@ ProviderRecord provider(const std::string& contact) {
   p.secret_url = "http://www.example.org/lococa-secret.txt";
   p.contact = contact;
   p.state_reason = "re-verification: the secret file is gone";
+  p.sitemap_url = "http://www.server.com/sitemap.xml.gz";
+  p.sitemap_interval = Millis(6 * 3600 * 1000);
   p.reg_expires = fromUnixMillis(1715000000000);
   p.conn_seq = 17;
   p.last_ip = "192.0.2.1";
@@ -125,6 +127,7 @@ ProviderRecord provider(const std::string& contact) {
   e.when = fromUnixMillis(1714564700000);
   p.errors = {e, e};
   p.errors[1].code = ErrorCode::kServerError;
+  p.errors[1].notice.op = UrlOp::kCheck;  // an IndexNow URL that failed otherwise
   p.created = fromUnixMillis(1714000000000);
   return p;
 }
@@ -217,12 +220,16 @@ TEST_P(StoreContractTest, QueueEntryPutGetReplaceRemove) {
   b.op = QueueOp::kNothing;
   b.next.clear();
   QueueBatch batch;
+  QueueEntry c = entry(1, "http://a/z.htm");
+  c.notice.op = UrlOp::kCheck;
   batch.putEntry(a);
   batch.putEntry(b);
+  batch.putEntry(c);
   ASSERT_TRUE(q->apply(batch).isOk());
-  EXPECT_EQ(q->entryCount().value(), 2u);
+  EXPECT_EQ(q->entryCount().value(), 3u);
   EXPECT_EQ(q->getEntry(encodeUrlKey(a.notice.key)).value(), a);
   EXPECT_EQ(q->getEntry(encodeUrlKey(b.notice.key)).value(), b) << "absent optionals stay absent";
+  EXPECT_EQ(q->getEntry(encodeUrlKey(c.notice.key)).value(), c) << "op=check is kept";
   // The same URL with another MIME type is another row.
   EXPECT_EQ(q->getEntry(encodeUrlKey({1, "http://a/x.htm", "text/plain"})).value(), std::nullopt);
 
@@ -233,14 +240,14 @@ TEST_P(StoreContractTest, QueueEntryPutGetReplaceRemove) {
   batch.putEntry(a2);
   ASSERT_TRUE(q->apply(batch).isOk());
   EXPECT_EQ(q->getEntry(encodeUrlKey(a.notice.key)).value(), a2) << "a put replaces";
-  EXPECT_EQ(q->entryCount().value(), 2u);
+  EXPECT_EQ(q->entryCount().value(), 3u);
 
   batch.clear();
   batch.removeEntry(encodeUrlKey(a.notice.key));
   batch.removeEntry(encodeUrlKey({9, "never-there", "text/html"}));  // removing nothing is fine
   ASSERT_TRUE(q->apply(batch).isOk());
   EXPECT_EQ(q->getEntry(encodeUrlKey(a.notice.key)).value(), std::nullopt);
-  EXPECT_EQ(q->entryCount().value(), 1u);
+  EXPECT_EQ(q->entryCount().value(), 2u);
   EXPECT_TRUE(q->close().isOk());
 }
 

@@ -11,9 +11,13 @@ A site on 127.0.0.1 is a provider of the LCC and publishes its key file. Checked
   - past indexnow.requests_per_minute the site gets 429 with Retry-After;
   - /metrics counts the accepted lists and URLs;
   - with indexnow.register: auto, a verified site under no provider gets one for the
-    key file's folder, and a folder that overlaps another provider's prefix does not.
+    key file's folder, and a folder that overlaps another provider's prefix does not;
+  - a pinged URL that was stored and now answers 404 or 410 is removed (a tombstone in
+    the CU query, gone from the export, no entry in the provider's error list), while a
+    CP's own op="update" that ends in 404 is still a fetch error.
 """
 import argparse
+import functools
 import json
 import os
 import re
@@ -23,7 +27,7 @@ import tempfile
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from pipeline_test import Node, Site, run_guarded, wait_for  # noqa: E402
+from pipeline_test import Node, QuietHandler, Site, run_guarded, wait_for  # noqa: E402
 
 KEY = "7e3f6e8bc6b743e2a5e6a4a4c2d1a0a5"
 
@@ -104,6 +108,65 @@ def run(node, site, work):
     assert re.search(rb"(?i)^retry-after: \d+", p.stdout, re.M), p.stdout
 
 
+class GoneHandler(QuietHandler):
+    """Answers 410 Gone for a file next to which '<name>.gone' exists."""
+
+    def send_head(self):
+        if os.path.exists(self.translate_path(self.path) + ".gone"):
+            self.send_error(410)
+            return None
+        return super().send_head()
+
+
+def admin_get(node, path):
+    with open(os.path.join(node.work, "var", "admin.token")) as f:
+        token = f.read().strip()
+    request = urllib.request.Request(f"http://127.0.0.1:{node.ports['http']}{path}",
+                                     headers={"Authorization": "Bearer " + token})
+    with urllib.request.urlopen(request, timeout=10) as r:
+        return json.load(r)
+
+
+def run_gone(node, site, work):
+    """IndexNow's "deleted" is settled by the fetch: 404 and 410 remove the URL."""
+    site.server.RequestHandlerClass = functools.partial(GoneHandler, directory=site.root)
+    for name in ("a.html", "b.html", "c.html"):
+        site.write(name, f"<html>{name}</html>\n".encode())
+    site.write(f"{KEY}.txt", KEY.encode())
+    node.start()
+    out = node.lcc("provider", "add", "--prefix", site.base).stdout.decode()
+    m = re.fullmatch(r"id=(\d+) password=(\S+)\n", out)
+    pid, password = m.group(1), m.group(2)
+    endpoint = f"http://127.0.0.1:{node.ports['http']}"
+    urls = [f"{site.base}a.html", f"{site.base}b.html", f"{site.base}c.html"]
+    code, body = post(endpoint, {"host": "127.0.0.1", "key": KEY, "urlList": urls})
+    assert code == 202, (code, body)
+    wait_for("the three pages", lambda: set(urls) <= exported_urls(node))
+
+    os.remove(os.path.join(site.root, "a.html"))         # 404
+    site.write("b.html.gone", b"")                       # 410
+    code, body = post(endpoint, {"host": "127.0.0.1", "key": KEY, "urlList": urls[:2]})
+    assert code == 202, (code, body)
+
+    def removed():
+        deleted = {u.getAttribute("c") for u in node.query_xml("--deleted").getElementsByTagNameNS("*", "url")
+                   if u.getAttribute("deleted") == "yes"}
+        return set(urls[:2]) <= deleted
+
+    wait_for("the 404 and the 410 as removals", removed)
+    assert exported_urls(node) == {urls[2]}, exported_urls(node)
+    # A CP's own update that ends in 404 is still an error of the provider.
+    sent = node.lcc("cp", "send", "--uns", f"127.0.0.1:{node.ports['uns']}", "--id", pid, "--password", password,
+                    "-", stdin=f'<url c="{site.base}cp-missing.html" m="text/html"/>\n'.encode())
+    assert b"accepted 1 of 1" in sent.stdout, sent.stdout
+    wait_for("the CP's 404 as an error", lambda: admin_get(node, f"/admin/providers/{pid}")["errors"])
+    errors = admin_get(node, f"/admin/providers/{pid}")["errors"]
+    assert [(e["url"], e["code"]) for e in errors] == [(f"{site.base}cp-missing.html", 301)], errors
+    with urllib.request.urlopen(f"{endpoint}/metrics", timeout=10) as r:
+        metrics = r.read().decode()
+    assert re.search(r"^lcc_qm_gone_at_site_total 2$", metrics, re.M), metrics
+
+
 def run_unowned(node, site, work):
     """A site whose pages lie under no provider: 403 while indexnow.register is off."""
     site.write(f"{KEY}.txt", KEY.encode())
@@ -144,7 +207,7 @@ def main():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--plugins", required=True)
     args = ap.parse_args()
-    for body, extra in ((run, "indexnow:\n  requests_per_minute: 12\n"), (run_unowned, ""),
+    for body, extra in ((run, "indexnow:\n  requests_per_minute: 12\n"), (run_gone, ""), (run_unowned, ""),
                         (run_auto, "indexnow:\n  register: auto\n")):
         work = tempfile.mkdtemp(prefix="lcc-indexnow-")
         site = Site(os.path.join(work, "site"))

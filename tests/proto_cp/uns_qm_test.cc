@@ -10,7 +10,7 @@ namespace {
 
 UnsQmSet sampleSet() {
   UnsQmSet s;
-  s.header = {42, 17, SetKind::kPartial, 2};
+  s.header = {42, 17, SetKind::kPartial, 3};
   UrlNotice a;
   a.key = {17, "http://www.server.com/index.htm", "text/html"};
   a.browse = "http://www.server.com/frameset.htm?index.htm";
@@ -24,7 +24,10 @@ UnsQmSet sampleSet() {
   b.key = {17, "http://www.server.com/old/page.htm", "text/html"};
   b.op = UrlOp::kDelete;
   b.browse = "";  // not browsable
-  s.urls = {a, b};
+  UrlNotice c;  // op=check: IndexNow and sitemap polls only
+  c.key = {17, "http://www.server.com/new.htm", "text/html"};
+  c.op = UrlOp::kCheck;
+  s.urls = {a, b, c};
   return s;
 }
 

@@ -61,6 +61,12 @@ ResultEvent failed(E code, R row, std::uint16_t bad = 0, std::optional<Millis> r
   return e;
 }
 
+// The same outcome for a notice with op=check (IndexNow, sitemap polls).
+ResultEvent checked(ResultEvent e) {
+  e.gone_removes = true;
+  return e;
+}
+
 struct Row {
   const char* what;
   ResultEvent in;
@@ -123,6 +129,21 @@ const Row kTable[] = {
     {"308 too large", failed(E::kTooLarge, R::kCurrent), {.verdict = V::kGiveUp, .remove_url = true, .code = E::kTooLarge}},
     {"311 refused", failed(E::kAddressRefused, R::kCurrent),
      {.verdict = V::kGiveUp, .remove_url = true, .code = E::kAddressRefused}},
+    // op=check: the fetch settles "added, updated or deleted"; 404/410 (301) is a removal.
+    {"check, 301: gone at the site", checked(failed(E::kNotFound, R::kCurrent)),
+     {.verdict = V::kGoneAtSite, .remove_url = true}},
+    {"check, 301 after retries", checked(failed(E::kNotFound, R::kCurrent, 2, Millis(5'000))),
+     {.verdict = V::kGoneAtSite, .remove_url = true}},
+    {"check, 301, newer notice came", checked(failed(E::kNotFound, R::kNewer)), {.verdict = V::kFetchAgain}},
+    {"check, 301, removed during the fetch", checked(failed(E::kNotFound, R::kRemoved)),
+     {.verdict = V::kDiscarded, .remove_url = true}},
+    {"check, stored", checked(stored(R::kCurrent)), {.verdict = V::kStored, .charge_bytes = 500}},
+    {"check, 302 denied stays an error", checked(failed(E::kAccessDenied, R::kCurrent)),
+     {.verdict = V::kGiveUp, .remove_url = true, .code = E::kAccessDenied}},
+    {"check, 312 other HTTP status stays an error", checked(failed(E::kHttpOther, R::kCurrent)),
+     {.verdict = V::kGiveUp, .remove_url = true, .code = E::kHttpOther}},
+    {"check, 303 is retried", checked(failed(E::kServerError, R::kCurrent)),
+     {.verdict = V::kRetryLater, .bad_count = 1, .retry_at = kNow + Millis(60'000)}},
 };
 
 

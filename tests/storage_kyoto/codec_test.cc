@@ -1,5 +1,6 @@
 // storage-kyoto's row codec: a provider row written before state_reason existed (it
-// ends after `created`) still decodes, with an empty reason; the reason round-trips.
+// ends after `created`) still decodes, with an empty reason, and one written before the
+// sitemap fields (it ends after the reason) with no sitemap; both round-trip.
 #include <gtest/gtest.h>
 
 #include "record_codec.h"
@@ -27,20 +28,42 @@ TEST(KyotoProviderCodec, TheStateReasonRoundTrips) {
   EXPECT_EQ(*back, p);
 }
 
+TEST(KyotoProviderCodec, TheSitemapRoundTrips) {
+  ProviderRecord p = sample();
+  p.sitemap_url = "http://a.example/sitemap.xml";
+  p.sitemap_interval = Millis(6 * 3600 * 1000);
+  auto back = decodeProvider(encodeProvider(p));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, p);
+}
+
+TEST(KyotoProviderCodec, ARowFromBeforeTheSitemapDecodesWithNone) {
+  ProviderRecord p = sample();
+  p.state_reason = "gone";
+  std::string row = encodeProvider(p);  // an empty URL and interval 0: two bytes 0
+  ASSERT_EQ(row.substr(row.size() - 2), std::string(2, '\0'));
+  row.resize(row.size() - 2);
+  auto back = decodeProvider(row);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, p);
+  row.resize(row.size() - 1);  // a cut inside the reason
+  EXPECT_FALSE(decodeProvider(row).has_value());
+}
+
 TEST(KyotoProviderCodec, ARowFromBeforeTheStateReasonDecodesWithNone) {
   ProviderRecord p = sample();
-  std::string row = encodeProvider(p);  // an empty reason is one byte: its length 0
-  ASSERT_EQ(row.back(), '\0');
-  row.pop_back();
+  std::string row = encodeProvider(p);  // an empty reason, URL and interval 0: three bytes 0
+  ASSERT_EQ(row.substr(row.size() - 3), std::string(3, '\0'));
+  row.resize(row.size() - 3);
   auto back = decodeProvider(row);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(*back, p);
   // Anything after the reason is still refused.
   EXPECT_FALSE(decodeProvider(encodeProvider(p) + "x").has_value());
-  // And a cut inside the reason too.
-  p.state_reason = "gone";
+  // And a cut inside the sitemap URL too.
+  p.sitemap_url = "http://a.example/s.xml";
   std::string cut = encodeProvider(p);
-  cut.pop_back();
+  cut.resize(cut.size() - 2);
   EXPECT_FALSE(decodeProvider(cut).has_value());
 }
 

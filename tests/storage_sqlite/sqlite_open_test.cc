@@ -35,6 +35,8 @@ TEST_F(SqliteOpenTest, AnOlderProvidersFileGainsTheStateReasonColumn) {
     ASSERT_TRUE(s->close().isOk());
   }
   execRaw(dir_.file("providers.sqlite"), "ALTER TABLE providers DROP COLUMN state_reason");
+  execRaw(dir_.file("providers.sqlite"), "ALTER TABLE providers DROP COLUMN sitemap_url");
+  execRaw(dir_.file("providers.sqlite"), "ALTER TABLE providers DROP COLUMN sitemap_interval");
   auto s = openProviders();
   ASSERT_TRUE(s);
   auto got = s->get(1);
@@ -47,6 +49,15 @@ TEST_F(SqliteOpenTest, AnOlderProvidersFileGainsTheStateReasonColumn) {
                  return Status::ok();
                }).isOk());
   EXPECT_EQ((*s->get(1))->state_reason, "the secret file is gone");
+  EXPECT_EQ((*got)->sitemap_url, "");
+  EXPECT_EQ((*got)->sitemap_interval, Millis(0));
+  ASSERT_TRUE(s->modify(1, [](ProviderRecord& r) {
+                 r.sitemap_url = "http://old.example/sitemap.xml";
+                 r.sitemap_interval = Millis(60000);
+                 return Status::ok();
+               }).isOk());
+  EXPECT_EQ((*s->get(1))->sitemap_url, "http://old.example/sitemap.xml");
+  EXPECT_EQ((*s->get(1))->sitemap_interval, Millis(60000));
 }
 
 TEST_F(SqliteOpenTest, EachStoreIsItsOwnFileUnderDataDir) {

@@ -181,6 +181,16 @@ const std::vector<KeySpec>& Config::schema() {
        "auto: a verified site whose URLs no provider covers gets one, scoped to the key file's folder (off: 403)"},
       {"indexnow.requests_per_minute", KeyType::kInt, "60", 0, 1000000,
        "IndexNow requests per site (scheme, host, port) per minute; more get 429 (0: no limit)"},
+      // --- sitemap (providers' sitemaps, polled by the uns role) ---
+      {"sitemap.min_interval", KeyType::kDuration, "1m", 1000, kDay,
+       "shortest sitemap poll interval `lcc provider set --sitemap-interval` accepts"},
+      {"sitemap.default_interval", KeyType::kDuration, "6h", 1000, 365 * kDay,
+       "how often a provider's sitemap is read when its own interval is 0"},
+      {"sitemap.check_interval", KeyType::kDuration, "1m", 100, kHour,
+       "how often the provider store is looked at for sitemaps due (and for new or changed ones)"},
+      {"sitemap.fetch_timeout", KeyType::kDuration, "2m", 1000, kHour, "longest fetch of one sitemap file"},
+      {"sitemap.max_pages", KeyType::kInt, "1000000", 1, 2500000000LL,
+       "most pages in one provider's sitemaps, indexes followed; more fails the poll"},
       // --- resourcesync (served by the cu role) ---
       {"resourcesync.base_url", KeyType::kString, "", 0, 300,
        "http(s)://host[:port] put before the ResourceSync documents' own URLs (empty: http://<listen.http>)"},

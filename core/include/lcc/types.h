@@ -54,7 +54,12 @@ std::string encodeProviderPrefix(ProviderId pid);
 
 // ---------------------------------------------------------------------------
 // One URL notification after the UNS validated it (docs/protocol.md §1.2).
-enum class UrlOp : std::uint8_t { kUpdate = 0, kDelete = 1 };
+// kCheck never comes from a CP: it is a notice of IndexNow or of a sitemap poll, where
+// "added, updated or deleted" is settled by the fetch. It is fetched as an update, and a
+// 404 or 410 removes the URL as a delete would, instead of being a fetch error
+// (docs/protocol.md §10, qm/result_policy.h).
+enum class UrlOp : std::uint8_t { kUpdate = 0, kDelete = 1, kCheck = 2 };
+inline constexpr std::uint8_t kUrlOpMax = 2;  // the highest stored value (store decoders check it)
 
 struct UrlNotice {
   UrlKey key;                          // pid, resolved c, m
@@ -200,6 +205,10 @@ struct ProviderRecord {
   std::uint64_t error_total = 0;
   std::vector<FetchErrorEntry> errors;  // bounded by the configured count
   WallTime created{};
+  // Sitemap polling (docs/protocol.md §11): the sitemap or sitemap index the LCC reads
+  // every sitemap_interval, sending what changed as a partial set; empty: none.
+  std::string sitemap_url;
+  Millis sitemap_interval{0};           // 0: sitemap.default_interval
 
   friend bool operator==(const ProviderRecord&, const ProviderRecord&) = default;
 };

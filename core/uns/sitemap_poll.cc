@@ -1,0 +1,296 @@
+#include "uns/sitemap_poll.h"
+
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "common/config/config.h"
+#include "common/fetch_wait.h"
+#include "lcc/support/time_util.h"
+#include "lcc/support/url_norm.h"
+#include "proto/cp_uns.h"
+#include "proto/sitemap_state.h"
+#include "proto/sitemap_walk.h"
+#include "uns/submit_wait.h"
+
+namespace lcc::uns {
+namespace {
+
+// The state file's first line: "# lcc sitemap poll state: polled <unix ms> <sitemap URL>".
+constexpr std::string_view kHeader = "lcc sitemap poll state: polled ";
+
+std::vector<std::string> normalPrefixes(const std::vector<std::string>& prefixes) {
+  std::vector<std::string> out;
+  for (const auto& p : prefixes) {
+    auto n = url::normalizePrefix(p, 2048);
+    if (n.isOk()) out.push_back(std::move(n).value());  // one without a normal form covers nothing
+  }
+  return out;
+}
+
+bool covered(const std::string& normal_url, const std::vector<std::string>& prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(),
+                     [&](const std::string& prefix) { return url::underPrefix(normal_url, prefix); });
+}
+
+// The polled time and sitemap URL of a state file's first line; false when it has none.
+bool parseHeader(std::string_view text, WallTime* polled, std::string* sitemap) {
+  const std::string_view line = text.substr(0, text.find('\n'));
+  if (line.substr(0, 2) != "# " || line.substr(2, kHeader.size()) != kHeader) return false;
+  const std::string_view rest = line.substr(2 + kHeader.size());
+  const std::size_t space = rest.find(' ');
+  if (space == std::string_view::npos) return false;
+  std::int64_t ms = 0;
+  for (char c : rest.substr(0, space)) {
+    if (c < '0' || c > '9' || ms > (INT64_MAX - 9) / 10) return false;
+    ms = ms * 10 + (c - '0');
+  }
+  *polled = fromUnixMillis(ms);
+  *sitemap = std::string(rest.substr(space + 1));
+  return true;
+}
+
+proto::SitemapWalkOptions walkOptions(std::uint64_t max_pages) {
+  proto::SitemapWalkOptions o;
+  o.max_pages = max_pages;
+  return o;
+}
+
+std::string urlPathOf(const std::string& normal) {
+  auto parts = url::splitNormalUrl(normal);
+  return parts.isOk() ? parts.value().path : std::string("/");
+}
+
+}  // namespace
+
+struct SitemapPoller::Wake {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool woken = false;
+  bool stopping = false;
+  TimerId timer = 0;
+};
+
+SitemapPoller::SitemapPoller(SitemapPollOptions options, SitemapPollDeps deps)
+    : options_(std::move(options)),
+      deps_(std::move(deps)),
+      wake_(std::make_shared<Wake>()),
+      polls_(deps_.metrics->counter("lcc_sitemap_polls_total", "provider sitemaps read (sitemap polling)")),
+      failures_(deps_.metrics->counter("lcc_sitemap_poll_failures_total",
+                                       "sitemap polls that failed (a sitemap unreadable, a set refused)")),
+      sent_(deps_.metrics->counter("lcc_sitemap_urls_sent_total", "changed and deleted pages sent by sitemap polls")),
+      skipped_(deps_.metrics->counter("lcc_sitemap_urls_skipped_total",
+                                      "listed sitemaps and pages skipped: outside the provider's prefixes, or not http(s)")) {}
+
+SitemapPoller::~SitemapPoller() { stop(); }
+
+Status SitemapPoller::start() {
+  LCC_RETURN_IF_ERROR(deps_.env->createDirs(options_.state_dir, DirOptions{.private_dir = true}));
+  thread_ = std::thread([this] { run(); });
+  return Status::ok();
+}
+
+void SitemapPoller::stop() {
+  TimerId timer = 0;
+  {
+    std::lock_guard<std::mutex> lock(wake_->mu);
+    // Once only: the destructor may run after the node's fetcher is gone.
+    if (wake_->stopping) return;
+    wake_->stopping = true;
+    timer = std::exchange(wake_->timer, 0);
+    wake_->cv.notify_all();
+  }
+  if (timer != 0) deps_.clock->cancel(timer);
+  if (!thread_.joinable()) return;  // never started: no fetch of ours in flight
+  if (deps_.cancel_fetch) deps_.cancel_fetch();
+  thread_.join();
+}
+
+void SitemapPoller::run() {
+  pthread_setname_np(pthread_self(), "lcc-sitemap");
+  const std::shared_ptr<Wake> wake = wake_;
+  for (;;) {
+    pollDue();
+    std::unique_lock<std::mutex> lock(wake->mu);
+    if (wake->stopping) return;
+    wake->woken = false;
+    wake->timer = deps_.clock->schedule(options_.check_interval, [wake] {
+      std::lock_guard<std::mutex> l(wake->mu);
+      wake->woken = true;
+      wake->cv.notify_all();
+    });
+    wake->cv.wait(lock, [&] { return wake->woken || wake->stopping; });
+    if (wake->stopping) return;
+  }
+}
+
+std::string SitemapPoller::statePath(ProviderId pid) const {
+  return options_.state_dir + "/" + std::to_string(pid) + ".state";
+}
+
+SitemapPoller::Track& SitemapPoller::track(ProviderId pid) {
+  Track& t = tracks_[pid];
+  if (t.loaded) return t;
+  t.loaded = true;
+  if (!deps_.env->exists(statePath(pid))) return t;
+  auto text = deps_.env->readFile(statePath(pid));
+  if (!text.isOk() || !parseHeader(text.value(), &t.last, &t.url)) {
+    spdlog::warn("sitemap: provider {}: {} has no poll time; polling now", pid, statePath(pid));
+  }
+  return t;
+}
+
+void SitemapPoller::pollDue() {
+  std::vector<ProviderRecord> candidates;
+  Status s = deps_.providers->scan([&](const ProviderRecord& p) {
+    if (p.state == ProviderState::kActive && !p.sitemap_url.empty()) candidates.push_back(p);
+    return true;
+  });
+  if (!s.isOk()) {
+    spdlog::warn("sitemap: reading the providers: {}", s.toString());
+    return;
+  }
+  for (const auto& p : candidates) {
+    {
+      std::lock_guard<std::mutex> lock(wake_->mu);
+      if (wake_->stopping) return;
+    }
+    const WallTime now = deps_.clock->now();
+    Track& t = track(p.id);
+    const Millis interval = p.sitemap_interval.count() > 0 ? p.sitemap_interval : options_.default_interval;
+    if (t.url == p.sitemap_url && t.last != WallTime{} && now < t.last + interval) continue;
+    t.last = now;
+    t.url = p.sitemap_url;
+    (void)pollProvider(p);
+  }
+}
+
+Result<SitemapPollReport> SitemapPoller::pollProvider(const ProviderRecord& p) {
+  polls_.inc();
+  auto failed = [&](const std::string& why) {
+    failures_.inc();
+    spdlog::warn("sitemap: provider {}: {}: {} (tried again in an interval)", p.id, p.sitemap_url, why);
+    return Status::busy(why);
+  };
+  const std::vector<std::string> prefixes = normalPrefixes(p.prefixes);
+  if (!covered(p.sitemap_url, prefixes)) return failed("not under the provider's prefixes; not read");
+  proto::SitemapWalk walk(
+      [&](const std::string& source, bool, proto::SitemapReader& reader) { return deps_.fetch(source, prefixes, reader); },
+      walkOptions(options_.max_pages));
+  walk.setAdmit([&](const std::string& u) { return covered(u, prefixes); });
+  if (!walk.read(p.sitemap_url)) return failed(walk.error());
+  SitemapPollReport report;
+  report.pages = walk.pages().size();
+  report.skipped = walk.refused() + walk.invalid();
+  if (report.skipped > 0) {
+    skipped_.inc(report.skipped);
+    spdlog::warn("sitemap: provider {}: {} listed URLs skipped (outside its prefixes, or not http(s) URLs), first: {}",
+                 p.id, report.skipped, walk.skippedSamples().empty() ? "-" : walk.skippedSamples().front());
+  }
+  proto::SitemapPages before;
+  bool have_before = deps_.env->exists(statePath(p.id));
+  if (have_before) {
+    auto text = deps_.env->readFile(statePath(p.id));
+    std::string err = text.isOk() ? "" : text.status().message();
+    if (!text.isOk() || !proto::parseSitemapState(text.value(), before, &err)) {
+      spdlog::warn("sitemap: provider {}: {}: {}; read as a first poll (nothing deleted)", p.id, statePath(p.id), err);
+      before.clear();
+      have_before = false;
+    }
+  }
+  std::vector<std::string> lines;
+  for (const auto& c : proto::diffSitemaps(before, have_before, walk.pages())) {
+    std::vector<std::pair<std::string, std::string>> attrs = {{"c", c.url}, {"m", mime_.forUrlPath(urlPathOf(c.url))}};
+    if (!c.deleted && c.lastmod) attrs.emplace_back("mt", formatRfc3339(*c.lastmod));
+    attrs.emplace_back("op", c.deleted ? "delete" : "check");  // check: a 404/410 removes the page
+    ++(c.deleted ? report.deleted : report.changed);
+    lines.push_back(proto::encodeUrlElement(attrs));
+  }
+  if (Status s = submitChanges(p, lines, report); !s.isOk()) return failed(s.message());
+  const std::string header = std::string(kHeader) + std::to_string(toUnixMillis(deps_.clock->now())) + " " + p.sitemap_url;
+  if (Status s = deps_.env->writeFileAtomic(statePath(p.id), proto::formatSitemapState(walk.pages(), header)); !s.isOk()) {
+    return failed("the changes were sent, but the state could not be written (they are sent again): " + s.message());
+  }
+  sent_.inc(lines.size());
+  spdlog::info("sitemap: provider {}: {} pages, {} changed, {} deleted, {} skipped, in {} set(s)", p.id, report.pages,
+               report.changed, report.deleted, report.skipped, report.sets);
+  return report;
+}
+
+Status SitemapPoller::submitChanges(const ProviderRecord& p, const std::vector<std::string>& lines,
+                                    SitemapPollReport& report) {
+  const std::size_t per_set = static_cast<std::size_t>(std::max<std::uint64_t>(1, options_.max_set_urls));
+  for (std::size_t from = 0; from < lines.size(); from += per_set) {
+    const std::size_t to = std::min(lines.size(), from + per_set);
+    std::string xml;
+    for (std::size_t i = from; i < to; ++i) xml += lines[i];
+    const SetOutcome o = deps_.submit(p.id, to - from, std::move(xml));
+    if (!o.accepted) {
+      return Status::busy("a set was refused: " + std::to_string(static_cast<int>(o.code)) + " " + o.message);
+    }
+    ++report.sets;
+  }
+  return Status::ok();
+}
+
+std::unique_ptr<SitemapPoller> makeSitemapPoller(NodeContext& node, Forwarder& forwarder) {
+  if (node.fetcher == nullptr) return nullptr;
+  const Config& cfg = *node.config;
+  SitemapPollOptions o;
+  o.state_dir = node.data_dir + "/sitemap";
+  o.default_interval = Millis(cfg.getInt("sitemap.default_interval"));
+  o.check_interval = Millis(cfg.getInt("sitemap.check_interval"));
+  o.max_pages = static_cast<std::uint64_t>(cfg.getInt("sitemap.max_pages"));
+  o.max_set_urls = static_cast<std::uint64_t>(cfg.getInt("uns.max_set_urls"));
+  const Millis timeout(cfg.getInt("sitemap.fetch_timeout"));
+  struct Fetching {
+    std::atomic<std::uint64_t> next_id{(7ull << 60) + 1};  // apart from robots, the RS and IndexNow
+    std::atomic<std::uint64_t> current{0};
+    std::atomic<bool> stopping{false};
+  };
+  auto fetching = std::make_shared<Fetching>();
+  SitemapPollDeps deps;
+  deps.providers = node.providers;
+  deps.clock = node.clock;
+  deps.env = node.env;
+  deps.metrics = node.metrics;
+  deps.fetch = [&node, fetching, dir = o.state_dir, timeout](const std::string& url,
+                                                             const std::vector<std::string>& prefixes,
+                                                             proto::SitemapReader& reader) -> std::string {
+    FetchRequest req;
+    req.id = fetching->next_id++;
+    req.url = url;
+    req.path = dir + "/fetch-" + std::to_string(req.id) + ".tmp";
+    req.max_size = proto::SitemapLimits{}.max_bytes;  // compressed or not, never more than 50 MB
+    req.redirects = RedirectPolicy::kPrefix;
+    req.redirect_prefixes = prefixes;
+    fetching->current = req.id;
+    if (fetching->stopping) return "the LCC is stopping";
+    auto got = fetchAndWait(*node.fetcher, *node.env, req, timeout);
+    if (!got.isOk()) return got.status().message();
+    const FetchResult& r = got.value().result;
+    if (!r.ok()) {
+      return "fetch code " + std::to_string(static_cast<int>(r.code)) +
+             (r.http_status != 0 ? ", HTTP " + std::to_string(r.http_status) : "") + (r.message.empty() ? "" : ": " + r.message);
+    }
+    if (!reader.feed(got.value().body)) return reader.error();
+    return reader.finish() ? "" : reader.error();
+  };
+  deps.cancel_fetch = [&node, fetching] {
+    fetching->stopping = true;
+    node.fetcher->cancel(fetching->current);
+  };
+  deps.submit = [&forwarder](ProviderId pid, std::uint64_t count, std::string xml) {
+    SetSubmission set;
+    set.pid = pid;
+    set.kind = SetKind::kPartial;
+    set.count = count;
+    set.urls_xml = std::move(xml);
+    return submitAndWait(forwarder, std::move(set));
+  };
+  return std::make_unique<SitemapPoller>(std::move(o), std::move(deps));
+}
+
+}  // namespace lcc::uns
