@@ -151,8 +151,6 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
 
   // ---- submit ----
   void submit(SetSubmission set, Done done) {
-    std::string xml;
-    xml.reserve(set.urls_xml.size() + 96);
     auto id = allocId();
     if (!id.isOk()) {
       spdlog::error("uns: cannot persist set ids: {}", id.status().toString());
@@ -160,10 +158,12 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       done(SetOutcome{false, ErrorCode::kInternal, "internal error"});
       return;
     }
-    proto::appendSetBegin(xml, {id.value(), set.pid, set.kind, set.count});
-    xml += set.urls_xml;
-    set.urls_xml.clear();
-    set.urls_xml.shrink_to_fit();
+    // The set element is built around the URLs in place (one copy of a large set).
+    std::string head;
+    proto::appendSetBegin(head, {id.value(), set.pid, set.kind, set.count});
+    std::string xml = std::move(set.urls_xml);
+    xml.reserve(xml.size() + head.size() + 8);
+    xml.insert(0, head);
     proto::appendSetEnd(xml);
     if (!stopped && link_ready && spool.empty() && to_spool.empty()) {
       send(xml);

@@ -192,6 +192,22 @@ TEST_F(QmStream, StreamedFullSetRemovesWhatItLacks) {
   EXPECT_TRUE(!q1 || q1->op == QueueOp::kNothing);
 }
 
+// The UNS forwards every URL of a set in the CP's order; applying in order makes the
+// last notice of an identity win.
+TEST_F(QmStream, TheLastNoticeOfAnIdentityWinsWhenAppliedInOrder) {
+  start();
+  submit(makeSet(1, {update(1, "http://l/a"), update(1, "http://l/b"), removal(1, "http://l/a"),
+                     update(1, "http://l/b", 9)}, 1));
+  auto a = row("http://l/a");
+  EXPECT_TRUE(!a || a->op == QueueOp::kNothing);
+  auto b = row("http://l/b");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->notice.mtime, 9);
+  qm_->linkUp(1, "m1", 1);
+  EXPECT_EQ(fetchOne("fb"), "http://l/b");
+  EXPECT_TRUE(botm_.takeFetches().empty());
+}
+
 TEST_F(QmStream, RefusedStreamKeepsNoUrlsAndWritesNothing) {
   start();
   submit(makeSet(1, {update(1, "http://d/1")}, 5));
