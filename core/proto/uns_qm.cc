@@ -1,5 +1,6 @@
 #include "proto/uns_qm.h"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 
@@ -64,8 +65,10 @@ XmlLimits readerLimits(const UnsQmLimits& l) {
 }
 
 // Collects one <set> at `set_depth` (2 inside a stream, 1 as a lone document).
+// With a `sink`, the header and each URL go to it as they are read (nothing is kept).
 struct SetCollector {
   UnsQmLimits limits;
+  UnsStreamHandler* sink = nullptr;
   bool in_set = false;
   UnsQmSet set;
   std::uint64_t urls_seen = 0;
@@ -91,7 +94,11 @@ struct SetCollector {
       const auto* count = a.get("count");
       if (!count || !parseDecimalAs(*count, set.header.count)) return "set without a valid count";
       if (set.header.count > limits.max_set_urls) return "set larger than the limit";
-      set.urls.reserve(static_cast<std::size_t>(set.header.count));
+      if (sink) {
+        sink->onSetBegin(set.header);
+      } else {
+        set.urls.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(set.header.count, 1u << 16)));
+      }
       return {};
     }
     if (depth == set_depth + 1 && isInternalChild(name) && name.local == "url") {
@@ -99,13 +106,17 @@ struct SetCollector {
       UrlNotice n;
       std::string err = urlFromAttrs(a, set.header.pid, n);
       if (!err.empty()) return err;
-      set.urls.push_back(std::move(n));
+      if (sink) {
+        sink->onSetUrl(std::move(n));
+      } else {
+        set.urls.push_back(std::move(n));
+      }
     }
     return {};
   }
   std::string end() {
     in_set = false;
-    if (set.urls.size() != set.header.count) return "set has fewer urls than its count";
+    if (urls_seen != set.header.count) return "set has fewer urls than its count";
     return {};
   }
 };
@@ -297,7 +308,10 @@ class StreamBase : public XmlHandler {
 struct UnsStreamDecoder::Impl final : StreamBase {
   UnsStreamHandler& h;
   SetCollector col;
-  Impl(UnsStreamHandler& handler, UnsQmLimits l) : StreamBase("uns", l), h(handler) { col.limits = l; }
+  Impl(UnsStreamHandler& handler, UnsQmLimits l) : StreamBase("uns", l), h(handler) {
+    col.limits = l;
+    col.sink = &h;
+  }
 
   void rootOpened(const XmlAttrs& a) override { h.onUnsOpen(a.getOr("name", "")); }
   void child(int depth, const XmlName& name, const XmlAttrs& a) override {
@@ -319,12 +333,22 @@ struct UnsStreamDecoder::Impl final : StreamBase {
   void childEnd(int depth, const XmlName& name) override {
     if (depth == 2 && col.in_set && isInternalChild(name) && name.local == "set") {
       if (auto e = col.end(); !e.empty()) return fail(e);
-      h.onSet(std::move(col.set));
-      col.set = UnsQmSet{};
+      h.onSetEnd();
     }
   }
   void rootClosed() override { h.onClose(); }
 };
+
+void UnsStreamHandler::onSetBegin(const UnsQmSetHeader& header) {
+  collecting_ = UnsQmSet{};
+  collecting_.header = header;
+}
+void UnsStreamHandler::onSetUrl(UrlNotice&& url) { collecting_.urls.push_back(std::move(url)); }
+void UnsStreamHandler::onSetEnd() {
+  UnsQmSet set = std::move(collecting_);
+  collecting_ = UnsQmSet{};
+  onSet(std::move(set));
+}
 
 UnsStreamDecoder::UnsStreamDecoder(UnsStreamHandler& handler, UnsQmLimits limits)
     : impl_(std::make_unique<Impl>(handler, limits)) {}

@@ -10,7 +10,8 @@
 // are accepted un-namespaced or in the internal namespace; unknown children and
 // attributes are ignored. A stream that breaks the framing or sends an impossible
 // set (missing c/m, bad op/mt/sz, count mismatch) fails with kMalformed; the peer is
-// disconnected. A decoder never aborts on input.
+// disconnected. The QM's decoder hands a set over URL by URL (UnsStreamHandler), so
+// taking a set needs memory for one URL, not for the set. A decoder never aborts on input.
 // THREADS: one decoder per connection, used by one thread (strand) at a time.
 #pragma once
 
@@ -99,10 +100,20 @@ class UnsStreamHandler {
  public:
   virtual ~UnsStreamHandler() = default;
   virtual void onUnsOpen(std::string_view uns_name) = 0;  // name="…" of the opening
-  virtual void onSet(UnsQmSet&& set) = 0;                 // after its </set>
+  // A set as it is read: its header at <set>, each URL in order, its end at </set>
+  // (after the count was checked). A stream that fails in between gets no
+  // onSetEnd(). The defaults collect the whole set and hand it to onSet(); a handler
+  // that takes sets of any size overrides these three instead.
+  virtual void onSetBegin(const UnsQmSetHeader& header);
+  virtual void onSetUrl(UrlNotice&& url);
+  virtual void onSetEnd();
+  virtual void onSet(UnsQmSet&& /*set*/) {}  // after its </set>, with the defaults above
   virtual void onPing() {}
   virtual void onPong() {}
   virtual void onClose() {}  // </lcc:uns>: the UNS ended the stream
+
+ private:
+  UnsQmSet collecting_;  // the defaults' set
 };
 
 class UnsStreamDecoder {

@@ -31,7 +31,11 @@
 namespace lcc::qm {
 
 // Meta keys the QM keeps in the QueueStore.
-inline constexpr const char* kMetaAppliedPos = "qm.applied_journal_pos";  // last journal record applied
+// Replay starts after kMetaAppliedPos (every record up to it is applied or dead);
+// records up to kMetaAppliedEnd (the last record of the last set applied) that come
+// after it are sets applied already (sets apply in the order of their last record).
+inline constexpr const char* kMetaAppliedPos = "qm.applied_journal_pos";
+inline constexpr const char* kMetaAppliedEnd = "qm.applied_journal_end";
 inline constexpr const char* kMetaNextPSet = "qm.next_pset";
 inline std::string metaUnsKey(const std::string& uns) { return "qm.uns." + uns; }  // highest set id applied
 inline constexpr const char* kMetaLastMerge = "qm.last_merge_ms";  // wall time of the last slot merge

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <map>
+#include <utility>
 #include <mutex>
 
 #include "net/acceptor.h"
@@ -20,16 +21,21 @@ namespace {
 
 class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, private proto::UnsStreamHandler {
  public:
-  IntakeConn(std::shared_ptr<net::Connection> conn, const IntakeServerOptions& o, IntakeServer::SubmitFn submit)
+  IntakeConn(std::shared_ptr<net::Connection> conn, const IntakeServerOptions& o,
+             std::shared_ptr<const IntakeSink> sink, std::shared_ptr<std::atomic<std::uint64_t>> streams)
       : conn_(std::move(conn)),
         decoder_(*this, proto::UnsQmLimits{o.max_attribute_length, o.max_set_urls}),
-        submit_(std::move(submit)) {}
+        sink_(std::move(sink)),
+        streams_(std::move(streams)),
+        part_urls_(std::max<std::size_t>(1, o.part_urls)),
+        parts_in_flight_(std::max<std::size_t>(1, o.parts_in_flight)) {}
 
   void start(std::function<void()> on_closed) {
     net::Connection::Handlers h;
     auto self = shared_from_this();
     h.on_bytes = [self](std::string_view bytes) { self->onBytes(bytes); };
     h.on_close = [self, on_closed = std::move(on_closed)](net::CloseReason, const std::string&) {
+      self->abortSet();
       if (on_closed) on_closed();
     };
     conn_->start(std::move(h));
@@ -50,6 +56,7 @@ class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, privat
     if (broken_ || decoder_.feed(bytes.data(), bytes.size())) return;
     if (decoder_.failed()) {
       broken_ = true;
+      abortSet();
       spdlog::warn("qm intake: {} ({}): {}; disconnecting", peer(), uns_.empty() ? "?" : uns_,
                    decoder_.errorMessage());
       conn_->closeAfterFlush({}, net::CloseReason::kProtocolError);
@@ -65,18 +72,27 @@ class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, privat
     conn_->send(proto::encodeQmOpen());
     spdlog::info("qm intake: UNS {} connected from {}", uns_, peer());
   }
-  void onSet(proto::UnsQmSet&& set) override {
-    IntakeSet s;
-    s.uns = uns_;
-    s.id = set.header.id;
-    s.pid = set.header.pid;
-    s.kind = set.header.kind;
-    s.urls = std::move(set.urls);
-    for (auto& u : s.urls) u.key.pid = s.pid;
-    const std::uint64_t id = s.id;
+  void onSetBegin(const proto::UnsQmSetHeader& h) override {
+    stream_ = ++*streams_;
+    set_id_ = h.id;
+    pid_ = h.pid;
+    urls_ = 0;
+    part_.clear();
+    sink_->begin(stream_, IntakeHeader{uns_, h.id, h.pid, h.kind});
+  }
+  void onSetUrl(UrlNotice&& u) override {
+    u.key.pid = pid_;
+    part_.push_back(std::move(u));
+    ++urls_;
+    if (part_.size() >= part_urls_) handPart();
+  }
+  void onSetEnd() override {
+    if (!part_.empty()) handPart();
+    const std::uint64_t id = set_id_;
+    const std::uint64_t stream = std::exchange(stream_, 0);
     ++outstanding_;
     auto self = shared_from_this();
-    submit_(std::move(s), [self, id](bool ok, ErrorCode code, const std::string& reason) {
+    sink_->end(stream, urls_, [self, id](bool ok, ErrorCode code, const std::string& reason) {
       proto::UnsQmAck ack;
       ack.id = id;
       ack.ok = ok;
@@ -93,6 +109,33 @@ class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, privat
   }
   void onPing() override { conn_->send(proto::encodePong()); }
 
+  // Hands the URLs read so far over; stops reading while too many wait to be taken.
+  void handPart() {
+    std::vector<UrlNotice> urls;
+    urls.swap(part_);
+    part_.reserve(part_urls_);
+    ++in_flight_;
+    if (in_flight_ >= parts_in_flight_ && reading_) {
+      reading_ = false;
+      conn_->setReading(false);
+    }
+    sink_->part(stream_, std::move(urls), [self = shared_from_this()] {
+      asio::post(self->conn_->strand(), [self] {
+        --self->in_flight_;
+        if (!self->reading_ && self->in_flight_ < self->parts_in_flight_) {
+          self->reading_ = true;
+          self->conn_->setReading(true);
+        }
+      });
+    });
+  }
+  // The connection ended (or broke) inside a set: nothing of it is taken.
+  void abortSet() {
+    if (stream_ == 0) return;
+    part_.clear();
+    sink_->abort(std::exchange(stream_, 0));
+  }
+
   void maybeClose() {
     if (closing_ && outstanding_ == 0 && !close_sent_) {
       close_sent_ = true;
@@ -102,8 +145,17 @@ class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, privat
 
   std::shared_ptr<net::Connection> conn_;
   proto::UnsStreamDecoder decoder_;
-  IntakeServer::SubmitFn submit_;
+  std::shared_ptr<const IntakeSink> sink_;
+  std::shared_ptr<std::atomic<std::uint64_t>> streams_;
+  const std::size_t part_urls_;
+  const std::size_t parts_in_flight_;
   std::string uns_;
+  // The set being read (stream_ 0: none).
+  std::uint64_t stream_ = 0, set_id_ = 0, urls_ = 0;
+  ProviderId pid_ = 0;
+  std::vector<UrlNotice> part_;
+  std::size_t in_flight_ = 0;
+  bool reading_ = true;
   std::uint64_t outstanding_ = 0;
   bool closing_ = false;
   bool close_sent_ = false;
@@ -113,13 +165,16 @@ class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, privat
 }  // namespace
 
 struct IntakeServer::Impl : std::enable_shared_from_this<IntakeServer::Impl> {
-  Impl(asio::io_context& io_, IntakeServerOptions o, SubmitFn s)
-      : io(io_), strand(asio::make_strand(io_)), options(std::move(o)), submit(std::move(s)) {}
+  Impl(asio::io_context& io_, IntakeServerOptions o, IntakeSink s)
+      : io(io_), strand(asio::make_strand(io_)), options(std::move(o)),
+        sink(std::make_shared<const IntakeSink>(std::move(s))),
+        streams(std::make_shared<std::atomic<std::uint64_t>>(0)) {}
 
   asio::io_context& io;
   asio::strand<asio::io_context::executor_type> strand;
   IntakeServerOptions options;
-  SubmitFn submit;
+  std::shared_ptr<const IntakeSink> sink;
+  std::shared_ptr<std::atomic<std::uint64_t>> streams;  // stream numbers handed out
   std::shared_ptr<net::Acceptor> acceptor;
   bool accepting = true;  // strand
   std::atomic<bool> stopped{false};
@@ -128,15 +183,15 @@ struct IntakeServer::Impl : std::enable_shared_from_this<IntakeServer::Impl> {
   void accepted(std::shared_ptr<net::Connection> c, net::Admission) {
     if (stopped) return c->close(net::CloseReason::kShutdown);
     conns.add([&](std::uint64_t, std::function<void()> on_closed) {
-      auto ic = std::make_shared<IntakeConn>(std::move(c), options, submit);
+      auto ic = std::make_shared<IntakeConn>(std::move(c), options, sink, streams);
       ic->start(std::move(on_closed));
       return ic;
     });
   }
 };
 
-IntakeServer::IntakeServer(asio::io_context& io, IntakeServerOptions options, SubmitFn submit)
-    : impl_(std::make_shared<Impl>(io, std::move(options), std::move(submit))) {}
+IntakeServer::IntakeServer(asio::io_context& io, IntakeServerOptions options, IntakeSink sink)
+    : impl_(std::make_shared<Impl>(io, std::move(options), std::move(sink))) {}
 
 IntakeServer::~IntakeServer() { stop(); }
 

@@ -1,10 +1,14 @@
 // intake_server.h — the QM's listen.qm port: UNSes connect and pipeline sets
-// (docs/internal-protocols.md §1). Bytes only: each decoded set goes to `submit`,
-// whose ack callback (called once, in order) writes <ack> back on that connection.
+// (docs/internal-protocols.md §1). Bytes only: each set is decoded as it arrives and
+// handed to the IntakeSink in parts of at most `part_urls` URLs (begin, parts, then
+// end or abort), so a set of any size needs memory for a few parts; the end's ack
+// callback (called once, in order) writes <ack> back on that connection. A
+// connection stops reading while `parts_in_flight` parts wait to be taken
+// (back-pressure instead of a queue). A connection that ends inside a set aborts it.
 // Overload (rule 6): setAccepting(false) closes the listener and closes every UNS
 // connection once its earlier sets are acknowledged; setAccepting(true) listens again.
 // A peer that breaks the framing is logged and disconnected.
-// THREADS: thread-safe; one strand per connection.
+// THREADS: thread-safe; one strand per connection; the sink's functions run on it.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -26,14 +30,27 @@ struct IntakeServerOptions {
   net::TlsLink tls;                        // for tls:// (common/tls_config.h)
   std::size_t max_attribute_length = 8192;
   std::uint64_t max_set_urls = 1'000'000;
+  std::size_t part_urls = 1024;       // URLs per part handed to the sink
+  std::size_t parts_in_flight = 4;    // parts handed over and not yet taken, at most
+};
+
+// Where decoded sets go. For one set: begin(), part()* in order, then end() or abort()
+// (the connection ended inside it). `stream` is unique per server. part()'s `taken`
+// must be called once (from any thread) when the part no longer needs the connection
+// to wait.
+struct IntakeSink {
+  using AckFn = std::function<void(bool ok, ErrorCode code, const std::string& reason)>;
+  std::function<void(std::uint64_t stream, IntakeHeader header)> begin;
+  std::function<void(std::uint64_t stream, std::vector<UrlNotice> urls, std::function<void()> taken)> part;
+  std::function<void(std::uint64_t stream, std::uint64_t count, AckFn ack)> end;
+  std::function<void(std::uint64_t stream)> abort;
 };
 
 class IntakeServer {
  public:
-  using AckFn = std::function<void(bool ok, ErrorCode code, const std::string& reason)>;
-  using SubmitFn = std::function<void(IntakeSet set, AckFn ack)>;
+  using AckFn = IntakeSink::AckFn;
 
-  IntakeServer(boost::asio::io_context& io, IntakeServerOptions options, SubmitFn submit);
+  IntakeServer(boost::asio::io_context& io, IntakeServerOptions options, IntakeSink sink);
   ~IntakeServer();
 
   Status start();  // binds and accepts

@@ -65,12 +65,7 @@ class QmService final : public Service, public BotmLinkHandler {
     io.tls = linkListening(node_.tls, node_.clock);
     io.max_attribute_length = static_cast<std::size_t>(cfg.getInt("uns.max_attribute_length"));
     io.max_set_urls = static_cast<std::uint64_t>(cfg.getInt("uns.max_set_urls"));
-    intake_ = std::make_unique<IntakeServer>(*node_.io, io, [this](IntakeSet set, IntakeServer::AckFn ack) {
-      asio::post(strand_, [this, set = std::move(set), ack = std::move(ack)]() mutable {
-        qm_->submit(std::move(set), std::move(ack));
-        refresh(false);
-      });
-    });
+    intake_ = std::make_unique<IntakeServer>(*node_.io, io, intakeSink());
     qm_->setIntakeListener([this](bool accepting) {
       if (intake_) intake_->setAccepting(accepting);
     });
@@ -87,6 +82,28 @@ class QmService final : public Service, public BotmLinkHandler {
     spdlog::info("qm: {} URLs queued; UNSes on {} (port {}), BOT-Ms on {} (port {})", qm_->queued(), io.listen,
                  intake_->port(), bo.listen, botm_->port());
     return Status::ok();
+  }
+
+  // Every step of a set runs on the QM's strand, in the order the connection made it.
+  IntakeSink intakeSink() {
+    IntakeSink sink;
+    sink.begin = [this](std::uint64_t stream, IntakeHeader h) {
+      asio::post(strand_, [this, stream, h = std::move(h)]() mutable { qm_->beginSet(stream, std::move(h)); });
+    };
+    sink.part = [this](std::uint64_t stream, std::vector<UrlNotice> urls, std::function<void()> taken) {
+      asio::post(strand_, [this, stream, urls = std::move(urls), taken = std::move(taken)]() mutable {
+        qm_->addSetPart(stream, std::move(urls));
+        taken();
+      });
+    };
+    sink.end = [this](std::uint64_t stream, std::uint64_t, IntakeServer::AckFn ack) {
+      asio::post(strand_, [this, stream, ack = std::move(ack)]() mutable {
+        qm_->endSet(stream, std::move(ack));
+        refresh(false);
+      });
+    };
+    sink.abort = [this](std::uint64_t stream) { asio::post(strand_, [this, stream] { qm_->abortSet(stream); }); };
+    return sink;
   }
 
   void stop() override {

@@ -79,6 +79,8 @@ Status QueueManager::open() {
   LCC_ASSIGN_OR_RETURN(seq_, deps_.content->maxSeq());
   LCC_ASSIGN_OR_RETURN(auto applied, deps_.queue->getMeta(kMetaAppliedPos));
   applied_pos_ = parseMetaU64(applied).value_or(0);
+  LCC_ASSIGN_OR_RETURN(auto applied_end, deps_.queue->getMeta(kMetaAppliedEnd));
+  applied_end_ = std::max(applied_pos_, parseMetaU64(applied_end).value_or(0));
   LCC_ASSIGN_OR_RETURN(auto next_pset, deps_.queue->getMeta(kMetaNextPSet));
   next_pset_ = std::max<PSetId>(1, parseMetaU64(next_pset).value_or(1));
 

@@ -8,11 +8,17 @@
 // (bandwidth wheel, slot merging, checkpoints, ageing) runs from Clock timers that
 // are posted to that thread through `post`.
 //
-// Durability (rule 1): submit() buffers a set; commitPending() appends every buffered
-// set to the intake journal, syncs once (group commit), acks them in order, then
-// applies them to the stores in unsynced batches that record the last applied journal
-// position. checkpoint() syncs the ContentStore, then the QueueStore, then the PIDB,
-// and trims the journal. open() replays the journal past the recorded position.
+// Durability (rule 1): a set comes in parts (beginSet, addSetPart, endSet; submit()
+// for a whole one). A small set is held until its end; once it grows past
+// qm_options.intake_hold_urls its URLs go to the intake journal as they come (a kBegin
+// record, then kPart records, unsynced), so a set of any size needs bounded memory.
+// endSet() buffers it; commitPending() appends each buffered set's last record (the
+// whole set, or the kEnd of a streamed one), syncs once (group commit), acks them in
+// order, then applies them to the stores in unsynced batches (a streamed set is read
+// back from the journal part by part) that record the applied journal positions.
+// A set cut off before its end (abortSet) is never acked nor applied.
+// checkpoint() syncs the ContentStore, then the QueueStore, then the PIDB, and trims
+// the journal. open() replays the journal past the recorded position.
 #pragma once
 
 #include <cstdint>
@@ -71,6 +77,8 @@ struct QmOptions {
   Millis group_commit_delay{0};
   std::uint64_t max_fetch_size = 50ull << 20;
   std::size_t apply_chunk_ops = 20000;  // qm.apply_batch_ops: a large set is applied in batches of this many ops
+  std::size_t intake_hold_urls = 4096;  // a set past this many URLs is journaled in parts as it comes
+  std::uint64_t intake_sync_bytes = 16ull << 20;  // parts journaled past this many bytes are synced (not acked)
   std::size_t delete_window = 64;       // qm.delete_window: deletes outstanding per BOT-M link
   Millis delete_retry{60 * 1000};       // qm.delete_retry: periodic retry and first back-off of a failed delete
   Millis delete_retry_max{3600 * 1000};  // qm.delete_retry_max: the back-off's ceiling
@@ -130,7 +138,15 @@ class QueueManager {
 
   // --- intake (docs/internal-protocols.md §1) ---
   using AckFn = std::function<void(bool ok, ErrorCode code, const std::string& reason)>;
-  // Buffers a set; `ack` runs once, in submission order, from commitPending().
+  // A set in parts, under a stream number the caller picks (unique among open sets,
+  // below 2^63): beginSet, addSetPart* in order, then endSet (buffers it; `ack` runs
+  // once, in endSet order, from commitPending()) or abortSet (cut off: nothing of it
+  // is applied). Calls for an unknown stream are ignored.
+  void beginSet(std::uint64_t stream, IntakeHeader header);
+  void addSetPart(std::uint64_t stream, std::vector<UrlNotice> urls);
+  void endSet(std::uint64_t stream, AckFn ack);
+  void abortSet(std::uint64_t stream);
+  // A whole set (begin, one part, end).
   void submit(IntakeSet set, AckFn ack);
   // Group commit of everything submitted so far (posted automatically by submit()).
   void commitPending();
@@ -191,11 +207,21 @@ class QueueManager {
 
  private:
   struct Pending {
-    IntakeSet set;
+    IntakeSet set;  // the URLs held in memory (all of them unless streamed)
     AckFn ack;
     enum class Kind { kApply, kDuplicate, kRejected } kind = Kind::kApply;
     std::string reason;
+    JournalPos pos = 0;    // its last record (whole set or kEnd)
+    JournalPos begin = 0;  // streamed: its kBegin record (0: held whole)
+    std::uint64_t count = 0;
+  };
+  // A set being applied: its context, and what it has applied so far.
+  struct ApplyRun {
+    IntakeHeader header;
     JournalPos pos = 0;
+    AbsorbContext ctx;
+    std::unordered_set<std::string> keep;  // a full set's identities (the sweep)
+    std::uint64_t done = 0, settled = 0;   // URLs applied; of them, taken off unapplied_urls_
   };
   struct InFlight {
     ProviderId pid = 0;
@@ -231,7 +257,16 @@ class QueueManager {
   };
 
   // intake (queue_manager_intake.cc)
+  void decideIntake(Pending& p);  // rejected (failed, overloaded) or duplicate?
+  void spillPart(Pending& p);     // the held URLs go to the journal as a kPart record
+  void scheduleCommit();
+  Status applyPending(Pending& p);
   Status applySet(const IntakeSet& set, JournalPos pos);
+  Status applyStreamed(const IntakeHeader& header, JournalPos begin, JournalPos end);
+  ApplyRun startApply(const IntakeHeader& header, JournalPos pos);
+  Status applyUrls(ApplyRun& run, StoreTxn& t, const std::vector<UrlNotice>& urls);
+  Status finishApply(ApplyRun& run, StoreTxn& t);
+  void settleUnapplied(ApplyRun& run);
   Status finishTxn(StoreTxn& t);  // commit + effects
   void applyEffects(TxnEffects& e);
   ProviderInfo providerInfo(ProviderId pid);
@@ -296,10 +331,16 @@ class QueueManager {
   std::uint64_t queued_total_ = 0;
   mutable std::mutex queued_mu_;  // guards queued_ (writes on the QM thread, reads anywhere)
   std::unordered_map<ProviderId, std::uint64_t> queued_;
+  std::unordered_map<ProviderId, std::uint64_t> unapplied_urls_;  // acked, not yet applied (queued_mu_)
   std::unordered_map<ProviderId, ProviderInfo> provider_info_;
   std::unordered_set<ProviderId> removed_;  // removed by refreshProviders(): held, late rows dropped
   std::unordered_map<std::string, std::uint64_t> uns_seen_;
   std::deque<Pending> pending_;
+  std::unordered_map<std::uint64_t, Pending> open_sets_;  // begun, not yet ended (by stream)
+  std::uint64_t local_streams_ = 0;                       // stream numbers of submit()
+  std::set<JournalPos> unapplied_begins_;  // kBegin of streamed sets not applied nor cut off
+  std::uint64_t unsynced_bytes_ = 0;       // parts journaled since the last sync
+  JournalPos applied_end_ = 0;             // last record of the last set applied
   bool commit_posted_ = false;
   // Fetches in flight: bounded by the BOT-M capacity, not by the queue.
   std::unordered_map<std::uint64_t, InFlight> inflight_;

@@ -1,5 +1,6 @@
-// queue_manager_intake.cc — intake: sets buffered, group commit of the intake journal,
-// acks in arrival order, then each set applied to the stores in batches (rule 1).
+// queue_manager_intake.cc — intake: sets taken in parts (a large one journaled as it
+// comes), group commit of the intake journal, acks in arrival order, then each set
+// applied to the stores in batches (rule 1); a streamed set is read back part by part.
 #include "qm/queue_manager.h"
 
 #include <spdlog/spdlog.h>
@@ -8,45 +9,132 @@
 
 namespace lcc::qm {
 
-void QueueManager::submit(IntakeSet set, AckFn ack) {
-  Pending p;
-  p.ack = std::move(ack);
+namespace {
+constexpr std::uint64_t kLocalStream = 1ull << 63;  // stream numbers of submit()
+}  // namespace
+
+void QueueManager::decideIntake(Pending& p) {
   if (!failed_.isOk()) {
     p.kind = Pending::Kind::kRejected;
     p.reason = "queue manager failed: " + failed_.message();
   } else if (overloaded_) {
     p.kind = Pending::Kind::kRejected;
     p.reason = "queue manager overloaded";
-  } else if (!set.uns.empty() && set.id != 0) {
-    auto it = uns_seen_.find(set.uns);
+  } else if (!p.set.uns.empty() && p.set.id != 0) {
+    auto it = uns_seen_.find(p.set.uns);
     if (it == uns_seen_.end()) {
-      auto m = deps_.queue->getMeta(metaUnsKey(set.uns));
+      auto m = deps_.queue->getMeta(metaUnsKey(p.set.uns));
       if (!m.isOk()) storeFailed(m.status().withContext("queue store"));
       std::uint64_t seen = m.isOk() ? parseMetaU64(m.value()).value_or(0) : 0;
-      it = uns_seen_.emplace(set.uns, seen).first;
+      it = uns_seen_.emplace(p.set.uns, seen).first;
     }
     if (!failed_.isOk()) {
       p.kind = Pending::Kind::kRejected;
       p.reason = "queue manager failed: " + failed_.message();
-    } else if (set.id <= it->second) {
+    } else if (p.set.id <= it->second) {
       p.kind = Pending::Kind::kDuplicate;
-    } else {
-      it->second = set.id;
     }
   }
-  p.set = std::move(set);
-  pending_.push_back(std::move(p));
-  if (!commit_posted_) {
-    commit_posted_ = true;
-    if (options_.group_commit_delay.count() > 0) {
-      std::weak_ptr<bool> alive = alive_;
-      commit_timer_ = deps_.clock->schedule(options_.group_commit_delay, [this, alive] {
-        auto a = alive.lock();
-        if (a && *a) post([this] { commitPending(); });
-      });
+}
+
+void QueueManager::beginSet(std::uint64_t stream, IntakeHeader header) {
+  Pending p;
+  p.set.uns = std::move(header.uns);
+  p.set.id = header.id;
+  p.set.pid = header.pid;
+  p.set.kind = header.kind;
+  decideIntake(p);
+  open_sets_[stream] = std::move(p);
+}
+
+void QueueManager::addSetPart(std::uint64_t stream, std::vector<UrlNotice> urls) {
+  auto it = open_sets_.find(stream);
+  if (it == open_sets_.end()) return;
+  Pending& p = it->second;
+  p.count += urls.size();
+  if (p.kind != Pending::Kind::kApply) return;  // refused or a duplicate: its URLs are not kept
+  if (p.set.urls.empty()) {
+    p.set.urls = std::move(urls);
+  } else {
+    p.set.urls.insert(p.set.urls.end(), std::make_move_iterator(urls.begin()), std::make_move_iterator(urls.end()));
+  }
+  if (deps_.journal && p.set.urls.size() >= options_.intake_hold_urls) spillPart(p);
+}
+
+void QueueManager::spillPart(Pending& p) {
+  auto refuse = [&](const Status& s) {
+    storeFailed(s.withContext("intake journal"));
+    p.kind = Pending::Kind::kRejected;
+    p.reason = "queue manager failed: " + failed_.message();
+    p.set.urls.clear();
+  };
+  if (!failed_.isOk()) return refuse(failed_);
+  if (p.begin == 0) {
+    std::string rec = encodeIntakeBegin(IntakeHeader{p.set.uns, p.set.id, p.set.pid, p.set.kind});
+    auto pos = deps_.journal->append(rec);
+    if (!pos.isOk()) return refuse(pos.status());
+    p.begin = pos.value();
+    unapplied_begins_.insert(p.begin);
+    unsynced_bytes_ += rec.size();
+  }
+  std::string rec = encodeIntakePart(p.begin, p.set.urls);
+  p.set.urls.clear();
+  auto pos = deps_.journal->append(rec);
+  if (!pos.isOk()) return refuse(pos.status());
+  unsynced_bytes_ += rec.size();
+  if (unsynced_bytes_ >= options_.intake_sync_bytes) {
+    // Written out so the journal's buffer stays small; the set is acked only at its end.
+    unsynced_bytes_ = 0;
+    ++stats_.journal_syncs;
+    if (auto c = deps_.journal->commit(); !c.isOk()) return refuse(c.status());
+  }
+}
+
+void QueueManager::endSet(std::uint64_t stream, AckFn ack) {
+  auto it = open_sets_.find(stream);
+  if (it == open_sets_.end()) return;
+  Pending p = std::move(it->second);
+  open_sets_.erase(it);
+  p.ack = std::move(ack);
+  if (p.kind == Pending::Kind::kApply && p.begin != 0 && !p.set.urls.empty()) spillPart(p);
+  if (p.kind == Pending::Kind::kApply && !p.set.uns.empty() && p.set.id != 0) {
+    auto& seen = uns_seen_[p.set.uns];  // decideIntake() loaded it
+    if (p.set.id <= seen) {
+      p.kind = Pending::Kind::kDuplicate;  // the same set ended twice (another link)
     } else {
-      post([this] { commitPending(); });
+      seen = p.set.id;
     }
+  }
+  if (p.kind != Pending::Kind::kApply && p.begin != 0) unapplied_begins_.erase(p.begin);
+  pending_.push_back(std::move(p));
+  scheduleCommit();
+}
+
+void QueueManager::abortSet(std::uint64_t stream) {
+  auto it = open_sets_.find(stream);
+  if (it == open_sets_.end()) return;
+  if (it->second.begin != 0) unapplied_begins_.erase(it->second.begin);
+  open_sets_.erase(it);
+}
+
+void QueueManager::submit(IntakeSet set, AckFn ack) {
+  const std::uint64_t stream = kLocalStream | ++local_streams_;
+  beginSet(stream, IntakeHeader{std::move(set.uns), set.id, set.pid, set.kind});
+  addSetPart(stream, std::move(set.urls));
+  endSet(stream, std::move(ack));
+}
+
+void QueueManager::scheduleCommit() {
+  if (commit_posted_) return;
+  commit_posted_ = true;
+  if (options_.group_commit_delay.count() > 0) {
+    std::weak_ptr<bool> alive = alive_;
+    commit_timer_ = deps_.clock->schedule(options_.group_commit_delay, [this, alive] {
+      auto a = alive.lock();
+      if (a && *a) post([this] { commitPending(); });
+    });
+  } else {
+    post([this] { commitPending(); });
   }
 }
 
@@ -56,11 +144,11 @@ void QueueManager::commitPending() {
   if (pending_.empty()) return;
   std::deque<Pending> batch;
   batch.swap(pending_);
-  bool any = false;
   if (deps_.journal && failed_.isOk()) {
+    bool any = false;
     for (auto& p : batch) {
       if (p.kind != Pending::Kind::kApply) continue;
-      auto pos = deps_.journal->append(encodeIntakeSet(p.set));
+      auto pos = deps_.journal->append(p.begin == 0 ? encodeIntakeSet(p.set) : encodeIntakeEnd({p.begin, p.count}));
       if (!pos.isOk()) {
         storeFailed(pos.status().withContext("intake journal"));
         break;
@@ -70,6 +158,7 @@ void QueueManager::commitPending() {
     }
     if (any && failed_.isOk()) {
       auto c = deps_.journal->commit();
+      unsynced_bytes_ = 0;
       ++stats_.journal_syncs;
       if (!c.isOk()) storeFailed(c.status().withContext("intake journal"));
     }
@@ -79,12 +168,18 @@ void QueueManager::commitPending() {
     if (p.kind == Pending::Kind::kApply && !failed_.isOk()) {
       p.kind = Pending::Kind::kRejected;
       p.reason = "queue manager failed: " + failed_.message();
+      if (p.begin != 0) unapplied_begins_.erase(p.begin);
     }
     switch (p.kind) {
-      case Pending::Kind::kApply:
+      case Pending::Kind::kApply: {
         ++stats_.sets;
+        {
+          std::lock_guard<std::mutex> lk(queued_mu_);
+          unapplied_urls_[p.set.pid] += p.count;  // `processing` counts it from now on
+        }
         if (p.ack) p.ack(true, ErrorCode::kNone, "");
         break;
+      }
       case Pending::Kind::kDuplicate:
         ++stats_.sets_duplicate;
         if (p.ack) p.ack(true, ErrorCode::kNone, "");
@@ -97,12 +192,21 @@ void QueueManager::commitPending() {
   }
   for (auto& p : batch) {
     if (p.kind != Pending::Kind::kApply || !failed_.isOk()) continue;
-    Status s = applySet(p.set, p.pos);
+    Status s = applyPending(p);
     if (!s.isOk()) break;
   }
   if (deps_.journal && deps_.journal->sizeBytes() > options_.checkpoint_bytes) routeStoreError(checkpoint());
   updateOverload();
   pump();
+}
+
+Status QueueManager::applyPending(Pending& p) {
+  if (p.begin == 0) {
+    IntakeSet set = std::move(p.set);
+    p.set = IntakeSet{};
+    return applySet(set, p.pos);
+  }
+  return applyStreamed(IntakeHeader{p.set.uns, p.set.id, p.set.pid, p.set.kind}, p.begin, p.pos);
 }
 
 QueueManager::ProviderInfo QueueManager::providerInfo(ProviderId pid) {
@@ -122,50 +226,85 @@ QueueManager::ProviderInfo QueueManager::providerInfo(ProviderId pid) {
   return info;
 }
 
-Status QueueManager::applySet(const IntakeSet& set, JournalPos pos) {
-  if (set.pid == 0) return Status::ok();
+QueueManager::ApplyRun QueueManager::startApply(const IntakeHeader& header, JournalPos pos) {
   // Fresh priority and bandwidth for this provider (an administrator may have changed them).
-  provider_info_.erase(set.pid);
-  ProviderInfo info = providerInfo(set.pid);
-  sched_.setProvider(set.pid, info.priority, info.bandwidth);
+  provider_info_.erase(header.pid);
+  ProviderInfo info = providerInfo(header.pid);
+  sched_.setProvider(header.pid, info.priority, info.bandwidth);
   const PSetId pset = pos > 0 ? std::max<PSetId>(pos, 1) : next_pset_;
   next_pset_ = std::max(next_pset_, pset + 1);
-  const WallTime now = deps_.clock->now();
-  AbsorbContext ctx{pset, info.priority, now, &slots_};
-  StoreTxn t(*deps_.queue, *deps_.content, seq_);
-  std::unordered_set<std::string> keep;
-  for (const auto& u0 : set.urls) {
+  ApplyRun run;
+  run.header = header;
+  run.pos = pos;
+  run.ctx = AbsorbContext{pset, info.priority, deps_.clock->now(), &slots_};
+  return run;
+}
+
+// Applies URLs in order (last wins per identity), committing every apply_chunk_ops.
+Status QueueManager::applyUrls(ApplyRun& run, StoreTxn& t, const std::vector<UrlNotice>& urls) {
+  const ProviderId pid = run.header.pid;
+  for (const auto& u0 : urls) {
     const UrlNotice* u = &u0;
     UrlNotice fixed;
-    if (u0.key.pid != set.pid) {
+    if (u0.key.pid != pid) {
       fixed = u0;
-      fixed.key.pid = set.pid;
+      fixed.key.pid = pid;
       u = &fixed;
     }
-    if (set.kind == SetKind::kFull) keep.insert(encodeUrlKey(u->key));
-    Status s = u->op == UrlOp::kDelete ? insertRemoval(t, *u, now) : insertUpdate(t, *u, ctx);
+    if (run.header.kind == SetKind::kFull) run.keep.insert(encodeUrlKey(u->key));
+    Status s = u->op == UrlOp::kDelete ? insertRemoval(t, *u, run.ctx.now) : insertUpdate(t, *u, run.ctx);
     if (!s.isOk()) {
       storeFailed(s);
       return s;
     }
-    if (t.pendingOps() >= options_.apply_chunk_ops) LCC_RETURN_IF_ERROR(finishTxn(t));
+    ++run.done;
+    if (t.pendingOps() >= options_.apply_chunk_ops) {
+      LCC_RETURN_IF_ERROR(finishTxn(t));
+      settleUnapplied(run);
+    }
   }
-  if (set.kind == SetKind::kFull) {
-    Status s = sweepFullSet(t, set.pid, keep, now);
+  return Status::ok();
+}
+
+void QueueManager::settleUnapplied(ApplyRun& run) {
+  const std::uint64_t n = run.done - run.settled;
+  run.settled = run.done;
+  std::lock_guard<std::mutex> lk(queued_mu_);
+  auto it = unapplied_urls_.find(run.header.pid);
+  if (it == unapplied_urls_.end()) return;
+  it->second -= std::min(it->second, n);
+  if (it->second == 0) unapplied_urls_.erase(it);
+}
+
+Status QueueManager::finishApply(ApplyRun& run, StoreTxn& t) {
+  const IntakeHeader& h = run.header;
+  if (h.kind == SetKind::kFull) {
+    Status s = sweepFullSet(t, h.pid, run.keep, run.ctx.now);
+    run.keep.clear();
     if (!s.isOk()) {
       storeFailed(s);
       return s;
     }
   }
+  // Replay starts after the lowest record a set not yet applied may still need.
+  JournalPos replay_from = run.pos;
+  if (!unapplied_begins_.empty()) replay_from = std::min(replay_from, *unapplied_begins_.begin() - 1);
   t.putMeta(kMetaNextPSet, std::to_string(next_pset_));
-  if (pos > 0) t.putMeta(kMetaAppliedPos, std::to_string(pos));
-  if (!set.uns.empty() && set.id != 0) t.putMeta(metaUnsKey(set.uns), std::to_string(set.id));
+  if (run.pos > 0) {
+    t.putMeta(kMetaAppliedPos, std::to_string(replay_from));
+    t.putMeta(kMetaAppliedEnd, std::to_string(run.pos));
+  }
+  if (!h.uns.empty() && h.id != 0) t.putMeta(metaUnsKey(h.uns), std::to_string(h.id));
   LCC_RETURN_IF_ERROR(finishTxn(t));
-  if (pos > 0) applied_pos_ = pos;
-  stats_.urls += set.urls.size();
-  if (set.kind == SetKind::kFull && deps_.providers) {
+  settleUnapplied(run);
+  if (run.pos > 0) {
+    applied_pos_ = replay_from;
+    applied_end_ = run.pos;
+  }
+  stats_.urls += run.done;
+  if (h.kind == SetKind::kFull && deps_.providers) {
     Status s = deps_.providers->modify(
-        set.pid,
+        h.pid,
         [](ProviderRecord& r) {
           r.fullset_wanted = false;
           r.fullset_reason = FullSetReason::kNone;
@@ -175,6 +314,37 @@ Status QueueManager::applySet(const IntakeSet& set, JournalPos pos) {
     if (!s.isOk() && !s.isNotFound()) storeFailed(s.withContext("provider store: clearing the full-set flag"));
   }
   return Status::ok();
+}
+
+Status QueueManager::applySet(const IntakeSet& set, JournalPos pos) {
+  if (set.pid == 0) return Status::ok();
+  ApplyRun run = startApply(IntakeHeader{set.uns, set.id, set.pid, set.kind}, pos);
+  StoreTxn t(*deps_.queue, *deps_.content, seq_);
+  LCC_RETURN_IF_ERROR(applyUrls(run, t, set.urls));
+  return finishApply(run, t);
+}
+
+// A streamed set: its kPart records are read back from the journal one at a time.
+Status QueueManager::applyStreamed(const IntakeHeader& header, JournalPos begin, JournalPos end) {
+  unapplied_begins_.erase(begin);
+  if (header.pid == 0) return Status::ok();
+  ApplyRun run = startApply(header, end);
+  StoreTxn t(*deps_.queue, *deps_.content, seq_);
+  Status applied;
+  auto r = deps_.journal->replay(begin, [&](JournalPos pos, std::string_view payload) -> Status {
+    if (pos >= end) return Status::aborted("the set's end");
+    if (intakeRecordType(payload) != IntakeRecord::kPart || intakeRecordBegin(payload) != begin) return Status::ok();
+    auto part = decodeIntakePart(payload, header.pid);
+    if (!part.isOk()) return part.status().withContext("journal record " + std::to_string(pos));
+    applied = applyUrls(run, t, part->urls);
+    return applied.isOk() ? Status::ok() : Status::aborted("apply failed");
+  });
+  if (!applied.isOk()) return applied;
+  if (!r.isOk() && r.status().code() != StatusCode::kAborted) {
+    storeFailed(r.status().withContext("intake journal: reading set parts back"));
+    return r.status();
+  }
+  return finishApply(run, t);
 }
 
 Status QueueManager::finishTxn(StoreTxn& t) {

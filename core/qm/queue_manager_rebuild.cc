@@ -1,5 +1,5 @@
 // queue_manager_rebuild.cc — start-up: the intake journal replayed past the applied
-// position, the in-memory tables loaded from the QPSDB, and the QPSDB rebuilt from the
+// position (whole sets and streamed ones), the in-memory tables loaded from the QPSDB, and the QPSDB rebuilt from the
 // QDB's `next` chains when their counts disagree.
 #include "qm/queue_manager.h"
 
@@ -12,23 +12,62 @@
 
 namespace lcc::qm {
 
+// Replays the sets whose last record (whole set or kEnd) comes after applied_end_, in
+// journal order; a streamed set's parts are read back when its kEnd is reached. A
+// streamed set without its kEnd was cut off (by the crash, or by its link): ignored.
 Status QueueManager::replayJournal(std::string& crash_why) {
   if (!deps_.journal) return Status::ok();
   auto because = [&](const std::string& why) { crash_why += (crash_why.empty() ? "" : "; ") + why; };
   std::uint64_t replayed = 0;
+  std::map<JournalPos, IntakeHeader> begun;  // kBegin seen, kEnd not yet
+  auto seen = [&](const IntakeHeader& h) {
+    if (!h.uns.empty()) uns_seen_[h.uns] = std::max(uns_seen_[h.uns], h.id);
+  };
   auto info = deps_.journal->replay(applied_pos_, [&](JournalPos pos, std::string_view payload) -> Status {
-    auto set = decodeIntakeSet(payload);
-    if (!set.isOk()) {
-      because("journal record " + std::to_string(pos) + ": " + set.status().message());
+    auto bad = [&](const Status& s) {
+      because("journal record " + std::to_string(pos) + ": " + s.message());
       return Status::ok();
+    };
+    switch (intakeRecordType(payload).value_or(IntakeRecord{0})) {
+      case IntakeRecord::kWhole: {
+        auto set = decodeIntakeSet(payload);
+        if (!set.isOk()) return bad(set.status());
+        seen(IntakeHeader{set->uns, set->id, set->pid, set->kind});
+        if (pos <= applied_end_) return Status::ok();  // applied before the restart
+        ++replayed;
+        return applySet(*set, pos);
+      }
+      case IntakeRecord::kBegin: {
+        auto h = decodeIntakeBegin(payload);
+        if (!h.isOk()) return bad(h.status());
+        begun[pos] = std::move(h).value();
+        unapplied_begins_.insert(pos);
+        return Status::ok();
+      }
+      case IntakeRecord::kPart:
+        return Status::ok();
+      case IntakeRecord::kEnd: {
+        auto e = decodeIntakeEnd(payload);
+        if (!e.isOk()) return bad(e.status());
+        auto it = begun.find(e->begin);
+        if (it == begun.end()) return bad(Status::corruption("set end without its beginning"));
+        IntakeHeader h = std::move(it->second);
+        begun.erase(it);
+        seen(h);
+        if (pos <= applied_end_) {
+          unapplied_begins_.erase(e->begin);
+          return Status::ok();
+        }
+        ++replayed;
+        return applyStreamed(h, e->begin, pos);
+      }
     }
-    if (!set->uns.empty()) {
-      auto& seen = uns_seen_[set->uns];
-      seen = std::max(seen, set->id);
-    }
-    ++replayed;
-    return applySet(*set, pos);
+    return bad(Status::corruption("not an intake record"));
   });
+  // Sets begun and never ended were cut off: nothing of them is applied, and they no
+  // longer hold the replay position back.
+  for (const auto& [begin, h] : begun) unapplied_begins_.erase(begin);
+  if (!begun.empty()) spdlog::info("qm: {} sets cut off before their end were dropped from the journal", begun.size());
   if (!info.isOk()) {
     if (!failed_.isOk()) return failed_;
     because("journal replay: " + info.status().message());

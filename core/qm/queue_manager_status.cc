@@ -39,7 +39,8 @@ void QueueManager::publishMetrics() {
 std::uint64_t QueueManager::queued(ProviderId pid) const {
   std::lock_guard<std::mutex> lk(queued_mu_);
   auto it = queued_.find(pid);
-  return it == queued_.end() ? 0 : it->second;
+  auto un = unapplied_urls_.find(pid);  // acked sets not yet applied count too
+  return (it == queued_.end() ? 0 : it->second) + (un == unapplied_urls_.end() ? 0 : un->second);
 }
 
 nlohmann::json QueueManager::status() const {

@@ -151,8 +151,6 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
 
   // ---- submit ----
   void submit(SetSubmission set, Done done) {
-    std::string xml;
-    xml.reserve(set.urls_xml.size() + 96);
     auto id = allocId();
     if (!id.isOk()) {
       spdlog::error("uns: cannot persist set ids: {}", id.status().toString());
@@ -160,10 +158,12 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       done(SetOutcome{false, ErrorCode::kInternal, "internal error"});
       return;
     }
-    proto::appendSetBegin(xml, {id.value(), set.pid, set.kind, set.count});
-    xml += set.urls_xml;
-    set.urls_xml.clear();
-    set.urls_xml.shrink_to_fit();
+    // The set element is built around the URLs in place (one copy of a large set).
+    std::string head;
+    proto::appendSetBegin(head, {id.value(), set.pid, set.kind, set.count});
+    std::string xml = std::move(set.urls_xml);
+    xml.reserve(xml.size() + head.size() + 8);
+    xml.insert(0, head);
     proto::appendSetEnd(xml);
     if (!stopped && link_ready && spool.empty() && to_spool.empty()) {
       send(xml);
@@ -362,6 +362,11 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
                                          : "the QM ended the stream");
       }
     };
+    h.on_written = [self = shared_from_this(), my_gen](std::uint64_t) {
+      if (my_gen != self->gen) return;
+      self->pumpOut();
+      self->armAckTimer(true);  // the ack is owed from the set's last byte on, not its first
+    };
     h.on_close = [self = shared_from_this(), my_gen](net::CloseReason reason, const std::string& detail) {
       if (my_gen != self->gen) return;
       self->linkDown(reason == net::CloseReason::kPeerClosed ? "the QM closed the connection" : detail);
@@ -370,9 +375,33 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     send(proto::encodeUnsOpen(opt.uns_name));
   }
 
+  // Bytes go out through `outq` in slices, each once the connection has less than
+  // kOutWindow queued (on_written), so a set larger than the connection's write bound
+  // (net::ConnectionOptions::max_queued) passes, and at most a window is copied.
   void send(std::string bytes) {
-    if (conn) conn->send(std::move(bytes));
+    if (!conn || bytes.empty()) return;
+    outq.push_back(std::move(bytes));
+    pumpOut();
   }
+  void pumpOut() {
+    while (conn && !outq.empty() && conn->queuedBytes() < kOutWindow) {
+      std::string& front = outq.front();
+      const std::size_t n = std::min(kOutSlice, front.size() - out_off);
+      if (out_off == 0 && n == front.size()) {
+        conn->send(std::move(front));
+      } else {
+        conn->send(front.substr(out_off, n));
+      }
+      out_off += n;
+      if (out_off >= front.size()) {
+        outq.pop_front();
+        out_off = 0;
+      }
+    }
+  }
+  static constexpr std::size_t kOutWindow = 4u << 20, kOutSlice = 1u << 20;
+  std::deque<std::string> outq;  // bytes for the QM not yet handed to the connection
+  std::size_t out_off = 0;       // of outq.front(), already handed over
 
   void armAckTimer(bool restart) {
     if (inflight.empty() && replay_inflight == 0) {
@@ -406,6 +435,8 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       conn.reset();
     }
     decoder.reset();
+    outq.clear();
+    out_off = 0;
     ack_timer.cancel();
     ack_armed = false;
     replay_inflight = 0;
@@ -480,6 +511,8 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       }
       conn.reset();
     }
+    outq.clear();
+    out_off = 0;
     std::vector<Pending> moved;
     for (auto& p : inflight) moved.push_back(std::move(p));
     inflight.clear();

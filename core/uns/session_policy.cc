@@ -58,8 +58,8 @@ std::optional<SetSubmission> SessionPolicy::takeSubmission() {
 void SessionPolicy::finish(ErrorCode code) {
   state_ = State::kDone;
   end_code_ = code;
-  entries_.clear();
-  index_.clear();
+  urls_xml_.clear();
+  urls_xml_.shrink_to_fit();
 }
 
 void SessionPolicy::reject(ErrorCode code, std::string_view message) {
@@ -189,7 +189,7 @@ void SessionPolicy::onUrl(proto::UrlAttrs&& attrs) {
       over = over || (a.quota_files > 0 && updates_ + 1 > a.quota_files) ||
              (a.quota_bytes > 0 && declared_bytes_ + sz > a.quota_bytes);
     } else {
-      over = over || (a.quota_files > 0 && a.used_files >= a.quota_files && !index_.count(encodeUrlKey(v.notice.key))) ||
+      over = over || (a.quota_files > 0 && a.used_files >= a.quota_files) ||
              (a.quota_bytes > 0 && a.used_bytes + sz > a.quota_bytes && sz > 0) ||
              (a.quota_bytes > 0 && a.used_bytes >= a.quota_bytes);
     }
@@ -203,18 +203,12 @@ void SessionPolicy::onUrl(proto::UrlAttrs&& attrs) {
     return;
   }
   ++received_;
-  std::string key = encodeUrlKey(v.notice.key);
-  std::string xml;
-  proto::appendUrl(xml, v.notice);
-  auto [it, inserted] = index_.try_emplace(std::move(key), entries_.size());
-  if (inserted) {
-    entries_.push_back(std::move(xml));
-    if (v.notice.op == UrlOp::kUpdate) {
-      ++updates_;
-      declared_bytes_ += v.notice.size.value_or(0);
-    }
-  } else {
-    entries_[it->second] = std::move(xml);  // last wins
+  // Every valid URL goes on, in order: the QM applies a set in order, so the last one
+  // of an identity wins (at the first one's place). No per-identity table is kept.
+  proto::appendUrl(urls_xml_, v.notice);
+  if (v.notice.op == UrlOp::kUpdate) {
+    ++updates_;
+    declared_bytes_ += v.notice.size.value_or(0);
   }
 }
 
@@ -224,14 +218,9 @@ void SessionPolicy::onSetEnd() {
   s.pid = auth_->pid;
   s.kind = kind_;
   s.fullset_wanted = auth_->info.fullset_wanted;
-  s.count = entries_.size();
-  std::size_t total = 0;
-  for (const auto& e : entries_) total += e.size();
-  s.urls_xml.reserve(total);
-  for (const auto& e : entries_) s.urls_xml += e;
-  entries_.clear();
-  entries_.shrink_to_fit();
-  index_.clear();
+  s.count = received_;
+  s.urls_xml = std::move(urls_xml_);
+  urls_xml_ = std::string();
   submission_ = std::move(s);
   state_ = State::kForwarding;
 }

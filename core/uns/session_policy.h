@@ -17,7 +17,6 @@
 #include <deque>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "lcc/error_codes.h"
@@ -52,7 +51,8 @@ struct AuthResult {
 };
 
 // A validated set for the forwarder: `urls_xml` is the <url/> elements (uns_qm.h
-// encoding), `count` of them, last-wins already applied.
+// encoding), `count` of them, in the CP's order; an identity named twice is there
+// twice (the QM applies a set in order, so the last one wins).
 struct SetSubmission {
   ProviderId pid = 0;
   SetKind kind = SetKind::kPartial;
@@ -142,10 +142,9 @@ class SessionPolicy : private proto::CpRequestHandler {
   std::string urlprefix_;
   std::uint64_t urls_seen_ = 0;
   std::uint64_t received_ = 0;
-  std::uint64_t updates_ = 0;            // valid updates so far (quota)
+  std::uint64_t updates_ = 0;            // valid updates so far (quota; a repeated identity counts again)
   std::uint64_t declared_bytes_ = 0;     // sum of declared sz of updates (quota)
-  std::vector<std::string> entries_;     // encoded <url/> per identity, in first-seen order
-  std::unordered_map<std::string, std::size_t> index_;  // encodeUrlKey → entries_ index
+  std::string urls_xml_;                 // the valid <url/> elements so far, encoded in order
   std::optional<SetSubmission> submission_;
 };
 

@@ -266,6 +266,36 @@ TEST_F(QmServiceTest, MalformedStreamsAreDroppedAndTheServerGoesOn) {
   EXPECT_TRUE(h.acks[0].ok);
 }
 
+// A set larger than the QM holds (qm intake_hold_urls) is taken in parts over the
+// link; one cut off midway (the UNS's connection drops) is neither acked nor applied,
+// and its id stays free for the UNS to send it again.
+TEST_F(QmServiceTest, ALargeSetIsTakenInPartsAndOneCutOffMidwayLeavesNothing) {
+  start();
+  asio::io_context cio;
+  std::vector<std::string> cut_urls, big_urls;
+  for (int i = 0; i < 6000; ++i) {
+    cut_urls.push_back("http://cut/" + std::to_string(i));
+    big_urls.push_back("http://big/" + std::to_string(i));
+  }
+  const std::string cut = proto::encodeSet(set(1, 1, cut_urls));
+  {
+    Client uns(cio, unsPort());
+    ASSERT_TRUE(uns.send(proto::encodeUnsOpen("m9/uns") + cut.substr(0, cut.size() * 2 / 3)));
+  }  // the connection drops in the middle of the set
+  Client uns(cio, unsPort());
+  AckCollector h;
+  proto::QmStreamDecoder dec(h);
+  ASSERT_TRUE(uns.send(proto::encodeUnsOpen("m9/uns") + proto::encodeSet(set(1, 1, {"http://small/1"})) +
+                       proto::encodeSet(set(2, 1, big_urls))));
+  readAcks(uns, dec, h, 2);
+  ASSERT_EQ(h.acks.size(), 2u);
+  EXPECT_TRUE(h.acks[0].ok && h.acks[1].ok);
+  EXPECT_TRUE(waitFor([&] { return node_.queued_urls(1) == 6001u; })) << node_.queued_urls(1);
+  auto row = stores_->queue->getEntry(encodeUrlKey({1, "http://cut/0", "text/html"}));
+  ASSERT_TRUE(row.isOk());
+  EXPECT_FALSE(row.value()) << "a URL of the cut-off set was applied";
+}
+
 TEST_F(QmServiceTest, AUnsClosingItsStreamStillGetsItsAcks) {
   start();
   asio::io_context cio;

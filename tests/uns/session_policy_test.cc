@@ -265,18 +265,19 @@ TEST_F(SessionTest, LastWinsWithinASet) {
                    proto::encodeUrlElement({{"c", "a.htm"}, {"m", "text/plain"}}) + proto::encodeSetEnd();
   auto t = runSession(in, 0, kAccepted, goldenSessionConfig(), fx_.store(), &clock_);
   ASSERT_TRUE(t.forwarded.has_value());
-  EXPECT_EQ(t.forwarded->count, 3u);
+  EXPECT_EQ(t.forwarded->count, 4u);  // all of them, in order: the QM applies in order
   std::string set;
   proto::appendSetBegin(set, {1, 1, SetKind::kPartial, t.forwarded->count});
   set += t.forwarded->urls_xml;
   proto::appendSetEnd(set);
   auto decoded = proto::decodeSet(set);
   ASSERT_TRUE(decoded.isOk()) << decoded.status().toString();
-  ASSERT_EQ(decoded->urls.size(), 3u);
+  ASSERT_EQ(decoded->urls.size(), 4u);
   EXPECT_EQ(decoded->urls[0].key.url, "http://www.server.com/a.htm");
-  EXPECT_EQ(decoded->urls[0].op, UrlOp::kDelete);  // the later one replaced the first
+  EXPECT_EQ(decoded->urls[0].op, UrlOp::kUpdate);
   EXPECT_EQ(decoded->urls[1].key.url, "http://www.server.com/b.htm");
-  EXPECT_EQ(decoded->urls[2].key.mime, "text/plain");
+  EXPECT_EQ(decoded->urls[2].op, UrlOp::kDelete);  // applied after the update: it wins
+  EXPECT_EQ(decoded->urls[3].key.mime, "text/plain");
   auto r = parseReplies(t.reply);
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[1].received, 4u);  // every valid <url> is counted
