@@ -145,16 +145,7 @@ def run(node, site, work):
     assert listed == {u: (f"md5:{m}", sz, mime) for u, (m, sz, mime) in want.items()}, (listed, want)
     assert get.status(f"/resourcesync/{pid}/resourcelist-4.xml") == 404
 
-    seen, since, rounds = [], 0, 0
-    while rounds < 10:
-        rounds += 1
-        cl = get.doc(f"{offered['changelist']}?since={since}")
-        assert rs_md(cl).getAttribute("capability") == "changelist"
-        got = entries(cl)
-        seen += [(loc, md.getAttribute("change")) for loc, md in got]
-        since = int(links(cl)["next"].rsplit("=", 1)[1])
-        if not got:
-            break
+    seen, since = follow(get, offered["changelist"], 0)
     assert sorted(seen) == sorted((u, "created") for u in want), seen
 
     # p0 removed, p1 changed, p5 new: the scan's other lines declare what is stored.
@@ -168,9 +159,8 @@ def run(node, site, work):
              stdin=("\n".join(notices) + "\n").encode())
     wait_for("the changes", lambda: (lambda e: gone not in e and added in e and e[changed][0] != want[changed][0])(
         exported(node)))
-    cl = get.doc(f"{offered['changelist']}?since={since}")
-    got = sorted((loc, md.getAttribute("change")) for loc, md in entries(cl))
-    assert got == [(gone, "deleted"), (changed, "updated"), (added, "created")], cl.toxml()
+    got, _ = follow(get, offered["changelist"], since)
+    assert sorted(got) == [(gone, "deleted"), (changed, "updated"), (added, "created")], got
 
     check_dump(get, offered["resourcedump"], caps[0][0], exported(node))
 
@@ -179,6 +169,21 @@ def run(node, site, work):
     assert get.status(f"/resourcesync/{pid}/nothing.xml") == 404
     for bad in ("resourcedump-0.zip", "resourcedump-4.zip", "resourcedump-x.zip", "resourcedump-1.xml"):
         assert get.status(f"/resourcesync/{pid}/{bad}") == 404, bad
+
+
+def follow(get, changelist, since):
+    """(url, change) of the Change Lists from `since`, pages of 2 followed by rel="next"
+    until one is empty; and the since to go on from."""
+    seen = []
+    for _ in range(10):
+        cl = get.doc(f"{changelist}?since={since}")
+        assert rs_md(cl).getAttribute("capability") == "changelist"
+        got = entries(cl)
+        seen += [(loc, md.getAttribute("change")) for loc, md in got]
+        since = int(links(cl)["next"].rsplit("=", 1)[1])
+        if not got:
+            return seen, since
+    raise AssertionError(f"the Change List did not end: {seen}")
 
 
 def check_dump(get, dump_url, capability_url, want):

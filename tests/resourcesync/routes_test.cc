@@ -42,17 +42,15 @@ class StringSource final : public ContentSource {
   std::size_t at_ = 0;
 };
 
-// Content by URL; `on_open` runs before each open (to change the store meanwhile).
+// Content by URL.
 struct Files {
   std::map<std::string, std::string> bytes;
-  std::function<void(const ContentRecord&)> on_open;
 };
 
 class FakeContent final : public DumpContent {
  public:
   explicit FakeContent(Files& f) : f_(f) {}
   std::unique_ptr<ContentSource> open(const ContentRecord& r, std::string* why) override {
-    if (f_.on_open) f_.on_open(r);
     auto it = f_.bytes.find(r.key.url);
     if (it == f_.bytes.end()) {
       *why = "no such file";
@@ -65,16 +63,46 @@ class FakeContent final : public DumpContent {
   Files& f_;
 };
 
+// The memory store, with a hook before each scanProvider (to change the store between
+// the scans of a package: the routes' count, the manifest, the files).
+class HookedStore final : public ContentStore {
+ public:
+  explicit HookedStore(ContentStore& inner) : inner_(inner) {}
+  const StoreOpenInfo& openInfo() const override { return inner_.openInfo(); }
+  Status apply(const ContentBatch& b) override { return inner_.apply(b); }
+  Status sync() override { return inner_.sync(); }
+  Status close() override { return inner_.close(); }
+  Result<std::optional<ContentRecord>> get(std::string_view k) override { return inner_.get(k); }
+  Status scanProvider(ProviderId pid, const std::function<bool(const ContentRecord&)>& fn) override {
+    if (before_scan) before_scan(++scans);
+    return inner_.scanProvider(pid, fn);
+  }
+  Status scanSince(ChangeSeq after, const ContentFilter& f,
+                   const std::function<bool(const ContentRecord&)>& fn) override {
+    return inner_.scanSince(after, f, fn);
+  }
+  Result<ChangeSeq> maxSeq() override { return inner_.maxSeq(); }
+  Result<std::uint64_t> count() override { return inner_.count(); }
+  Result<std::optional<std::string>> getMeta(std::string_view k) override { return inner_.getMeta(k); }
+
+  std::function<void(int)> before_scan;
+  int scans = 0;
+
+ private:
+  ContentStore& inner_;
+};
+
 constexpr std::string_view kEndOfCentralDirectory("PK\x05\x06", 4);
 
 class ResourceSyncRoutesTest : public testing::StorePluginFixture {
  protected:
   ResourceSyncRoutesTest() : StorePluginFixture("storage-memory") {
     store_ = openContent();
+    hooked_ = std::make_unique<HookedStore>(*store_);
     Options o;
     o.base_url = "http://lcc.test";
     o.page_size = 10;
-    addRoutes(router_, *store_, nullptr, clock_, o, [this] { return std::make_unique<FakeContent>(files_); });
+    addRoutes(router_, *hooked_, nullptr, clock_, o, [this] { return std::make_unique<FakeContent>(files_); });
   }
 
   void put(const std::string& url, ChangeSeq seq, const std::string& body) {
@@ -119,6 +147,7 @@ class ResourceSyncRoutesTest : public testing::StorePluginFixture {
   }
 
   PluginPtr<ContentStore> store_;
+  std::unique_ptr<HookedStore> hooked_;
   http::Router router_;
   Files files_;
 };
@@ -178,19 +207,20 @@ TEST_F(ResourceSyncRoutesTest, APackageIsWholeOrAbandoned) {
   EXPECT_NE(s.message().find("http://s/b changed"), std::string::npos) << s.toString();
   EXPECT_EQ(changed.out.find(kEndOfCentralDirectory), std::string::npos) << "no central directory";
 
-  // A URL listed in the manifest and removed before its file was written.
+  // A URL listed in the manifest and removed before the files scan.
   files_.bytes["http://s/b"] = "beta";
-  files_.on_open = [&](const ContentRecord& r) {
-    if (r.key.url == "http://s/a.html") put("http://s/c", 4, "");
+  hooked_->scans = 0;
+  hooked_->before_scan = [&](int scan) {
+    if (scan == 3) put("http://s/c", 4, "");  // 1: the package count, 2: the manifest, 3: the files
   };
   StringSink lost;
   s = package(1, lost);
+  hooked_->before_scan = nullptr;
   EXPECT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("2 of the 3 files"), std::string::npos) << s.toString();
   EXPECT_EQ(lost.out.find(kEndOfCentralDirectory), std::string::npos);
 
   // Content that cannot be read.
-  files_.on_open = nullptr;
   files_.bytes.erase("http://s/b");
   StringSink unreadable;
   s = package(1, unreadable);
