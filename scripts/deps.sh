@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev
   python3 tar gzip curl nginx-light
   libxml2-utils      # xmllint: ResourceSync documents against docs/schemas (tests/resourcesync)
+  unzip              # unzip -t, zipinfo: the Resource Dump's ZIP packages (tests/resourcesync)
   libsystemd-dev     # sd_notify: lccd as a Type=notify service (etc/lccd.service)
   dpkg-dev file      # cpack -G DEB: dpkg-shlibdeps and CPackDeb need both (tests/install/deb_test.cmake)
   chromium           # tests/e2e/operator_test.py renders the status page headless

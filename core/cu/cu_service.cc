@@ -13,13 +13,38 @@
 namespace lcc::cu {
 namespace {
 
+// A Resource Dump reads content the way a CU answer does (one remote reader per package).
+class CuDumpContent final : public resourcesync::DumpContent {
+ public:
+  explicit CuDumpContent(QueryEngine& engine) : engine_(engine) {}
+  std::unique_ptr<ContentSource> open(const ContentRecord& r, std::string* why) override {
+    ContentMissing missing = ContentMissing::kNone;
+    auto src = engine_.openContent(r, &remote_, &missing);
+    if (!src) {
+      *why = missing == ContentMissing::kOtherMachine
+                 ? "it is on machine " + r.machine + ", whose content URL is not known (cu.content_urls)"
+                 : "the file " + r.filename + " on machine " + r.machine + " is unreadable";
+    }
+    return src;
+  }
+
+ private:
+  QueryEngine& engine_;
+  std::unique_ptr<RemoteContentReader> remote_;
+};
+
 class CuService final : public Service {
  public:
-  CuService(NodeContext& node, EngineOptions eopts, CuServerOptions sopts)
+  CuService(NodeContext& node, EngineOptions eopts, CuServerOptions sopts,
+            std::optional<resourcesync::Options> rs)
       : node_(node),
         engine_(*node.content, node.exporters, *node.env, std::move(eopts), node.metrics),
         server_(*node.io, engine_, *node.clock, std::move(sopts)) {
     if (node.http) addCuRoutes(*node.http, engine_);
+    if (node.http && rs) {
+      resourcesync::addRoutes(*node.http, *node.content, node.providers, *node.clock, std::move(*rs),
+                              [this] { return std::make_unique<CuDumpContent>(engine_); });
+    }
   }
 
   std::string_view name() const override { return "cu"; }
@@ -108,6 +133,7 @@ Result<ServicePtr> makeCuService(NodeContext& node) {
   s.write_timeout_ms = cfg.getInt("cu.write_timeout");
   s.pipe_buffer = static_cast<std::size_t>(cfg.getInt("cu.pipe_buffer"));
   s.export_threads = static_cast<std::size_t>(cfg.getInt("cu.export_threads"));
+  std::optional<resourcesync::Options> rs_options;
   if (node.http != nullptr) {
     resourcesync::Options rs;
     rs.base_url = cfg.getString("resourcesync.base_url");
@@ -117,9 +143,9 @@ Result<ServicePtr> makeCuService(NodeContext& node) {
     }
     while (!rs.base_url.empty() && rs.base_url.back() == '/') rs.base_url.pop_back();
     rs.page_size = static_cast<std::uint64_t>(cfg.getInt("resourcesync.page_size"));
-    resourcesync::addRoutes(*node.http, *node.content, node.providers, *node.clock, std::move(rs));
+    rs_options = std::move(rs);
   }
-  return ServicePtr(new CuService(node, std::move(e), std::move(s)));
+  return ServicePtr(new CuService(node, std::move(e), std::move(s), std::move(rs_options)));
 }
 
 }  // namespace lcc::cu

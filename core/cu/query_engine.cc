@@ -266,17 +266,9 @@ Status QueryEngine::checkPurgeHorizon(const proto::CuQuery& q) {
   // Only a query that asks for removals can miss them; a full export (no since, or 0)
   // holds every live record and needs none.
   if (!q.deleted || !q.since_seq || *q.since_seq == 0) return Status::ok();
-  auto meta = store_.getMeta(kContentMetaPurgedSeq);
-  if (!meta.isOk()) {
-    Status s = meta.status().withContext("reading the LCC DB's purge horizon");
-    return s.isNotFound() ? Status::internal(s.message()) : s;
-  }
-  if (!meta.value()) return Status::ok();
-  ChangeSeq purged = 0;
-  const std::string& v = *meta.value();
-  if (std::from_chars(v.data(), v.data() + v.size(), purged).ec != std::errc()) {
-    return Status::corruption("the LCC DB's purge horizon is not a number: " + v);
-  }
+  LCC_ASSIGN_OR_RETURN(auto horizon, readPurgedSeq(store_));
+  if (!horizon) return Status::ok();
+  const ChangeSeq purged = *horizon;
   if (*q.since_seq >= purged) return Status::ok();
   stats_.rejected.inc();
   return Status::notFound("changes before seq " + std::to_string(purged + 1) + " were purged; take a full export");

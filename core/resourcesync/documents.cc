@@ -63,6 +63,7 @@ std::string capabilityList(const Options& o, ProviderId pid) {
   out += link("up", o.base_url + "/.well-known/resourcesync");
   out += "  <rs:md capability=\"capabilitylist\"/>\n";
   out += capabilityEntry(providerBase(o, pid) + "resourcelist.xml", "resourcelist");
+  out += capabilityEntry(providerBase(o, pid) + "resourcedump.xml", "resourcedump");
   out += capabilityEntry(providerBase(o, pid) + "changelist.xml", "changelist");
   return out + "</urlset>\n";
 }
@@ -91,7 +92,34 @@ std::string resourceListIndex(const Options& o, ProviderId pid, std::uint64_t pa
   return out + "</sitemapindex>\n";
 }
 
-std::string changeList(const Options& o, ProviderId pid, const std::vector<ContentRecord>& changes,
+std::string resourceDump(const Options& o, ProviderId pid, std::uint64_t packages, WallTime at) {
+  std::string out = open("urlset");
+  out += link("up", capabilityOf(o, pid));
+  out += "  <rs:md capability=\"resourcedump\" at=\"" + formatRfc3339(at) + "\"/>\n";
+  for (std::uint64_t n = 1; n <= packages; ++n) {
+    out += "  <url><loc>" + proto::xmlEscape(dumpPackageUrl(o, pid, n)) +
+           "</loc><rs:md type=\"application/zip\"/></url>\n";
+  }
+  return out + "</urlset>\n";
+}
+
+std::string dumpPackageUrl(const Options& o, ProviderId pid, std::uint64_t n) {
+  return providerBase(o, pid) + "resourcedump-" + std::to_string(n) + ".zip";
+}
+
+std::string manifestHead(const Options& o, ProviderId pid, WallTime at) {
+  return open("urlset") + link("up", capabilityOf(o, pid)) + "  <rs:md capability=\"resourcedump-manifest\" at=\"" +
+         formatRfc3339(at) + "\"/>\n";
+}
+
+std::string manifestEntry(const ContentRecord& r, const std::string& path) {
+  return "  <url><loc>" + proto::xmlEscape(r.key.url) + "</loc><lastmod>" + lastmodOf(r) + "</lastmod><rs:md" +
+         contentAttributes(r) + " path=\"" + proto::xmlEscape(path) + "\"/></url>\n";
+}
+
+std::string manifestTail() { return "</urlset>\n"; }
+
+std::string changeList(const Options& o, ProviderId pid, const std::vector<ContentRecord>& changes, ChangeSeq since,
                        ChangeSeq next_since, WallTime at) {
   std::string out = open("urlset");
   out += link("up", capabilityOf(o, pid));
@@ -106,7 +134,9 @@ std::string changeList(const Options& o, ProviderId pid, const std::vector<Conte
     if (r.deleted) {
       out += "<rs:md change=\"deleted\" datetime=\"" + formatRfc3339(r.stored) + "\"/></url>\n";
     } else {
-      out += "<lastmod>" + lastmodOf(r) + "</lastmod><rs:md change=\"updated\" datetime=\"" +
+      // created: the URL became stored after `since` (created_seq 0, unknown, is updated).
+      const char* change = r.created_seq > since ? "created" : "updated";
+      out += "<lastmod>" + lastmodOf(r) + "</lastmod><rs:md change=\"" + std::string(change) + "\" datetime=\"" +
              formatRfc3339(r.stored) + "\"" + contentAttributes(r) + "/></url>\n";
     }
   }

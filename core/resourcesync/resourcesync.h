@@ -11,17 +11,26 @@
 //   GET /resourcesync/<pid>/changelist.xml[?since=SEQ]
 //                                                   changes after SEQ, in seq order,
 //                                                   at most page_size; rel="next" says
-//                                                   where the following ones will be
+//                                                   where the following ones will be;
+//                                                   410 when SEQ is below the purge
+//                                                   horizon (removals were forgotten)
+//   GET /resourcesync/<pid>/resourcedump.xml        the Resource Dump: one ZIP package
+//                                                   per page_size stored URLs
+//   GET /resourcesync/<pid>/resourcedump-<n>.zip    package n: manifest.xml first, then
+//                                                   the content files (resource_dump.h)
 // The documents are built here as pure functions of records (documents.cc); routes.cc
 // reads the stores and answers. Every document is a sitemaps.org urlset or
 // sitemapindex with rs:md / rs:ln elements, valid against docs/schemas/.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "http/http_server.h"
+#include "lcc/byte_sink.h"
 #include "lcc/clock.h"
 #include "lcc/content_store.h"
 #include "lcc/provider_store.h"
@@ -43,12 +52,33 @@ std::string capabilityList(const Options& o, ProviderId pid);
 std::string resourceList(const Options& o, ProviderId pid, const std::vector<ContentRecord>& records, WallTime at,
                          std::uint64_t page);
 std::string resourceListIndex(const Options& o, ProviderId pid, std::uint64_t pages, WallTime at);
-// Changes (in seq order); `next_since` is the seq the next Change List starts after;
-// `at` is now (the list's `until`).
-std::string changeList(const Options& o, ProviderId pid, const std::vector<ContentRecord>& changes,
+// Changes (in seq order) after `since`; a stored record whose created_seq is above
+// `since` is `created`, else `updated`; `next_since` is the seq the next Change List
+// starts after; `at` is now (the list's `until`).
+std::string changeList(const Options& o, ProviderId pid, const std::vector<ContentRecord>& changes, ChangeSeq since,
                        ChangeSeq next_since, WallTime at);
+// The Resource Dump: `packages` ZIP packages (dumpPackageUrl 1..packages).
+std::string resourceDump(const Options& o, ProviderId pid, std::uint64_t packages, WallTime at);
+std::string dumpPackageUrl(const Options& o, ProviderId pid, std::uint64_t n);
+// The Resource Dump Manifest in pieces, so that it streams: head, one entry per
+// resource (`path` is its file in the package, "/resources/..."), tail.
+std::string manifestHead(const Options& o, ProviderId pid, WallTime at);
+std::string manifestEntry(const ContentRecord& r, const std::string& path);
+std::string manifestTail();
 
-// ---- routes.cc: the HTTP routes above, reading `content` and `providers`.
-void addRoutes(http::Router& router, ContentStore& content, ProviderStore* providers, Clock& clock, Options options);
+// How a Resource Dump reads content: the CU's path (this machine's files, other
+// machines' over HTTP, core/cu/query_engine.h). One per package, used by one thread.
+class DumpContent {
+ public:
+  virtual ~DumpContent() = default;
+  // The record's bytes (exactly r.size of them), or null with `why` set.
+  virtual std::unique_ptr<ContentSource> open(const ContentRecord& r, std::string* why) = 0;
+};
+using DumpContentFactory = std::function<std::unique_ptr<DumpContent>()>;
+
+// ---- routes.cc: the HTTP routes above, reading `content` and `providers`; a Resource
+// Dump package reads content through a DumpContent of `dump_content`.
+void addRoutes(http::Router& router, ContentStore& content, ProviderStore* providers, Clock& clock, Options options,
+               DumpContentFactory dump_content);
 
 }  // namespace lcc::resourcesync

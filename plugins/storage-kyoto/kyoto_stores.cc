@@ -49,14 +49,13 @@ std::string cRowKey(std::string_view key) { return "R" + std::string(key); }
 std::string cSeqKey(ChangeSeq s) { return "S" + be64(s); }
 const std::string kMaxSeqKey = "Q";
 
-// Seq of an encoded content row without decoding all of it.
-std::optional<ChangeSeq> contentSeq(std::string_view bytes) {
-  Reader r(bytes);
-  r.u8();
-  ChangeSeq s = r.varint();
-  if (!r.ok()) return std::nullopt;
-  return s;
-}
+// What a put needs of the row it replaces: its seq (to drop from the seq order) and
+// whether the URL is stored, with since when (created_seq is kept while it stays).
+struct HeldRow {
+  ChangeSeq seq = 0;
+  bool live = false;
+  ChangeSeq created = 0;
+};
 
 // ---------------------------------------------------------------------------
 // Provider store keys (providers.kct)
@@ -233,33 +232,35 @@ Status KyotoContentStore::apply(const ContentBatch& batch) {
       return failed_;
     }
   }
-  std::map<std::string, std::optional<ChangeSeq>, std::less<>> local;  // rows touched by this batch
-  auto currentSeq = [&](const std::string& key) -> Result<std::optional<ChangeSeq>> {
+  std::map<std::string, std::optional<HeldRow>, std::less<>> local;  // rows touched by this batch
+  auto current = [&](const std::string& key) -> Result<std::optional<HeldRow>> {
     if (auto it = local.find(key); it != local.end()) return it->second;
     LCC_ASSIGN_OR_RETURN(auto v, engine_->get(0, cRowKey(key)));
-    if (!v) return std::optional<ChangeSeq>();
-    auto s = contentSeq(*v);
-    if (!s) return corruptRow("content row does not decode");
-    return std::optional<ChangeSeq>(*s);
+    if (!v) return std::optional<HeldRow>();
+    auto held = decodeContent(key, *v);
+    if (!held) return corruptRow("content row does not decode");
+    return std::optional<HeldRow>(HeldRow{held->seq, !held->deleted, held->created_seq});
   };
   std::uint64_t rows = *count;
   KvEngine::Batch kv;
   for (const auto& op : batch.ops()) {
     if (const auto* p = std::get_if<ContentBatch::Put>(&op)) {
       std::string key = encodeUrlKey(p->record.key);
-      LCC_ASSIGN_OR_RETURN(auto old, currentSeq(key));
+      LCC_ASSIGN_OR_RETURN(auto old, current(key));
       if (old) {
-        kv.push_back({0, cSeqKey(*old), std::nullopt});
+        kv.push_back({0, cSeqKey(old->seq), std::nullopt});
       } else {
         ++rows;
       }
-      kv.push_back({0, cRowKey(key), encodeContent(p->record)});
-      kv.push_back({0, cSeqKey(p->record.seq), key});
-      local[key] = p->record.seq;
+      ContentRecord r = p->record;
+      r.created_seq = old && old->live ? old->created : r.seq;
+      kv.push_back({0, cRowKey(key), encodeContent(r)});
+      kv.push_back({0, cSeqKey(r.seq), key});
+      local[key] = HeldRow{r.seq, !r.deleted, r.created_seq};
     } else if (const auto* e = std::get_if<ContentBatch::Erase>(&op)) {
-      LCC_ASSIGN_OR_RETURN(auto old, currentSeq(e->key));
+      LCC_ASSIGN_OR_RETURN(auto old, current(e->key));
       if (old) {
-        kv.push_back({0, cSeqKey(*old), std::nullopt});
+        kv.push_back({0, cSeqKey(old->seq), std::nullopt});
         kv.push_back({0, cRowKey(e->key), std::nullopt});
         --rows;
       }

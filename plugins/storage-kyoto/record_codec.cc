@@ -177,6 +177,7 @@ std::string encodeContent(const ContentRecord& c) {
   w.optS64(c.declared_mtime);
   w.optU64(c.declared_size);
   w.str(c.declared_md5);
+  w.varint(c.created_seq);
   return w.take();
 }
 
@@ -204,6 +205,8 @@ std::optional<ContentRecord> decodeContent(std::string_view key, std::string_vie
   c.declared_mtime = r.optS64();
   c.declared_size = r.optU64();
   c.declared_md5 = r.str();
+  // created_seq came after format 1: a row written before it ends here (0, unknown).
+  if (r.ok() && !r.done()) c.created_seq = r.varint();
   if (!r.done()) return std::nullopt;
   return c;
 }

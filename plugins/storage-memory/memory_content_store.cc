@@ -43,12 +43,16 @@ Status MemoryContentStore::apply(const ContentBatch& batch) {
     if (const auto* p = std::get_if<ContentBatch::Put>(&op)) {
       std::string key = encodeUrlKey(p->record.key);
       auto it = records_.find(key);
+      // created_seq: kept while the URL stays stored, else this put's seq.
+      const bool live = it != records_.end() && !it->second.deleted;
+      const ChangeSeq created = live ? it->second.created_seq : p->record.seq;
       if (it != records_.end()) {
         by_seq_.erase(it->second.seq);
         it->second = p->record;
       } else {
-        records_.emplace(key, p->record);
+        it = records_.emplace(key, p->record).first;
       }
+      it->second.created_seq = created;
       by_seq_[p->record.seq] = std::move(key);
       max_seq_ = std::max(max_seq_, p->record.seq);
     } else if (const auto* e = std::get_if<ContentBatch::Erase>(&op)) {

@@ -68,7 +68,8 @@ CREATE TABLE fsmdb (
 -- @section content
 -- LCC DB: one row per stored URL. seq is the rowid, so the table itself is the
 -- change-sequence order (scanSince is a range scan); the UNIQUE key index serves
--- get() and the provider key range (scanProvider).
+-- get() and the provider key range (scanProvider). created_seq came after format 1
+-- was released: sqlite_content_store.cc adds it to an older file when it opens one.
 CREATE TABLE lcc (
   seq            INTEGER PRIMARY KEY,
   key            BLOB NOT NULL UNIQUE,
@@ -85,7 +86,8 @@ CREATE TABLE lcc (
   refreshed      INTEGER NOT NULL,
   declared_mtime INTEGER,
   declared_size  INTEGER,
-  declared_md5   TEXT NOT NULL
+  declared_md5   TEXT NOT NULL,
+  created_seq    INTEGER NOT NULL DEFAULT 0  -- ContentRecord::created_seq (0: unknown)
 ) STRICT;
 
 -- @section providers

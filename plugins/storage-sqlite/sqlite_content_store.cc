@@ -9,7 +9,7 @@ constexpr std::int64_t kScanChunk = 512;  // rows per short read transaction
 
 #define LCC_LCC_COLS                                                                                   \
   "key, seq, deleted, view_tag, browse, fetch, mtime, size, md5, machine, filename, stored, refreshed, " \
-  "declared_mtime, declared_size, declared_md5"
+  "declared_mtime, declared_size, declared_md5, created_seq"
 
 // Binds without copies: `key` and `r` outlive the statement's use.
 void bindRecord(Stmt& st, const std::string& key, const ContentRecord& r) {
@@ -29,6 +29,7 @@ void bindRecord(Stmt& st, const std::string& key, const ContentRecord& r) {
   st.bindOptInt(14, r.declared_mtime);
   st.bindOptU64(15, r.declared_size);
   st.bindTextRef(16, r.declared_md5);
+  st.bindU64(17, r.created_seq);
 }
 
 std::optional<ContentRecord> recordFromRow(const Stmt& st) {
@@ -52,6 +53,7 @@ std::optional<ContentRecord> recordFromRow(const Stmt& st) {
   r.declared_mtime = st.colOptInt(13);
   if (!st.isNull(14)) r.declared_size = st.colU64(14);
   r.declared_md5 = st.colText(15);
+  r.created_seq = st.colU64(16);
   return r;
 }
 
@@ -76,6 +78,7 @@ class SqliteContentStore::Reader {
 Result<ContentStore*> SqliteContentStore::open(const HostContext& host, const StoreOptions& opts) {
   StoreOpenInfo info;
   LCC_ASSIGN_OR_RETURN(auto db, SqliteDb::openWriter(host, opts, StoreKind::kContent, &info));
+  LCC_RETURN_IF_ERROR(addCreatedSeqColumn(*db).withContext(db->path() + ": adding the created_seq column"));
   LCC_ASSIGN_OR_RETURN(std::int64_t rows, db->getCounter("rows"));
   LCC_ASSIGN_OR_RETURN(std::int64_t max_seq, db->getCounter("max_seq"));
   return new SqliteContentStore(host, opts, std::move(db), std::move(info), rows, max_seq);
@@ -153,37 +156,61 @@ Status SqliteContentStore::apply(const ContentBatch& batch) {
   return Status::ok();
 }
 
+// A content file made before created_seq existed gets the column (0: unknown).
+Status SqliteContentStore::addCreatedSeqColumn(SqliteDb& db) {
+  LCC_ASSIGN_OR_RETURN(auto st, db.stmt("SELECT 1 FROM pragma_table_info('lcc') WHERE name = 'created_seq'"));
+  LCC_ASSIGN_OR_RETURN(bool has, st->step());
+  st.reset();
+  if (has) return Status::ok();
+  return db.exec("ALTER TABLE lcc ADD COLUMN created_seq INTEGER NOT NULL DEFAULT 0");
+}
+
+Status SqliteContentStore::putRecord(const ContentRecord& put, std::int64_t* rows, std::int64_t* max_seq) {
+  const std::string key = encodeUrlKey(put.key);
+  // The row this put replaces: its seq (an in-place refresh keeps it) and created_seq.
+  std::optional<std::int64_t> held_seq;
+  bool held_live = false;
+  ChangeSeq held_created = 0;
+  {
+    LCC_ASSIGN_OR_RETURN(auto held, db_->stmt("SELECT seq, deleted, created_seq FROM lcc WHERE key = ?1"));
+    held->bindBlobRef(1, key);
+    LCC_ASSIGN_OR_RETURN(bool row, held->step());
+    if (row) {
+      held_seq = held->colInt(0);
+      held_live = held->colInt(1) == 0;
+      held_created = held->colU64(2);
+    }
+  }
+  // The change feed (scanSince) depends on seqs only growing: a CU that read up to N
+  // must never miss a record put later with a seq <= N. A seq at or below the highest
+  // is allowed only as an in-place refresh of the record that holds it.
+  const bool in_place = held_seq && *held_seq == static_cast<std::int64_t>(put.seq);
+  if (!in_place && (put.seq > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ||
+                    static_cast<std::int64_t>(put.seq) <= *max_seq)) {
+    return Status::invalidArgument("content record seq " + std::to_string(put.seq) +
+                                   " is not above the highest seq so far (" + std::to_string(*max_seq) + ")");
+  }
+  if (held_seq) {
+    LCC_ASSIGN_OR_RETURN(auto del, db_->stmt("DELETE FROM lcc WHERE key = ?1"));
+    del->bindBlobRef(1, key);
+    LCC_RETURN_IF_ERROR(del->run());
+  } else {
+    ++*rows;
+  }
+  ContentRecord r = put;
+  r.created_seq = held_live ? held_created : r.seq;
+  LCC_ASSIGN_OR_RETURN(auto ins, db_->stmt("INSERT INTO lcc(" LCC_LCC_COLS ") VALUES"
+                                           "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)"));
+  bindRecord(*ins, key, r);
+  LCC_RETURN_IF_ERROR(ins->run());
+  *max_seq = std::max(*max_seq, static_cast<std::int64_t>(r.seq));
+  return Status::ok();
+}
+
 Status SqliteContentStore::applyOps(const ContentBatch& batch, std::int64_t* rows, std::int64_t* max_seq) {
   for (const auto& op : batch.ops()) {
     if (const auto* put = std::get_if<ContentBatch::Put>(&op)) {
-      const ContentRecord& r = put->record;
-      // The change feed (scanSince) depends on seqs only growing: a CU that read up
-      // to N must never miss a record put later with a seq <= N.
-      bool in_place = false;
-      if (static_cast<std::int64_t>(r.seq) <= *max_seq) {
-        // Allowed only as an in-place refresh of the record that holds this seq.
-        LCC_ASSIGN_OR_RETURN(auto held, db_->stmt("SELECT seq FROM lcc WHERE key = ?1"));
-        held->bindBlob(1, encodeUrlKey(r.key));
-        LCC_ASSIGN_OR_RETURN(bool row, held->step());
-        in_place = row && held->colInt(0) == static_cast<std::int64_t>(r.seq);
-      }
-      if (!in_place && (r.seq > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ||
-                        static_cast<std::int64_t>(r.seq) <= *max_seq)) {
-        return Status::invalidArgument("content record seq " + std::to_string(r.seq) +
-                                       " is not above the highest seq so far (" + std::to_string(*max_seq) + ")");
-      }
-      const std::string key = encodeUrlKey(r.key);
-      {
-        LCC_ASSIGN_OR_RETURN(auto del, db_->stmt("DELETE FROM lcc WHERE key = ?1"));
-        del->bindBlob(1, key);
-        LCC_RETURN_IF_ERROR(del->run());
-      }
-      if (sqlite3_changes(db_->handle()) == 0) ++*rows;
-      LCC_ASSIGN_OR_RETURN(auto ins, db_->stmt("INSERT INTO lcc(" LCC_LCC_COLS ") VALUES"
-                                               "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)"));
-      bindRecord(*ins, key, r);
-      LCC_RETURN_IF_ERROR(ins->run());
-      *max_seq = std::max(*max_seq, static_cast<std::int64_t>(r.seq));
+      LCC_RETURN_IF_ERROR(putRecord(put->record, rows, max_seq));
     } else if (const auto* er = std::get_if<ContentBatch::Erase>(&op)) {
       if (!decodeUrlKey(er->key)) return Status::invalidArgument("content erase of a key that is not an encoded UrlKey");
       LCC_ASSIGN_OR_RETURN(auto del, db_->stmt("DELETE FROM lcc WHERE key = ?1"));

@@ -51,6 +51,8 @@ class SqliteContentStore final : public ContentStore {
   void release(std::unique_ptr<SqliteDb> db);
 
   Status applyOps(const ContentBatch& batch, std::int64_t* rows, std::int64_t* max_seq);
+  Status putRecord(const ContentRecord& put, std::int64_t* rows, std::int64_t* max_seq);
+  static Status addCreatedSeqColumn(SqliteDb& db);
   Status writable() const;
   void corruptRow(const std::string& what);
 

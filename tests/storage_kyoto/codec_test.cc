@@ -1,6 +1,8 @@
 // storage-kyoto's row codec: a provider row written before state_reason existed (it
 // ends after `created`) still decodes, with an empty reason, and one written before the
 // sitemap fields (it ends after the reason) with no sitemap; both round-trip.
+// Likewise a content row written before created_seq (it ends after declared_md5)
+// decodes with created_seq 0 (unknown).
 #include <gtest/gtest.h>
 
 #include "record_codec.h"
@@ -65,6 +67,41 @@ TEST(KyotoProviderCodec, ARowFromBeforeTheStateReasonDecodesWithNone) {
   std::string cut = encodeProvider(p);
   cut.resize(cut.size() - 2);
   EXPECT_FALSE(decodeProvider(cut).has_value());
+}
+
+ContentRecord content() {
+  ContentRecord c;
+  c.key = {3, "http://a.example/x", "text/html"};
+  c.seq = 41;
+  c.size = 5;
+  c.md5 = "0123456789abcdef0123456789abcdef";
+  c.stored = fromUnixMillis(1714400000000);
+  c.declared_md5 = "fedcba9876543210fedcba9876543210";
+  return c;
+}
+
+TEST(KyotoContentCodec, TheCreatedSeqRoundTrips) {
+  ContentRecord c = content();
+  c.created_seq = 300;  // more than one varint byte
+  auto back = decodeContent(encodeUrlKey(c.key), encodeContent(c));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, c);
+}
+
+TEST(KyotoContentCodec, ARowFromBeforeTheCreatedSeqDecodesAsUnknown) {
+  ContentRecord c = content();
+  c.created_seq = 0;
+  std::string row = encodeContent(c);  // created_seq 0 is one byte: the varint 0
+  ASSERT_EQ(row.back(), '\0');
+  row.pop_back();
+  auto back = decodeContent(encodeUrlKey(c.key), row);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, c);
+  EXPECT_FALSE(decodeContent(encodeUrlKey(c.key), encodeContent(c) + "x").has_value()) << "trailing bytes";
+  c.created_seq = 300;
+  std::string cut = encodeContent(c);
+  cut.pop_back();
+  EXPECT_FALSE(decodeContent(encodeUrlKey(c.key), cut).has_value()) << "a cut inside the created_seq";
 }
 
 }  // namespace

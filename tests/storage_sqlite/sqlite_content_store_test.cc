@@ -25,10 +25,12 @@ TEST_F(SqliteContentTest, RecordsRoundTripAndReplaceMovesTheSeq) {
   a.browse = "http://s/frame?a";
   a.declared_mtime = 42;
   a.declared_md5 = "ffffffffffffffffffffffffffffffff";
+  a.created_seq = 1;  // set by the store: the seq at which the URL became stored
   ContentRecord b = makeRecord(1, "http://s/b", 2);
   b.deleted = true;
   b.mtime.reset();
   b.declared_size.reset();
+  b.created_seq = 2;
   {
     auto c = openContent();
     ASSERT_TRUE(c);

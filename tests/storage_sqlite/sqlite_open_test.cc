@@ -60,6 +60,34 @@ TEST_F(SqliteOpenTest, AnOlderProvidersFileGainsTheStateReasonColumn) {
   EXPECT_EQ((*s->get(1))->sitemap_interval, Millis(60000));
 }
 
+// A content file made before ContentRecord::created_seq gets the column when it is
+// opened: its rows read as 0 (unknown) and keep it through updates; a new URL gets the
+// seq of its first put.
+TEST_F(SqliteOpenTest, AnOlderContentFileGainsTheCreatedSeqColumn) {
+  {
+    auto c = openContent();
+    ASSERT_TRUE(c);
+    ContentBatch b;
+    b.put(makeRecord(1, "http://old.example/a", 1));
+    ASSERT_TRUE(c->apply(b).isOk());
+    ASSERT_TRUE(c->close().isOk());
+  }
+  execRaw(dir_.file("content.sqlite"), "ALTER TABLE lcc DROP COLUMN created_seq");
+  auto c = openContent();
+  ASSERT_TRUE(c);
+  const std::string a = encodeUrlKey(makeRecord(1, "http://old.example/a", 1).key);
+  auto got = c->get(a);
+  ASSERT_TRUE(got.isOk() && got->has_value()) << got.status().toString();
+  EXPECT_EQ((*got)->created_seq, 0u);
+  EXPECT_EQ((*got)->size, 101u);
+  ContentBatch b;
+  b.put(makeRecord(1, "http://old.example/a", 2));
+  b.put(makeRecord(1, "http://old.example/b", 3));
+  ASSERT_TRUE(c->apply(b).isOk());
+  EXPECT_EQ((*c->get(a))->created_seq, 0u) << "an update of an old row keeps 'unknown'";
+  EXPECT_EQ((*c->get(encodeUrlKey(makeRecord(1, "http://old.example/b", 3).key)))->created_seq, 3u);
+}
+
 TEST_F(SqliteOpenTest, EachStoreIsItsOwnFileUnderDataDir) {
   auto q = openQueue();
   auto c = openContent();

@@ -195,7 +195,7 @@ const std::vector<KeySpec>& Config::schema() {
       {"resourcesync.base_url", KeyType::kString, "", 0, 300,
        "http(s)://host[:port] put before the ResourceSync documents' own URLs (empty: http://<listen.http>)"},
       {"resourcesync.page_size", KeyType::kInt, "50000", 1, 50000,
-       "entries per Resource List page and per Change List (sitemaps allow 50,000)"},
+       "entries per Resource List page, per Change List and per Resource Dump package (sitemaps allow 50,000)"},
       // --- rs ---
       {"rs.secret_ttl", KeyType::kDuration, "7d", kMin, 365 * kDay, "how long a secret/password pair waits for verification"},
       {"rs.secret_file", KeyType::kString, "lococa-secret.txt", 1, 255, "file name the provider puts the secret in"},

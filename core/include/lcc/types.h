@@ -142,6 +142,11 @@ struct ContentRecord {
   std::optional<std::int64_t> declared_mtime;
   std::optional<std::uint64_t> declared_size;
   std::string declared_md5;
+  // The seq of the put that stored this URL over no record or over a tombstone (when it
+  // became stored); later puts of the stored URL keep it. Set by the store: the value of
+  // a put is ignored. 0: unknown (a record written before stores kept it). ResourceSync's
+  // Change List says `created` for a record whose created_seq is above its `since`.
+  ChangeSeq created_seq = 0;
 
   friend bool operator==(const ContentRecord&, const ContentRecord&) = default;
 };
