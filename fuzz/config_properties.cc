@@ -10,7 +10,7 @@ namespace lcc::fuzz {
 std::string checkConfigProperties(std::string_view data) {
   std::vector<ConfigProblem> problems;
   auto cfg = Config::loadText(std::string(data), "fuzz.yaml", {}, &problems);
-  if (cfg.ok()) {
+  if (cfg.isOk()) {
     if (!problems.empty()) return "loaded, with a problem: " + problems.front().toString();
     (void)cfg->dump();
     (void)cfg->getString("node.data_dir");

@@ -13,7 +13,7 @@ std::string checkAccepted(const proto::CuQuery& q, const char* how) {
   if (auto bad = proto::validateCuQuery(q)) return std::string(how) + ": accepted but invalid: " + bad->message;
   proto::CuQueryError err;
   auto again = proto::parseCuQueryXml(proto::formatCuQueryXml(q), &err);
-  if (!again.ok()) return std::string(how) + ": its formatted document is refused: " + err.message;
+  if (!again.isOk()) return std::string(how) + ": its formatted document is refused: " + err.message;
   if (!(*again == q)) return std::string(how) + ": formatted and parsed again, the query changed";
   return "";
 }
@@ -44,11 +44,11 @@ std::string checkCuQueryProperties(std::string_view data) {
   if (st == proto::CuQueryParser::State::kNeedMore) st = parser.endOfInput();
   if (st == proto::CuQueryParser::State::kDone) {
     if (std::string why = checkAccepted(parser.query(), "incremental"); !why.empty()) return why;
-    if (whole.ok() && !(*whole == parser.query())) return "the incremental parser and parseCuQueryXml disagree";
+    if (whole.isOk() && !(*whole == parser.query())) return "the incremental parser and parseCuQueryXml disagree";
   } else if (parser.error().message.empty()) {
     return "incremental: refused without a message";
   }
-  if (whole.ok()) {
+  if (whole.isOk()) {
     if (std::string why = checkAccepted(*whole, "whole"); !why.empty()) return why;
   } else if (whole_err.message.empty()) {
     return "whole: refused without a message";

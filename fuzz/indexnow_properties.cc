@@ -23,7 +23,7 @@ std::string checkIndexNowProperties(std::string_view data) {
   for (const auto& u : s.urls) {
     if (!url::underPrefix(u, s.key_scope)) return "accepted a URL outside the key's folder: " + u;
     auto normal = url::normalizeUrl(u);
-    if (!normal.ok() || *normal != u) return "accepted a URL not in its normal form: " + u;
+    if (!normal.isOk() || *normal != u) return "accepted a URL not in its normal form: " + u;
   }
   return "";
 }

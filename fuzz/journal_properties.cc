@@ -36,7 +36,7 @@ Replayed replayAll(Journal& j) {
     r.records.emplace_back(pos, std::string(payload));
     return Status();
   });
-  if (info.ok()) r.info = *info;
+  if (info.isOk()) r.info = *info;
   else r.error = info.status().toString();
   return r;
 }
@@ -73,15 +73,15 @@ std::string checkJournalProperties(std::string_view data) {
   JournalOptions options;
   options.max_record_bytes = 1 << 20;
   auto journal = Journal::open(posixEnv(), dir, options);
-  if (!journal.ok()) return journal.status().toString().empty() ? "open refused without a message" : "";
+  if (!journal.isOk()) return journal.status().toString().empty() ? "open refused without a message" : "";
   const Replayed before = replayAll(**journal);
   if (!before.error.empty()) return "";  // refused (corruption, an impossible position): reported, fine
   if (std::string why = checkOrder(before); !why.empty()) return why;
   if (before.info.corruption) return "";  // the QM raises cache-crash and appends nothing more
   auto pos = (*journal)->append("after the fuzz input");
-  if (!pos.ok()) return "";
+  if (!pos.isOk()) return "";
   auto committed = (*journal)->commit();
-  if (!committed.ok()) return "";
+  if (!committed.isOk()) return "";
   const Replayed after = replayAll(**journal);
   if (after.records.empty() || after.records.back().second != "after the fuzz input") {
     return "the record appended after the input does not replay (" + after.error + ")";

@@ -30,7 +30,7 @@ struct QmSide : proto::QmStreamHandler {
 std::string checkSet(const proto::UnsQmSet& set, const char* how) {
   if (set.urls.size() > limits().max_set_urls) return std::string(how) + ": a set past max_set_urls";
   auto again = proto::decodeSet(proto::encodeSet(set), limits());
-  if (!again.ok()) return std::string(how) + ": an encoded set is refused: " + again.status().toString();
+  if (!again.isOk()) return std::string(how) + ": an encoded set is refused: " + again.status().toString();
   if (!(*again == set)) return std::string(how) + ": a set encoded and decoded again changed";
   if (proto::peekSetId(proto::encodeSet(set)) != set.header.id) return std::string(how) + ": peekSetId disagrees";
   return "";
@@ -63,7 +63,7 @@ std::string checkUnsQmProperties(std::string_view data) {
     if (std::string why = checkSet(set, "stream"); !why.empty()) return why;
   }
   auto one = proto::decodeSet(data, limits());
-  if (one.ok()) {
+  if (one.isOk()) {
     if (std::string why = checkSet(*one, "decodeSet"); !why.empty()) return why;
   } else if (one.status().toString().empty()) {
     return "decodeSet refused without a message";
