@@ -28,6 +28,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -273,7 +274,13 @@ def run_iteration(args, seed, mode):
     return ok
 
 
+def interrupted(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main():
+    # SIGTERM (a ctest timeout, kill) ends the run as Ctrl-C does: the lccds are killed.
+    signal.signal(signal.SIGTERM, interrupted)
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
     ap.add_argument("--plugins", required=True)
