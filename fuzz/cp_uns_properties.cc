@@ -13,6 +13,7 @@ class Recorder : public proto::CpRequestHandler {
  public:
   std::vector<std::string> events;
   std::string urlprefix;
+  std::string silent_refusal;  // a <url> validateUrl() refused without a message
 
   void onInit(std::string_view id, std::string_view password) override {
     events.push_back("init " + std::string(id) + " " + std::string(password));
@@ -29,7 +30,7 @@ class Recorder : public proto::CpRequestHandler {
     std::string line = "url " + std::to_string(static_cast<int>(v.code));
     for (const auto& [k, val] : attrs) line += " " + k + "=" + val;
     if (v.code == ErrorCode::kNone) line += " -> " + v.notice.key.url + " " + v.notice.tod;
-    else if (v.message.empty()) line += " REFUSED WITHOUT A MESSAGE";
+    else if (v.message.empty() && silent_refusal.empty()) silent_refusal = line;
     events.push_back(line);
   }
   void onSetEnd() override { events.push_back("end"); }
@@ -42,6 +43,7 @@ struct Outcome {
   std::vector<std::string> events;
   bool failed = false;
   std::string error;
+  std::string silent_refusal;
 };
 
 Outcome decodeInPieces(std::string_view data, std::size_t piece) {
@@ -55,11 +57,11 @@ Outcome decodeInPieces(std::string_view data, std::size_t piece) {
     // Between documents the decoder stops: the rest is fed again (a session goes on).
     while (!chunk.empty() && !dec.failed()) {
       const std::size_t used = dec.feed(chunk.data(), chunk.size());
-      if (used == 0) return {rec.events, true, "the decoder took no byte"};
+      if (used == 0) return {rec.events, true, "the decoder took no byte", rec.silent_refusal};
       chunk.remove_prefix(used);
     }
   }
-  return {rec.events, dec.failed(), dec.failed() ? dec.errorMessage() : ""};
+  return {rec.events, dec.failed(), dec.failed() ? dec.errorMessage() : "", rec.silent_refusal};
 }
 
 }  // namespace
@@ -67,9 +69,7 @@ Outcome decodeInPieces(std::string_view data, std::size_t piece) {
 std::string checkCpUnsProperties(std::string_view data) {
   const Outcome whole = decodeInPieces(data, data.empty() ? 1 : data.size());
   if (whole.failed && whole.error.empty()) return "refused without a message";
-  for (const auto& e : whole.events) {
-    if (e.find("REFUSED WITHOUT A MESSAGE") != std::string::npos) return "validateUrl: " + e;
-  }
+  if (!whole.silent_refusal.empty()) return "validateUrl refused without a message: " + whole.silent_refusal;
   for (std::size_t piece : {1, 7}) {
     const Outcome split = decodeInPieces(data, piece);
     if (split.failed != whole.failed || split.events != whole.events) {
