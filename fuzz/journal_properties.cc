@@ -15,13 +15,23 @@
 namespace lcc::fuzz {
 namespace {
 
-// A folder of this process's own (tmpfs when there is one), emptied for each input.
-const std::string& scratchDir() {
-  static const std::string dir = [] {
+// A folder of this process's own (tmpfs when there is one), emptied for each input and
+// removed when the process exits.
+struct ScratchDir {
+  std::string path;
+  ScratchDir() {
     const char* base = std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : "/tmp";
-    return std::string(base) + "/lcc-journal-fuzz-" + std::to_string(::getpid());
-  }();
-  return dir;
+    path = std::string(base) + "/lcc-journal-fuzz-" + std::to_string(::getpid());
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+const std::string& scratchDir() {
+  static const ScratchDir dir;
+  return dir.path;
 }
 
 struct Replayed {
