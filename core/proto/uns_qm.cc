@@ -393,7 +393,9 @@ struct QmStreamDecoder::Impl final : StreamBase {
     }
   }
   void onText(int depth, std::string_view text) override {
-    if (in_ack && depth == 2 && ack.reason.size() < 1024) ack.reason.append(text);
+    // The reason of a rejection, at most 1 KiB; an ok ack has none (text in it is
+    // ignored: decoded and encoded again it came back without it, found by uns_qm_fuzz).
+    if (in_ack && !ack.ok && depth == 2) ack.reason.append(text.substr(0, 1024 - std::min<std::size_t>(ack.reason.size(), 1024)));
   }
   void childEnd(int depth, const XmlName& name) override {
     if (depth == 2 && in_ack && isInternalChild(name) && name.local == "ack") {

@@ -163,6 +163,17 @@ std::size_t XmlReader::feed(const char* data, std::size_t n) {
   }
   const char* p = data + skipped;
   const std::size_t len = n - skipped;
+  // Expat takes a NUL in a document's first two bytes, or a UTF-16 byte-order mark, as
+  // UTF-16 whatever encoding it was given, and only when both bytes come in one chunk:
+  // "d\0" whole was a UTF-16 'd', split it was malformed (found by cp_uns_fuzz). Every
+  // protocol here is UTF-8, where neither byte can start a document.
+  for (std::size_t i = 0; s.fed_total + i < 2 && i < len; ++i) {
+    const auto c = static_cast<unsigned char>(p[i]);
+    if (c == 0x00 || c == 0xFE || c == 0xFF) {
+      s.stop(ErrorCode::kMalformed, "malformed XML at line 1: not UTF-8 (a NUL or 0xFE/0xFF byte at the start)");
+      return n;
+    }
+  }
   XML_Status st = XML_Parse(s.parser, p, static_cast<int>(len), XML_FALSE);
   if (s.complete) {
     std::uint64_t used = s.end_offset - s.fed_total;

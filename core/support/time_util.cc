@@ -1,6 +1,8 @@
 #include "lcc/support/time_util.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <ctime>
 
 namespace lcc {
@@ -46,11 +48,14 @@ std::optional<std::int64_t> parseNumberWithSuffix(std::string_view text,
 }  // namespace
 
 std::string formatRfc3339(std::int64_t unix_seconds) {
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
+  // A four-digit year, always: strftime's %Y wrote "24-05-01…" for the year 24, which
+  // parseTime() refuses (found by uns_qm_fuzz: a UNS could spool a set its QM refuses).
+  std::time_t t = static_cast<std::time_t>(std::clamp(unix_seconds, kMinRfc3339Seconds, kMaxRfc3339Seconds));
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec);
   return buf;
 }
 
@@ -68,6 +73,7 @@ std::optional<std::int64_t> parseTime(std::string_view s) {
     if (s.size() > 12) return std::nullopt;
     std::int64_t v = 0;
     std::from_chars(s.data(), s.data() + s.size(), v);
+    if (v > kMaxRfc3339Seconds) return std::nullopt;
     return v;
   }
   int year, mon, day, hour, min, sec;
@@ -102,7 +108,10 @@ std::optional<std::int64_t> parseTime(std::string_view s) {
   }
   if (pos != s.size()) return std::nullopt;
   std::int64_t days = daysFromCivil(year, static_cast<unsigned>(mon), static_cast<unsigned>(day));
-  return days * 86400 + hour * 3600 + min * 60 + (sec == 60 ? 59 : sec) - offset;
+  const std::int64_t t = days * 86400 + hour * 3600 + min * 60 + (sec == 60 ? 59 : sec) - offset;
+  // An offset can move 0000-01-01 or 9999-12-31 out of what formatRfc3339() can write.
+  if (t < kMinRfc3339Seconds || t > kMaxRfc3339Seconds) return std::nullopt;
+  return t;
 }
 
 std::optional<std::int64_t> parseW3cDatetime(std::string_view s) {

@@ -97,5 +97,27 @@ TEST(Config, WrongShapesAreReported) {
   EXPECT_THAT(lines, ::testing::Contains("s.yaml: exporters: must be a list of plugins (got cu-xml)"));
 }
 
+// Found by config_fuzz (fuzz/corpus/config/tags.yaml): a list or a map as a key threw
+// YAML::TypedBadConversion out of loadText() and took lccd down.
+TEST(Config, AListOrAMapAsAKeyIsAProblemNotAnException) {
+  std::vector<ConfigProblem> problems;
+  auto cfg = Config::loadText(
+      "? [1]\n: x\nnode: {? {a: b}: c}\nstorage:\n  queue: {plugin: storage-kyoto, ? [p]: q}\n",
+      "k.yaml", {}, &problems);
+  EXPECT_FALSE(cfg.isOk());
+  auto lines = problemLines(problems);
+  EXPECT_THAT(lines, ::testing::Contains("k.yaml: a key must be a name (got a list as a key)"));
+  EXPECT_THAT(lines, ::testing::Contains("k.yaml: node: a key must be a name (got a map as a key)"));
+  EXPECT_THAT(lines, ::testing::Contains("k.yaml: storage.queue: a key must be a name (got a list as a key)"));
+
+  problems.clear();
+  cfg = Config::loadText("fetcher:\n  plugin: fetch-curl\n  options: {? [t]: 1}\n", "o.yaml", {}, &problems);
+  ASSERT_TRUE(cfg.isOk());
+  static const OptionSpec kSpecs[] = {{"timeout", OptionType::kDuration, "30s", 1, 3600000, "total timeout"}};
+  EXPECT_FALSE(cfg->pluginOptions(cfg->getPlugin("fetcher"), kSpecs, 1, &problems).isOk());
+  EXPECT_THAT(problemLines(problems),
+              ::testing::Contains("o.yaml: fetcher.options: a key must be a name (got a list as a key)"));
+}
+
 }  // namespace
 }  // namespace lcc

@@ -136,6 +136,30 @@ TEST(XmlReader, GarbageIsMalformed) {
   EXPECT_EQ(reader.error(), ErrorCode::kMalformed);
 }
 
+// Found by cp_uns_fuzz (fuzz/corpus/cp_uns/utf16-guess.bin): Expat read "d\0" given
+// whole as UTF-16 (no error, waiting for more) and given byte by byte as malformed UTF-8.
+// A document that starts like UTF-16 is refused however it is split.
+TEST(XmlReader, ADocumentThatStartsLikeUtf16IsRefusedWhateverTheChunking) {
+  for (std::string input : {std::string("d\0", 2), std::string("\0<", 2), std::string("\xff\xfe<\0a\0/\0>\0", 8),
+                            std::string("\xfe\xff\0<\0a\0/\0>", 8), std::string(" \n<\0a\0/\0>\0", 10)}) {
+    for (std::size_t chunk : {input.size(), std::size_t{1}}) {
+      Recorder rec;
+      XmlReader reader(rec, XmlLimits{}, XmlFraming::kDocuments);
+      for (std::size_t at = 0; at < input.size() && !reader.failed(); at += chunk) {
+        reader.feed(input.data() + at, std::min(chunk, input.size() - at));
+      }
+      EXPECT_EQ(reader.error(), ErrorCode::kMalformed) << ::testing::PrintToString(input) << " in chunks of " << chunk;
+      EXPECT_TRUE(rec.events.empty());
+    }
+  }
+  // A UTF-8 byte-order mark is still fine.
+  Recorder rec;
+  XmlReader reader(rec, XmlLimits{}, XmlFraming::kDocuments);
+  reader.feed(std::string("\xef\xbb\xbf<a/>"));
+  EXPECT_FALSE(reader.failed()) << reader.errorMessage();
+  EXPECT_TRUE(reader.documentComplete());
+}
+
 TEST(XmlReader, StreamFramingDeliversChildrenUntilRootCloses) {
   Recorder rec;
   XmlReader reader(rec, XmlLimits{}, XmlFraming::kStream);

@@ -100,6 +100,21 @@ TEST(UnsQm, AcksRoundTrip) {
   EXPECT_TRUE(d.closed());
 }
 
+// Found by uns_qm_fuzz (fuzz/corpus/uns_qm/ok-ack-with-text.xml): text inside an ok ack
+// became its reason, which encodeAck() does not write, so the ack did not round-trip.
+// Only a rejection has a reason, and it is capped at 1 KiB however the text is split.
+TEST(UnsQm, OnlyARejectedAckHasAReasonAndItIsCapped) {
+  std::string wire = encodeQmOpen() + "<ack id=\"1\" status=\"ok\">all fine</ack>" +
+                     "<ack id=\"2\" status=\"rejected\" code=\"130\">" + std::string(3000, 'x') + "</ack>";
+  UnsSide h;
+  QmStreamDecoder d(h);
+  for (std::size_t at = 0; at < wire.size(); at += 700) d.feed(wire.substr(at, 700));
+  ASSERT_FALSE(d.failed()) << d.errorMessage();
+  ASSERT_EQ(h.acks.size(), 2u);
+  EXPECT_EQ(h.acks[0], (UnsQmAck{1, true, ErrorCode::kNone, ""}));
+  EXPECT_EQ(h.acks[1].reason, std::string(1024, 'x'));
+}
+
 TEST(UnsQm, AnyPrefixIsAcceptedAndUnknownChildrenIgnored) {
   std::string wire =
       "<x:uns xmlns:x=\"http://www.lococa.org/1.0/internal\" name=\"n\" future=\"1\">"

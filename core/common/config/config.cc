@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -29,6 +30,17 @@ std::string scalarText(const YAML::Node& n) {
   if (n.IsMap()) return "a map";
   return "nothing";
 }
+
+// A map key as text. YAML allows a list or a map as a key ("? [1]: x"), which no key of
+// the schema or of a plugin's table can be: nullopt, and the caller reports it
+// (as<std::string>() would throw YAML::TypedBadConversion, found by config_fuzz).
+std::optional<std::string> keyText(const YAML::Node& k) {
+  if (k.IsScalar()) return k.Scalar();
+  if (k.IsNull()) return std::string("null");
+  return std::nullopt;
+}
+
+std::string notAKey(const YAML::Node& k) { return "a key must be a name (got " + scalarText(k) + " as a key)"; }
 
 std::vector<std::string> splitComma(const std::string& s) {
   std::vector<std::string> out;
@@ -296,7 +308,12 @@ Result<Config> Config::loadText(const std::string& yaml, const std::string& file
   // Walk the document: every leaf must be a schema key.
   std::function<void(const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& node, const std::string& prefix) {
     for (const auto& kv : node) {
-      std::string key = kv.first.as<std::string>();
+      const std::optional<std::string> name = keyText(kv.first);
+      if (!name) {
+        problems->push_back({file, prefix, notAKey(kv.first)});
+        continue;
+      }
+      const std::string& key = *name;
       std::string path = prefix.empty() ? key : prefix + "." + key;
       auto it = by_path.find(path);
       if (it != by_path.end()) {
@@ -340,8 +357,9 @@ Result<Config> Config::loadText(const std::string& yaml, const std::string& file
     }
     if (n.IsMap()) {
       for (const auto& kv : n) {
-        auto k = kv.first.as<std::string>();
-        if (k != "plugin" && k != "options") problems->push_back({file, key + "." + k, "unknown key"});
+        auto k = keyText(kv.first);
+        if (!k) problems->push_back({file, key, notAKey(kv.first)});
+        else if (*k != "plugin" && *k != "options") problems->push_back({file, key + "." + *k, "unknown key"});
       }
       if (!n["plugin"] || !n["plugin"].IsScalar()) {
         problems->push_back({file, key + ".plugin", "missing: the plugin's name"});
@@ -474,8 +492,9 @@ Result<OptionsView> Config::pluginOptions(const PluginRef& ref, const OptionSpec
   for (std::size_t i = 0; i < count; ++i) known.insert(specs[i].name);
   if (options.IsDefined() && options.IsMap()) {
     for (const auto& kv : options) {
-      auto k = kv.first.as<std::string>();
-      if (known.count(k) == 0) problems->push_back({impl_->file, base + "." + k, "unknown option of plugin " + ref.plugin});
+      auto k = keyText(kv.first);
+      if (!k) problems->push_back({impl_->file, base, notAKey(kv.first)});
+      else if (known.count(*k) == 0) problems->push_back({impl_->file, base + "." + *k, "unknown option of plugin " + ref.plugin});
     }
   }
   for (std::size_t i = 0; i < count; ++i) {

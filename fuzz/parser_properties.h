@@ -1,0 +1,40 @@
+// parser_properties.h — what the parser fuzz targets check (fuzz/parser_fuzz.cc), one
+// function per target. Each takes the fuzzer's bytes and returns "" when every
+// property holds, else what broke; a crash, leak, hang or sanitizer report is a
+// failure of its own. The normal build runs them over fuzz/corpus/<name>/
+// (tests/fuzz/parser_corpus_test.cc).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace lcc::fuzz {
+
+// cp_uns: the CP -> UNS request decoder (init, then sets, kDocuments framing) gives the
+// same events and verdict whether the bytes come whole or in pieces of 1 and 7; every
+// <url> it yields goes through validateUrl(); the same bytes through the CP's reply
+// decoder.
+std::string checkCpUnsProperties(std::string_view data);
+// cu_query: the incremental parser agrees with parseCuQueryXml(); an accepted query
+// passes validateCuQuery() and survives formatCuQueryXml() -> parse unchanged; the bytes
+// read as GET parameters (k=v&…) do the same; a refusal has a message.
+std::string checkCuQueryProperties(std::string_view data);
+// uns_qm: the QM's UNS-stream decoder, the UNS's QM-stream decoder and decodeSet();
+// every set and ack decoded is encoded and decoded back equal.
+std::string checkUnsQmProperties(std::string_view data);
+// botm_link: the BOT-M's source-stream decoder and the QM's BOT-M-stream decoder;
+// what was decoded, encoded again and decoded, encodes to the same bytes.
+std::string checkBotmLinkProperties(std::string_view data);
+// config: Config::loadText() on the bytes as YAML either loads with no problem or
+// refuses with problems that each read "fuzz.yaml: key: why" with a why.
+std::string checkConfigProperties(std::string_view data);
+// journal: the bytes as a journal segment: open() and replay() report, never crash,
+// replay only whole records in order; the journal then takes an append and replays
+// it after what was there.
+std::string checkJournalProperties(std::string_view data);
+// indexnow: parsePost() on the bytes as a JSON body: a submission has a valid key and
+// at most 10,000 URLs, each under the key's folder; a refusal is 400 or 422 with a
+// message.
+std::string checkIndexNowProperties(std::string_view data);
+
+}  // namespace lcc::fuzz

@@ -1,0 +1,75 @@
+// checkUnsQmProperties (parser_properties.h): the UNS <-> QM link codec.
+#include <string>
+#include <vector>
+
+#include "parser_properties.h"
+#include "proto/uns_qm.h"
+
+namespace lcc::fuzz {
+namespace {
+
+proto::UnsQmLimits limits() {
+  proto::UnsQmLimits l;
+  l.max_attribute_length = 1024;
+  l.max_set_urls = 1000;
+  return l;
+}
+
+struct UnsSide : proto::UnsStreamHandler {
+  std::vector<proto::UnsQmSet> sets;
+  void onUnsOpen(std::string_view) override {}
+  void onSet(proto::UnsQmSet&& set) override { sets.push_back(std::move(set)); }
+};
+
+struct QmSide : proto::QmStreamHandler {
+  std::vector<proto::UnsQmAck> acks;
+  void onQmOpen() override {}
+  void onAck(const proto::UnsQmAck& ack) override { acks.push_back(ack); }
+};
+
+std::string checkSet(const proto::UnsQmSet& set, const char* how) {
+  if (set.urls.size() > limits().max_set_urls) return std::string(how) + ": a set past max_set_urls";
+  auto again = proto::decodeSet(proto::encodeSet(set), limits());
+  if (!again.isOk()) return std::string(how) + ": an encoded set is refused: " + again.status().toString();
+  if (!(*again == set)) return std::string(how) + ": a set encoded and decoded again changed";
+  if (proto::peekSetId(proto::encodeSet(set)) != set.header.id) return std::string(how) + ": peekSetId disagrees";
+  return "";
+}
+
+std::string checkQmStream(std::string_view data) {
+  QmSide side;
+  proto::QmStreamDecoder dec(side, limits());
+  dec.feed(data);
+  if (dec.failed() && dec.errorMessage().empty()) return "QM stream refused without a message";
+  for (const auto& ack : side.acks) {
+    QmSide back;
+    proto::QmStreamDecoder again(back, limits());
+    again.feed(proto::encodeQmOpen() + proto::encodeAck(ack) + proto::encodeQmClose());
+    if (again.failed() || back.acks.size() != 1 || !(back.acks[0] == ack)) {
+      return "an ack encoded and decoded again changed (" + again.errorMessage() + ")";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string checkUnsQmProperties(std::string_view data) {
+  UnsSide uns;
+  proto::UnsStreamDecoder dec(uns, limits());
+  for (std::size_t at = 0; at < data.size() && dec.feed(data.substr(at, 11));) at += 11;
+  if (dec.failed() && dec.errorMessage().empty()) return "UNS stream refused without a message";
+  for (const auto& set : uns.sets) {
+    if (std::string why = checkSet(set, "stream"); !why.empty()) return why;
+  }
+  auto one = proto::decodeSet(data, limits());
+  if (one.isOk()) {
+    if (std::string why = checkSet(*one, "decodeSet"); !why.empty()) return why;
+  } else if (one.status().toString().empty()) {
+    return "decodeSet refused without a message";
+  }
+  (void)proto::peekSetId(data);
+  return checkQmStream(data);
+}
+
+}  // namespace lcc::fuzz
