@@ -19,23 +19,28 @@ class ConnSet {
  public:
   using Id = std::uint64_t;
 
-  // `make(id, on_closed)` builds the connection; it is kept (weakly) under `id`.
-  template <typename Make>
-  std::shared_ptr<Conn> add(Make make) {
+  // `make(id)` builds the connection; it is kept (weakly) under `id`, and only then
+  // `start(conn, on_closed)` lets it read: whatever it reads can already be answered
+  // through find(id) (a BOT-M's hello makes the QM send fetches on that link at once).
+  template <typename Make, typename Start>
+  std::shared_ptr<Conn> add(Make make, Start start) {
     Id id;
     {
       std::lock_guard<std::mutex> lk(state_->mu);
       id = state_->next_id++;
     }
+    std::shared_ptr<Conn> c = make(id);
+    {
+      std::lock_guard<std::mutex> lk(state_->mu);
+      state_->conns[id] = c;
+    }
     std::weak_ptr<State> weak = state_;
-    std::shared_ptr<Conn> c = make(id, [weak, id] {
+    start(*c, [weak, id] {
       if (auto s = weak.lock()) {
         std::lock_guard<std::mutex> lk(s->mu);
         s->conns.erase(id);
       }
     });
-    std::lock_guard<std::mutex> lk(state_->mu);
-    state_->conns[id] = c;
     return c;
   }
   std::shared_ptr<Conn> find(Id id) const {

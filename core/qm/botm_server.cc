@@ -139,11 +139,8 @@ struct BotmServer::Impl : std::enable_shared_from_this<BotmServer::Impl> {
 
   void accepted(std::shared_ptr<net::Connection> c, net::Admission) {
     if (stopped) return c->close(net::CloseReason::kShutdown);
-    conns.add([&](LinkId id, std::function<void()> on_closed) {
-      auto bc = std::make_shared<BotmConn>(std::move(c), id, options, handler);
-      bc->start(std::move(on_closed));
-      return bc;
-    });
+    conns.add([&](LinkId id) { return std::make_shared<BotmConn>(std::move(c), id, options, handler); },
+              [](BotmConn& bc, std::function<void()> on_closed) { bc.start(std::move(on_closed)); });
   }
   std::shared_ptr<BotmConn> find(LinkId id) { return conns.find(id); }
 };

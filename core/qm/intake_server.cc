@@ -182,11 +182,8 @@ struct IntakeServer::Impl : std::enable_shared_from_this<IntakeServer::Impl> {
 
   void accepted(std::shared_ptr<net::Connection> c, net::Admission) {
     if (stopped) return c->close(net::CloseReason::kShutdown);
-    conns.add([&](std::uint64_t, std::function<void()> on_closed) {
-      auto ic = std::make_shared<IntakeConn>(std::move(c), options, sink, streams);
-      ic->start(std::move(on_closed));
-      return ic;
-    });
+    conns.add([&](std::uint64_t) { return std::make_shared<IntakeConn>(std::move(c), options, sink, streams); },
+              [](IntakeConn& ic, std::function<void()> on_closed) { ic.start(std::move(on_closed)); });
   }
 };
 
