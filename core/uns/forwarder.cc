@@ -5,6 +5,7 @@
 #include <charconv>
 #include <future>
 #include <map>
+#include <optional>
 #include <spdlog/spdlog.h>
 
 #include "net/connector.h"
@@ -470,12 +471,9 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   std::vector<Pending> takeInflight() {
     std::vector<Pending> moved;
     for (auto& p : inflight) {
-      if (!p.streamed) {
-        moved.push_back(std::move(p));
-        continue;
-      }
-      if (c_refused) c_refused->inc();
-      p.done(SetOutcome{false, ErrorCode::kOffline, "system temporarily off-line, try again later"});
+      if (!p.streamed) moved.push_back(std::move(p));
+      if (p.streamed && c_refused) c_refused->inc();
+      if (p.streamed) p.done(SetOutcome{false, ErrorCode::kOffline, "system temporarily off-line, try again later"});
     }
     inflight.clear();
     return moved;
@@ -488,11 +486,10 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   struct StreamState {
     ProviderId pid = 0;
     SetKind kind = SetKind::kPartial;
-    bool wanted = false;
+    bool wanted = false, finished = false;
     StreamMode mode = StreamMode::kCollect;
     std::uint64_t id = 0, count = 0;
     std::string xml;  // kCollect: the URLs so far
-    bool finished = false;
   };
   std::shared_ptr<StreamState> open_stream;  // the one passing through
   std::deque<std::function<void()>> taken_waiters;
@@ -510,9 +507,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     auto id = allocId();
     if (!id.isOk()) return;  // collected; submit() reports the failure at the end
     std::string head;
-    proto::UnsQmSetHeader h{id.value(), st->pid, st->kind, 0};
-    h.streamed = true;
-    proto::appendSetBegin(head, h);
+    proto::appendSetBegin(head, proto::UnsQmSetHeader{id.value(), st->pid, st->kind, 0, true});
     st->mode = StreamMode::kPass;
     st->id = id.value();
     open_stream = st;
@@ -539,25 +534,24 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       if (c_refused) c_refused->inc();
       return done(SetOutcome{false, ErrorCode::kOffline, "system temporarily off-line, try again later"});
     }
-    std::string tail;
-    proto::appendStreamedSetEnd(tail, st->count);
-    send(std::move(tail));
-    open_stream.reset();
+    closeStream(st->count);
     inflight.push_back(Pending{st->id, {}, std::move(done), true});
     armAckTimer(false);
-    pump();
   }
 
   void streamAbort(const std::shared_ptr<StreamState>& st) {
     if (st->finished) return;
     st->finished = true;
     st->xml = std::string();
-    if (st->mode != StreamMode::kPass) return;
+    if (st->mode == StreamMode::kPass) closeStream(std::nullopt);
+  }
+  // Ends the set passing through: <end count/> (`count`) or <abort/>.
+  void closeStream(std::optional<std::uint64_t> count) {
     std::string tail;
-    proto::appendStreamedSetAbort(tail);
+    count ? proto::appendStreamedSetEnd(tail, *count) : proto::appendStreamedSetAbort(tail);
     send(std::move(tail));
     open_stream.reset();
-    pump();
+    pump();  // spooled sets may go now
   }
 
   // ---- QmStreamHandler ----
@@ -650,8 +644,7 @@ void Forwarder::stop() {
 }
 
 // The handle of a streamed set: every call goes to the forwarder's strand, in order.
-class Forwarder::SetStream::Handle {
- public:
+struct Forwarder::SetStream::Handle {
   std::shared_ptr<Impl> impl;
   std::shared_ptr<Impl::StreamState> state;
 };
@@ -673,12 +666,8 @@ void Forwarder::SetStream::end(Done done) {
 }
 
 std::unique_ptr<Forwarder::SetStream> Forwarder::beginSet(ProviderId pid, SetKind kind, bool fullset_wanted) {
-  auto h = std::make_shared<SetStream::Handle>();
-  h->impl = impl_;
-  h->state = std::make_shared<Impl::StreamState>();
-  h->state->pid = pid;
-  h->state->kind = kind;
-  h->state->wanted = fullset_wanted;
+  auto h = std::make_shared<SetStream::Handle>(SetStream::Handle{impl_, std::make_shared<Impl::StreamState>()});
+  *h->state = Impl::StreamState{pid, kind, fullset_wanted};
   asio::post(impl_->strand, [h] { h->impl->streamBegin(h->state); });
   return std::unique_ptr<SetStream>(new SetStream(std::move(h)));
 }

@@ -79,7 +79,7 @@ class Forwarder {
   // before end(): aborted (<abort/>: the QM drops it, nothing is applied).
   class SetStream {
    public:
-    class Handle;
+    struct Handle;
     ~SetStream();
     SetStream(const SetStream&) = delete;
     SetStream& operator=(const SetStream&) = delete;
