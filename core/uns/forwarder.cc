@@ -389,15 +389,16 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   void pumpOut() {
     while (conn && !outq.empty() && conn->queuedBytes() < kOutWindow) {
       std::string& front = outq.front();
-      const std::size_t n = std::min(kOutSlice, front.size() - out_off);
+      const std::size_t size = front.size();  // (front may be moved out below)
+      const std::size_t n = std::min(kOutSlice, size - out_off);
       if (out_off == 0 && n == front.size()) {
         conn->send(std::move(front));
       } else {
         conn->send(front.substr(out_off, n));
       }
       out_off += n;
-      if (out_off >= front.size()) {
-        outq_bytes -= front.size();
+      if (out_off >= size) {
+        outq_bytes -= size;
         outq.pop_front();
         out_off = 0;
       }

@@ -84,6 +84,20 @@ TEST_F(UnsStreamTest, ALargeSetPassesThroughInPartsAndIsAcceptedAfterTheWholeIsA
   EXPECT_LT(applied[0].header.id, applied[1].header.id);
 }
 
+TEST_F(UnsStreamTest, ASetLargerThanTheForwardersOutputWindowPasses) {
+  FakeQm qm;
+  Harness h(options(qm.port()), fx_.store());
+  ASSERT_TRUE(h.start().isOk());
+  ASSERT_TRUE(eventually([&] { return h.server().forwarder().connected(); }));
+  std::uint64_t received = 0;  // 90k URLs: ~6 MB of <url/>, past the 4 MiB window
+  ASSERT_TRUE(sendSet(h.port(), urls("window", 90000), &received));
+  EXPECT_EQ(received, 90000u);
+  auto applied = qm.applied();
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_TRUE(applied[0].header.streamed);
+  EXPECT_EQ(applied[0].urls.size(), 90000u);
+}
+
 TEST_F(UnsStreamTest, ACpCutOffMidSetHasNothingAppliedAndTheLinkGoesOn) {
   FakeQm qm;
   UnsOptions opt = options(qm.port());
