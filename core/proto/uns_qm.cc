@@ -72,6 +72,8 @@ struct SetCollector {
   bool in_set = false;
   UnsQmSet set;
   std::uint64_t urls_seen = 0;
+  // A streamed set (no count in its header) ends with <end count=…/> or <abort/>.
+  bool ended = false, aborted = false;
 
   // Returns "" or an error; `done` is set at the end of the set.
   std::string start(int depth, int set_depth, const XmlName& name, const XmlAttrs& a) {
@@ -79,6 +81,7 @@ struct SetCollector {
       in_set = true;
       set = UnsQmSet{};
       urls_seen = 0;
+      ended = aborted = false;
       const auto* id = a.get("id");
       const auto* pid = a.get("pid");
       if (!id || !parseDecimalAs(*id, set.header.id) || set.header.id == 0) return "set without a valid id";
@@ -92,7 +95,8 @@ struct SetCollector {
         return "set with a bad kind";
       }
       const auto* count = a.get("count");
-      if (!count || !parseDecimalAs(*count, set.header.count)) return "set without a valid count";
+      set.header.streamed = count == nullptr;
+      if (count && !parseDecimalAs(*count, set.header.count)) return "set without a valid count";
       if (set.header.count > limits.max_set_urls) return "set larger than the limit";
       if (sink) {
         sink->onSetBegin(set.header);
@@ -101,8 +105,18 @@ struct SetCollector {
       }
       return {};
     }
+    if (depth == set_depth + 1 && isInternalChild(name) && set.header.streamed) {
+      if (ended || aborted) return "a streamed set goes on after its end or abort";
+      if (name.local == "end") return streamEnd(a);
+      if (name.local == "abort") {
+        aborted = true;
+        if (sink) sink->onSetAbort();
+        return {};
+      }
+    }
     if (depth == set_depth + 1 && isInternalChild(name) && name.local == "url") {
-      if (++urls_seen > set.header.count) return "set has more urls than its count";
+      const std::uint64_t cap = set.header.streamed ? limits.max_set_urls : set.header.count;
+      if (++urls_seen > cap) return set.header.streamed ? "set larger than the limit" : "set has more urls than its count";
       UrlNotice n;
       std::string err = urlFromAttrs(a, set.header.pid, n);
       if (!err.empty()) return err;
@@ -114,9 +128,19 @@ struct SetCollector {
     }
     return {};
   }
-  std::string end() {
+  std::string streamEnd(const XmlAttrs& a) {
+    const auto* count = a.get("count");
+    if (!count || !parseDecimalAs(*count, set.header.count)) return "set end without a valid count";
+    if (urls_seen != set.header.count) return "set end count differs from the urls sent";
+    ended = true;
+    return {};
+  }
+  // "" and `delivered` true when the set is complete (not aborted).
+  std::string end(bool& delivered) {
     in_set = false;
-    if (urls_seen != set.header.count) return "set has fewer urls than its count";
+    delivered = !aborted;
+    if (set.header.streamed && !ended && !aborted) return "streamed set closed without end or abort";
+    if (urls_seen != set.header.count && !aborted) return "set has fewer urls than its count";
     return {};
   }
 };
@@ -150,8 +174,10 @@ void appendSetBegin(std::string& out, const UnsQmSetHeader& h) {
   out += std::to_string(h.pid);
   out += "\" kind=\"";
   out += h.kind == SetKind::kFull ? "full" : "partial";
-  out += "\" count=\"";
-  out += std::to_string(h.count);
+  if (!h.streamed) {
+    out += "\" count=\"";
+    out += std::to_string(h.count);
+  }
   out += "\">";
 }
 
@@ -172,6 +198,12 @@ void appendUrl(std::string& out, const UrlNotice& n) {
 }
 
 void appendSetEnd(std::string& out) { out += "</set>"; }
+void appendStreamedSetEnd(std::string& out, std::uint64_t count) {
+  out += "<end count=\"";
+  out += std::to_string(count);
+  out += "\"/></set>";
+}
+void appendStreamedSetAbort(std::string& out) { out += "<abort/></set>"; }
 
 std::string encodeSet(const UnsQmSet& set) {
   std::string out;
@@ -229,7 +261,9 @@ Result<UnsQmSet> decodeSet(std::string_view set_xml, const UnsQmLimits& limits) 
     }
     void onEnd(int depth, const XmlName&) override {
       if (depth == 1 && err.empty()) {
-        err = col.end();
+        bool delivered = false;
+        err = col.end(delivered);
+        if (err.empty() && !delivered) err = "an aborted set";
         if (!err.empty()) {
           reader->fail(ErrorCode::kMalformed, err);
         } else {
@@ -332,8 +366,9 @@ struct UnsStreamDecoder::Impl final : StreamBase {
   }
   void childEnd(int depth, const XmlName& name) override {
     if (depth == 2 && col.in_set && isInternalChild(name) && name.local == "set") {
-      if (auto e = col.end(); !e.empty()) return fail(e);
-      h.onSetEnd();
+      bool delivered = false;
+      if (auto e = col.end(delivered); !e.empty()) return fail(e);
+      if (delivered) h.onSetEnd();
     }
   }
   void rootClosed() override { h.onClose(); }
@@ -344,7 +379,9 @@ void UnsStreamHandler::onSetBegin(const UnsQmSetHeader& header) {
   collecting_.header = header;
 }
 void UnsStreamHandler::onSetUrl(UrlNotice&& url) { collecting_.urls.push_back(std::move(url)); }
+void UnsStreamHandler::onSetAbort() { collecting_ = UnsQmSet{}; }
 void UnsStreamHandler::onSetEnd() {
+  collecting_.header.count = collecting_.urls.size();  // a streamed set's header had none
   UnsQmSet set = std::move(collecting_);
   collecting_ = UnsQmSet{};
   onSet(std::move(set));

@@ -35,6 +35,9 @@ struct UnsQmSetHeader {
   ProviderId pid = 0;
   SetKind kind = SetKind::kPartial;
   std::uint64_t count = 0;  // number of <url> children
+  // Streamed (issue 13): the header carries no count; the set ends with
+  // <end count=…/> (then `count` holds it at onSetEnd) or <abort/> (onSetAbort, no end).
+  bool streamed = false;
 
   friend bool operator==(const UnsQmSetHeader&, const UnsQmSetHeader&) = default;
 };
@@ -81,6 +84,10 @@ std::string encodeSet(const UnsQmSet& set);
 void appendSetBegin(std::string& out, const UnsQmSetHeader& header);
 void appendUrl(std::string& out, const UrlNotice& notice);  // key.pid is not written
 void appendSetEnd(std::string& out);
+// The end of a streamed set (header.streamed: no count up front): "<end count=…/></set>",
+// or "<abort/></set>" for a set its CP did not finish (the QM drops it, no ack).
+void appendStreamedSetEnd(std::string& out, std::uint64_t count);
+void appendStreamedSetAbort(std::string& out);
 
 std::string encodeAck(const UnsQmAck& ack);
 std::string encodePing();  // <ping/>
@@ -107,6 +114,8 @@ class UnsStreamHandler {
   virtual void onSetBegin(const UnsQmSetHeader& header);
   virtual void onSetUrl(UrlNotice&& url);
   virtual void onSetEnd();
+  // A streamed set's <abort/>: nothing of it is taken, no onSetEnd() follows.
+  virtual void onSetAbort();
   virtual void onSet(UnsQmSet&& /*set*/) {}  // after its </set>, with the defaults above
   virtual void onPing() {}
   virtual void onPong() {}

@@ -108,6 +108,8 @@ class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, privat
     });
   }
   void onPing() override { conn_->send(proto::encodePong()); }
+  // The UNS's CP stopped mid-set (issue 13): nothing of it is applied, no ack.
+  void onSetAbort() override { abortSet(); }
 
   // Hands the URLs read so far over; stops reading while too many wait to be taken.
   void handPart() {

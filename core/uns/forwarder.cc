@@ -5,6 +5,7 @@
 #include <charconv>
 #include <future>
 #include <map>
+#include <optional>
 #include <spdlog/spdlog.h>
 
 #include "net/connector.h"
@@ -66,6 +67,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     std::uint64_t id = 0;
     std::string xml;
     Done done;
+    bool streamed = false;  // sent as it was read: not kept, so not spoolable (130 if lost)
   };
   std::vector<Pending> to_spool;  // group commit
   bool flush_posted = false;
@@ -165,7 +167,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     xml.reserve(xml.size() + head.size() + 8);
     xml.insert(0, head);
     proto::appendSetEnd(xml);
-    if (!stopped && link_ready && spool.empty() && to_spool.empty()) {
+    if (!stopped && link_ready && spool.empty() && to_spool.empty() && !open_stream) {
       send(xml);
       inflight.push_back(Pending{id.value(), std::move(xml), std::move(done)});
       armAckTimer(false);
@@ -303,7 +305,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   }
 
   void pump() {
-    if (stopped || !link_ready || spool.empty()) return;
+    if (stopped || !link_ready || spool.empty() || open_stream) return;
     while (replay_inflight < opt.replay_window && replay_inflight < spool.size()) {
       Status s = loadTexts(replay_inflight, opt.replay_window);
       if (!s.isOk()) {
@@ -380,28 +382,33 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   // (net::ConnectionOptions::max_queued) passes, and at most a window is copied.
   void send(std::string bytes) {
     if (!conn || bytes.empty()) return;
+    outq_bytes += bytes.size();
     outq.push_back(std::move(bytes));
     pumpOut();
   }
   void pumpOut() {
     while (conn && !outq.empty() && conn->queuedBytes() < kOutWindow) {
       std::string& front = outq.front();
-      const std::size_t n = std::min(kOutSlice, front.size() - out_off);
+      const std::size_t size = front.size();  // (front may be moved out below)
+      const std::size_t n = std::min(kOutSlice, size - out_off);
       if (out_off == 0 && n == front.size()) {
         conn->send(std::move(front));
       } else {
         conn->send(front.substr(out_off, n));
       }
       out_off += n;
-      if (out_off >= front.size()) {
+      if (out_off >= size) {
+        outq_bytes -= size;
         outq.pop_front();
         out_off = 0;
       }
     }
+    runTakenWaiters(false);
   }
   static constexpr std::size_t kOutWindow = 4u << 20, kOutSlice = 1u << 20;
   std::deque<std::string> outq;  // bytes for the QM not yet handed to the connection
   std::size_t out_off = 0;       // of outq.front(), already handed over
+  std::size_t outq_bytes = 0;    // in outq (counting what of the front was handed over)
 
   void armAckTimer(bool restart) {
     if (inflight.empty() && replay_inflight == 0) {
@@ -435,15 +442,12 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       conn.reset();
     }
     decoder.reset();
-    outq.clear();
-    out_off = 0;
+    clearOut();
     ack_timer.cancel();
     ack_armed = false;
     replay_inflight = 0;
     if (!inflight.empty()) {
-      std::vector<Pending> moved;
-      for (auto& p : inflight) moved.push_back(std::move(p));
-      inflight.clear();
+      std::vector<Pending> moved = takeInflight();
       for (auto& p : to_spool) moved.push_back(std::move(p));
       to_spool = std::move(moved);
       if (!flush_posted) {
@@ -452,6 +456,103 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       }
     }
     if (connector) connector->retry();
+  }
+
+  void clearOut() {
+    outq.clear();
+    out_off = 0;
+    outq_bytes = 0;
+    if (open_stream) open_stream->mode = StreamMode::kBroken;  // its start is lost
+    open_stream.reset();
+    runTakenWaiters(true);
+  }
+
+  // The sets sent and not acked, to be spooled; a streamed one cannot be (its text is
+  // gone), so its CP is answered 130 and sends it again.
+  std::vector<Pending> takeInflight() {
+    std::vector<Pending> moved;
+    for (auto& p : inflight) {
+      if (!p.streamed) moved.push_back(std::move(p));
+      if (p.streamed && c_refused) c_refused->inc();
+      if (p.streamed) p.done(SetOutcome{false, ErrorCode::kOffline, "system temporarily off-line, try again later"});
+    }
+    inflight.clear();
+    return moved;
+  }
+
+  // ---- a set streamed as it is read (issue 13) ----
+  // It passes through only when a whole set would (link up, spool empty) and no other
+  // set streams; otherwise it is collected and submitted whole at its end, as before.
+  enum class StreamMode { kCollect, kPass, kBroken };
+  struct StreamState {
+    ProviderId pid = 0;
+    SetKind kind = SetKind::kPartial;
+    bool wanted = false, finished = false;
+    StreamMode mode = StreamMode::kCollect;
+    std::uint64_t id = 0, count = 0;
+    std::string xml;  // kCollect: the URLs so far
+  };
+  std::shared_ptr<StreamState> open_stream;  // the one passing through
+  std::deque<std::function<void()>> taken_waiters;
+
+  void runTakenWaiters(bool all) {
+    while (!taken_waiters.empty() && (all || outq_bytes < kOutWindow)) {
+      auto f = std::move(taken_waiters.front());
+      taken_waiters.pop_front();
+      f();
+    }
+  }
+
+  void streamBegin(const std::shared_ptr<StreamState>& st) {
+    if (stopped || !link_ready || !spool.empty() || !to_spool.empty() || open_stream || replay_inflight > 0) return;
+    auto id = allocId();
+    if (!id.isOk()) return;  // collected; submit() reports the failure at the end
+    std::string head;
+    proto::appendSetBegin(head, proto::UnsQmSetHeader{id.value(), st->pid, st->kind, 0, true});
+    st->mode = StreamMode::kPass;
+    st->id = id.value();
+    open_stream = st;
+    send(std::move(head));
+  }
+
+  void streamAdd(const std::shared_ptr<StreamState>& st, std::string xml, std::uint64_t n, std::function<void()> taken) {
+    st->count += n;
+    if (st->mode == StreamMode::kCollect) {
+      st->xml += xml;
+    } else if (st->mode == StreamMode::kPass) {
+      send(std::move(xml));
+      if (outq_bytes >= kOutWindow) return taken_waiters.push_back(std::move(taken));
+    }
+    taken();
+  }
+
+  void streamEnd(const std::shared_ptr<StreamState>& st, Done done) {
+    st->finished = true;
+    if (st->mode == StreamMode::kCollect) {
+      return submit(SetSubmission{st->pid, st->kind, st->wanted, st->count, std::move(st->xml)}, std::move(done));
+    }
+    if (st->mode == StreamMode::kBroken) {
+      if (c_refused) c_refused->inc();
+      return done(SetOutcome{false, ErrorCode::kOffline, "system temporarily off-line, try again later"});
+    }
+    closeStream(st->count);
+    inflight.push_back(Pending{st->id, {}, std::move(done), true});
+    armAckTimer(false);
+  }
+
+  void streamAbort(const std::shared_ptr<StreamState>& st) {
+    if (st->finished) return;
+    st->finished = true;
+    st->xml = std::string();
+    if (st->mode == StreamMode::kPass) closeStream(std::nullopt);
+  }
+  // Ends the set passing through: <end count/> (`count`) or <abort/>.
+  void closeStream(std::optional<std::uint64_t> count) {
+    std::string tail;
+    count ? proto::appendStreamedSetEnd(tail, *count) : proto::appendStreamedSetAbort(tail);
+    send(std::move(tail));
+    open_stream.reset();
+    pump();  // spooled sets may go now
   }
 
   // ---- QmStreamHandler ----
@@ -511,11 +612,8 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       }
       conn.reset();
     }
-    outq.clear();
-    out_off = 0;
-    std::vector<Pending> moved;
-    for (auto& p : inflight) moved.push_back(std::move(p));
-    inflight.clear();
+    clearOut();
+    std::vector<Pending> moved = takeInflight();
     for (auto& p : to_spool) moved.push_back(std::move(p));
     to_spool = std::move(moved);
     flushSpool();
@@ -544,6 +642,35 @@ void Forwarder::stop() {
     impl_->io.poll();
   }
   fut.wait();
+}
+
+// The handle of a streamed set: every call goes to the forwarder's strand, in order.
+struct Forwarder::SetStream::Handle {
+  std::shared_ptr<Impl> impl;
+  std::shared_ptr<Impl::StreamState> state;
+};
+
+Forwarder::SetStream::SetStream(std::shared_ptr<Handle> h) : h_(std::move(h)) {}
+
+Forwarder::SetStream::~SetStream() {
+  if (h_) asio::post(h_->impl->strand, [h = h_] { h->impl->streamAbort(h->state); });
+}
+
+void Forwarder::SetStream::add(std::string urls_xml, std::uint64_t count, std::function<void()> taken) {
+  asio::post(h_->impl->strand, [h = h_, x = std::move(urls_xml), count, t = std::move(taken)]() mutable {
+    h->impl->streamAdd(h->state, std::move(x), count, std::move(t));
+  });
+}
+
+void Forwarder::SetStream::end(Done done) {
+  asio::post(h_->impl->strand, [h = h_, d = std::move(done)]() mutable { h->impl->streamEnd(h->state, std::move(d)); });
+}
+
+std::unique_ptr<Forwarder::SetStream> Forwarder::beginSet(ProviderId pid, SetKind kind, bool fullset_wanted) {
+  auto h = std::make_shared<SetStream::Handle>(SetStream::Handle{impl_, std::make_shared<Impl::StreamState>()});
+  *h->state = Impl::StreamState{pid, kind, fullset_wanted};
+  asio::post(impl_->strand, [h] { h->impl->streamBegin(h->state); });
+  return std::unique_ptr<SetStream>(new SetStream(std::move(h)));
 }
 
 void Forwarder::submit(SetSubmission set, Done done) {

@@ -71,6 +71,32 @@ class Forwarder {
   // Hands a set over. `done` runs on the forwarder's strand, exactly once.
   void submit(SetSubmission set, Done done);
 
+  // A set handed over as it is read (issue 13). When the link is up, the spool empty
+  // and no other set streams, it passes through to the QM part by part (a set header
+  // without count, the parts, <end count/>); otherwise it is collected and submitted
+  // whole at end(). A streamed set whose link drops before its ack, or that the QM
+  // refuses, is answered 130 (its text is gone; the CP sends it again). Destroyed
+  // before end(): aborted (<abort/>: the QM drops it, nothing is applied).
+  class SetStream {
+   public:
+    struct Handle;
+    ~SetStream();
+    SetStream(const SetStream&) = delete;
+    SetStream& operator=(const SetStream&) = delete;
+    // `count` encoded <url/> elements; `taken` runs on the forwarder's strand once the
+    // part no longer holds the forwarder's output window (read the next part then).
+    void add(std::string urls_xml, std::uint64_t count, std::function<void()> taken);
+    // `done` runs on the forwarder's strand, exactly once: accepted after the QM's ack
+    // (or, collected, as submit()).
+    void end(Done done);
+
+   private:
+    friend class Forwarder;
+    explicit SetStream(std::shared_ptr<Handle> h);
+    std::shared_ptr<Handle> h_;
+  };
+  std::unique_ptr<SetStream> beginSet(ProviderId pid, SetKind kind, bool fullset_wanted);
+
   // True when new sets would be refused (spool over its limit).
   bool spoolFull() const;
   bool connected() const;  // the QM's opening was received and the link is up

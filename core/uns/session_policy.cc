@@ -1,5 +1,7 @@
 #include "uns/session_policy.h"
 
+#include <utility>
+
 #include "proto/uns_qm.h"
 #include "lcc/support/url_norm.h"
 
@@ -55,9 +57,23 @@ std::optional<SetSubmission> SessionPolicy::takeSubmission() {
   return s;
 }
 
+std::optional<SetBegin> SessionPolicy::takeSetBegin() { return std::exchange(set_begin_, std::nullopt); }
+
+std::optional<SetPart> SessionPolicy::takePart() {
+  if (!part_ready_) return std::nullopt;
+  part_ready_ = false;
+  SetPart p{std::move(urls_xml_), part_urls_};
+  urls_xml_ = std::string();
+  part_urls_ = 0;
+  return p;
+}
+
+bool SessionPolicy::takeSetEnd() { return !part_ready_ && std::exchange(set_end_, false); }
+
 void SessionPolicy::finish(ErrorCode code) {
   state_ = State::kDone;
   end_code_ = code;
+  part_ready_ = set_end_ = false;  // an unfinished streamed set is dropped (aborted)
   urls_xml_.clear();
   urls_xml_.shrink_to_fit();
 }
@@ -83,7 +99,7 @@ std::size_t SessionPolicy::onData(const char* data, std::size_t n) {
   std::size_t used = 0;
   while (used < n) {
     if (state_ == State::kDone) return n;
-    if (state_ == State::kAuthenticating || state_ == State::kForwarding) return used;
+    if (state_ == State::kAuthenticating || state_ == State::kForwarding || part_ready_) return used;
     std::size_t u = decoder_.feed(data + used, n - used);
     used += u;
     if (decoder_.failed()) {
@@ -206,6 +222,13 @@ void SessionPolicy::onUrl(proto::UrlAttrs&& attrs) {
   // Every valid URL goes on, in order: the QM applies a set in order, so the last one
   // of an identity wins (at the first one's place). No per-identity table is kept.
   proto::appendUrl(urls_xml_, v.notice);
+  ++part_urls_;
+  if (config_.stream_part_bytes > 0 && urls_xml_.size() >= config_.stream_part_bytes) {
+    // The set streams from its first full part on; a smaller one goes whole (spoolable).
+    if (!streaming_) set_begin_ = SetBegin{auth_->pid, kind_, auth_->info.fullset_wanted};
+    streaming_ = true;
+    part_ready_ = true;
+  }
   if (v.notice.op == UrlOp::kUpdate) {
     ++updates_;
     declared_bytes_ += v.notice.size.value_or(0);
@@ -214,6 +237,12 @@ void SessionPolicy::onUrl(proto::UrlAttrs&& attrs) {
 
 void SessionPolicy::onSetEnd() {
   if (state_ != State::kInSet) return;
+  state_ = State::kForwarding;
+  if (streaming_) {
+    part_ready_ = true;  // the rest, possibly empty
+    set_end_ = true;
+    return;
+  }
   SetSubmission s;
   s.pid = auth_->pid;
   s.kind = kind_;
@@ -222,7 +251,6 @@ void SessionPolicy::onSetEnd() {
   s.urls_xml = std::move(urls_xml_);
   urls_xml_ = std::string();
   submission_ = std::move(s);
-  state_ = State::kForwarding;
 }
 
 void SessionPolicy::onSetOutcome(const SetOutcome& outcome) {

@@ -31,6 +31,11 @@ struct SessionConfig {
   std::size_t max_url_length = 2048;
   int tod_slots = 24;
   std::vector<std::string> accept_mime;
+  // Issue 13: > 0 streams a set once this many bytes of encoded URLs gathered:
+  // takeSetBegin() and takePart() then, takePart() again each time as many gathered,
+  // takeSetEnd() after the rest at </set>. A smaller set, or with 0 every set, is
+  // collected and given as one SetSubmission (takeSubmission()).
+  std::size_t stream_part_bytes = 0;
 };
 
 struct AuthRequest {
@@ -59,6 +64,17 @@ struct SetSubmission {
   bool fullset_wanted = false;  // the full set answers the LCC's request (not counted)
   std::uint64_t count = 0;
   std::string urls_xml;
+};
+
+// A streamed set's start, and one part of it (`count` <url/> elements).
+struct SetBegin {
+  ProviderId pid = 0;
+  SetKind kind = SetKind::kPartial;
+  bool fullset_wanted = false;
+};
+struct SetPart {
+  std::string urls_xml;
+  std::uint64_t count = 0;
 };
 
 struct SetOutcome {
@@ -101,6 +117,10 @@ class SessionPolicy : private proto::CpRequestHandler {
   std::optional<std::pair<std::uint64_t, WrittenAction>> takeWrittenAction();
   std::optional<AuthRequest> takeAuthRequest();
   std::optional<SetSubmission> takeSubmission();
+  // Streaming (SessionConfig::stream_part_bytes > 0). onData() stops at a ready part.
+  std::optional<SetBegin> takeSetBegin();
+  std::optional<SetPart> takePart();
+  bool takeSetEnd();  // after the last takePart(): end the set, then onSetOutcome()
 
   State state() const { return state_; }
   bool finished() const { return state_ == State::kDone; }
@@ -146,6 +166,9 @@ class SessionPolicy : private proto::CpRequestHandler {
   std::uint64_t declared_bytes_ = 0;     // sum of declared sz of updates (quota)
   std::string urls_xml_;                 // the valid <url/> elements so far, encoded in order
   std::optional<SetSubmission> submission_;
+  std::optional<SetBegin> set_begin_;
+  std::uint64_t part_urls_ = 0;  // in urls_xml_ (streaming)
+  bool streaming_ = false, part_ready_ = false, set_end_ = false;
 };
 
 }  // namespace lcc::uns

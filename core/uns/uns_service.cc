@@ -35,6 +35,10 @@ namespace {
 
 constexpr std::size_t kMaxPendingOutput = 1u << 20;  // stop reading while this much waits to be written
 constexpr std::size_t kMaxPendingInput = 1u << 20;
+// A streamed set (issue 13) goes to the forwarder in parts of this many bytes; reading
+// from the CP stops while this many parts wait in the forwarder.
+constexpr std::size_t kStreamPartBytes = 256u << 10;
+constexpr int kMaxPartsWaiting = 4;
 
 struct Shared {
   UnsOptions opt;
@@ -154,10 +158,36 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void submit(SetSubmission sub) {
-    const ProviderId pid = sub.pid;
-    const SetKind kind = sub.kind;
-    const bool wanted = sub.fullset_wanted;
-    sh_.fwd->submit(std::move(sub), [self = shared_from_this(), pid, kind, wanted](const SetOutcome& o) {
+    Forwarder::Done done = outcomeHandler(sub.pid, sub.kind, sub.fullset_wanted);
+    sh_.fwd->submit(std::move(sub), std::move(done));
+  }
+
+  // A streamed set: its start, parts and end go to the forwarder as they are read.
+  void stream() {
+    if (auto b = policy_.takeSetBegin()) {
+      set_begin_ = *b;
+      stream_ = sh_.fwd->beginSet(b->pid, b->kind, b->fullset_wanted);
+    }
+    while (stream_ && parts_waiting_ < kMaxPartsWaiting) {
+      auto part = policy_.takePart();
+      if (!part) break;
+      ++parts_waiting_;
+      stream_->add(std::move(part->urls_xml), part->count, [self = shared_from_this()] {
+        asio::post(self->conn_->strand(), [self] {
+          --self->parts_waiting_;
+          self->consume();
+          self->drive();
+        });
+      });
+      consume();
+    }
+    if (stream_ && policy_.takeSetEnd()) {
+      stream_->end(outcomeHandler(set_begin_.pid, set_begin_.kind, set_begin_.fullset_wanted));
+    }
+  }
+
+  Forwarder::Done outcomeHandler(ProviderId pid, SetKind kind, bool wanted) {
+    return [self = shared_from_this(), pid, kind, wanted](const SetOutcome& o) {
       asio::post(self->conn_->strand(), [self, o, pid, kind, wanted] {
         if (!o.accepted) return self->setOutcome(o);
         // A full set is counted (synced) before set_accepted; a partial one answers at once.
@@ -166,7 +196,7 @@ class Session : public std::enable_shared_from_this<Session> {
           asio::dispatch(self->conn_->strand(), [self, o] { self->setOutcome(o); });
         });
       });
-    });
+    };
   }
 
   void setOutcome(const SetOutcome& o) {
@@ -184,12 +214,20 @@ class Session : public std::enable_shared_from_this<Session> {
     if (auto wa = policy_.takeWrittenAction()) written_actions_.push_back(std::move(*wa));
     if (auto req = policy_.takeAuthRequest()) authenticate(std::move(*req));
     if (auto sub = policy_.takeSubmission()) submit(std::move(*sub));
+    stream();
+    if (auto out = policy_.takeOutput(); !out.empty()) {  // per-URL errors found by stream()
+      out_bytes_ += out.size();
+      conn_->send(std::move(out));
+    }
     if (eof_ && !eof_delivered_ && policy_.waitingForCp()) {
       eof_delivered_ = true;
       policy_.onEof();
       return drive();
     }
-    if (policy_.finished()) return finish();
+    if (policy_.finished()) {
+      stream_.reset();  // ended, or aborted when the set was not finished
+      return finish();
+    }
     if (deadline_passed_ && policy_.waitingForCp()) {
       if (sh_.c_timeouts) sh_.c_timeouts->inc();
       policy_.onTimeout(true);
@@ -199,8 +237,9 @@ class Session : public std::enable_shared_from_this<Session> {
     // behind its init is here when it is needed. The idle deadline runs only while the
     // CP owes us bytes; each byte re-arms it.
     const bool want_bytes = policy_.waitingForCp() || policy_.state() == SessionPolicy::State::kAuthenticating;
-    conn_->setReading(want_bytes && pending_in_.size() <= kMaxPendingInput && !eof_);
-    if (!policy_.waitingForCp()) {
+    const bool held = parts_waiting_ >= kMaxPartsWaiting;  // the QM link is the slow side, not the CP
+    conn_->setReading(want_bytes && pending_in_.size() <= kMaxPendingInput && !eof_ && !held);
+    if (!policy_.waitingForCp() || held) {
       conn_->disarmDeadline(net::Deadline::kRead);
     } else if (!conn_->deadlineArmed(net::Deadline::kRead)) {
       conn_->armDeadline(net::Deadline::kRead, Millis(sh_.opt.idle_timeout_ms));
@@ -228,6 +267,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void onClosed() {
     closed_ = true;
+    stream_.reset();
     releaseProvider();
   }
 
@@ -242,6 +282,9 @@ class Session : public std::enable_shared_from_this<Session> {
   const bool admitted_;
   bool closed_ = false, closing_ = false, deadline_passed_ = false;
   bool eof_ = false, eof_delivered_ = false;
+  std::unique_ptr<Forwarder::SetStream> stream_;  // the set being streamed
+  SetBegin set_begin_;
+  int parts_waiting_ = 0;  // in the forwarder, not yet taken
 };
 
 }  // namespace
@@ -400,6 +443,7 @@ UnsOptions unsOptionsFromConfig(const Config& cfg, const std::string& data_dir, 
   s.xml.max_depth = static_cast<int>(cfg.getInt("uns.max_depth"));
   s.max_set_urls = static_cast<std::uint64_t>(cfg.getInt("uns.max_set_urls"));
   s.xml.max_elements = s.max_set_urls + 16;
+  s.stream_part_bytes = kStreamPartBytes;
   s.max_url_length = static_cast<std::size_t>(cfg.getInt("uns.max_url_length"));
   s.tod_slots = static_cast<int>(cfg.getInt("qm.slots"));
   s.accept_mime = cfg.getList("accept_mime");

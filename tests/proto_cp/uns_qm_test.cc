@@ -149,5 +149,63 @@ TEST(UnsQm, BrokenStreamsFailCleanly) {
   }
 }
 
+// Issue 13: a set streamed as it is read has no count up front; it ends with
+// <end count/> (checked) or <abort/> (dropped: no set, the stream goes on).
+std::string streamedSet(const UnsQmSet& set, std::size_t upto, const std::string& tail_kind) {
+  std::string out;
+  UnsQmSetHeader h = set.header;
+  h.streamed = true;
+  appendSetBegin(out, h);
+  EXPECT_EQ(out.find("count="), std::string::npos);
+  for (std::size_t i = 0; i < upto; ++i) appendUrl(out, set.urls[i]);
+  if (tail_kind == "end") appendStreamedSetEnd(out, upto);
+  if (tail_kind == "abort") appendStreamedSetAbort(out);
+  if (tail_kind == "bad-count") appendStreamedSetEnd(out, upto + 1);
+  if (tail_kind == "none") appendSetEnd(out);
+  return out;
+}
+
+TEST(UnsQm, StreamedSetEndsWithItsCountOrIsAborted) {
+  const UnsQmSet set = sampleSet();
+  std::string wire = encodeUnsOpen("m1/uns") + streamedSet(set, 2, "abort") + streamedSet(set, 3, "end") +
+                     encodeUnsClose();
+  for (std::size_t chunk : {std::size_t{1}, std::size_t{5}, wire.size()}) {
+    QmSide h;
+    UnsStreamDecoder d(h);
+    for (std::size_t off = 0; off < wire.size(); off += chunk) d.feed(wire.data() + off, std::min(chunk, wire.size() - off));
+    ASSERT_FALSE(d.failed()) << d.errorMessage();
+    ASSERT_EQ(h.sets.size(), 1u) << "the aborted set is not delivered";
+    UnsQmSet expect = set;
+    expect.header.streamed = true;
+    EXPECT_EQ(h.sets[0], expect);
+  }
+  for (const char* bad : {"bad-count", "none"}) {
+    QmSide h;
+    UnsStreamDecoder d(h);
+    d.feed(encodeUnsOpen("m1/uns") + streamedSet(set, 3, bad));
+    EXPECT_TRUE(d.failed()) << bad;
+    EXPECT_TRUE(h.sets.empty()) << bad;
+  }
+  {  // nothing may follow the end
+    QmSide h;
+    UnsStreamDecoder d(h);
+    std::string s = streamedSet(set, 1, "end");
+    s.insert(s.size() - 6, "<url c=\"http://www.server.com/x\" m=\"text/html\"/>");
+    d.feed(encodeUnsOpen("m1/uns") + s);
+    EXPECT_TRUE(d.failed());
+  }
+  {  // a streamed set is held to the set limit as it comes
+    QmSide h;
+    UnsStreamDecoder d(h, UnsQmLimits{8192, 2});
+    d.feed(encodeUnsOpen("m1/uns") + streamedSet(set, 3, "end"));
+    EXPECT_TRUE(d.failed());
+    EXPECT_TRUE(h.sets.empty());
+  }
+  EXPECT_FALSE(decodeSet(streamedSet(set, 2, "abort")).isOk());
+  auto lone = decodeSet(streamedSet(set, 3, "end"));
+  ASSERT_TRUE(lone.isOk());
+  EXPECT_EQ(lone.value().urls.size(), 3u);
+}
+
 }  // namespace
 }  // namespace lcc::proto

@@ -296,6 +296,41 @@ TEST_F(QmServiceTest, ALargeSetIsTakenInPartsAndOneCutOffMidwayLeavesNothing) {
   EXPECT_FALSE(row.value()) << "a URL of the cut-off set was applied";
 }
 
+// Issue 13, second stage: a set the UNS streams has no count up front; an <abort/>
+// (its CP stopped mid-set) drops it, no ack, and the link goes on with the next set.
+std::string streamedSet(std::uint64_t id, const std::vector<std::string>& urls, bool abort) {
+  proto::UnsQmSetHeader h{id, 1, SetKind::kPartial, 0, true};
+  std::string out;
+  proto::appendSetBegin(out, h);
+  for (const auto& u : urls) proto::appendUrl(out, update(1, u));
+  abort ? proto::appendStreamedSetAbort(out) : proto::appendStreamedSetEnd(out, urls.size());
+  return out;
+}
+
+TEST_F(QmServiceTest, AStreamedSetIsTakenAndAnAbortedOneLeavesNothing) {
+  start();
+  asio::io_context cio;
+  std::vector<std::string> cut_urls, big_urls;
+  for (int i = 0; i < 6000; ++i) {
+    cut_urls.push_back("http://cut/" + std::to_string(i));
+    big_urls.push_back("http://big/" + std::to_string(i));
+  }
+  Client uns(cio, unsPort());
+  AckCollector h;
+  proto::QmStreamDecoder dec(h);
+  ASSERT_TRUE(uns.send(proto::encodeUnsOpen("m9/uns") + streamedSet(1, cut_urls, true) +
+                       streamedSet(2, big_urls, false) + streamedSet(3, {"http://small/1"}, false)));
+  readAcks(uns, dec, h, 2);
+  ASSERT_EQ(h.acks.size(), 2u) << "no ack for the aborted set";
+  EXPECT_EQ(h.acks[0].id, 2u);
+  EXPECT_EQ(h.acks[1].id, 3u);
+  EXPECT_TRUE(h.acks[0].ok && h.acks[1].ok);
+  EXPECT_TRUE(waitFor([&] { return node_.queued_urls(1) == 6001u; })) << node_.queued_urls(1);
+  auto row = stores_->queue->getEntry(encodeUrlKey({1, "http://cut/0", "text/html"}));
+  ASSERT_TRUE(row.isOk());
+  EXPECT_FALSE(row.value()) << "a URL of the aborted set was applied";
+}
+
 TEST_F(QmServiceTest, AUnsClosingItsStreamStillGetsItsAcks) {
   start();
   asio::io_context cio;
