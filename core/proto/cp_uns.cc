@@ -265,12 +265,7 @@ UrlVerdict validateUrl(const UrlAttrs& attrs, std::string_view urlprefix, Provid
       if (rb.value() != n.key.url) n.browse = std::move(rb).value();
     }
   }
-  auto inPrefixes = [&](const std::string& u) {
-    for (const auto& p : rules.prefixes) {
-      if (url::underPrefix(u, p)) return true;
-    }
-    return false;
-  };
+  auto inPrefixes = [&](const std::string& u) { return url::underAnyPrefix(u, rules.prefixes); };
   if (!inPrefixes(n.key.url)) return bad(ErrorCode::kOutsidePrefix, "URL outside the registered prefixes");
   if (!n.fetch.empty() && !inPrefixes(n.fetch)) {
     return bad(ErrorCode::kOutsidePrefix, "fetch URL outside the registered prefixes");

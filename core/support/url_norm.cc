@@ -292,6 +292,21 @@ bool underPrefix(std::string_view url, std::string_view prefix) {
   return url.size() >= prefix.size() && url.compare(0, prefix.size(), prefix) == 0;
 }
 
+std::vector<std::string> normalPrefixes(const std::vector<std::string>& prefixes, std::size_t max_length) {
+  std::vector<std::string> out;
+  for (const auto& p : prefixes) {
+    if (auto n = normalizePrefix(p, max_length); n.isOk()) out.push_back(std::move(n).value());
+  }
+  return out;
+}
+
+bool underAnyPrefix(std::string_view normal_url, const std::vector<std::string>& normal_prefixes) {
+  for (const auto& prefix : normal_prefixes) {
+    if (underPrefix(normal_url, prefix)) return true;
+  }
+  return false;
+}
+
 std::string originOf(std::string_view url) {
   auto sep = url.find("://");
   if (sep == std::string_view::npos) return {};

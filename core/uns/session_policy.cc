@@ -149,10 +149,7 @@ void SessionPolicy::onAuthenticated(AuthResult result) {
   if (clear.error_total > 0 || !clear.errors.empty()) written_action_.emplace(out_total_, std::move(clear));
   // Prefixes are stored in normal form; one stored before that is normalised here, and
   // one that has no normal form (userinfo, a bad host) covers nothing.
-  rules_.prefixes.clear();
-  for (const auto& p : result.prefixes) {
-    if (auto n = url::normalizePrefix(p); n.isOk()) rules_.prefixes.push_back(std::move(n).value());
-  }
+  rules_.prefixes = url::normalPrefixes(result.prefixes);
   result.reported_errors.clear();
   auth_ = std::move(result);
   state_ = State::kAwaitSet;

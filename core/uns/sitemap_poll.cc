@@ -21,20 +21,6 @@ namespace {
 // The state file's first line: "# lcc sitemap poll state: polled <unix ms> <sitemap URL>".
 constexpr std::string_view kHeader = "lcc sitemap poll state: polled ";
 
-std::vector<std::string> normalPrefixes(const std::vector<std::string>& prefixes) {
-  std::vector<std::string> out;
-  for (const auto& p : prefixes) {
-    auto n = url::normalizePrefix(p, 2048);
-    if (n.isOk()) out.push_back(std::move(n).value());  // one without a normal form covers nothing
-  }
-  return out;
-}
-
-bool covered(const std::string& normal_url, const std::vector<std::string>& prefixes) {
-  return std::any_of(prefixes.begin(), prefixes.end(),
-                     [&](const std::string& prefix) { return url::underPrefix(normal_url, prefix); });
-}
-
 // The polled time and sitemap URL of a state file's first line; false when it has none.
 bool parseHeader(std::string_view text, WallTime* polled, std::string* sitemap) {
   const std::string_view line = text.substr(0, text.find('\n'));
@@ -174,12 +160,12 @@ Result<SitemapPollReport> SitemapPoller::pollProvider(const ProviderRecord& p) {
     spdlog::warn("sitemap: provider {}: {}: {} (tried again in an interval)", p.id, p.sitemap_url, why);
     return Status::busy(why);
   };
-  const std::vector<std::string> prefixes = normalPrefixes(p.prefixes);
-  if (!covered(p.sitemap_url, prefixes)) return failed("not under the provider's prefixes; not read");
+  const std::vector<std::string> prefixes = url::normalPrefixes(p.prefixes, 2048);
+  if (!url::underAnyPrefix(p.sitemap_url, prefixes)) return failed("not under the provider's prefixes; not read");
   proto::SitemapWalk walk(
       [&](const std::string& source, bool, proto::SitemapReader& reader) { return deps_.fetch(source, prefixes, reader); },
       walkOptions(options_.max_pages));
-  walk.setAdmit([&](const std::string& u) { return covered(u, prefixes); });
+  walk.setAdmit([&](const std::string& u) { return url::underAnyPrefix(u, prefixes); });
   if (!walk.read(p.sitemap_url)) return failed(walk.error());
   SitemapPollReport report;
   report.pages = walk.pages().size();

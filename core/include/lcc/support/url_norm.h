@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lcc/status.h"
 
@@ -56,6 +57,13 @@ struct UrlParts {
 // URL's path starts with the prefix's path, which ends with '/'. Both must be in
 // normal form (normalizeUrl, normalizePrefix); then this is a plain comparison.
 bool underPrefix(std::string_view normal_url, std::string_view normal_prefix);
+
+// A provider's stored prefixes in normal form; one that has none (userinfo, a bad host)
+// is left out, so it covers nothing.
+std::vector<std::string> normalPrefixes(const std::vector<std::string>& prefixes,
+                                        std::size_t max_length = kMaxUrlLength);
+// Whether `normal_url` lies under one of `normal_prefixes` (underPrefix).
+bool underAnyPrefix(std::string_view normal_url, const std::vector<std::string>& normal_prefixes);
 
 // "scheme://host[:port]/" of a URL in normal form ("" if it is not one).
 std::string originOf(std::string_view normal_url);
