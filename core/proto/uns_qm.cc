@@ -416,7 +416,10 @@ struct QmStreamDecoder::Impl final : StreamBase {
         ack.ok = false;
         unsigned code = static_cast<unsigned>(ErrorCode::kOffline);
         if (const auto* c = a.get("code")) {
-          if (!parseDecimalAs(*c, code) || !isKnownErrorCode(code)) code = static_cast<unsigned>(ErrorCode::kOffline);
+          // A refusal always carries a code: 0 (no error) reads as 130, as encodeAck writes it.
+          if (!parseDecimalAs(*c, code) || !isKnownErrorCode(code) || code == static_cast<unsigned>(ErrorCode::kNone)) {
+            code = static_cast<unsigned>(ErrorCode::kOffline);
+          }
         }
         ack.code = static_cast<ErrorCode>(code);
       } else {
