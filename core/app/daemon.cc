@@ -380,6 +380,7 @@ int runDaemon(const DaemonArgs& args) {
   // The last hour of samples, one every 10 s, for the charts of GET / (node_monitor.h).
   SampleRing samples(360);
   NodeMonitor monitor(clock, metrics, samples, Millis(10000));
+  monitor.trimHeapAbove(static_cast<std::uint64_t>(cfg.getInt("node.heap_trim_threshold")), metrics);
   http::registerNodeRoutes(node, &samples);  // GET / and the /admin/ API (core/http/admin_api.h)
 
   http::ServerOptions hopts = http::serverOptionsFromConfig(cfg, &metrics);  // listen.http, http.*

@@ -1,5 +1,6 @@
 #include "app/node_monitor.h"
 
+#include <spdlog/spdlog.h>
 #include <systemd/sd-daemon.h>
 
 #include <cstdio>
@@ -36,6 +37,9 @@ struct NodeMonitor::State {
   std::mutex mu;
   bool stopped = false;
   TimerId timer = 0;
+  HeapTrimmer trimmer{0};
+  Counter* trims = nullptr;
+  Counter* released = nullptr;
 };
 
 namespace {
@@ -56,6 +60,15 @@ void tick(const std::shared_ptr<NodeMonitor::State>& st) {
   Sample s = sampleFromMetrics(toUnixMillis(st->clock->now()), st->metrics->snapshot());
   notifyStatus(statusLine(s));
   st->ring->push(std::move(s));
+  if (st->trims) {
+    const HeapTrimmer::Outcome t = st->trimmer.maybeTrim();
+    if (t.trimmed) {
+      st->trims->inc();
+      st->released->inc(t.released);
+      spdlog::debug("heap trimmed: {} bytes free in the allocator, {} resident bytes released", t.free_before,
+                    t.released);
+    }
+  }
   scheduleNext(st);
 }
 
@@ -70,6 +83,14 @@ NodeMonitor::NodeMonitor(Clock& clock, const Metrics& metrics, SampleRing& ring,
 }
 
 NodeMonitor::~NodeMonitor() { stop(); }
+
+void NodeMonitor::trimHeapAbove(std::uint64_t threshold, Metrics& metrics) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->trimmer = HeapTrimmer(threshold);
+  state_->trims = &metrics.counter("lcc_heap_trims_total", "times the allocator's free memory was given back");
+  state_->released =
+      &metrics.counter("lcc_heap_released_bytes_total", "resident bytes given back to the kernel by heap trims");
+}
 
 void NodeMonitor::start() { tick(state_); }
 

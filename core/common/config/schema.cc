@@ -17,6 +17,8 @@ const std::vector<KeySpec>& Config::schema() {
       // --- node ---
       {"node.data_dir", KeyType::kString, "./var", 1, 4096, "databases, spool, content, admin token"},
       {"node.machine_id", KeyType::kString, "m1", 1, 64, "this machine's id; content files are tagged with it"},
+      {"node.heap_trim_threshold", KeyType::kSize, "32MiB", 0, 64 * kGiB,
+       "every 10 s, free memory the allocator holds past this is given back to the kernel (0: never)"},
       {"roles", KeyType::kStringList, "uns,qm,botm,bot,cu,rs", kNoMin, kNoMax,
        "roles this lccd runs: uns, qm, botm, bot, cu, rs (http runs whenever any role does)"},
       {"threads", KeyType::kInt, "0", 0, 64,
