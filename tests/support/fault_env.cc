@@ -1,5 +1,7 @@
 #include "support/fault_env.h"
 
+#include <algorithm>
+
 namespace lcc::testing {
 namespace {
 constexpr std::uint64_t kMaxCapture = 64ull * 1024 * 1024;
@@ -14,7 +16,10 @@ class FaultEnv::File final : public WritableFile {
 
   Status append(std::string_view data) override {
     LCC_RETURN_IF_ERROR(alive());
-    LCC_RETURN_IF_ERROR(env_->beforeAppend());
+    std::uint64_t fits = data.size();
+    Status s = env_->beforeAppend(data.size(), &fits);
+    if (fits < data.size() && fits > 0) LCC_RETURN_IF_ERROR(base_->append(data.substr(0, fits)));
+    LCC_RETURN_IF_ERROR(s);
     return base_->append(data);
   }
   Status sync() override {
@@ -75,6 +80,10 @@ void FaultEnv::failWritesAfter(int n) {
     dead_after_ = n;
   }
 }
+void FaultEnv::diskFullAfterBytes(std::uint64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  room_ = n;
+}
 void FaultEnv::setFreeSpace(std::optional<std::uint64_t> bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   free_space_ = bytes;
@@ -85,6 +94,7 @@ void FaultEnv::clearFaults() {
   dead_after_ = -1;
   dead_ = false;
   free_space_.reset();
+  room_.reset();
 }
 
 std::uint64_t FaultEnv::syncCount() const {
@@ -99,14 +109,19 @@ std::uint64_t FaultEnv::writeCount() const {
   std::lock_guard<std::mutex> lock(mu_);
   return writes_;
 }
+std::uint64_t FaultEnv::bytesWritten() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
+}
 std::uint64_t FaultEnv::injectedFailures() const {
   std::lock_guard<std::mutex> lock(mu_);
   return injected_;
 }
 
-Status FaultEnv::beforeAppend() {
+Status FaultEnv::beforeAppend(std::uint64_t len, std::uint64_t* fits) {
   std::lock_guard<std::mutex> lock(mu_);
   ++writes_;
+  *fits = 0;  // a failed append writes nothing, but for a disk that fills up below
   if (dead_) {
     ++injected_;
     return injected("write after the disk died (write #" + std::to_string(writes_) + ")");
@@ -123,6 +138,14 @@ Status FaultEnv::beforeAppend() {
       return injected("write #" + std::to_string(writes_) + ": disk died");
     }
     --dead_after_;
+  }
+  *fits = room_ ? std::min(*room_, len) : len;
+  bytes_ += *fits;
+  if (room_) *room_ -= *fits;
+  if (*fits < len) {
+    ++injected_;
+    return injected("write #" + std::to_string(writes_) + ": No space left on device (" + std::to_string(*fits) +
+                    " of " + std::to_string(len) + " bytes written)");
   }
   return Status::ok();
 }

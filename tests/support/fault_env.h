@@ -7,6 +7,10 @@
 //  - failNthWrite(n): the n-th append() fails and writes nothing.
 //  - failWritesAfter(n): after n more successful appends, every append, sync and
 //    syncDir fails (a full or dead disk) until clearFaults(). failAllWrites() = after 0.
+//  - diskFullAfterBytes(n): the disk has room for n more appended bytes. The append
+//    that crosses it writes the part that fits and fails with ENOSPC's message (a
+//    short write, as write(2) makes one); every later append fails the same way until
+//    clearFaults(). Syncs go on working: what was written can still be made durable.
 //  - setFreeSpace(bytes): freeSpace() reports this instead of asking the base Env.
 // CRASH — crash() models losing power, for files written through this Env since it
 // was made (or since the last crash()/forgetUnsynced()):
@@ -49,6 +53,7 @@ class FaultEnv final : public EnvWrapper {
   void failNthWrite(int n);
   void failWritesAfter(int n);
   void failAllWrites() { failWritesAfter(0); }
+  void diskFullAfterBytes(std::uint64_t n);
   void setFreeSpace(std::optional<std::uint64_t> bytes);
   void clearFaults();
 
@@ -61,6 +66,7 @@ class FaultEnv final : public EnvWrapper {
   std::uint64_t syncCount() const;
   std::uint64_t syncDirCount() const;
   std::uint64_t writeCount() const;
+  std::uint64_t bytesWritten() const;  // appended through this Env, short writes included
   std::uint64_t injectedFailures() const;
 
   // --- Env: what a fault or a crash changes; the rest goes to the base Env ---
@@ -86,8 +92,9 @@ class FaultEnv final : public EnvWrapper {
     std::optional<std::string> replaced;  // bytes of the file that `to` (or the removed file) had
   };
 
-  // Called by File; take mu_.
-  Status beforeAppend();
+  // Called by File; take mu_. `*fits` is how much of an append of `len` bytes the disk
+  // takes (len, unless it is full).
+  Status beforeAppend(std::uint64_t len, std::uint64_t* fits);
   Status beforeSync();
   void afterSync(const std::shared_ptr<FileState>& st, std::uint64_t size);
 
@@ -103,6 +110,8 @@ class FaultEnv final : public EnvWrapper {
   int dead_after_ = -1;  // -1: not armed; else appends left before every write fails
   bool dead_ = false;
   std::optional<std::uint64_t> free_space_;
+  std::optional<std::uint64_t> room_;  // diskFullAfterBytes: bytes the disk still takes
+  std::uint64_t bytes_ = 0;
   std::uint64_t syncs_ = 0, syncdirs_ = 0, writes_ = 0, injected_ = 0;
 };
 
