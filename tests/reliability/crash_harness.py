@@ -383,6 +383,7 @@ class Run:
         if self.dep.botm:  # lccd's bot role sweeps the temporary files of dead robots at start
             self.dep.botm.start()
             wait_for("the robots' temporary files swept", lambda: not temp_files(self.content_dir()), timeout=30)
+            self.figures["temp_swept"] = self.dep.botm.status().get("bot", {}).get("temp_files_removed", 0)
             self.dep.botm.stop()
         self.qm.start()  # open() applies what the journal holds past the applied position
         self.qm.stop()
@@ -417,7 +418,8 @@ def describe(run, kill, fig, ok):
     more = ""
     if run.mode in REMOTE:
         more = (f"all fetched {run.figures['fetch_wait']:.1f} s after the ingest "
-                f"({run.figures['fetch_errors']} fetch errors); ")
+                f"({run.figures['fetch_errors']} fetch errors); {run.figures['temp_swept']} temporary files "
+                "swept at the BOT-M's last start; ")
         more += f"{run.figures['out_at_kill']} fetches out on the BOT-M link at the kill; "
     if run.mode == "robot":
         more += f"{run.figures['rehanded']} fetches handed to another robot; "
