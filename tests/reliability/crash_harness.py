@@ -62,19 +62,25 @@ MODES = ("all", "split", "botm", "robot", "spool")
 
 class AnyHandler(http.server.BaseHTTPRequestHandler):
     """Every GET is a small page of its own path, after `delay` seconds (so that robots
-    have fetches in flight when one of them is killed)."""
+    have fetches in flight when one of them is killed). The site counts the GETs of each
+    path and knows which are being answered, by the client's port."""
     protocol_version = "HTTP/1.1"
-    delay = 0.0
+    site = None
 
     def do_GET(self):  # noqa: N802 - the http.server name
-        if self.delay:
-            time.sleep(self.delay)
-        body = f"<html><body>{self.path}</body></html>\n".encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        port = self.client_address[1]
+        self.site.begin(port, self.path)
+        try:
+            if self.site.delay:
+                time.sleep(self.site.delay)
+            body = f"<html><body>{self.path}</body></html>\n".encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        finally:
+            self.site.end(port, self.path)
 
     def log_message(self, *args):
         pass
@@ -88,15 +94,55 @@ class QuietServer(http.server.ThreadingHTTPServer):
 class AnySite:
     def __init__(self, delay=0.0):
         self.port = free_port()
-        handler = type("Handler", (AnyHandler,), {"delay": delay})
+        self.delay = delay
+        self.lock = threading.Lock()
+        self.hits = {}    # path -> GETs begun
+        self.active = {}  # (client port, path) -> GETs being answered
+        handler = type("Handler", (AnyHandler,), {"site": self})
         self.server = QuietServer(("127.0.0.1", self.port), handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.base = f"http://127.0.0.1:{self.port}/"
 
+    def begin(self, port, path):
+        with self.lock:
+            self.hits[path] = self.hits.get(path, 0) + 1
+            self.active[(port, path)] = self.active.get((port, path), 0) + 1
+
+    def end(self, port, path):
+        with self.lock:
+            self.active[(port, path)] -= 1
+            if not self.active[(port, path)]:
+                del self.active[(port, path)]
+
+    def answering(self, ports):
+        """The paths being answered to clients on these ports."""
+        with self.lock:
+            return sorted(path for (port, path) in self.active if port in ports)
+
     def stop(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+def tcp_ports(pid):
+    """The local TCP ports of a process's sockets (/proc/<pid>/fd and /proc/net/tcp)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                cols = line.split()
+                if cols[9] in inodes:
+                    ports.add(int(cols[1].rsplit(":", 1)[1], 16))
+    return ports
 
 
 class CrashNode(Node):
@@ -208,7 +254,8 @@ class Run:
     def __init__(self, args, seed, mode, work):
         self.args, self.seed, self.mode, self.work = args, seed, mode, work
         self.rng = random.Random(seed)
-        self.site = AnySite(args.site_delay / 1000.0 if mode in REMOTE else 0.0)
+        delay = args.site_delay if args.site_delay is not None else {"botm": 5, "robot": 30}.get(mode, 0)
+        self.site = AnySite(delay / 1000.0)
         self.dep = Deployment(args, work, mode)
         self.qm, self.uns, self.nodes = self.dep.qm, self.dep.uns, self.dep.nodes
         self.sets = []
@@ -310,7 +357,10 @@ class Run:
             qm = self.qm.status()["qm"]
             self.figures["queued_at_kill"] = qm.get("queued_urls", 0)
             self.figures["out_at_kill"] = qm.get("in_flight", 0)
+        ports = tcp_ports(victim.proc.pid) if self.mode == "robot" else set()
         victim.kill9()
+        # GETs the site is still answering to the dead robot: fetches it never answered
+        self.figures["victim_paths"] = self.site.answering(ports)
         self.killed = (victim_name, self.acked, time.time() - self.t0)
         if self.mode == "spool":
             self.wait_down()
@@ -401,9 +451,15 @@ class Run:
             if not re.search(r"rejected 130\b", s["why"]):
                 problems.append(f"set {s['name']} was rejected, not with 130: {s['why']}")
                 break
-        if self.mode == "robot" and self.figures.get("queued_at_kill", 0) > 100 and not self.figures["rehanded"]:
-            problems.append(f"a robot was killed with {self.figures['queued_at_kill']} URLs queued, "
-                            "and the BOT-M handed no fetch to another robot")
+        if self.mode == "robot":
+            paths = self.figures["victim_paths"]
+            if self.figures["rehanded"] < len(paths):
+                problems.append(f"the killed robot had {len(paths)} fetches at the site, the BOT-M handed "
+                                f"{self.figures['rehanded']} to another robot")
+            again = [p for p in paths if self.site.hits.get(p, 0) < 2]
+            if again:
+                problems.append(f"{len(again)} of the killed robot's fetches were never asked for again, "
+                                f"e.g. {again[0]}")
         return problems
 
 
@@ -422,7 +478,8 @@ def describe(run, kill, fig, ok):
                 "swept at the BOT-M's last start; ")
         more += f"{run.figures['out_at_kill']} fetches out on the BOT-M link at the kill; "
     if run.mode == "robot":
-        more += f"{run.figures['rehanded']} fetches handed to another robot; "
+        more += (f"{len(run.figures['victim_paths'])} of its fetches at the site when it died, "
+                 f"{run.figures['rehanded']} fetches handed to another robot; ")
     if run.mode == "spool":
         more += run.figures.get("down", "") + "; "
     restart = "not restarted" if run.mode == "robot" else f"restart after {pause * 1000:.0f} ms"
@@ -492,7 +549,8 @@ def main():
                     help="both: all and split by turns; every: the five by turns")
     ap.add_argument("--checkpoint", default="500ms", help="qm.checkpoint_interval")
     ap.add_argument("--robots", type=int, default=2, help="lcc-bot processes (botm, robot)")
-    ap.add_argument("--site-delay", type=float, default=5, help="ms before each answer of the site (botm, robot)")
+    ap.add_argument("--site-delay", type=float, default=None,
+                    help="ms before each answer of the site (default: botm 5, robot 30, else 0)")
     ap.add_argument("--fetch-wait", type=float, default=120, help="s for every acked URL to be fetched (botm, robot)")
     ap.add_argument("--spool-limit", default="16KiB", help="uns.spool_limit (spool)")
     args = ap.parse_args()
