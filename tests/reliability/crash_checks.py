@@ -10,7 +10,10 @@ read-only with Python's sqlite3 (plugins/storage-sqlite/schema.sql):
               `first` through `next` has that many rows and ends at `last`
   - counters: the stores' own row counters (lcc_store `rows`) match the tables
   - files:    after the orphan sweep, every content file is named by a live record or a
-              pending delete (fsmdb), and every live record's file exists
+              pending delete (fsmdb), every live record's file exists, and no robot's
+              temporary file (`<file>.<pid>-<n>.tmp`) is left
+  - stored:   with must_store (botm and robot mode: every URL was fetched before the
+              providers were suspended), every URL of an acked set is stored, not only queued
 """
 import os
 import sqlite3
@@ -72,14 +75,17 @@ def file_problems(c, q, content_dir):
             rel = os.path.relpath(os.path.join(d, n), content_dir)
             if not rel.endswith(".http"):
                 on_disk.add(rel)
+    temp = {f for f in on_disk if f.endswith(".tmp")}
     problems = [f"content file {f} is named by no record and no pending delete (an orphan after the sweep)"
-                for f in sorted(on_disk - live - pending)[:10]]
+                for f in sorted(on_disk - live - pending - temp)[:10]]
+    problems += [f"temporary file {f} was left by a robot (not swept)" for f in sorted(temp)[:10]]
     problems += [f"record's file {f} does not exist" for f in sorted(live - on_disk)[:10]]
     return problems, len(on_disk)
 
 
-def check_stores(data_dir, content_dir, sets):
-    """sets: list of dicts {urls, state: acked|rejected|cut|unsent, refused: set of URLs}.
+def check_stores(data_dir, content_dir, sets, must_store=False):
+    """sets: list of dicts {urls, state: acked|rejected|cut|unsent, refused: set of URLs};
+    must_store: every acked URL must be stored (fetched), not only queued.
     Returns (problems, figures)."""
     q = open_ro(os.path.join(data_dir, "queue.sqlite"))
     c = open_ro(os.path.join(data_dir, "content.sqlite"))
@@ -90,7 +96,8 @@ def check_stores(data_dir, content_dir, sets):
     for name, rows in (("queued", queued), ("stored", stored)):
         if len(set(rows)) != len(rows):
             problems.append(f"{len(rows) - len(set(rows))} URLs {name} twice (two rows)")
-    present = set(queued) | set(stored)
+    stored_set = set(stored)
+    present = set(queued) | stored_set
     named = set()
     figures = {"acked_sets": 0, "acked_urls": 0, "cut_sets": 0, "cut_applied": 0, "rejected_sets": 0}
     for k, s in enumerate(sets):
@@ -105,6 +112,10 @@ def check_stores(data_dir, content_dir, sets):
             figures["acked_urls"] += len(urls)
             if there != len(urls):
                 problems.append(f"set {k} ({s['name']}) was acked: {len(urls) - there} of {len(urls)} URLs lost")
+            elif must_store:
+                unfetched = sum(1 for u in urls if u not in stored_set)
+                if unfetched:
+                    problems.append(f"set {k} ({s['name']}) was acked: {unfetched} of {len(urls)} URLs never fetched")
         elif s["state"] == "rejected":
             figures["rejected_sets"] += 1
             if there:
