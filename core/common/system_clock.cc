@@ -31,9 +31,11 @@ TimerId SystemClock::schedule(Millis delay, std::function<void()> fn) {
   std::lock_guard<std::mutex> lock(mu_);
   TimerId id = next_id_++;
   MonoTime due = std::chrono::steady_clock::now() + delay;
-  timers_.emplace(std::make_pair(due, id), std::move(fn));
+  auto it = timers_.emplace(std::make_pair(due, id), std::move(fn)).first;
   due_by_id_.emplace(id, due);
-  cv_.notify_all();
+  // The thread waits until the first timer is due: only a new first one needs it awake
+  // (a wake-up per schedule() cost a context switch per connection deadline).
+  if (it == timers_.begin()) cv_.notify_one();
   return id;
 }
 

@@ -2,6 +2,7 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <optional>
 
 namespace lcc::net {
 
@@ -221,41 +222,54 @@ void Connection::arm(int t, Millis after) {
   tm.length = after;
   tm.due = options_.clock->monoNow() + after;
   tm.armed = true;
-  scheduleTimer(t);
+  scheduleClock();
 }
 
-void Connection::disarm(int t) {
-  Timer& tm = timers_[t];
-  tm.armed = false;
-  if (tm.id != 0 && options_.clock != nullptr) options_.clock->cancel(tm.id);
-  tm.id = 0;
-}
+// No clock call: the clock timer finds nothing due when it fires (or is cancelled at
+// the close).
+void Connection::disarm(int t) { timers_[t].armed = false; }
 
-// A clock timer already due no later than the deadline is left to fire and re-check
-// (re-arming on every byte costs no clock call).
-void Connection::scheduleTimer(int t) {
-  Timer& tm = timers_[t];
-  if (tm.id != 0 && tm.fires <= tm.due) return;
-  if (tm.id != 0) options_.clock->cancel(tm.id);
+// A clock timer already due no later than the earliest deadline is left to fire and
+// re-check (re-arming on every byte, or a deadline per write, costs no clock call).
+void Connection::scheduleClock() {
+  std::optional<MonoTime> earliest;
+  for (const Timer& tm : timers_) {
+    if (tm.armed && (!earliest || tm.due < *earliest)) earliest = tm.due;
+  }
+  if (!earliest || (clock_id_ != 0 && clock_fires_ <= *earliest)) return;
+  if (clock_id_ != 0) options_.clock->cancel(clock_id_);
   const MonoTime now = options_.clock->monoNow();
-  const Millis wait = tm.due > now ? std::chrono::ceil<Millis>(tm.due - now) : Millis(0);
-  tm.fires = tm.due;
+  const Millis wait = *earliest > now ? std::chrono::ceil<Millis>(*earliest - now) : Millis(0);
+  clock_fires_ = *earliest;
   std::weak_ptr<Connection> weak = weak_from_this();
   auto holder = std::make_shared<TimerId>(0);
-  tm.id = options_.clock->schedule(wait, [weak, t, holder] {
+  clock_id_ = options_.clock->schedule(wait, [weak, holder] {
     if (auto self = weak.lock()) {
-      asio::post(self->strand_, [self, t, id = *holder] { self->timerFired(t, id); });
+      asio::post(self->strand_, [self, id = *holder] { self->clockFired(id); });
     }
   });
-  *holder = tm.id;  // callbacks never run inside schedule()
+  *holder = clock_id_;  // callbacks never run inside schedule()
 }
 
-void Connection::timerFired(int t, TimerId id) {
+// The deadlines that are due fire, earliest first; the clock timer follows the rest.
+void Connection::clockFired(TimerId id) {
+  if (id != clock_id_ || closed_) return;  // a clock timer replaced meanwhile
+  clock_id_ = 0;
+  const MonoTime now = options_.clock->monoNow();
+  for (int round = 0; round < kTimers; ++round) {
+    int first = -1;
+    for (int t = 0; t < kTimers; ++t) {
+      if (timers_[t].armed && timers_[t].due <= now && (first < 0 || timers_[t].due < timers_[first].due)) first = t;
+    }
+    if (first < 0) break;
+    timerDue(first);
+    if (closed_) return;
+  }
+  scheduleClock();
+}
+
+void Connection::timerDue(int t) {
   Timer& tm = timers_[t];
-  if (tm.id != id || closed_) return;  // a timer cancelled or replaced meanwhile
-  tm.id = 0;
-  if (!tm.armed) return;
-  if (options_.clock->monoNow() < tm.due) return scheduleTimer(t);
   tm.armed = false;
   if (t == kLingerTimer) return shutdownNow(close_reason_, "closed");
   if (t == kHandshakeTimer) {
@@ -279,6 +293,8 @@ void Connection::shutdownNow(CloseReason reason, const std::string& detail) {
   close_reason_ = reason;
   close_detail_ = detail.empty() ? std::string(closeReasonName(reason)) : detail;
   for (int t = 0; t < kTimers; ++t) disarm(t);
+  if (clock_id_ != 0 && options_.clock != nullptr) options_.clock->cancel(clock_id_);
+  clock_id_ = 0;
   stream_->close();
   wq_.clear();
   queued_bytes_ = 0;

@@ -119,8 +119,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Millis length{0};
     MonoTime due{};
     bool armed = false;
-    TimerId id = 0;
-    MonoTime fires{};  // when the clock timer `id` fires
   };
 
   void maybeRead();
@@ -132,8 +130,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void finishFlush();
   void arm(int timer, Millis after);
   void disarm(int timer);
-  void scheduleTimer(int timer);
-  void timerFired(int timer, TimerId id);
+  void scheduleClock();              // the one clock timer, due no later than the earliest deadline
+  void clockFired(TimerId id);
+  void timerDue(int timer);
   void shutdownNow(CloseReason reason, const std::string& detail);
 
   Strand strand_;
@@ -148,6 +147,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::atomic<std::uint64_t> written_{0}, read_{0};
   std::atomic<bool> closed_flag_{false};
   std::array<Timer, kTimers> timers_{};
+  // One clock timer per connection serves every timer above: moved only when a deadline
+  // comes before it; a disarmed deadline leaves it to fire and find nothing due.
+  TimerId clock_id_ = 0;
+  MonoTime clock_fires_{};
   std::shared_ptr<void> held_;
   CloseReason close_reason_ = CloseReason::kLocal;
   std::string close_detail_;

@@ -54,9 +54,10 @@ Result<std::optional<ContentRecord>> StoreTxn::content(const std::string& key) {
 void StoreTxn::putContent(const ContentRecord& r) {
   std::string key = encodeUrlKey(r.key);
   auto put_before = batch_put_seq_.find(key);
-  if (put_before != batch_put_seq_.end() && put_before->second == r.seq) {
+  if (put_before != batch_put_seq_.end() && put_before->second == r.seq && r.seq > base_seq_) {
     // An in-place refresh of a seq this same batch assigned: the store only knows the
-    // seqs it holds, so it takes a fresh one (content users see the change once).
+    // seqs it holds, so it takes a fresh one (content users see the change once). A
+    // seq the store holds stays (as when the two refreshes are in separate batches).
     ContentRecord fresh = r;
     fresh.seq = nextSeq();
     batch_put_seq_[key] = fresh.seq;
@@ -102,6 +103,7 @@ Status StoreTxn::commit() {
   psets_.clear();
   content_overlay_.clear();
   batch_put_seq_.clear();
+  base_seq_ = seq_;
   meta_.clear();
   return Status::ok();
 }

@@ -60,7 +60,8 @@ struct TxnEffects {
 class StoreTxn {
  public:
   // `seq` is the QM's copy of ContentStore::maxSeq(); nextSeq() advances it.
-  StoreTxn(QueueStore& queue, ContentStore& content, ChangeSeq& seq) : queue_(queue), content_(content), seq_(seq) {}
+  StoreTxn(QueueStore& queue, ContentStore& content, ChangeSeq& seq)
+      : queue_(queue), content_(content), seq_(seq), base_seq_(seq) {}
 
   Result<std::optional<QueueEntry>> entry(const std::string& key);
   void putEntry(const QueueEntry& e);
@@ -107,6 +108,7 @@ class StoreTxn {
   std::map<std::pair<PSetId, TimeSlot>, std::optional<PSetRecord>> psets_;
   std::unordered_map<std::string, std::optional<ContentRecord>> content_overlay_;
   std::unordered_map<std::string, ChangeSeq> batch_put_seq_;  // seq of each key's put in cbatch_
+  ChangeSeq base_seq_;  // seq_ when cbatch_ began: seqs above it were assigned by this batch
   std::unordered_map<std::string, std::optional<std::string>> meta_;
 };
 

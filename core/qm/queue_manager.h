@@ -223,6 +223,14 @@ class QueueManager {
     std::unordered_set<std::string> keep;  // a full set's identities (the sweep)
     std::uint64_t done = 0, settled = 0;   // URLs applied; of them, taken off unapplied_urls_
   };
+  // The sets of one commitPending() applied in one StoreTxn (consecutive sets; a full
+  // set starts a group of its own); the metas are written once, at finishGroup().
+  struct ApplyGroup {
+    ApplyGroup(QueueStore& q, ContentStore& c, ChangeSeq& seq) : txn(q, c, seq) {}
+    StoreTxn txn;
+    std::vector<ApplyRun> runs;         // applied into txn; their metas not yet written
+    std::vector<ProviderId> refreshed;  // providers whose PIDB record was read for this group
+  };
   struct InFlight {
     ProviderId pid = 0;
     std::string key;
@@ -260,13 +268,19 @@ class QueueManager {
   void decideIntake(Pending& p);  // rejected (failed, overloaded) or duplicate?
   void spillPart(Pending& p);     // the held URLs go to the journal as a kPart record
   void scheduleCommit();
-  Status applyPending(Pending& p);
-  Status applySet(const IntakeSet& set, JournalPos pos);
-  Status applyStreamed(const IntakeHeader& header, JournalPos begin, JournalPos end);
-  ApplyRun startApply(const IntakeHeader& header, JournalPos pos);
-  Status applyUrls(ApplyRun& run, StoreTxn& t, const std::vector<UrlNotice>& urls);
-  Status finishApply(ApplyRun& run, StoreTxn& t);
+  Status applyBatch(std::deque<Pending>& batch);  // the acked sets of one commit, grouped
+  Status applyPending(ApplyGroup& g, Pending& p);
+  Status applySet(const IntakeSet& set, JournalPos pos);  // a group of one (replay)
+  Status applySet(ApplyGroup& g, const IntakeSet& set, JournalPos pos);
+  Status applyStreamed(const IntakeHeader& header, JournalPos begin, JournalPos end);  // a group of one
+  Status applyStreamed(ApplyGroup& g, const IntakeHeader& header, JournalPos begin, JournalPos end);
+  Status startApply(ApplyGroup& g, const IntakeHeader& header, JournalPos pos);  // pushes a run
+  Status applyUrls(ApplyGroup& g, const std::vector<UrlNotice>& urls);          // into g.runs.back()
+  Status endApply(ApplyGroup& g);     // a full set's sweep
+  Status flushGroup(ApplyGroup& g);   // commits what g holds (no metas); settles its runs
+  Status finishGroup(ApplyGroup& g);  // metas with the last values, commit, after-effects
   void settleUnapplied(ApplyRun& run);
+  void clearFullSetWanted(ProviderId pid);  // after a full set is applied
   Status finishTxn(StoreTxn& t);  // commit + effects
   void applyEffects(TxnEffects& e);
   ProviderInfo providerInfo(ProviderId pid);

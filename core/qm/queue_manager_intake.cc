@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 
 namespace lcc::qm {
 
@@ -190,25 +191,32 @@ void QueueManager::commitPending() {
         break;
     }
   }
-  for (auto& p : batch) {
-    if (p.kind != Pending::Kind::kApply || !failed_.isOk()) continue;
-    Status s = applyPending(p);
-    if (!s.isOk()) break;
-  }
+  if (failed_.isOk()) (void)applyBatch(batch);  // a failure went through storeFailed()
   if (deps_.journal && deps_.journal->sizeBytes() > options_.checkpoint_bytes) routeStoreError(checkpoint());
   updateOverload();
   pump();
 }
 
-Status QueueManager::applyPending(Pending& p) {
+// The acked sets of one commit share one StoreTxn and one write of the metas (a group);
+// a full set begins a group of its own, so its sweep reads stores holding every set
+// before it. The stores end as if each set had been applied alone, in order.
+Status QueueManager::applyBatch(std::deque<Pending>& batch) {
+  ApplyGroup g(*deps_.queue, *deps_.content, seq_);
+  for (auto& p : batch) {
+    if (p.kind != Pending::Kind::kApply) continue;
+    LCC_RETURN_IF_ERROR(applyPending(g, p));
+  }
+  return finishGroup(g);
+}
+
+Status QueueManager::applyPending(ApplyGroup& g, Pending& p) {
   if (p.begin == 0) {
     IntakeSet set = std::move(p.set);
     p.set = IntakeSet{};
-    return applySet(set, p.pos);
+    return applySet(g, set, p.pos);
   }
-  return applyStreamed(IntakeHeader{p.set.uns, p.set.id, p.set.pid, p.set.kind}, p.begin, p.pos);
+  return applyStreamed(g, IntakeHeader{p.set.uns, p.set.id, p.set.pid, p.set.kind}, p.begin, p.pos);
 }
-
 QueueManager::ProviderInfo QueueManager::providerInfo(ProviderId pid) {
   auto it = provider_info_.find(pid);
   if (it != provider_info_.end()) return it->second;
@@ -226,22 +234,30 @@ QueueManager::ProviderInfo QueueManager::providerInfo(ProviderId pid) {
   return info;
 }
 
-QueueManager::ApplyRun QueueManager::startApply(const IntakeHeader& header, JournalPos pos) {
-  // Fresh priority and bandwidth for this provider (an administrator may have changed them).
-  provider_info_.erase(header.pid);
-  ProviderInfo info = providerInfo(header.pid);
-  sched_.setProvider(header.pid, info.priority, info.bandwidth);
+Status QueueManager::startApply(ApplyGroup& g, const IntakeHeader& header, JournalPos pos) {
+  if (header.kind == SetKind::kFull && (!g.runs.empty() || g.txn.pendingOps() > 0)) {
+    LCC_RETURN_IF_ERROR(finishGroup(g));  // the sweep reads the stores: the sets before it are in
+  }
+  // Fresh priority and bandwidth for this provider, once per group (an administrator
+  // may have changed them).
+  if (std::find(g.refreshed.begin(), g.refreshed.end(), header.pid) == g.refreshed.end()) {
+    g.refreshed.push_back(header.pid);
+    provider_info_.erase(header.pid);
+    ProviderInfo info = providerInfo(header.pid);
+    sched_.setProvider(header.pid, info.priority, info.bandwidth);
+  }
   const PSetId pset = pos > 0 ? std::max<PSetId>(pos, 1) : next_pset_;
   next_pset_ = std::max(next_pset_, pset + 1);
-  ApplyRun run;
+  ApplyRun& run = g.runs.emplace_back();
   run.header = header;
   run.pos = pos;
-  run.ctx = AbsorbContext{pset, info.priority, deps_.clock->now(), &slots_};
-  return run;
+  run.ctx = AbsorbContext{pset, provider_info_[header.pid].priority, deps_.clock->now(), &slots_};
+  return Status::ok();
 }
 
 // Applies URLs in order (last wins per identity), committing every apply_chunk_ops.
-Status QueueManager::applyUrls(ApplyRun& run, StoreTxn& t, const std::vector<UrlNotice>& urls) {
+Status QueueManager::applyUrls(ApplyGroup& g, const std::vector<UrlNotice>& urls) {
+  ApplyRun& run = g.runs.back();
   const ProviderId pid = run.header.pid;
   for (const auto& u0 : urls) {
     const UrlNotice* u = &u0;
@@ -252,22 +268,20 @@ Status QueueManager::applyUrls(ApplyRun& run, StoreTxn& t, const std::vector<Url
       u = &fixed;
     }
     if (run.header.kind == SetKind::kFull) run.keep.insert(encodeUrlKey(u->key));
-    Status s = u->op == UrlOp::kDelete ? insertRemoval(t, *u, run.ctx.now) : insertUpdate(t, *u, run.ctx);
+    Status s = u->op == UrlOp::kDelete ? insertRemoval(g.txn, *u, run.ctx.now) : insertUpdate(g.txn, *u, run.ctx);
     if (!s.isOk()) {
       storeFailed(s);
       return s;
     }
     ++run.done;
-    if (t.pendingOps() >= options_.apply_chunk_ops) {
-      LCC_RETURN_IF_ERROR(finishTxn(t));
-      settleUnapplied(run);
-    }
+    if (g.txn.pendingOps() >= options_.apply_chunk_ops) LCC_RETURN_IF_ERROR(flushGroup(g));
   }
   return Status::ok();
 }
 
 void QueueManager::settleUnapplied(ApplyRun& run) {
   const std::uint64_t n = run.done - run.settled;
+  if (n == 0) return;
   run.settled = run.done;
   std::lock_guard<std::mutex> lk(queued_mu_);
   auto it = unapplied_urls_.find(run.header.pid);
@@ -276,67 +290,96 @@ void QueueManager::settleUnapplied(ApplyRun& run) {
   if (it->second == 0) unapplied_urls_.erase(it);
 }
 
-Status QueueManager::finishApply(ApplyRun& run, StoreTxn& t) {
-  const IntakeHeader& h = run.header;
-  if (h.kind == SetKind::kFull) {
-    Status s = sweepFullSet(t, h.pid, run.keep, run.ctx.now);
-    run.keep.clear();
-    if (!s.isOk()) {
-      storeFailed(s);
-      return s;
-    }
-  }
+Status QueueManager::endApply(ApplyGroup& g) {
+  ApplyRun& run = g.runs.back();
+  if (run.header.kind != SetKind::kFull) return Status::ok();
+  Status s = sweepFullSet(g.txn, run.header.pid, run.keep, run.ctx.now);
+  run.keep.clear();
+  if (!s.isOk()) storeFailed(s);
+  return s;
+}
+
+Status QueueManager::flushGroup(ApplyGroup& g) {
+  LCC_RETURN_IF_ERROR(finishTxn(g.txn));
+  for (auto& run : g.runs) settleUnapplied(run);
+  return Status::ok();
+}
+
+// The metas take the values the last set of the group would have written alone.
+Status QueueManager::finishGroup(ApplyGroup& g) {
+  if (g.runs.empty()) return flushGroup(g);
   // Replay starts after the lowest record a set not yet applied may still need.
-  JournalPos replay_from = run.pos;
+  JournalPos last_pos = 0;
+  std::map<std::string, std::uint64_t> uns_ids;
+  for (const auto& run : g.runs) {
+    if (run.pos > 0) last_pos = run.pos;
+    if (!run.header.uns.empty() && run.header.id != 0) uns_ids[run.header.uns] = run.header.id;
+  }
+  JournalPos replay_from = last_pos;
   if (!unapplied_begins_.empty()) replay_from = std::min(replay_from, *unapplied_begins_.begin() - 1);
-  t.putMeta(kMetaNextPSet, std::to_string(next_pset_));
-  if (run.pos > 0) {
-    t.putMeta(kMetaAppliedPos, std::to_string(replay_from));
-    t.putMeta(kMetaAppliedEnd, std::to_string(run.pos));
+  g.txn.putMeta(kMetaNextPSet, std::to_string(next_pset_));
+  if (last_pos > 0) {
+    g.txn.putMeta(kMetaAppliedPos, std::to_string(replay_from));
+    g.txn.putMeta(kMetaAppliedEnd, std::to_string(last_pos));
   }
-  if (!h.uns.empty() && h.id != 0) t.putMeta(metaUnsKey(h.uns), std::to_string(h.id));
-  LCC_RETURN_IF_ERROR(finishTxn(t));
-  settleUnapplied(run);
-  if (run.pos > 0) {
+  for (const auto& [uns, id] : uns_ids) g.txn.putMeta(metaUnsKey(uns), std::to_string(id));
+  LCC_RETURN_IF_ERROR(flushGroup(g));
+  if (last_pos > 0) {
     applied_pos_ = replay_from;
-    applied_end_ = run.pos;
+    applied_end_ = last_pos;
   }
-  stats_.urls += run.done;
-  if (h.kind == SetKind::kFull && deps_.providers) {
-    Status s = deps_.providers->modify(
-        h.pid,
-        [](ProviderRecord& r) {
-          r.fullset_wanted = false;
-          r.fullset_reason = FullSetReason::kNone;
-          return Status::ok();
-        },
-        WriteOptions{.durable = false});
-    if (!s.isOk() && !s.isNotFound()) storeFailed(s.withContext("provider store: clearing the full-set flag"));
+  std::vector<ApplyRun> runs = std::move(g.runs);
+  g.runs.clear();
+  for (const auto& run : runs) {
+    stats_.urls += run.done;
+    if (run.header.kind == SetKind::kFull && deps_.providers) clearFullSetWanted(run.header.pid);
   }
   return Status::ok();
 }
 
+void QueueManager::clearFullSetWanted(ProviderId pid) {
+  Status s = deps_.providers->modify(
+      pid,
+      [](ProviderRecord& r) {
+        r.fullset_wanted = false;
+        r.fullset_reason = FullSetReason::kNone;
+        return Status::ok();
+      },
+      WriteOptions{.durable = false});
+  if (!s.isOk() && !s.isNotFound()) storeFailed(s.withContext("provider store: clearing the full-set flag"));
+}
+
 Status QueueManager::applySet(const IntakeSet& set, JournalPos pos) {
+  ApplyGroup g(*deps_.queue, *deps_.content, seq_);
+  LCC_RETURN_IF_ERROR(applySet(g, set, pos));
+  return finishGroup(g);
+}
+
+Status QueueManager::applySet(ApplyGroup& g, const IntakeSet& set, JournalPos pos) {
   if (set.pid == 0) return Status::ok();
-  ApplyRun run = startApply(IntakeHeader{set.uns, set.id, set.pid, set.kind}, pos);
-  StoreTxn t(*deps_.queue, *deps_.content, seq_);
-  LCC_RETURN_IF_ERROR(applyUrls(run, t, set.urls));
-  return finishApply(run, t);
+  LCC_RETURN_IF_ERROR(startApply(g, IntakeHeader{set.uns, set.id, set.pid, set.kind}, pos));
+  LCC_RETURN_IF_ERROR(applyUrls(g, set.urls));
+  return endApply(g);
+}
+
+Status QueueManager::applyStreamed(const IntakeHeader& header, JournalPos begin, JournalPos end) {
+  ApplyGroup g(*deps_.queue, *deps_.content, seq_);
+  LCC_RETURN_IF_ERROR(applyStreamed(g, header, begin, end));
+  return finishGroup(g);
 }
 
 // A streamed set: its kPart records are read back from the journal one at a time.
-Status QueueManager::applyStreamed(const IntakeHeader& header, JournalPos begin, JournalPos end) {
+Status QueueManager::applyStreamed(ApplyGroup& g, const IntakeHeader& header, JournalPos begin, JournalPos end) {
   unapplied_begins_.erase(begin);
   if (header.pid == 0) return Status::ok();
-  ApplyRun run = startApply(header, end);
-  StoreTxn t(*deps_.queue, *deps_.content, seq_);
+  LCC_RETURN_IF_ERROR(startApply(g, header, end));
   Status applied;
   auto r = deps_.journal->replay(begin, [&](JournalPos pos, std::string_view payload) -> Status {
     if (pos >= end) return Status::aborted("the set's end");
     if (intakeRecordType(payload) != IntakeRecord::kPart || intakeRecordBegin(payload) != begin) return Status::ok();
     auto part = decodeIntakePart(payload, header.pid);
     if (!part.isOk()) return part.status().withContext("journal record " + std::to_string(pos));
-    applied = applyUrls(run, t, part->urls);
+    applied = applyUrls(g, part->urls);
     return applied.isOk() ? Status::ok() : Status::aborted("apply failed");
   });
   if (!applied.isOk()) return applied;
@@ -344,9 +387,8 @@ Status QueueManager::applyStreamed(const IntakeHeader& header, JournalPos begin,
     storeFailed(r.status().withContext("intake journal: reading set parts back"));
     return r.status();
   }
-  return finishApply(run, t);
+  return endApply(g);
 }
-
 Status QueueManager::finishTxn(StoreTxn& t) {
   Status s = t.commit();
   if (!s.isOk()) {
