@@ -22,7 +22,7 @@ class Recorder : public proto::CpRequestHandler {
     urlprefix = std::string(prefix);
     events.push_back("set " + std::string(kind) + " " + urlprefix);
   }
-  void onUrl(proto::UrlAttrs&& attrs) override {
+  void onUrl(const proto::UrlAttrs& attrs) override {
     proto::UrlRules rules;
     rules.accept_mime = {"text/*", "application/pdf"};
     rules.prefixes = {"http://example.com/", "https://example.org/a/"};

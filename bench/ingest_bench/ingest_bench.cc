@@ -4,12 +4,14 @@
 // set is applied, the `processing` a provider sees at its next connect right after
 // the ack, beside the limit measured in the same run: the same file parsed with
 // Expat (proto::XmlReader), each URL's attributes appended to an lcc::Journal, one
-// commit (fdatasync) per 1000 URLs. Every URL carries sz, md5 and mt, as `lcc cp
-// scan` writes them. With --apply off it does not wait for the apply: the peak is then
+// commit (fdatasync) per 1000 URLs. Also the CPU per URL that lccd and the `lcc cp
+// send` client used until the ack, which the load of a shared machine disturbs less
+// than the rate. Every URL carries sz, md5 and mt, as `lcc cp scan` writes them. With --apply off it does not wait for the apply: the peak is then
 // lccd's at the ack (the UNS's share; the QM applies while the set comes).
 //
 //   build/bin/ingest_bench [--urls 1000000,10000000] [--store storage-kyoto] [--keep on] [--apply off]
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -98,6 +101,30 @@ double baseline(const std::string& set_path, const std::string& dir) {
   return h.urls / s;
 }
 
+// CPU seconds (user + system) the process `pid` has used so far; 0 when unknown.
+double processCpuSeconds(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto close = stat.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::strtoull(field.c_str(), nullptr, 10);
+    if (i == 15) stime = std::strtoull(field.c_str(), nullptr, 10);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// CPU seconds (user + system) of the waited-for children so far.
+double childrenCpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_CHILDREN, &u);
+  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
+
 // `processing` of a provider's init_accepted (a session with init only); -1 on failure.
 long long processingAtConnect(std::uint16_t port, const std::string& id, const std::string& password) {
   int fd = connectLoopback(port);
@@ -144,9 +171,14 @@ void runOne(const Args& a, std::uint64_t n) {
   const std::string cmd = std::string(LCC_BIN_DIR) + "/lcc cp send --uns 127.0.0.1:" +
                           std::to_string(lccd.port("uns")) + " --id " + id + " --password '" + pw + "' '" + set_path +
                           "' > '" + dir + "/send.out' 2>&1";
+  const double lccd_cpu0 = processCpuSeconds(lccd.pid()), client_cpu0 = childrenCpuSeconds();
   Stopwatch sw;
   const int rc = std::system(cmd.c_str());
   const double send_s = sw.seconds();
+  // CPU per URL from the start of the send to the ack: what the shared machine's load
+  // does not change much, unlike the rate (docs/benchmarks.md, "CPU per URL").
+  const double lccd_us = (processCpuSeconds(lccd.pid()) - lccd_cpu0) * 1e6 / static_cast<double>(n);
+  const double client_us = (childrenCpuSeconds() - client_cpu0) * 1e6 / static_cast<double>(n);
   const long long processing = processingAtConnect(lccd.port("uns"), id, pw);
   const std::uint64_t peak_at_ack = lccd.peakRss();
   // Applied: the QM's queue holds every URL (no BOT-M: nothing leaves it).
@@ -165,10 +197,12 @@ void runOne(const Args& a, std::uint64_t n) {
   }
   std::printf("%9llu URLs: cp send %s in %.1f s = %.0f URLs/s (%.2fx the baseline of %.0f URLs/s); processing at "
               "the next connect %lld; %s %.1f s after the ack; lccd RSS %.0f MB at start, peak (VmHWM) %.0f MB at "
-              "the ack, %.0f MB in all, %.0f MB 3 s after the apply, %.0f MB 13 s after\n",
+              "the ack, %.0f MB in all, %.0f MB 3 s after the apply, %.0f MB 13 s after; CPU per URL until the ack: "
+              "lccd %.2f us, lcc cp send %.2f us\n",
               static_cast<unsigned long long>(n), rc == 0 ? "ok" : "FAILED", send_s, n / send_s, n / send_s / base,
               base, processing, a.apply ? "applied" : "not waiting for the apply;", apply_s, rss_start / 1e6,
-              peak_at_ack / 1e6, lccd.peakRss() / 1e6, rss_after_checkpoint / 1e6, lccd.rss() / 1e6);
+              peak_at_ack / 1e6, lccd.peakRss() / 1e6, rss_after_checkpoint / 1e6, lccd.rss() / 1e6, lccd_us,
+              client_us);
   std::fflush(stdout);
   lccd.stop();
   if (!a.keep) removeTree(dir);

@@ -34,7 +34,6 @@ namespace lcc::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using proto::UrlAttrs;
 
 // ---------------------------------------------------------------------------
 // Reading the input of `cp send`: <url .../> lines, or a whole <lococa:set>, parsed
@@ -49,9 +48,11 @@ class InputReader : public proto::XmlHandler {
     reader_.feed(root);
   }
 
-  // Parses a chunk; complete <url> elements are appended to `out`.
-  bool feed(std::string_view chunk, std::vector<UrlAttrs>& out) {
+  // Parses a chunk; complete <url> elements are appended to `out`, encoded for the
+  // UNS (proto::appendUrlElement), `count` counting them.
+  bool feed(std::string_view chunk, std::string& out, std::uint64_t& count) {
     out_ = &out;
+    count_ = &count;
     if (!seen_start_) {
       // Drop an XML declaration: the input is parsed inside our root.
       pending_ += chunk;
@@ -71,8 +72,9 @@ class InputReader : public proto::XmlHandler {
     }
     return !reader_.failed();
   }
-  bool finish(std::vector<UrlAttrs>& out) {
+  bool finish(std::string& out, std::uint64_t& count) {
     out_ = &out;
+    count_ = &count;
     if (!seen_start_) {
       seen_start_ = true;
       reader_.feed(pending_);
@@ -101,17 +103,15 @@ class InputReader : public proto::XmlHandler {
       return;
     }
     if (name.local == "url" && (depth == 2 || (depth == 3 && saw_set_))) {
-      UrlAttrs u;
-      for (const auto& at : a.all()) {
-        if (at.ns.empty()) u.emplace_back(std::string(at.name), std::string(at.value));
-      }
-      out_->push_back(std::move(u));
+      proto::appendUrlElement(*out_, a);
+      ++*count_;
     }
   }
   void onEnd(int, const proto::XmlName&) override {}
 
   proto::XmlReader reader_;
-  std::vector<UrlAttrs>* out_ = nullptr;
+  std::string* out_ = nullptr;
+  std::uint64_t* count_ = nullptr;
   std::string pending_;
   bool seen_start_ = false;
   bool saw_set_ = false;
@@ -183,8 +183,8 @@ int runSend(const SendArgs& a) {
   bool init_done = false, set_started = false, input_done = false, set_ended = false, peer_closed = false;
   std::optional<proto::CpReply> result;
   InputReader input;
-  std::vector<UrlAttrs> urls;
-  std::uint64_t sent = 0;
+  std::string urls;  // <url> elements read and encoded, not yet in `out`
+  std::uint64_t url_count = 0, sent = 0;
   TtyProgress progress;
   char buf[65536];
 
@@ -194,9 +194,9 @@ int runSend(const SendArgs& a) {
     if (input_done) return;
     in->read(buf, sizeof buf);
     std::streamsize n = in->gcount();
-    bool ok = input.feed(std::string_view(buf, static_cast<std::size_t>(n)), urls);
+    bool ok = input.feed(std::string_view(buf, static_cast<std::size_t>(n)), urls, url_count);
     if (ok && (n == 0 || in->eof())) {
-      ok = input.finish(urls);
+      ok = input.finish(urls, url_count);
       input_done = true;
     }
     if (!ok) {
@@ -223,9 +223,10 @@ int runSend(const SendArgs& a) {
           if (!err.empty()) return 2;
           continue;
         }
-        for (auto& u : urls) out.append(proto::encodeUrlElement(u));
-        sent += urls.size();
+        out.append(urls);
+        sent += url_count;
         urls.clear();
+        url_count = 0;
       }
       if (input_done && urls.empty()) {
         out.append(proto::encodeSetEnd());
@@ -260,6 +261,7 @@ int runSend(const SendArgs& a) {
         set_ended = true;
         input_done = true;
         urls.clear();
+        url_count = 0;
       }
     }
     if (revents & (POLLIN | POLLHUP | POLLERR)) {

@@ -17,10 +17,21 @@ constexpr std::string_view kKnownUrlAttrs[] = {"c", "m", "st", "b", "f", "op", "
 bool isLococa(std::string_view ns) { return ns.empty() || ns == kLococaNs; }
 
 
+// ASCII only, without the locale (the names and tokens it is used on are ASCII).
+char lowerAscii(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
+
 std::string lower(std::string_view s) {
   std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (auto& c : out) c = lowerAscii(c);
   return out;
+}
+
+bool equalsIgnoringCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (lowerAscii(a[i]) != lowerAscii(b[i])) return false;
+  }
+  return true;
 }
 
 // Length of a leading "scheme:" (RFC 3986 scheme syntax), 0 if none.
@@ -78,6 +89,7 @@ struct CpRequestDecoder::Impl final : XmlHandler {
   XmlReader reader;
   enum class Doc { kNone, kInit, kSet, kOther } doc = Doc::kNone;
   std::string id, password;
+  UrlAttrs url_attrs;  // the current <url>'s known attributes
 
   // Expat holds a whole start tag before it reports it, so an endless attribute would
   // be buffered before the length limit is checked: bound the bytes between two
@@ -111,17 +123,22 @@ struct CpRequestDecoder::Impl final : XmlHandler {
       id.assign(a.getOr("id", ""));
       password.assign(a.getOr("passwd", ""));
     } else if (doc == Doc::kSet && name.local == "url") {
-      UrlAttrs out;
+      // Into the strings of the previous <url>: no allocation once they are large enough.
+      std::size_t n = 0;
       for (const auto& at : a.all()) {
         if (!at.ns.empty()) continue;
         for (auto known : kKnownUrlAttrs) {
           if (at.name == known) {
-            out.emplace_back(std::string(at.name), std::string(at.value));
+            if (n == url_attrs.size()) url_attrs.emplace_back();
+            url_attrs[n].first.assign(at.name);
+            url_attrs[n].second.assign(at.value);
+            ++n;
             break;
           }
         }
       }
-      h.onUrl(std::move(out));
+      url_attrs.resize(n);
+      h.onUrl(url_attrs);
     }
   }
   void onEnd(int depth, const XmlName&) override {
@@ -173,16 +190,15 @@ std::string resolveUrl(std::string_view urlprefix, std::string_view url) {
 }
 
 bool mimeAccepted(std::string_view mime, const std::vector<std::string>& patterns) {
-  std::string m = lower(mime);
-  auto slash = m.find('/');
-  if (slash == std::string::npos) return false;
-  for (const auto& p : patterns) {
-    std::string lp = lower(p);
-    if (lp == m) return true;
-    if (lp.size() >= 2 && lp.compare(lp.size() - 2, 2, "/*") == 0 && m.compare(0, slash + 1, lp, 0, lp.size() - 1) == 0) {
+  // Compared without case and without a lower-case copy of either (once per URL).
+  auto slash = mime.find('/');
+  if (slash == std::string_view::npos) return false;
+  for (std::string_view p : patterns) {
+    if (equalsIgnoringCase(p, mime)) return true;
+    if (p.size() >= 2 && p.substr(p.size() - 2) == "/*" && equalsIgnoringCase(p.substr(0, p.size() - 1), mime.substr(0, slash + 1))) {
       return true;
     }
-    if (lp == "*/*" || lp == "*") return true;
+    if (p == "*/*" || p == "*") return true;
   }
   return false;
 }
@@ -245,7 +261,10 @@ UrlVerdict validateUrl(const UrlAttrs& attrs, std::string_view urlprefix, Provid
   const std::string* c = findAttr(attrs, "c");
   if (!c || c->empty()) return bad(ErrorCode::kInvalidUrl, "invalid URL: c is missing");
   // Every URL is compared, stored and fetched in its normal form (url/url_norm.h).
-  auto normal = [&](const std::string& given) { return url::normalizeUrl(resolveUrl(urlprefix, given), rules.max_url_length); };
+  auto normal = [&](const std::string& given) {
+    if (schemeLength(given) > 0) return url::normalizeUrl(given, rules.max_url_length);  // resolveUrl() would copy it
+    return url::normalizeUrl(resolveUrl(urlprefix, given), rules.max_url_length);
+  };
   auto key = normal(*c);
   if (!key.isOk()) return bad(ErrorCode::kInvalidUrl, "invalid URL: " + key.status().message());
   n.key.url = std::move(key).value();
@@ -436,6 +455,14 @@ std::string encodeUrlElement(const UrlAttrs& attrs) {
   for (const auto& [k, v] : attrs) appendAttr(out, k, v);
   out += "/>\n";
   return out;
+}
+
+void appendUrlElement(std::string& out, const XmlAttrs& attrs) {
+  out += "<url";
+  for (const auto& at : attrs.all()) {
+    if (at.ns.empty()) appendAttr(out, at.name, at.value);
+  }
+  out += "/>\n";
 }
 
 std::string encodeSetEnd() { return "</lococa:set>\n"; }

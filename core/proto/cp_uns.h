@@ -42,7 +42,8 @@ class CpRequestHandler {
   virtual void onInit(std::string_view id, std::string_view password) = 0;
   // <lococa:set set="…" urlprefix="…"> opened. `kind` as sent ("" when absent).
   virtual void onSetBegin(std::string_view kind, std::string_view urlprefix) = 0;
-  virtual void onUrl(UrlAttrs&& attrs) = 0;
+  // `attrs` is the decoder's and is reused for the next <url>: copy what you keep.
+  virtual void onUrl(const UrlAttrs& attrs) = 0;
   virtual void onSetEnd() = 0;
   // A top-level element that is neither init nor set (its name), at its start.
   virtual void onUnknownDocument(std::string_view ns, std::string_view local) = 0;
@@ -137,6 +138,9 @@ std::string encodeSetRejected(ErrorCode code, std::string_view message);  // </e
 std::string encodeInit(std::string_view id, std::string_view password);
 std::string encodeSetBegin(bool full, std::string_view urlprefix);
 std::string encodeUrlElement(const UrlAttrs& attrs);
+// The same element appended from a parsed one's un-namespaced attributes, in order
+// (`lcc cp send` re-encodes its input so, without a copy of each attribute).
+void appendUrlElement(std::string& out, const XmlAttrs& attrs);
 std::string encodeSetEnd();
 
 struct UrlError {

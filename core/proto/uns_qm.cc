@@ -190,8 +190,19 @@ void appendUrl(std::string& out, const UrlNotice& n) {
   if (!n.view_tag.empty()) appendAttr(out, "st", n.view_tag);
   if (n.browse) appendAttr(out, "b", *n.browse);
   if (!n.fetch.empty()) appendAttr(out, "f", n.fetch);
-  if (n.mtime) appendAttr(out, "mt", formatRfc3339(*n.mtime));
-  if (n.size) appendAttr(out, "sz", std::to_string(*n.size));
+  // A time and a number need no escaping: written in place, without a temporary string.
+  if (n.mtime) {
+    out += " mt=\"";
+    appendRfc3339(out, *n.mtime);
+    out.push_back('"');
+  }
+  if (n.size) {
+    char digits[24];
+    auto end = std::to_chars(digits, digits + sizeof digits, *n.size).ptr;
+    out += " sz=\"";
+    out.append(digits, end);
+    out.push_back('"');
+  }
   if (!n.md5.empty()) appendAttr(out, "md5", n.md5);
   if (!n.tod.empty()) appendAttr(out, "tod", n.tod);
   out += "/>";

@@ -208,26 +208,40 @@ bool XmlReader::documentComplete() const { return impl_->complete; }
 bool XmlReader::inDocument() const { return impl_->started && !impl_->complete; }
 std::uint64_t XmlReader::elementCount() const { return impl_->elements; }
 
-void appendXmlEscaped(std::string& out, std::string_view s) {
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      case '\n': out += "&#10;"; break;
-      case '\r': out += "&#13;"; break;
-      case '\t': out += "&#9;"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          // Not representable in XML 1.0: replace.
-          out += "\xEF\xBF\xBD";
-        } else {
-          out.push_back(c);
-        }
-    }
+namespace {
+
+// Whether a byte needs escaping in an attribute value or element content: the five
+// markup characters and every control character (the three kept ones as references).
+constexpr bool needsEscape(unsigned char c) {
+  return c < 0x20 || c == '&' || c == '<' || c == '>' || c == '"' || c == '\'';
+}
+
+std::string_view escapeOf(char c) {
+  switch (c) {
+    case '&': return "&amp;";
+    case '<': return "&lt;";
+    case '>': return "&gt;";
+    case '"': return "&quot;";
+    case '\'': return "&apos;";
+    case '\n': return "&#10;";
+    case '\r': return "&#13;";
+    case '\t': return "&#9;";
+    default: return "\xEF\xBF\xBD";  // a control character XML 1.0 cannot carry: replaced
   }
+}
+
+}  // namespace
+
+void appendXmlEscaped(std::string& out, std::string_view s) {
+  // Runs of bytes that need no escape are appended whole (a URL is usually one run).
+  std::size_t run = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (!needsEscape(static_cast<unsigned char>(s[i]))) continue;
+    out.append(s.data() + run, i - run);
+    out.append(escapeOf(s[i]));
+    run = i + 1;
+  }
+  out.append(s.data() + run, s.size() - run);
 }
 
 std::string xmlEscape(std::string_view s) {

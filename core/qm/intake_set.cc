@@ -7,9 +7,13 @@ namespace {
 
 enum : std::uint8_t { kHasBrowse = 1, kHasMtime = 2, kHasSize = 4 };
 
+// Little-endian, appended at once (not a push_back per byte: this runs for every field
+// of every URL of a set).
 template <typename T>
 void putInt(std::string& out, T v) {
-  for (std::size_t i = 0; i < sizeof(T); ++i) out.push_back(static_cast<char>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xff));
+  char bytes[sizeof(T)];
+  for (std::size_t i = 0; i < sizeof(T); ++i) bytes[i] = static_cast<char>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xff);
+  out.append(bytes, sizeof bytes);
 }
 void putStr(std::string& out, std::string_view s) {
   putInt<std::uint32_t>(out, static_cast<std::uint32_t>(s.size()));

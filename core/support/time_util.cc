@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
-#include <ctime>
 
 namespace lcc {
 namespace {
@@ -16,6 +14,30 @@ std::int64_t daysFromCivil(std::int64_t y, unsigned m, unsigned d) {
   const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
   const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
   return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+struct CivilDate {
+  std::int64_t year;
+  unsigned month, day;
+};
+
+// y-m-d of a day count from 1970-01-01 (proleptic Gregorian), the inverse of daysFromCivil.
+CivilDate civilFromDays(std::int64_t z) {
+  z += 719468;
+  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const auto doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
+  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
+  return {static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2), m, d};
+}
+
+// Two decimal digits of v (0..99).
+void put2(char* p, unsigned v) {
+  p[0] = static_cast<char>('0' + v / 10);
+  p[1] = static_cast<char>('0' + v % 10);
 }
 
 bool readInt(std::string_view s, std::size_t pos, std::size_t len, int& out) {
@@ -47,16 +69,36 @@ std::optional<std::int64_t> parseNumberWithSuffix(std::string_view text,
 
 }  // namespace
 
-std::string formatRfc3339(std::int64_t unix_seconds) {
+void appendRfc3339(std::string& out, std::int64_t unix_seconds) {
   // A four-digit year, always: strftime's %Y wrote "24-05-01…" for the year 24, which
   // parseTime() refuses (found by uns_qm_fuzz: a UNS could spool a set its QM refuses).
-  std::time_t t = static_cast<std::time_t>(std::clamp(unix_seconds, kMinRfc3339Seconds, kMaxRfc3339Seconds));
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec);
-  return buf;
+  // Written by hand, not with gmtime_r and snprintf: it runs once per URL of a set
+  // (docs/design-decisions.md, "CPU per URL").
+  const std::int64_t t = std::clamp(unix_seconds, kMinRfc3339Seconds, kMaxRfc3339Seconds);
+  const std::int64_t days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
+  const auto secs = static_cast<unsigned>(t - days * 86400);
+  const CivilDate d = civilFromDays(days);
+  char buf[20];
+  put2(buf, static_cast<unsigned>(d.year / 100));
+  put2(buf + 2, static_cast<unsigned>(d.year % 100));
+  buf[4] = '-';
+  put2(buf + 5, d.month);
+  buf[7] = '-';
+  put2(buf + 8, d.day);
+  buf[10] = 'T';
+  put2(buf + 11, secs / 3600);
+  buf[13] = ':';
+  put2(buf + 14, secs / 60 % 60);
+  buf[16] = ':';
+  put2(buf + 17, secs % 60);
+  buf[19] = 'Z';
+  out.append(buf, sizeof buf);
+}
+
+std::string formatRfc3339(std::int64_t unix_seconds) {
+  std::string out;
+  appendRfc3339(out, unix_seconds);
+  return out;
 }
 
 std::string formatRfc3339(WallTime t) {

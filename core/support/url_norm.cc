@@ -1,6 +1,8 @@
 // The URL normal form (url_norm.h): scheme, authority, path, query and fragment.
 #include "lcc/support/url_norm.h"
 
+#include <charconv>
+#include <cstring>
 #include <vector>
 
 namespace lcc::url {
@@ -151,35 +153,35 @@ bool doubleEncodedSeparator(std::string_view seg) {
   return false;
 }
 
-// RFC 3986 §5.2.4 on a path whose encoding is normalised, after the checks above.
-Result<std::string> removeDotSegments(std::string_view path) {
-  std::vector<std::string_view> kept;
+// RFC 3986 §5.2.4 on out[start..], a path whose encoding is normalised, after the
+// checks above; in place: a kept segment only ever moves towards the front.
+Status removeDotSegments(std::string& out, std::size_t start) {
+  const std::size_t end = out.size();
+  std::size_t kept_end = start;  // out[start, kept_end) is the path kept so far, "/seg" each
   bool trailing_slash = false;
-  std::size_t pos = 1;  // path[0] == '/'
+  std::size_t pos = start + 1;  // out[start] == '/'
   for (;;) {
-    auto slash = path.find('/', pos);
-    std::string_view seg = path.substr(pos, slash == std::string_view::npos ? std::string_view::npos : slash - pos);
-    const bool last = slash == std::string_view::npos;
+    std::size_t slash = out.find('/', pos);
+    const bool last = slash == std::string::npos;
+    if (last) slash = end;
+    const std::string_view seg(out.data() + pos, slash - pos);
     if (isDot(seg)) {
-      if (seg == ".." && !kept.empty()) kept.pop_back();
+      if (seg == ".." && kept_end > start) kept_end = out.rfind('/', kept_end - 1);
       trailing_slash = last;
     } else {
       if (hidesDotSegment(seg)) return bad("dot segment hidden behind ';', %2F or %5C");
       if (doubleEncodedSeparator(seg)) return bad("double-encoded dot, slash or backslash");
-      kept.push_back(seg);
+      out[kept_end] = '/';
+      std::memmove(out.data() + kept_end + 1, seg.data(), seg.size());
+      kept_end += 1 + seg.size();
       trailing_slash = false;
     }
     if (last) break;
     pos = slash + 1;
   }
-  std::string out;
-  out.reserve(path.size());
-  for (auto seg : kept) {
-    out.push_back('/');
-    out.append(seg);
-  }
-  if (trailing_slash || out.empty()) out.push_back('/');
-  return out;
+  out.resize(kept_end);
+  if (trailing_slash || kept_end == start) out.push_back('/');
+  return Status::ok();
 }
 
 Result<std::uint16_t> parsePort(std::string_view p, std::string_view scheme) {
@@ -195,7 +197,7 @@ Result<std::uint16_t> parsePort(std::string_view p, std::string_view scheme) {
   return static_cast<std::uint16_t>(v);
 }
 
-Status parseAuthority(std::string_view auth, UrlParts& parts) {
+Status parseAuthority(std::string_view auth, std::string_view scheme, std::string& host_out, std::uint16_t& port_out) {
   if (auth.find('@') != std::string_view::npos) return bad("userinfo (user@ or user:password@) is not allowed");
   std::string_view host = auth, port;
   if (!auth.empty() && auth.front() == '[') {
@@ -209,24 +211,48 @@ Status parseAuthority(std::string_view auth, UrlParts& parts) {
     host = auth.substr(0, colon);
     port = auth.substr(colon + 1);
   }
-  LCC_ASSIGN_OR_RETURN(parts.host, detail::normalizeHost(host));
-  LCC_ASSIGN_OR_RETURN(parts.port, parsePort(port, parts.scheme));
+  LCC_ASSIGN_OR_RETURN(host_out, detail::normalizeHost(host));
+  LCC_ASSIGN_OR_RETURN(port_out, parsePort(port, scheme));
   return Status::ok();
 }
 
-Result<UrlParts> parse(std::string_view in, std::size_t max_length) {
+// Where the parts lie in a normal form that normalizeInto() wrote.
+struct PartOffsets {
+  std::size_t scheme_end = 0, host = 0, host_end = 0;
+  std::uint16_t port = 0;
+  std::size_t path = 0, path_end = 0;
+  std::size_t query = 0, fragment = 0;  // just after the '?' and the '#'; 0: none
+};
+
+// Writes the normal form of `in` to `out` (replacing what it held) in one pass: the
+// parts are appended as they are read, never held apart and joined, so a URL costs one
+// string (docs/design-decisions.md, "CPU per URL"). joinUrl() of the parts it marks is
+// `out`, byte for byte.
+Status normalizeInto(std::string_view in, std::size_t max_length, std::string& out, PartOffsets& at) {
   if (in.size() > max_length) return bad("URL longer than " + std::to_string(max_length) + " bytes");
   LCC_RETURN_IF_ERROR(checkBytes(in));
-  UrlParts parts;
   auto colon = in.find(':');
   if (colon == std::string_view::npos || colon > 5) return bad("scheme is not http or https");
-  for (char c : in.substr(0, colon)) parts.scheme.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c));
-  if (parts.scheme != "http" && parts.scheme != "https") return bad("scheme is not http or https");
+  out.clear();
+  out.reserve(in.size() + 16);
+  for (char c : in.substr(0, colon)) out.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c));
+  if (out != "http" && out != "https") return bad("scheme is not http or https");
+  at.scheme_end = out.size();
   std::string_view rest = in.substr(colon + 1);
   if (rest.substr(0, 2) != "//") return bad("scheme not followed by //");
   rest.remove_prefix(2);
   auto auth_end = rest.find_first_of("/?#");
-  LCC_RETURN_IF_ERROR(parseAuthority(rest.substr(0, auth_end), parts));
+  std::string host;
+  LCC_RETURN_IF_ERROR(parseAuthority(rest.substr(0, auth_end), out, host, at.port));
+  out += "://";
+  at.host = out.size();
+  out += host;
+  at.host_end = out.size();
+  if (at.port != 0) {
+    char digits[8];
+    out.push_back(':');
+    out.append(digits, std::to_chars(digits, digits + sizeof digits, at.port).ptr);
+  }
   rest = auth_end == std::string_view::npos ? std::string_view() : rest.substr(auth_end);
   std::string_view fragment, query;
   bool has_fragment = false, has_query = false;
@@ -240,32 +266,69 @@ Result<UrlParts> parse(std::string_view in, std::size_t max_length) {
     rest = rest.substr(0, q);
     has_query = true;
   }
-  std::string path;
   if (rest.empty()) rest = "/";
-  LCC_RETURN_IF_ERROR(normalizeEncoding(rest, 0, path));
-  LCC_ASSIGN_OR_RETURN(parts.path, removeDotSegments(path));
-  if (has_query) LCC_RETURN_IF_ERROR(normalizeEncoding(query, 0, parts.query.emplace()));
-  if (has_fragment) LCC_RETURN_IF_ERROR(normalizeEncoding(fragment, '#', parts.fragment.emplace()));
+  at.path = out.size();
+  LCC_RETURN_IF_ERROR(normalizeEncoding(rest, 0, out));
+  LCC_RETURN_IF_ERROR(removeDotSegments(out, at.path));
+  at.path_end = out.size();
+  if (has_query) {
+    out.push_back('?');
+    at.query = out.size();
+    LCC_RETURN_IF_ERROR(normalizeEncoding(query, 0, out));
+  }
+  if (has_fragment) {
+    out.push_back('#');
+    at.fragment = out.size();
+    LCC_RETURN_IF_ERROR(normalizeEncoding(fragment, '#', out));
+  }
+  return Status::ok();
+}
+
+Result<UrlParts> parse(std::string_view in, std::size_t max_length) {
+  std::string normal;
+  PartOffsets at;
+  LCC_RETURN_IF_ERROR(normalizeInto(in, max_length, normal, at));
+  std::string_view n = normal;
+  UrlParts parts;
+  parts.scheme = n.substr(0, at.scheme_end);
+  parts.host = n.substr(at.host, at.host_end - at.host);
+  parts.port = at.port;
+  parts.path = n.substr(at.path, at.path_end - at.path);
+  if (at.query != 0) parts.query = std::string(n.substr(at.query, (at.fragment != 0 ? at.fragment - 1 : n.size()) - at.query));
+  if (at.fragment != 0) parts.fragment = std::string(n.substr(at.fragment));
   return parts;
 }
 
 }  // namespace
 
 std::string joinUrl(const UrlParts& p) {
-  std::string out = p.scheme + "://" + p.host;
+  std::string out;
+  out.reserve(p.scheme.size() + p.host.size() + p.path.size() + (p.query ? p.query->size() : 0) +
+              (p.fragment ? p.fragment->size() : 0) + 16);
+  out += p.scheme;
+  out += "://";
+  out += p.host;
   if (p.port != 0) {
-    out += ':';
-    out += std::to_string(p.port);
+    char digits[8];
+    out.push_back(':');
+    out.append(digits, std::to_chars(digits, digits + sizeof digits, p.port).ptr);
   }
   out += p.path;
-  if (p.query) out += "?" + *p.query;
-  if (p.fragment) out += "#" + *p.fragment;
+  if (p.query) {
+    out.push_back('?');
+    out += *p.query;
+  }
+  if (p.fragment) {
+    out.push_back('#');
+    out += *p.fragment;
+  }
   return out;
 }
 
 Result<std::string> normalizeUrl(std::string_view input, std::size_t max_length) {
-  LCC_ASSIGN_OR_RETURN(UrlParts parts, parse(input, max_length));
-  std::string out = joinUrl(parts);
+  std::string out;
+  PartOffsets at;
+  LCC_RETURN_IF_ERROR(normalizeInto(input, max_length, out, at));
   if (out.size() > max_length) return bad("normalised URL longer than " + std::to_string(max_length) + " bytes");
   return out;
 }

@@ -182,7 +182,7 @@ void SessionPolicy::onSetBegin(std::string_view kind, std::string_view urlprefix
   urlprefix_.assign(urlprefix);
 }
 
-void SessionPolicy::onUrl(proto::UrlAttrs&& attrs) {
+void SessionPolicy::onUrl(const proto::UrlAttrs& attrs) {
   if (state_ != State::kInSet) return;
   if (++urls_seen_ > config_.max_set_urls) {
     decoder_.fail(ErrorCode::kSetTooLarge, "set too large");

@@ -137,7 +137,7 @@ class SessionPolicy : private proto::CpRequestHandler {
  private:
   void onInit(std::string_view id, std::string_view password) override;
   void onSetBegin(std::string_view kind, std::string_view urlprefix) override;
-  void onUrl(proto::UrlAttrs&& attrs) override;
+  void onUrl(const proto::UrlAttrs& attrs) override;
   void onSetEnd() override;
   void onUnknownDocument(std::string_view ns, std::string_view local) override;
 

@@ -178,5 +178,51 @@ TEST(XmlReader, EscapesForAttributes) {
   EXPECT_EQ(xmlEscape("a<b>&\"c'\n"), "a&lt;b&gt;&amp;&quot;c&apos;&#10;");
 }
 
+// The escaper before it appended runs whole (one byte at a time), as the reference.
+std::string referenceEscape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      case '\n': out += "&#10;"; break;
+      case '\r': out += "&#13;"; break;
+      case '\t': out += "&#9;"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += "\xEF\xBF\xBD";
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  return out;
+}
+
+TEST(XmlReader, EscaperAppendsRunsAsTheByteWiseOneDid) {
+  std::vector<std::string> table = {"", "a", "&", "&&", "plain run", "<at start", "at end>", "mid\"dle",
+                                    "http://h/p?a=1&b=2#f", std::string("nul\0in", 6), "\x7f\x80\xff\xc3\xa9"};
+  std::string every;
+  for (int c = 0; c < 256; ++c) every.push_back(static_cast<char>(c));
+  table.push_back(every);
+  std::uint32_t x = 2463534242u;
+  for (int n = 0; n < 2000; ++n) {
+    std::string r;
+    for (int i = 0, len = n % 40; i < len; ++i) {
+      x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+      r.push_back(static_cast<char>(x % 4 == 0 ? "&<>\"'\n\r\t\x01"[x / 4 % 9] : 'a' + x / 4 % 26));
+    }
+    table.push_back(r);
+  }
+  for (const auto& in : table) {
+    std::string out = "prefix";
+    appendXmlEscaped(out, in);
+    ASSERT_EQ(out, "prefix" + referenceEscape(in)) << in;
+  }
+}
+
 }  // namespace
 }  // namespace lcc::proto

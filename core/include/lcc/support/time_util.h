@@ -17,6 +17,8 @@ inline constexpr std::int64_t kMaxRfc3339Seconds = 253402300799;
 // "2024-05-01T12:00:00Z" for seconds since the epoch (a four-digit year; times outside
 // the range above are clamped to it).
 std::string formatRfc3339(std::int64_t unix_seconds);
+// The same 20 characters appended to `out` (no allocation beyond out's growth).
+void appendRfc3339(std::string& out, std::int64_t unix_seconds);
 std::string formatRfc3339(WallTime t);  // truncated to seconds
 
 // Accepts RFC 3339 ("2024-05-01T12:00:00Z", "...+02:00", fractional seconds) or an
