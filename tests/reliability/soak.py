@@ -81,7 +81,7 @@ class GoneHandler(AnyHandler):
 
 
 def proc_figures(pid):
-    """{rss, hwm (KiB), threads, fds} of a live process, or None."""
+    """{rss, hwm, anon, file (KiB), threads, fds} of a live process, or None."""
     try:
         with open(f"/proc/{pid}/status") as f:
             text = f.read()
@@ -89,7 +89,8 @@ def proc_figures(pid):
     except OSError:
         return None
     got = {k: int(re.search(rf"^{name}:\s+(\d+)", text, re.M).group(1))
-           for k, name in (("rss", "VmRSS"), ("hwm", "VmHWM"), ("threads", "Threads"))}
+           for k, name in (("rss", "VmRSS"), ("hwm", "VmHWM"), ("anon", "RssAnon"), ("file", "RssFile"),
+                           ("threads", "Threads"))}
     got["fds"] = fds
     return got
 
@@ -103,6 +104,19 @@ def folder_kib(path):
             except OSError:
                 pass  # a journal segment trimmed meanwhile
     return total // 1024
+
+
+def small_kyoto_caches(config, size):
+    """Names the three stores in a Node's lcc.yaml with Kyoto's memory map and B+ tree page
+    cache at SIZE: caches that fill within the warm-up, so that what grows after is no cache."""
+    options = f"{{plugin: storage-kyoto, options: {{mmap_size: {size}, page_cache: {size}}}}}"
+    with open(config) as f:
+        text = f.read()
+    head = "storage:\n"
+    assert text.count(head) == 1, text
+    stores = "".join(f"  {s}: {options}\n" for s in ("queue", "content", "providers"))
+    with open(config, "w") as f:
+        f.write(text.replace(head, head + stores))
 
 
 def reopened(log):
@@ -157,11 +171,16 @@ class Soak:
                   f"bot:\n  robots: 2\n  slots: 8\n")
         if a.mode == "all":
             self.qm = self.uns = Node(a, self.work, "lccd", extra=uns + tuning)
-            return {"lccd": self.qm}
-        self.qm = Node(a, self.work, "qm", roles=["qm", "botm", "bot", "cu", "rs"], extra=uns + tuning)
-        self.uns = Node(a, self.work, "uns", roles=["uns"],
-                        extra=uns + f"  qm: 127.0.0.1:{self.qm.ports['qm']}\n  qm_retry: 200ms\n")
-        return {"qm": self.qm, "uns": self.uns}
+            nodes = {"lccd": self.qm}
+        else:
+            self.qm = Node(a, self.work, "qm", roles=["qm", "botm", "bot", "cu", "rs"], extra=uns + tuning)
+            self.uns = Node(a, self.work, "uns", roles=["uns"],
+                            extra=uns + f"  qm: 127.0.0.1:{self.qm.ports['qm']}\n  qm_retry: 200ms\n")
+            nodes = {"qm": self.qm, "uns": self.uns}
+        if a.kyoto_cache != "default":
+            for n in nodes.values():
+                small_kyoto_caches(n.config, a.kyoto_cache)
+        return nodes
 
     # --- the deployment -------------------------------------------------------------
     def start(self):
@@ -454,15 +473,15 @@ class Soak:
 
     def print_row(self, row):
         if len(self.samples) == 1:
-            print("     t " + "".join(f"| {p:>7} rss/hwm MiB  fds thr " for p in self.procs()) +
+            print("     t " + "".join(f"| {p:>7} rss/hwm/anon MiB  fds thr " for p in self.procs()) +
                   "| data MiB | sets  cut  exp | events", flush=True)
         cells = []
         for p in self.procs():
             if f"{p}_rss" in row:
                 cells.append(f"| {row[f'{p}_rss'] / 1024:6.1f} {row[f'{p}_hwm'] / 1024:6.1f} "
-                             f"{row[f'{p}_fds']:5d} {row[f'{p}_threads']:3d} ")
+                             f"{row[f'{p}_anon'] / 1024:6.1f} {row[f'{p}_fds']:5d} {row[f'{p}_threads']:3d} ")
             else:
-                cells.append("|" + " " * 29 + "down ")
+                cells.append("|" + " " * 36 + "down ")
         data = sum(row[f"{n}_data_kib"] for n in self.nodes) / 1024
         exports = row["tar"] + row["warc"] + row["xml"]
         print(f"{row['t']:6.0f} " + "".join(cells) + f"| {data:8.1f} | {row['sets']:5d} {row['cut']:3d} "
@@ -606,6 +625,9 @@ def main():
     ap.add_argument("--rss-tolerance", type=float, default=0.10, help="fraction of growth allowed")
     ap.add_argument("--rss-slack", type=float, default=8.0, help="MiB of growth allowed beside the fraction")
     ap.add_argument("--fd-slack", type=int, default=4, help="descriptors (and threads) of growth allowed")
+    ap.add_argument("--kyoto-cache", default="1MiB",
+                    help="storage-kyoto's mmap_size and page_cache for every store ('default': the plugin's, "
+                         "32MiB and 64MiB, which take longer than an hour of this load to fill)")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args()
     args.bin, args.plugins = os.path.abspath(args.bin), os.path.abspath(args.plugins)
