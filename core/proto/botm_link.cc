@@ -198,7 +198,9 @@ FetchResult decodeResult(AttrParser& p, const RawElement& el, bool with_file) {
   FetchResult r;
   r.id = p.reqU64("id");
   const bool ok = p.yes("ok");
-  r.http_status = static_cast<int>(p.optU64("http"));
+  const std::uint64_t http = p.optU64("http");
+  if (http > 999) p.bad("http", "not an HTTP status (over 999)");  // an int cast would wrap it
+  r.http_status = static_cast<int>(std::min<std::uint64_t>(http, 999));
   r.unchanged = p.yes("unchanged");
   if (with_file) {
     r.machine = p.str("machine");

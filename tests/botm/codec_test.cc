@@ -223,6 +223,21 @@ TEST(BotmLink, TheOrphanSweepMessagesRoundTripAndNeedTheirAttributes) {
   EXPECT_EQ(bad.error(), ErrorCode::kMalformed);
 }
 
+// Found by botm_link_fuzz: http="20052428800" wrapped through an int cast into a negative
+// status, which the encoder then wrote and the decoder refused (seed
+// fuzz/corpus/botm_link/http-status-overflow.xml).
+TEST(BotmLink, AnHttpStatusOver999IsRefusedNotWrapped) {
+  BotmStreamDecoder dec;
+  std::vector<BotmMessage> out;
+  EXPECT_FALSE(dec.feed(encodeBotmOpen({"m1", 2, ""}) + "<result id=\"1\" ok=\"yes\" http=\"20052428800\"/>\n", &out));
+  EXPECT_EQ(dec.error(), ErrorCode::kMalformed);
+  EXPECT_NE(dec.errorMessage().find("http"), std::string::npos) << dec.errorMessage();
+  BotmStreamDecoder fine;
+  out.clear();
+  EXPECT_TRUE(fine.feed(encodeBotmOpen({"m1", 2, ""}) + "<result id=\"1\" ok=\"yes\" machine=\"m1\" file=\"00/00/1\" http=\"999\"/>\n", &out))
+      << fine.errorMessage();
+}
+
 TEST(RobotProtocol, RoundTripBothWays) {
   RobotFetch f{42, "http://www.server.com/a.htm", "/var/lib/lcc/content/00/00/2a", "text/html", 1714564680, 52428800,
                {RedirectPolicy::kPrefix, {"http://www.server.com/", "https://cdn.server.com/a/"}}};
