@@ -9,7 +9,7 @@ std::string trimmed(const char* msg) {
   std::string s = msg == nullptr ? std::string() : std::string(msg);
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   for (char& ch : s) {
-    if (ch == '\n') ch = ' ';
+    if (ch == '\n' || ch == '\t') ch = ' ';
   }
   return s;
 }
