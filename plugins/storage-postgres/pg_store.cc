@@ -98,12 +98,10 @@ Status writeCounter(PgConn& conn, StoreKind kind, const char* name, std::int64_t
       .status();
 }
 
-Status syncCommitted(PgConn& conn, StoreKind kind) {
+// One statement in a transaction whose COMMIT waits for the WAL flush.
+static Status runDurably(PgConn& conn, const char* sql, StoreKind kind) {
   LCC_RETURN_IF_ERROR(conn.begin(true));
-  Status s = conn.run("UPDATE lcc_store SET value = (value::bigint + 1)::text WHERE store = $1 AND "
-                      "name = 'sync_count'",
-                      PgParams().text(storeName(kind)))
-                 .status();
+  Status s = conn.run(sql, PgParams().text(storeName(kind))).status();
   if (!s.isOk()) {
     conn.rollback();
     return s;
@@ -111,16 +109,13 @@ Status syncCommitted(PgConn& conn, StoreKind kind) {
   return conn.commit();
 }
 
+Status syncCommitted(PgConn& conn, StoreKind kind) {
+  return runDurably(conn, "UPDATE lcc_store SET value = (value::bigint + 1)::text WHERE store = $1 AND "
+                          "name = 'sync_count'", kind);
+}
+
 Status markClean(PgConn& conn, StoreKind kind) {
-  LCC_RETURN_IF_ERROR(conn.begin(true));
-  Status s = conn.run("UPDATE lcc_store SET value = '1' WHERE store = $1 AND name = 'clean_shutdown'",
-                      PgParams().text(storeName(kind)))
-                 .status();
-  if (!s.isOk()) {
-    conn.rollback();
-    return s;
-  }
-  return conn.commit();
+  return runDurably(conn, "UPDATE lcc_store SET value = '1' WHERE store = $1 AND name = 'clean_shutdown'", kind);
 }
 
 }  // namespace lcc::plugins::postgres
