@@ -37,6 +37,10 @@ as_owner() {
 
 case "$cmd" in
   start)
+    # A server left running in DIR by an interrupted run is stopped first.
+    if [ -f "$dir/data/postmaster.pid" ]; then
+      as_owner "$bin/pg_ctl" -D "$dir/data" -w -t 60 -m immediate stop >/dev/null 2>&1 || true
+    fi
     rm -rf "$dir"
     mkdir -p "$dir"
     if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
