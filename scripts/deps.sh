@@ -17,6 +17,7 @@ packages=(
   prometheus         # promtool check metrics (tests/e2e/operator_test.py)
   nodejs wget        # warcio reads the WARC answer; wget --warc-file for comparison (tests/e2e/warc_test.py)
   strace             # the ack-after-sync audit (tests/reliability/ack_after_sync_audit.py)
+  libpq-dev postgresql  # storage-postgres (libpq) and the private server of its tests (initdb, pg_ctl, psql)
 )
 # warcio (npm), the independent WARC reader of tests/e2e/warc_test.py, in a fixed folder.
 npm_prefix=/usr/local/lib/lcc-npm

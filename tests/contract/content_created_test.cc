@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "common/plugin/plugin_registry.h"
 #include "common/posix_env.h"
+#include "server_store_options.h"
 #include "support/sim_clock.h"
 #include "support/temp_dir.h"
 
@@ -37,13 +38,18 @@ ContentRecord record(const std::string& url, ChangeSeq seq, bool deleted = false
 
 class ContentCreatedTest : public ::testing::TestWithParam<std::string> {
  protected:
+  void SetUp() override {
+    const std::string why = testing::serverStoreSkipReason(GetParam());
+    if (!why.empty()) GTEST_SKIP() << why;
+  }
   PluginPtr<ContentStore> open() {
     registry_.reset();
     registry_ = std::make_unique<PluginRegistry>(
         LCC_PLUGIN_DIR, HostContext{&clock_, posixEnv(), pluginLogger(GetParam()), dir_.path(), "m1"});
     auto o = registry_->defaultOptions(GetParam());
     EXPECT_TRUE(o.isOk()) << o.status().toString();
-    auto s = registry_->makeContentStore(GetParam(), o.isOk() ? o.value() : OptionsView());
+    auto s = registry_->makeContentStore(
+        GetParam(), o.isOk() ? testing::serverStoreOptions(GetParam(), o.value(), schema_) : OptionsView());
     EXPECT_TRUE(s.isOk()) << s.status().toString();
     return s.isOk() ? std::move(s).value() : nullptr;
   }
@@ -71,6 +77,7 @@ class ContentCreatedTest : public ::testing::TestWithParam<std::string> {
 
   testing::TempDir dir_;
   testing::SimClock clock_;
+  const std::string schema_ = testing::freshSchemaName();  // server store plugins only
   std::unique_ptr<PluginRegistry> registry_;
 };
 

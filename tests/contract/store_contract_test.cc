@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "common/plugin/plugin_registry.h"
 #include "common/posix_env.h"
+#include "server_store_options.h"
 #include "support/sim_clock.h"
 #include "support/temp_dir.h"
 
@@ -149,6 +150,10 @@ std::vector<T> collect(Scan&& scan) {
 class StoreContractTest : public ::testing::TestWithParam<std::string> {
  protected:
   StoreContractTest() { reopenRegistry(); }
+  void SetUp() override {
+    const std::string why = testing::serverStoreSkipReason(GetParam());
+    if (!why.empty()) GTEST_SKIP() << why;
+  }
 
   void reopenRegistry() {
     registry_.reset();
@@ -158,7 +163,7 @@ class StoreContractTest : public ::testing::TestWithParam<std::string> {
   OptionsView options() {
     auto o = registry_->defaultOptions(GetParam());
     EXPECT_TRUE(o.isOk()) << o.status().toString();
-    return o.isOk() ? o.value() : OptionsView();
+    return o.isOk() ? testing::serverStoreOptions(GetParam(), o.value(), schema_) : OptionsView();
   }
   PluginPtr<QueueStore> queue() {
     auto s = registry_->makeQueueStore(GetParam(), options());
@@ -192,6 +197,7 @@ class StoreContractTest : public ::testing::TestWithParam<std::string> {
   TempDir dir_;
   SimClock clock_;
   std::unique_ptr<PluginRegistry> registry_;
+  const std::string schema_ = testing::freshSchemaName();  // server store plugins only
 };
 
 // ===================================== QueueStore ====================================

@@ -1,0 +1,208 @@
+#include "pg_conn.h"
+
+#include <cstring>
+
+namespace lcc::plugins::postgres {
+namespace {
+
+std::string trimmed(const char* msg) {
+  std::string s = msg == nullptr ? std::string() : std::string(msg);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  for (char& ch : s) {
+    if (ch == '\n' || ch == '\t') ch = ' ';
+  }
+  return s;
+}
+
+std::string bigEndian(std::uint64_t v) {
+  std::string out(8, '\0');
+  for (int i = 7; i >= 0; --i) {
+    out[static_cast<std::size_t>(i)] = static_cast<char>(v & 0xff);
+    v >>= 8;
+  }
+  return out;
+}
+
+}  // namespace
+
+// --- PgParams ------------------------------------------------------------------------
+
+PgParams& PgParams::add(Oid oid, std::string bytes, bool is_null) {
+  oids_.push_back(oid);
+  lengths_.push_back(static_cast<int>(bytes.size()));
+  formats_.push_back(1);
+  nulls_.push_back(is_null);
+  data_.push_back(std::move(bytes));
+  return *this;
+}
+
+PgParams& PgParams::i64(std::int64_t v) { return add(kInt8, bigEndian(static_cast<std::uint64_t>(v)), false); }
+PgParams& PgParams::bytes(std::string_view v) { return add(kBytea, std::string(v), false); }
+PgParams& PgParams::text(std::string_view v) { return add(kText, std::string(v), false); }
+PgParams& PgParams::null(Oid oid) { return add(oid, std::string(), true); }
+
+std::vector<const char*> PgParams::values() const {
+  std::vector<const char*> out;
+  out.reserve(data_.size());
+  // A zero-length bytea must still be a non-null pointer (null pointer = SQL NULL).
+  for (std::size_t i = 0; i < data_.size(); ++i) out.push_back(nulls_[i] ? nullptr : data_[i].data());
+  return out;
+}
+
+// --- PgResult ------------------------------------------------------------------------
+
+PgResult& PgResult::operator=(PgResult&& o) noexcept {
+  if (this != &o) {
+    if (r_ != nullptr) PQclear(r_);
+    r_ = o.r_;
+    o.r_ = nullptr;
+  }
+  return *this;
+}
+
+PgResult::~PgResult() {
+  if (r_ != nullptr) PQclear(r_);
+}
+
+std::int64_t PgResult::affected() const {
+  const char* n = PQcmdTuples(r_);
+  return (n == nullptr || *n == '\0') ? 0 : std::strtoll(n, nullptr, 10);
+}
+
+std::int64_t PgResult::i64(int row, int col) const {
+  if (PQgetlength(r_, row, col) != 8) return 0;
+  const auto* p = reinterpret_cast<const unsigned char*>(PQgetvalue(r_, row, col));
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
+  return static_cast<std::int64_t>(v);
+}
+
+std::string PgResult::bytes(int row, int col) const {
+  return std::string(PQgetvalue(r_, row, col), static_cast<std::size_t>(PQgetlength(r_, row, col)));
+}
+
+// --- PgConn --------------------------------------------------------------------------
+
+Status statusFromSqlState(const char* sqlstate, std::string message) {
+  const std::string st = sqlstate == nullptr ? std::string() : std::string(sqlstate);
+  if (!st.empty()) message += " (SQLSTATE " + st + ")";
+  if (st.rfind("23", 0) == 0 || st.rfind("22", 0) == 0) return Status::invalidArgument(std::move(message));
+  if (st == "XX001" || st == "XX002") return Status::corruption(std::move(message));
+  if (st.rfind("40", 0) == 0 || st == "57014") return Status::aborted(std::move(message));
+  if (st.empty() || st.rfind("08", 0) == 0 || st.rfind("53", 0) == 0 || st.rfind("58", 0) == 0 ||
+      st.rfind("57P", 0) == 0) {
+    return Status::ioError(std::move(message));
+  }
+  return Status::internal(std::move(message));
+}
+
+std::string quoteIdent(const std::string& name) { return "\"" + name + "\""; }
+
+Result<std::unique_ptr<PgConn>> PgConn::connect(const std::string& conninfo, const std::string& schema,
+                                                std::int64_t connect_timeout_ms, std::string what) {
+  // dbname is expanded as a connection string / URI; the keywords after it override
+  // nothing the user set except where they come later (connect_timeout is ours).
+  const std::string timeout = std::to_string(std::max<std::int64_t>(1, (connect_timeout_ms + 999) / 1000));
+  const char* keys[] = {"fallback_application_name", "connect_timeout", "dbname", nullptr};
+  const char* values[] = {"lccd storage-postgres", timeout.c_str(), conninfo.c_str(), nullptr};
+  PGconn* c = PQconnectdbParams(keys, values, 1);
+  if (c == nullptr) return Status::ioError(what + ": libpq could not allocate a connection");
+  if (PQstatus(c) != CONNECTION_OK) {
+    Status s = Status::ioError(what + ": cannot connect: " + trimmed(PQerrorMessage(c)));
+    PQfinish(c);
+    return s;
+  }
+  std::unique_ptr<PgConn> conn(new PgConn(c, schema, std::move(what)));
+  LCC_RETURN_IF_ERROR(conn->setupSession());
+  return conn;
+}
+
+PgConn::~PgConn() { PQfinish(c_); }
+
+Status PgConn::setupSession() {
+  prepared_.clear();
+  in_tx_ = false;
+  return exec("SET search_path TO " + quoteIdent(schema_) + "; SET synchronous_commit TO on");
+}
+
+Status PgConn::reconnect() {
+  PQreset(c_);
+  if (PQstatus(c_) != CONNECTION_OK) {
+    return Status::ioError(what_ + ": the connection was lost and reconnecting failed: " +
+                           trimmed(PQerrorMessage(c_)));
+  }
+  return setupSession();
+}
+
+Status PgConn::resultStatus(PGresult* r, const char* doing) const {
+  const ExecStatusType t = r == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(r);
+  if (t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK) return Status::ok();
+  std::string msg = r == nullptr ? trimmed(PQerrorMessage(c_)) : trimmed(PQresultErrorMessage(r));
+  if (msg.empty()) msg = trimmed(PQerrorMessage(c_));
+  const char* state = r == nullptr ? nullptr : PQresultErrorField(r, PG_DIAG_SQLSTATE);
+  return statusFromSqlState(state, what_ + ": " + doing + ": " + msg);
+}
+
+Result<PgResult> PgConn::runOnce(const char* sql, const PgParams& params) {
+  auto it = prepared_.find(sql);
+  if (it == prepared_.end()) {
+    std::string name = "lcc_s" + std::to_string(prepared_.size() + 1);
+    PgResult prep(PQprepare(c_, name.c_str(), sql, params.size(), params.oids()));
+    LCC_RETURN_IF_ERROR(resultStatus(prep.raw(), "preparing a statement"));
+    it = prepared_.emplace(sql, std::move(name)).first;
+  }
+  const std::vector<const char*> values = params.values();
+  PGresult* r = PQexecPrepared(c_, it->second.c_str(), params.size(), values.data(), params.lengths(),
+                               params.formats(), 1);
+  PgResult res(r);
+  LCC_RETURN_IF_ERROR(resultStatus(r, "a statement failed"));
+  return res;
+}
+
+Result<PgResult> PgConn::run(const char* sql, const PgParams& params) {
+  if (!in_tx_ && lost()) LCC_RETURN_IF_ERROR(reconnect());
+  auto r = runOnce(sql, params);
+  if (!r.isOk() && !in_tx_ && lost()) {
+    // Outside a transaction only reads run here: safe to run again.
+    LCC_RETURN_IF_ERROR(reconnect());
+    return runOnce(sql, params);
+  }
+  return r;
+}
+
+Status PgConn::exec(const std::string& sql) {
+  PgResult r(PQexec(c_, sql.c_str()));
+  return resultStatus(r.raw(), "running SQL");
+}
+
+Status PgConn::begin(bool durable) {
+  if (lost()) LCC_RETURN_IF_ERROR(reconnect());
+  const char* sql = durable ? "BEGIN" : "BEGIN; SET LOCAL synchronous_commit TO off";
+  Status s = exec(sql);
+  if (!s.isOk() && lost()) {
+    // Nothing ran yet: reconnect (e.g. after a server restart) and begin again.
+    LCC_RETURN_IF_ERROR(reconnect());
+    s = exec(sql);
+  }
+  if (s.isOk()) in_tx_ = true;
+  return s;
+}
+
+Status PgConn::commit() {
+  in_tx_ = false;
+  PgResult r(PQexec(c_, "COMMIT"));
+  LCC_RETURN_IF_ERROR(resultStatus(r.raw(), "COMMIT"));
+  // A COMMIT of a transaction that failed earlier answers ROLLBACK, not an error.
+  if (std::strcmp(PQcmdStatus(r.raw()), "COMMIT") != 0) {
+    return Status::aborted(what_ + ": the transaction was rolled back by the server");
+  }
+  return Status::ok();
+}
+
+void PgConn::rollback() {
+  in_tx_ = false;
+  if (lost()) return;
+  PgResult r(PQexec(c_, "ROLLBACK"));
+}
+
+}  // namespace lcc::plugins::postgres

@@ -1,0 +1,131 @@
+// pg_conn.h — one libpq connection of storage-postgres: prepared statements with
+// binary parameters and results, transactions, reconnecting, errors as lcc::Status.
+//
+// Every value crosses in binary: integers as int8 (8 bytes, big-endian), strings and
+// keys as bytea or text (their raw bytes), so nothing is escaped and no SQL text is
+// built from data. Integer columns are BIGINT throughout (schema.sql).
+// THREADS: a PgConn is used by one thread at a time (the stores lock or pool them).
+// RECONNECT: a statement that fails because the connection is gone, outside a
+// transaction, reconnects (PQreset) and runs once more; inside a transaction the
+// failure is returned (the server rolled the transaction back) and the next call
+// outside one reconnects.
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lcc/status.h"
+
+namespace lcc::plugins::postgres {
+
+// Parameters of one statement run; their types (OIDs) are fixed when the statement
+// is prepared, on its first run on a connection.
+class PgParams {
+ public:
+  PgParams& i64(std::int64_t v);
+  PgParams& u64(std::uint64_t v) { return i64(static_cast<std::int64_t>(v)); }  // two's complement
+  PgParams& bytes(std::string_view v);  // bytea
+  PgParams& text(std::string_view v);   // text (ASCII names only: store, counter names)
+  PgParams& optI64(const std::optional<std::int64_t>& v) { return v ? i64(*v) : null(kInt8); }
+  PgParams& optU64(const std::optional<std::uint64_t>& v) { return v ? u64(*v) : null(kInt8); }
+  PgParams& optBytes(const std::optional<std::string>& v) { return v ? bytes(*v) : null(kBytea); }
+
+  int size() const { return static_cast<int>(oids_.size()); }
+  const Oid* oids() const { return oids_.data(); }
+  std::vector<const char*> values() const;
+  const int* lengths() const { return lengths_.data(); }
+  const int* formats() const { return formats_.data(); }
+
+  static constexpr Oid kBytea = 17, kInt8 = 20, kText = 25;
+
+ private:
+  PgParams& null(Oid oid);
+  PgParams& add(Oid oid, std::string bytes, bool is_null);
+  std::vector<Oid> oids_;
+  std::vector<std::string> data_;
+  std::vector<bool> nulls_;
+  std::vector<int> lengths_;
+  std::vector<int> formats_;
+};
+
+// A statement's rows (binary). Owns the PGresult.
+class PgResult {
+ public:
+  explicit PgResult(PGresult* r) : r_(r) {}
+  PgResult(PgResult&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
+  PgResult& operator=(PgResult&& o) noexcept;
+  ~PgResult();
+
+  PGresult* raw() const { return r_; }
+  int rows() const { return PQntuples(r_); }
+  std::int64_t affected() const;  // rows an INSERT/UPDATE/DELETE touched
+  bool isNull(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
+  std::int64_t i64(int row, int col) const;  // 0 when the value is not 8 bytes
+  std::uint64_t u64(int row, int col) const { return static_cast<std::uint64_t>(i64(row, col)); }
+  std::string bytes(int row, int col) const;
+  std::optional<std::int64_t> optI64(int row, int col) const {
+    return isNull(row, col) ? std::nullopt : std::optional<std::int64_t>(i64(row, col));
+  }
+  std::optional<std::string> optBytes(int row, int col) const {
+    return isNull(row, col) ? std::nullopt : std::optional<std::string>(bytes(row, col));
+  }
+
+ private:
+  PGresult* r_;
+};
+
+class PgConn {
+ public:
+  // Connects with `conninfo` (a libpq connection string or URI), sets the session's
+  // search_path to `schema` (validated by the options) and synchronous_commit on.
+  // `what` starts every error message ("storage-postgres: queue store (schema lcc)").
+  static Result<std::unique_ptr<PgConn>> connect(const std::string& conninfo, const std::string& schema,
+                                                 std::int64_t connect_timeout_ms, std::string what);
+  ~PgConn();
+  PgConn(const PgConn&) = delete;
+  PgConn& operator=(const PgConn&) = delete;
+
+  // Runs `sql` (a constant: statements are cached by its address) as a prepared
+  // statement with binary parameters and results.
+  Result<PgResult> run(const char* sql, const PgParams& params);
+  // Runs SQL without parameters (may hold several statements).
+  Status exec(const std::string& sql);
+
+  // BEGIN; when !durable, the commit does not wait for the WAL flush
+  // (SET LOCAL synchronous_commit TO off). commit() returns once the server committed.
+  Status begin(bool durable);
+  Status commit();
+  void rollback();  // best effort
+  bool inTransaction() const { return in_tx_; }
+  const std::string& what() const { return what_; }
+  bool lost() const { return PQstatus(c_) == CONNECTION_BAD; }
+
+ private:
+  PgConn(PGconn* c, std::string schema, std::string what) : c_(c), schema_(std::move(schema)), what_(std::move(what)) {}
+  Status setupSession();
+  Status reconnect();
+  Result<PgResult> runOnce(const char* sql, const PgParams& params);
+  Status resultStatus(PGresult* r, const char* doing) const;
+
+  PGconn* c_;
+  std::string schema_;
+  std::string what_;
+  bool in_tx_ = false;
+  std::map<const char*, std::string> prepared_;  // sql address → statement name
+};
+
+// Maps a server error (SQLSTATE) to a StatusCode: 23xxx → InvalidArgument, 08xxx and
+// 53xxx/58xxx → IOError, XX001/XX002 → Corruption, 40xxx → Aborted, else Internal.
+Status statusFromSqlState(const char* sqlstate, std::string message);
+
+// Quotes an identifier the options validated ([a-z_][a-z0-9_]*): "name".
+std::string quoteIdent(const std::string& name);
+
+}  // namespace lcc::plugins::postgres

@@ -1,0 +1,80 @@
+// pg_content_store.h — ContentStore (the LCC DB) on PostgreSQL: table lcc and the
+// 'content' rows of meta (schema.sql).
+//
+// THREADS: apply()/sync()/close() from one writer thread (the QM) on the writer
+// connection. Reads (get, scans, getMeta) are thread-safe and run concurrently on a
+// pool of up to `max_readers` connections (opened on demand); more concurrent reads
+// wait for a free one. Readers see committed batches only (each statement its own
+// snapshot). maxSeq() and count() are atomics, no SQL.
+// DURABILITY: as the queue store (pg_queue_store.h).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "lcc/content_store.h"
+#include "lcc/host.h"
+#include "pg_store.h"
+
+namespace lcc::plugins::postgres {
+
+class PgContentStore final : public ContentStore {
+ public:
+  static Result<ContentStore*> open(const HostContext& host, const StoreOptions& opts);
+  ~PgContentStore() override = default;
+
+  const StoreOpenInfo& openInfo() const override { return info_; }
+  Status apply(const ContentBatch& batch) override;
+  Status sync() override;
+  Status close() override;
+
+  Result<std::optional<ContentRecord>> get(std::string_view encoded_key) override;
+  Status scanProvider(ProviderId pid, const std::function<bool(const ContentRecord&)>& fn) override;
+  Status scanSince(ChangeSeq after, const ContentFilter& filter,
+                   const std::function<bool(const ContentRecord&)>& fn) override;
+  Result<ChangeSeq> maxSeq() override;
+  Result<std::uint64_t> count() override;
+  Result<std::optional<std::string>> getMeta(std::string_view key) override;
+
+ private:
+  PgContentStore(const HostContext& host, const StoreOptions& opts, std::unique_ptr<PgConn> conn, StoreOpenInfo info,
+                 std::int64_t rows, std::int64_t max_seq)
+      : host_(host), opts_(opts), conn_(std::move(conn)), info_(std::move(info)), rows_(rows), max_seq_(max_seq) {}
+
+  // A read connection from the pool, given back on destruction.
+  class Reader;
+  Result<Reader> acquire();
+  void release(std::unique_ptr<PgConn> conn);
+  // Reads one chunk with `read` on a pooled connection, then calls fn on its records
+  // with no connection held (a callback may call the store). Returns false when fn
+  // stopped or the chunk was the last.
+  Result<bool> scanChunk(const std::function<Result<PgResult>(PgConn&)>& read, const ContentFilter* filter,
+                         const std::function<bool(const ContentRecord&)>& fn, std::string* after_key,
+                         std::int64_t* after_seq);
+
+  Status putRecord(const ContentRecord& put, std::int64_t* rows, std::int64_t* max_seq);
+  Status applyOp(const ContentBatch::Op& op, std::int64_t* rows, std::int64_t* max_seq);
+  Status writable() const;
+  void corruptRow(const std::string& what);
+
+  HostContext host_;
+  StoreOptions opts_;
+  std::unique_ptr<PgConn> conn_;  // the writer connection
+  StoreOpenInfo info_;
+  std::atomic<std::int64_t> rows_;
+  std::atomic<std::int64_t> max_seq_;
+  bool unsynced_ = false;  // writer thread only
+  Status failed_;          // sticky; writer thread only
+  std::atomic<bool> closed_{false};
+  std::atomic<std::uint64_t> corrupt_rows_{0};
+
+  std::mutex pool_mu_;
+  std::condition_variable pool_cv_;
+  std::vector<std::unique_ptr<PgConn>> idle_;
+  std::int64_t open_readers_ = 0;  // idle + lent out
+};
+
+}  // namespace lcc::plugins::postgres

@@ -1,0 +1,277 @@
+#include "pg_queue_store.h"
+
+#include <limits>
+
+namespace lcc::plugins::postgres {
+namespace {
+
+constexpr std::int64_t kScanChunk = 512;  // rows per read round trip
+
+#define LCC_QDB_COLS "key, url_op, view_tag, browse, fetch_url, mtime, size, md5, tod, op, pset, slot, next, bad_count, queued"
+#define LCC_QPSDB_COLS "pset, slot, pid, priority, first, last, count"
+
+PgParams entryParams(const std::string& key, const QueueEntry& e) {
+  const UrlNotice& n = e.notice;
+  PgParams p;
+  p.bytes(key).i64(static_cast<std::int64_t>(n.op)).bytes(n.view_tag).optBytes(n.browse).bytes(n.fetch);
+  p.optI64(n.mtime).optU64(n.size).bytes(n.md5).bytes(n.tod).i64(static_cast<std::int64_t>(e.op));
+  p.u64(e.pset).i64(e.slot).bytes(e.next).i64(e.bad_count).i64(toUnixMillis(e.queued));
+  return p;
+}
+
+// A QDB row in LCC_QDB_COLS order; nullopt when it does not hold a valid entry.
+std::optional<QueueEntry> entryFromRow(const PgResult& r, int i) {
+  auto key = decodeUrlKey(r.bytes(i, 0));
+  const std::int64_t url_op = r.i64(i, 1), op = r.i64(i, 9), slot = r.i64(i, 11), bad = r.i64(i, 13);
+  if (!key || url_op < 0 || url_op > kUrlOpMax || op < 0 || op > 1 || bad < 0 || bad > 0xffff ||
+      slot < std::numeric_limits<TimeSlot>::min() || slot > std::numeric_limits<TimeSlot>::max()) {
+    return std::nullopt;
+  }
+  QueueEntry e;
+  e.notice.key = std::move(*key);
+  e.notice.op = static_cast<UrlOp>(url_op);
+  e.notice.view_tag = r.bytes(i, 2);
+  e.notice.browse = r.optBytes(i, 3);
+  e.notice.fetch = r.bytes(i, 4);
+  e.notice.mtime = r.optI64(i, 5);
+  if (!r.isNull(i, 6)) e.notice.size = r.u64(i, 6);
+  e.notice.md5 = r.bytes(i, 7);
+  e.notice.tod = r.bytes(i, 8);
+  e.op = static_cast<QueueOp>(op);
+  e.pset = r.u64(i, 10);
+  e.slot = static_cast<TimeSlot>(slot);
+  e.next = r.bytes(i, 12);
+  e.bad_count = static_cast<std::uint16_t>(bad);
+  e.queued = fromUnixMillis(r.i64(i, 14));
+  return e;
+}
+
+std::optional<PSetRecord> psetFromRow(const PgResult& r, int i) {
+  const std::int64_t slot = r.i64(i, 1), pid = r.i64(i, 2), prio = r.i64(i, 3);
+  if (slot < std::numeric_limits<TimeSlot>::min() || slot > std::numeric_limits<TimeSlot>::max() || pid < 0 ||
+      pid > std::numeric_limits<ProviderId>::max() || prio < std::numeric_limits<std::int32_t>::min() ||
+      prio > std::numeric_limits<std::int32_t>::max()) {
+    return std::nullopt;
+  }
+  PSetRecord p;
+  p.pset = r.u64(i, 0);
+  p.slot = static_cast<TimeSlot>(slot);
+  p.pid = static_cast<ProviderId>(pid);
+  p.priority = static_cast<std::int32_t>(prio);
+  p.first = r.bytes(i, 4);
+  p.last = r.bytes(i, 5);
+  p.count = r.u64(i, 6);
+  return p;
+}
+
+}  // namespace
+
+Result<QueueStore*> PgQueueStore::open(const HostContext& host, const StoreOptions& opts) {
+  StoreOpenInfo info;
+  LCC_ASSIGN_OR_RETURN(auto conn, openStore(opts, StoreKind::kQueue, &info));
+  LCC_ASSIGN_OR_RETURN(PgResult n, conn->run("SELECT count(*) FROM qdb", PgParams()));
+  const std::int64_t rows = n.i64(0, 0);
+  return new PgQueueStore(host, opts, std::move(conn), std::move(info), rows);
+}
+
+Status PgQueueStore::writable() const {
+  if (closed_) return Status::aborted(conn_->what() + ": the queue store is closed");
+  return failed_;
+}
+
+Status PgQueueStore::readable() const {
+  if (closed_) return Status::aborted(conn_->what() + ": the queue store is closed");
+  return Status::ok();
+}
+
+void PgQueueStore::corruptRow(const std::string& what) {
+  ++corrupt_rows_;
+  if (host_.logger != nullptr) {
+    host_.logger->warn(conn_->what() + ": skipped a corrupt " + what + " (" + std::to_string(corrupt_rows_) +
+                       " so far)");
+  }
+}
+
+Status PgQueueStore::apply(const QueueBatch& batch) {
+  LCC_RETURN_IF_ERROR(writable());
+  if (batch.empty()) return Status::ok();
+  std::int64_t rows = rows_;
+  Status s = conn_->begin(opts_.full_sync);
+  for (std::size_t i = 0; s.isOk() && i < batch.ops().size(); ++i) s = applyOp(batch.ops()[i], &rows);
+  if (s.isOk()) s = conn_->commit();
+  if (!s.isOk()) {
+    conn_->rollback();
+    failed_ = s.withContext("queue store apply failed, store is now read-only until restart");
+    return failed_;
+  }
+  rows_ = rows;
+  if (!opts_.full_sync) unsynced_ = true;
+  return Status::ok();
+}
+
+Status PgQueueStore::applyOp(const QueueBatch::Op& op, std::int64_t* rows) {
+  if (const auto* put = std::get_if<QueueBatch::PutEntry>(&op)) {
+    // xmax = 0 only on a row this statement inserted (not on one it updated).
+    LCC_ASSIGN_OR_RETURN(PgResult r, conn_->run(
+        "INSERT INTO qdb (" LCC_QDB_COLS ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15) "
+        "ON CONFLICT (key) DO UPDATE SET url_op=EXCLUDED.url_op, view_tag=EXCLUDED.view_tag, "
+        "browse=EXCLUDED.browse, fetch_url=EXCLUDED.fetch_url, mtime=EXCLUDED.mtime, size=EXCLUDED.size, "
+        "md5=EXCLUDED.md5, tod=EXCLUDED.tod, op=EXCLUDED.op, pset=EXCLUDED.pset, slot=EXCLUDED.slot, "
+        "next=EXCLUDED.next, bad_count=EXCLUDED.bad_count, queued=EXCLUDED.queued "
+        "RETURNING CASE WHEN xmax = 0 THEN 1::bigint ELSE 0::bigint END",
+        entryParams(encodeUrlKey(put->entry.notice.key), put->entry)));
+    if (r.rows() == 1) *rows += r.i64(0, 0);
+  } else if (const auto* rm = std::get_if<QueueBatch::RemoveEntry>(&op)) {
+    if (!decodeUrlKey(rm->key)) return Status::invalidArgument("queue batch removes a key that is not an encoded UrlKey");
+    LCC_ASSIGN_OR_RETURN(PgResult r, conn_->run("DELETE FROM qdb WHERE key = $1", PgParams().bytes(rm->key)));
+    *rows -= r.affected();
+  } else if (const auto* pp = std::get_if<QueueBatch::PutPSet>(&op)) {
+    const PSetRecord& p = pp->pset;
+    return conn_->run("INSERT INTO qpsdb (" LCC_QPSDB_COLS ") VALUES ($1,$2,$3,$4,$5,$6,$7) "
+                      "ON CONFLICT (pset, slot) DO UPDATE SET pid=EXCLUDED.pid, priority=EXCLUDED.priority, "
+                      "first=EXCLUDED.first, last=EXCLUDED.last, count=EXCLUDED.count",
+                      PgParams().u64(p.pset).i64(p.slot).i64(p.pid).i64(p.priority).bytes(p.first).bytes(p.last)
+                          .u64(p.count)).status();
+  } else if (const auto* rp = std::get_if<QueueBatch::RemovePSet>(&op)) {
+    return conn_->run("DELETE FROM qpsdb WHERE pset = $1 AND slot = $2", PgParams().u64(rp->pset).i64(rp->slot))
+        .status();
+  } else if (const auto* pd = std::get_if<QueueBatch::PutDelete>(&op)) {
+    const DeleteRequest& d = pd->request;
+    return conn_->run("INSERT INTO fsmdb (machine, filename, since) VALUES ($1,$2,$3) "
+                      "ON CONFLICT (machine, filename) DO UPDATE SET since=EXCLUDED.since",
+                      PgParams().bytes(d.machine).bytes(d.filename).i64(toUnixMillis(d.since))).status();
+  } else if (const auto* rd = std::get_if<QueueBatch::RemoveDelete>(&op)) {
+    return conn_->run("DELETE FROM fsmdb WHERE machine = $1 AND filename = $2",
+                      PgParams().bytes(rd->machine).bytes(rd->filename)).status();
+  } else if (const auto* pm = std::get_if<QueueBatch::PutMeta>(&op)) {
+    return conn_->run("INSERT INTO meta (store, key, value) VALUES ('queue', $1, $2) "
+                      "ON CONFLICT (store, key) DO UPDATE SET value=EXCLUDED.value",
+                      PgParams().bytes(pm->key).bytes(pm->value)).status();
+  }
+  return Status::ok();
+}
+
+Status PgQueueStore::sync() {
+  LCC_RETURN_IF_ERROR(writable());
+  if (!unsynced_) return Status::ok();
+  Status s = syncCommitted(*conn_, StoreKind::kQueue);
+  if (!s.isOk()) {
+    failed_ = s.withContext("queue store sync failed, store is now read-only until restart");
+    return failed_;
+  }
+  unsynced_ = false;
+  return s;
+}
+
+Status PgQueueStore::close() {
+  if (closed_) return Status::ok();  // closing twice is harmless
+  LCC_RETURN_IF_ERROR(failed_);
+  // The clean flag's commit waits for the WAL flush: every earlier commit is durable too.
+  Status s = markClean(*conn_, StoreKind::kQueue);
+  closed_ = true;
+  return s;
+}
+
+Result<std::optional<QueueEntry>> PgQueueStore::getEntry(std::string_view key) {
+  LCC_RETURN_IF_ERROR(readable());
+  LCC_ASSIGN_OR_RETURN(PgResult r, conn_->run("SELECT " LCC_QDB_COLS " FROM qdb WHERE key = $1",
+                                              PgParams().bytes(key)));
+  if (r.rows() == 0) return std::optional<QueueEntry>();
+  auto e = entryFromRow(r, 0);
+  if (!e) return Status::corruption(conn_->what() + ": the QDB row of this key does not decode");
+  return e;
+}
+
+Status PgQueueStore::scanEntries(const std::function<bool(const QueueEntry&)>& fn) {
+  LCC_RETURN_IF_ERROR(readable());
+  std::string after;  // every encoded key is longer than ""
+  for (;;) {
+    LCC_ASSIGN_OR_RETURN(PgResult r, conn_->run("SELECT " LCC_QDB_COLS " FROM qdb WHERE key > $1 ORDER BY key LIMIT $2",
+                                                PgParams().bytes(after).i64(kScanChunk)));
+    for (int i = 0; i < r.rows(); ++i) {
+      after = r.bytes(i, 0);
+      auto e = entryFromRow(r, i);
+      if (!e) {
+        corruptRow("QDB row");
+      } else if (!fn(*e)) {
+        return Status::ok();
+      }
+    }
+    if (r.rows() < kScanChunk) return Status::ok();
+  }
+}
+
+Result<std::uint64_t> PgQueueStore::entryCount() {
+  LCC_RETURN_IF_ERROR(readable());
+  return static_cast<std::uint64_t>(rows_);
+}
+
+Result<std::optional<PSetRecord>> PgQueueStore::getPSet(PSetId pset, TimeSlot slot) {
+  LCC_RETURN_IF_ERROR(readable());
+  LCC_ASSIGN_OR_RETURN(PgResult r, conn_->run("SELECT " LCC_QPSDB_COLS " FROM qpsdb WHERE pset = $1 AND slot = $2",
+                                              PgParams().u64(pset).i64(slot)));
+  if (r.rows() == 0) return std::optional<PSetRecord>();
+  auto p = psetFromRow(r, 0);
+  if (!p) return Status::corruption(conn_->what() + ": the QPSDB row does not decode");
+  return p;
+}
+
+Status PgQueueStore::scanPSets(std::optional<TimeSlot> slot, const std::function<bool(const PSetRecord&)>& fn) {
+  LCC_RETURN_IF_ERROR(readable());
+  std::int64_t after_pset = 0, after_slot = 0, first = 1;
+  for (;;) {
+    auto res = slot ? conn_->run("SELECT " LCC_QPSDB_COLS " FROM qpsdb WHERE slot = $1 AND ($2 = 1 OR pset > $3) "
+                                 "ORDER BY pset LIMIT $4",
+                                 PgParams().i64(*slot).i64(first).i64(after_pset).i64(kScanChunk))
+                    : conn_->run("SELECT " LCC_QPSDB_COLS " FROM qpsdb WHERE $1 = 1 OR (pset, slot) > ($2, $3) "
+                                 "ORDER BY pset, slot LIMIT $4",
+                                 PgParams().i64(first).i64(after_pset).i64(after_slot).i64(kScanChunk));
+    LCC_ASSIGN_OR_RETURN(PgResult r, std::move(res));
+    first = 0;
+    for (int i = 0; i < r.rows(); ++i) {
+      after_pset = r.i64(i, 0);
+      after_slot = r.i64(i, 1);
+      auto p = psetFromRow(r, i);
+      if (!p) {
+        corruptRow("QPSDB row");
+      } else if (!fn(*p)) {
+        return Status::ok();
+      }
+    }
+    if (r.rows() < kScanChunk) return Status::ok();
+  }
+}
+
+Status PgQueueStore::scanDeletes(std::optional<std::string> machine,
+                                 const std::function<bool(const DeleteRequest&)>& fn) {
+  LCC_RETURN_IF_ERROR(readable());
+  std::string after_machine, after_file;
+  std::int64_t first = 1;
+  for (;;) {
+    auto res = machine ? conn_->run("SELECT machine, filename, since FROM fsmdb WHERE machine = $1 AND "
+                                    "($2 = 1 OR filename > $3) ORDER BY filename LIMIT $4",
+                                    PgParams().bytes(*machine).i64(first).bytes(after_file).i64(kScanChunk))
+                       : conn_->run("SELECT machine, filename, since FROM fsmdb WHERE $1 = 1 OR "
+                                    "(machine, filename) > ($2, $3) ORDER BY machine, filename LIMIT $4",
+                                    PgParams().i64(first).bytes(after_machine).bytes(after_file).i64(kScanChunk));
+    LCC_ASSIGN_OR_RETURN(PgResult r, std::move(res));
+    first = 0;
+    for (int i = 0; i < r.rows(); ++i) {
+      DeleteRequest d{r.bytes(i, 0), r.bytes(i, 1), fromUnixMillis(r.i64(i, 2))};
+      after_machine = d.machine;
+      after_file = d.filename;
+      if (!fn(d)) return Status::ok();
+    }
+    if (r.rows() < kScanChunk) return Status::ok();
+  }
+}
+
+Result<std::optional<std::string>> PgQueueStore::getMeta(std::string_view key) {
+  LCC_RETURN_IF_ERROR(readable());
+  LCC_ASSIGN_OR_RETURN(PgResult r, conn_->run("SELECT value FROM meta WHERE store = 'queue' AND key = $1",
+                                              PgParams().bytes(key)));
+  if (r.rows() == 0) return std::optional<std::string>();
+  return std::optional<std::string>(r.bytes(0, 0));
+}
+
+}  // namespace lcc::plugins::postgres

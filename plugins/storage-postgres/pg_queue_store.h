@@ -1,0 +1,59 @@
+// pg_queue_store.h — QueueStore on PostgreSQL: tables qdb, qpsdb, fsmdb and the
+// 'queue' rows of meta (schema.sql).
+//
+// THREADS: the QM's single store-writer strand; one connection, no locking.
+// DURABILITY: apply() = one transaction. synchronous=normal (default): its COMMIT does
+// not wait for the WAL flush, sync() commits once more waiting for it (covering every
+// earlier commit); synchronous=full: every apply() waits. A failed apply()/sync()
+// makes the store sticky-failed. A committed apply survives the LCC process dying at
+// once (the server holds it).
+#pragma once
+
+#include <memory>
+
+#include "lcc/host.h"
+#include "lcc/queue_store.h"
+#include "pg_store.h"
+
+namespace lcc::plugins::postgres {
+
+class PgQueueStore final : public QueueStore {
+ public:
+  static Result<QueueStore*> open(const HostContext& host, const StoreOptions& opts);
+  ~PgQueueStore() override = default;  // not close(): the next open sees an unclean shutdown
+
+  const StoreOpenInfo& openInfo() const override { return info_; }
+  Status apply(const QueueBatch& batch) override;
+  Status sync() override;
+  Status close() override;
+
+  Result<std::optional<QueueEntry>> getEntry(std::string_view key) override;
+  Status scanEntries(const std::function<bool(const QueueEntry&)>& fn) override;
+  Result<std::uint64_t> entryCount() override;
+  Result<std::optional<PSetRecord>> getPSet(PSetId pset, TimeSlot slot) override;
+  Status scanPSets(std::optional<TimeSlot> slot, const std::function<bool(const PSetRecord&)>& fn) override;
+  Status scanDeletes(std::optional<std::string> machine,
+                     const std::function<bool(const DeleteRequest&)>& fn) override;
+  Result<std::optional<std::string>> getMeta(std::string_view key) override;
+
+ private:
+  PgQueueStore(const HostContext& host, const StoreOptions& opts, std::unique_ptr<PgConn> conn, StoreOpenInfo info,
+               std::int64_t rows)
+      : host_(host), opts_(opts), conn_(std::move(conn)), info_(std::move(info)), rows_(rows) {}
+  Status applyOp(const QueueBatch::Op& op, std::int64_t* rows);
+  Status writable() const;
+  Status readable() const;
+  void corruptRow(const std::string& what);
+
+  HostContext host_;
+  StoreOptions opts_;
+  std::unique_ptr<PgConn> conn_;
+  StoreOpenInfo info_;
+  std::int64_t rows_;     // QDB rows: count(*) at open, then kept by apply()
+  bool unsynced_ = false;  // a commit that did not wait for the flush since the last sync
+  Status failed_;          // sticky
+  bool closed_ = false;
+  std::uint64_t corrupt_rows_ = 0;
+};
+
+}  // namespace lcc::plugins::postgres

@@ -1,0 +1,121 @@
+#include "pg_store.h"
+
+#include <cstdlib>
+
+#include "schema_sql.h"
+
+namespace lcc::plugins::postgres {
+namespace {
+
+// One lock for "create or check a schema", on every database of the server: opens are
+// rare, and CREATE ... IF NOT EXISTS is not safe against a concurrent create.
+constexpr const char* kCreateLock = "SELECT pg_advisory_xact_lock(7633261757)";
+
+Status checkIdentity(PgConn& c, StoreKind kind, StoreOpenInfo* info) {
+  LCC_ASSIGN_OR_RETURN(PgResult rows, c.run("SELECT name, value FROM lcc_store WHERE store = $1 AND "
+                                            "name IN ('plugin', 'format', 'clean_shutdown')",
+                                            PgParams().text(storeName(kind))));
+  const std::string where = c.what() + ": table lcc_store";
+  if (rows.rows() == 0) {
+    info->created = true;
+    info->clean_shutdown = true;
+    const char* sql =
+        "INSERT INTO lcc_store (store, name, value) VALUES ($1, 'plugin', $2), ($1, 'format', $3), "
+        "($1, 'clean_shutdown', '0'), ($1, 'max_seq', '0'), ($1, 'sync_count', '0')";
+    auto r = c.run(sql, PgParams().text(storeName(kind)).text(kPluginName).text(std::to_string(kFormatVersion)));
+    return r.status();
+  }
+  std::string plugin, format, clean;
+  for (int i = 0; i < rows.rows(); ++i) {
+    const std::string name = rows.bytes(i, 0), value = rows.bytes(i, 1);
+    (name == "plugin" ? plugin : name == "format" ? format : clean) = value;
+  }
+  if (plugin != kPluginName) {
+    return Status::invalidArgument(where + ": the " + storeName(kind) + " store was made by '" + plugin +
+                                   "', not by storage-postgres");
+  }
+  if (format != std::to_string(kFormatVersion)) {
+    return Status::notSupported(where + ": format " + format + ", this storage-postgres reads format " +
+                                std::to_string(kFormatVersion) + " only");
+  }
+  info->created = false;
+  info->clean_shutdown = clean == "1";
+  return c.run("UPDATE lcc_store SET value = '0' WHERE store = $1 AND name = 'clean_shutdown'",
+               PgParams().text(storeName(kind)))
+      .status();
+}
+
+}  // namespace
+
+const char* storeName(StoreKind kind) {
+  switch (kind) {
+    case StoreKind::kQueue: return "queue";
+    case StoreKind::kContent: return "content";
+    case StoreKind::kProviders: return "providers";
+  }
+  return "?";
+}
+
+Result<std::unique_ptr<PgConn>> connectStore(const StoreOptions& opts, StoreKind kind) {
+  return PgConn::connect(opts.conninfo, opts.schema, opts.connect_timeout_ms,
+                         std::string(kPluginName) + ": " + storeName(kind) + " store (schema " + opts.schema + ")");
+}
+
+Result<std::unique_ptr<PgConn>> openStore(const StoreOptions& opts, StoreKind kind, StoreOpenInfo* info) {
+  LCC_ASSIGN_OR_RETURN(std::unique_ptr<PgConn> c, connectStore(opts, kind));
+  info->engine = "postgres";
+  info->persistent = true;
+  info->may_have_lost_synced = false;
+  LCC_RETURN_IF_ERROR(c->begin(true));
+  Status s = c->exec(kCreateLock);
+  if (s.isOk()) s = c->exec("CREATE SCHEMA IF NOT EXISTS " + quoteIdent(opts.schema));
+  if (s.isOk()) s = c->exec(kSchemaSql).withContext("creating the tables");
+  if (s.isOk()) s = checkIdentity(*c, kind, info);
+  if (!s.isOk()) {
+    c->rollback();
+    return s;
+  }
+  LCC_RETURN_IF_ERROR(c->commit());
+  return c;
+}
+
+Result<std::int64_t> readCounter(PgConn& conn, StoreKind kind, const char* name) {
+  LCC_ASSIGN_OR_RETURN(PgResult r, conn.run("SELECT value FROM lcc_store WHERE store = $1 AND name = $2",
+                                            PgParams().text(storeName(kind)).text(name)));
+  if (r.rows() != 1) return Status::corruption(conn.what() + ": lcc_store has no '" + name + "' row");
+  const std::string v = r.bytes(0, 0);
+  char* end = nullptr;
+  const long long n = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || end == nullptr || *end != '\0') {
+    return Status::corruption(conn.what() + ": lcc_store '" + name + "' is not a number: " + v);
+  }
+  return static_cast<std::int64_t>(n);
+}
+
+Status writeCounter(PgConn& conn, StoreKind kind, const char* name, std::int64_t value) {
+  return conn.run("UPDATE lcc_store SET value = $3 WHERE store = $1 AND name = $2",
+                  PgParams().text(storeName(kind)).text(name).text(std::to_string(value)))
+      .status();
+}
+
+// One statement in a transaction whose COMMIT waits for the WAL flush.
+static Status runDurably(PgConn& conn, const char* sql, StoreKind kind) {
+  LCC_RETURN_IF_ERROR(conn.begin(true));
+  Status s = conn.run(sql, PgParams().text(storeName(kind))).status();
+  if (!s.isOk()) {
+    conn.rollback();
+    return s;
+  }
+  return conn.commit();
+}
+
+Status syncCommitted(PgConn& conn, StoreKind kind) {
+  return runDurably(conn, "UPDATE lcc_store SET value = (value::bigint + 1)::text WHERE store = $1 AND "
+                          "name = 'sync_count'", kind);
+}
+
+Status markClean(PgConn& conn, StoreKind kind) {
+  return runDurably(conn, "UPDATE lcc_store SET value = '1' WHERE store = $1 AND name = 'clean_shutdown'", kind);
+}
+
+}  // namespace lcc::plugins::postgres

@@ -1,0 +1,61 @@
+#include "storage_postgres.h"
+
+#include <libpq-fe.h>
+
+#include <string>
+
+#include "pg_content_store.h"
+#include "pg_provider_store.h"
+#include "pg_queue_store.h"
+#include "store_options.h"
+
+namespace lcc::plugins::postgres {
+namespace {
+
+Status init(const HostContext& host) {
+  // Connections are used by one thread at a time each; libpq must be thread-safe.
+  if (PQisthreadsafe() == 0) return Status::notSupported("storage-postgres: libpq was built without threads");
+  if (host.logger != nullptr) host.logger->debug("storage-postgres: libpq " + std::to_string(PQlibVersion()));
+  return Status::ok();
+}
+
+Result<QueueStore*> makeQueue(const HostContext& host, const OptionsView& options) {
+  LCC_PLUGIN_GUARD({
+    LCC_ASSIGN_OR_RETURN(StoreOptions opts, parseOptions(options));
+    return PgQueueStore::open(host, opts);
+  })
+}
+
+Result<ContentStore*> makeContent(const HostContext& host, const OptionsView& options) {
+  LCC_PLUGIN_GUARD({
+    LCC_ASSIGN_OR_RETURN(StoreOptions opts, parseOptions(options));
+    return PgContentStore::open(host, opts);
+  })
+}
+
+Result<ProviderStore*> makeProviders(const HostContext& host, const OptionsView& options) {
+  LCC_PLUGIN_GUARD({
+    LCC_ASSIGN_OR_RETURN(StoreOptions opts, parseOptions(options));
+    return PgProviderStore::open(host, opts);
+  })
+}
+
+}  // namespace
+
+const PluginDescriptor* describe() {
+  static const PluginDescriptor kDescriptor = {
+      LCC_PLUGIN_VERSION_FIELDS,
+      .name = kPluginName,
+      .version = "1.0.0",
+      .provides = kProvidesQueueStore | kProvidesContentStore | kProvidesProviderStore,
+      .options = kOptionSpecs,
+      .option_count = kOptionCount,
+      .init = &init,
+      .make_queue_store = &makeQueue,
+      .make_content_store = &makeContent,
+      .make_provider_store = &makeProviders,
+  };
+  return &kDescriptor;
+}
+
+}  // namespace lcc::plugins::postgres

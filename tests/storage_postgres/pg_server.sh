@@ -1,0 +1,79 @@
+#!/bin/sh
+# pg_server.sh start|stop|restart|kill DIR — a private PostgreSQL server for the tests
+# (the ctest fixture lcc_pg_server). It listens only on a unix socket in DIR (no TCP),
+# with fsync on and synchronous_commit on, and trusts the local user. `start` prints the
+# libpq conninfo; the tests get it as LCC_TEST_PG_CONNINFO ("host=DIR port=5432
+# dbname=postgres"). Server binaries: PG_BIN, else pg_config --bindir, else the newest
+# /usr/lib/postgresql/*/bin (Debian: apt install postgresql). PostgreSQL refuses to run
+# as root: as root the server runs as the user `postgres` (DIR is then chowned to it,
+# so DIR must be in a folder that user can reach, e.g. /tmp).
+set -eu
+cmd=${1:?usage: pg_server.sh start|stop|restart|kill DIR}
+dir=${2:?usage: pg_server.sh start|stop|restart|kill DIR}
+
+find_bin() {
+  if [ -n "${PG_BIN:-}" ] && [ -x "$PG_BIN/initdb" ]; then echo "$PG_BIN"; return; fi
+  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+    if [ -x "$d/initdb" ]; then echo "$d"; return; fi
+  done
+  if command -v initdb >/dev/null 2>&1; then dirname "$(command -v initdb)"; return; fi
+  echo ""
+}
+
+bin=$(find_bin)
+if [ -z "$bin" ]; then
+  echo "pg_server.sh: no PostgreSQL server binaries (initdb, pg_ctl): apt install postgresql" >&2
+  exit 1
+fi
+
+# Runs a server binary as the owner of the data (root may not own it).
+as_owner() {
+  if [ "$(id -u)" = 0 ]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+case "$cmd" in
+  start)
+    # A server left running in DIR by an interrupted run is stopped first.
+    if [ -f "$dir/data/postmaster.pid" ]; then
+      as_owner "$bin/pg_ctl" -D "$dir/data" -w -t 60 -m immediate stop >/dev/null 2>&1 || true
+    fi
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
+    as_owner "$bin/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 --no-locale >"$dir/initdb.log" 2>&1 </dev/null || {
+      cat "$dir/initdb.log" >&2; exit 1; }
+    cat >>"$dir/data/postgresql.conf" <<CONF
+listen_addresses = ''
+unix_socket_directories = '$dir'
+port = 5432
+fsync = on
+synchronous_commit = on
+max_connections = 200
+shared_buffers = 32MB
+CONF
+    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null || {
+      cat "$dir/server.log" >&2; exit 1; }
+    echo "host=$dir port=5432 user=postgres dbname=postgres"
+    ;;
+  restart)
+    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -m fast restart >/dev/null
+    ;;
+  kill)
+    # The server's postmaster dies at once (a crash); start it again with `restart`.
+    kill -9 "$(head -1 "$dir/data/postmaster.pid")"
+    ;;
+  stop)
+    if [ -f "$dir/data/postmaster.pid" ]; then
+      as_owner "$bin/pg_ctl" -D "$dir/data" -w -t 60 -m fast stop >/dev/null || true
+    fi
+    rm -rf "$dir"
+    ;;
+  *)
+    echo "usage: pg_server.sh start|stop|restart|kill DIR" >&2
+    exit 2
+    ;;
+esac
