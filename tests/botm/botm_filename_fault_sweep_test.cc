@@ -73,6 +73,8 @@ class Run {
   const std::set<std::uint64_t>& referenced() const { return referenced_; }
 
   // The scenario: two lives of one store; a life ends early when its store fails.
+  // The first life ends with sync() and a close, the second is left open (its last
+  // frees unsynced) for endLife().
   void scenario() {
     for (int life = 0; life < 2; ++life) {
       if (!openStore()) return;
@@ -81,6 +83,7 @@ class Run {
         releaseOldest(round % 2 == 0 ? 3 : 2);
         releaseNewest();  // so that a name is often freed, reused and freed again
       }
+      if (life == 1) return;
       call([&] { (void)store_->sync(); });
       store_.reset();  // the destructor's sync: an error there is nobody's to see
     }
@@ -208,8 +211,8 @@ int sweep(int n, const std::function<void(Run&, int)>& arm) {
 
 TEST(BotmFilenameFaultSweep, TheCleanScenarioReservesTakesFreesAndCompactsSeveralTimes) {
   const CleanCounts c = countCleanRun();
-  EXPECT_GE(c.writes, 40u);
-  EXPECT_GE(c.syncs, 15u);
+  EXPECT_GE(c.writes, 30u);
+  EXPECT_GE(c.syncs, 12u);
   EXPECT_GE(c.renames, 4);  // a snapshot at each open and several compactions
   RecordProperty("writes", static_cast<int>(c.writes));
   RecordProperty("syncs", static_cast<int>(c.syncs));
