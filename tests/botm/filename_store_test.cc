@@ -130,7 +130,7 @@ TEST(FilenameStore, ADamagedLogSkipsFarAhead) {
   EXPECT_GT(s->allocate().value(), last);
 }
 
-// Regression (found by the fault sweep): a name freed, reused and freed again before
+// Regression (found reading the store for the fault sweep): a name freed, reused and freed again before
 // a compaction left the log "F n", "T n", "F n"; the replay put n on the free list
 // twice and the reopened store handed it to two files.
 TEST(FilenameStore, ANameFreedTakenAndFreedAgainIsFreeOnceAfterARestart) {
@@ -157,7 +157,7 @@ TEST(FilenameStore, ANameFreedTakenAndFreedAgainIsFreeOnceAfterARestart) {
   EXPECT_TRUE(seen.count(1) && seen.count(2));
 }
 
-// Regression (found by the fault sweep): compaction ran only when a new name was
+// Regression (found reading the store for the fault sweep): compaction ran only when a new name was
 // reserved, so a store living on its free list grew its log without bound.
 TEST(FilenameStore, AStoreThatOnlyReusesNamesStillCompactsItsLog) {
   TempDir dir;
