@@ -64,9 +64,9 @@ FilenameStoreOptions smallBatches() {
 }
 
 // One run: the two envs (faults in FaultEnv, renames above it) and what was handed out.
-class Run {
+class SweepRun {
  public:
-  explicit Run(const std::string& dir) : dir_(dir), faults_(posixEnv()), env_(&faults_) {}
+  explicit SweepRun(const std::string& dir) : dir_(dir), faults_(posixEnv()), env_(&faults_) {}
   FaultEnv& faults() { return faults_; }
   RenameFaultEnv& env() { return env_; }
   std::uint64_t injected() const { return faults_.injectedFailures() + static_cast<std::uint64_t>(env_.injected()); }
@@ -180,7 +180,7 @@ struct CleanCounts {
 
 CleanCounts countCleanRun() {
   TempDir dir;
-  Run run(dir.path());
+  SweepRun run(dir.path());
   run.scenario();
   CleanCounts c{run.faults().writeCount(), run.faults().syncCount(), run.faults().syncDirCount(),
                 run.faults().bytesWritten(), run.env().renames()};
@@ -191,13 +191,13 @@ CleanCounts countCleanRun() {
 }
 
 // Sweeps faults 1..n of one kind, each followed by a power loss and by a plain restart.
-int sweep(int n, const std::function<void(Run&, int)>& arm) {
+int sweep(int n, const std::function<void(SweepRun&, int)>& arm) {
   int runs = 0;
   for (int power_loss = 0; power_loss < 2; ++power_loss) {
     for (int k = 1; k <= n; ++k) {
       SCOPED_TRACE("fault " + std::to_string(k) + (power_loss ? ", then a power loss" : ", then a restart"));
       TempDir dir;
-      Run run(dir.path());
+      SweepRun run(dir.path());
       arm(run, k);
       run.scenario();
       EXPECT_GE(run.injected(), 1u) << "the fault never fired";
@@ -223,10 +223,10 @@ TEST(BotmFilenameFaultSweep, TheCleanScenarioReservesTakesFreesAndCompactsSevera
 
 TEST(BotmFilenameFaultSweep, EveryWriteSyncFolderSyncAndRenameFailedInTurn) {
   const CleanCounts c = countCleanRun();
-  int runs = sweep(static_cast<int>(c.writes), [](Run& r, int k) { r.faults().failNthWrite(k); });
-  runs += sweep(static_cast<int>(c.syncs), [](Run& r, int k) { r.faults().failNthSync(k); });
-  runs += sweep(static_cast<int>(c.sync_dirs), [](Run& r, int k) { r.faults().failNthSyncDir(k); });
-  runs += sweep(c.renames, [](Run& r, int k) { r.env().failNthRename(k); });
+  int runs = sweep(static_cast<int>(c.writes), [](SweepRun& r, int k) { r.faults().failNthWrite(k); });
+  runs += sweep(static_cast<int>(c.syncs), [](SweepRun& r, int k) { r.faults().failNthSync(k); });
+  runs += sweep(static_cast<int>(c.sync_dirs), [](SweepRun& r, int k) { r.faults().failNthSyncDir(k); });
+  runs += sweep(c.renames, [](SweepRun& r, int k) { r.env().failNthRename(k); });
   RecordProperty("io_swept", runs);
   EXPECT_EQ(runs, 2 * static_cast<int>(c.writes + c.syncs + c.sync_dirs + c.renames));
 }
@@ -236,14 +236,14 @@ TEST(BotmFilenameFaultSweep, AFullDiskAtEveryStepOfTheBytesWritten) {
   const int steps = 32;
   const std::uint64_t step = std::max<std::uint64_t>(1, c.bytes / steps);
   const int runs =
-      sweep(steps, [&](Run& r, int k) { r.faults().diskFullAfterBytes(static_cast<std::uint64_t>(k - 1) * step); });
+      sweep(steps, [&](SweepRun& r, int k) { r.faults().diskFullAfterBytes(static_cast<std::uint64_t>(k - 1) * step); });
   RecordProperty("full_disk_offsets_swept", runs);
 }
 
 // A dead disk: after N appends every append, sync, folder sync and rename fails.
 TEST(BotmFilenameFaultSweep, ADiskThatDiesAfterEveryWrite) {
   const CleanCounts c = countCleanRun();
-  const int runs = sweep(static_cast<int>(c.writes), [](Run& r, int k) { r.faults().failWritesAfter(k - 1); });
+  const int runs = sweep(static_cast<int>(c.writes), [](SweepRun& r, int k) { r.faults().failWritesAfter(k - 1); });
   RecordProperty("dead_disk_runs", runs);
 }
 
