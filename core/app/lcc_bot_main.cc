@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -155,6 +156,7 @@ int main(int argc, char** argv) {
     asio::io_context io;
     asio::signal_set signals(io, SIGINT, SIGTERM);
     asio::signal_set hangup(io, SIGHUP);
+    asio::steady_timer grace(io);
     std::function<void(const boost::system::error_code&, int)> on_hangup = [&](const boost::system::error_code& ec,
                                                                                  int) {
       if (ec) return;
@@ -197,10 +199,12 @@ int main(int argc, char** argv) {
         session = std::make_shared<lcc::bot::RobotSession>(stream, *fetcher, *env, ro);
         session->start([&](const std::string& why) {
           spdlog::info("lcc-bot: connection ended: {}", why);
+          // Nothing is left to wait for: the loop runs dry and io.run() returns. Not
+          // io.stop(): the connection drops its handlers (and the session they hold) in a
+          // later turn of its strand, and a stopped loop would leave that cycle leaked.
           signals.cancel();
           hangup.cancel();
-          // Let cancelled fetches drain, then leave.
-          io.stop();
+          grace.cancel();
         });
       });
     }
@@ -211,9 +215,16 @@ int main(int argc, char** argv) {
       if (client) client->stop();
       if (session) session->stop();
       if (acceptor) acceptor->close();
-      // The session closes after flushing; give it a moment through the io loop.
-      clock.schedule(lcc::Millis(2000), [&io] { io.stop(); });
-      if (!client && !session) io.stop();
+      if (!client && !session) {
+        io.stop();
+        return;
+      }
+      // The session closes after flushing; the loop then runs dry, or gives up after 2 s.
+      // A timer of the loop's own, so it cannot fire once the loop is gone.
+      grace.expires_after(std::chrono::seconds(2));
+      grace.async_wait([&io](const boost::system::error_code& ec) {
+        if (!ec) io.stop();
+      });
     });
     io.run();
     fetcher->stop();
