@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -21,13 +22,24 @@ double cpuSeconds() {
   return sec(ru.ru_utime) + sec(ru.ru_stime);
 }
 
-std::uint64_t rssBytes() {
+std::uint64_t statusBytes(const std::string& field) {
   std::ifstream in("/proc/self/status");
   std::string line;
+  const std::string key = field + ":";
   while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+    if (line.rfind(key, 0) == 0) return std::stoull(line.substr(key.size())) * 1024;
   }
   return 0;
+}
+
+std::uint64_t rssBytes() { return statusBytes("VmRSS"); }
+
+std::string memoryLine() {
+  char buf[200];
+  auto m = [](const char* f) { return static_cast<double>(statusBytes(f)) / (1 << 20); };
+  std::snprintf(buf, sizeof buf, "RSS %.1f MiB (anonymous %.1f, file-backed %.1f, shared %.1f), VmHWM %.1f MiB",
+                m("VmRSS"), m("RssAnon"), m("RssFile"), m("RssShmem"), m("VmHWM"));
+  return buf;
 }
 
 DiskUse diskUse(const std::string& path) {

@@ -12,6 +12,10 @@ namespace lcc::bench {
 double cpuSeconds();
 // Resident set size of this process in bytes (VmRSS), 0 when unknown.
 std::uint64_t rssBytes();
+// A field of /proc/self/status given in kB ("VmHWM", "RssAnon", ...), in bytes; 0 when unknown.
+std::uint64_t statusBytes(const std::string& field);
+// "RSS x MiB (anonymous a, file-backed f, shared s), VmHWM h MiB": where the memory is.
+std::string memoryLine();
 // Bytes the files under `path` occupy on disk (st_blocks * 512) and their apparent size.
 struct DiskUse {
   std::uint64_t allocated = 0;

@@ -321,9 +321,9 @@ int runFill(const Args& a) {
   double s = sw.seconds();
   double cpu = cpuSeconds() - cpu0;
   std::printf("fill: %s: %llu URLs queued in %.1f s wall = %.0f URLs/s, %.1f s CPU (journal group commit every 16 sets of "
-              "%llu); RSS %.1f MiB\n",
+              "%llu); %s\n",
               a.plugin.c_str(), static_cast<unsigned long long>(qm.queued()), s, static_cast<double>(a.urls) / s, cpu,
-              static_cast<unsigned long long>(a.set_size), static_cast<double>(bench::rssBytes()) / (1 << 20));
+              static_cast<unsigned long long>(a.set_size), bench::memoryLine().c_str());
   check(qm.close(), "close");
   check(st.queue->close(), "close queue");
   check(st.content->close(), "close content");

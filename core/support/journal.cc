@@ -27,6 +27,7 @@ namespace {
 
 constexpr std::uint32_t kMagic = 0x4c434a31;  // "LCJ1"
 constexpr std::size_t kHeaderBytes = 20;
+constexpr std::size_t kPendingChunk = 1u << 20;
 constexpr const char* kSuffix = ".jnl";
 
 // --- CRC32C, slice-by-8, reflected polynomial 0x82F63B78 --------------------
@@ -341,27 +342,33 @@ class FileJournal final : public Journal {
     putU32(header + 4, static_cast<std::uint32_t>(payload.size()));
     putU64(header + 8, pos);
     putU32(header + 16, recordCrc(header, payload));
-    pending_.append(header, kHeaderBytes);
-    pending_.append(payload.data(), payload.size());
+    std::string& chunk = pendingChunkFor(kHeaderBytes + payload.size());
+    chunk.append(header, kHeaderBytes);
+    chunk.append(payload.data(), payload.size());
+    pending_bytes_ += kHeaderBytes + payload.size();
     last_.store(pos, std::memory_order_release);
     return pos;
   }
 
   Result<JournalPos> commit() override {
     if (!failed_.isOk()) return failed_;
-    if (pending_.empty()) return durable_.load(std::memory_order_acquire);
+    if (pending_bytes_ == 0) return durable_.load(std::memory_order_acquire);
     const JournalPos first_pending = durable_.load(std::memory_order_acquire) + 1;
     Status s = ensureActive(first_pending);
-    if (s.isOk()) s = active_->append(pending_);
+    for (std::size_t i = 0; s.isOk() && i < pending_.size(); ++i) s = active_->append(pending_[i]);
     if (s.isOk()) s = active_->sync();
     if (!s.isOk()) {
       failed_ = s.withContext("journal " + dir_ + " failed (sticky)");
       return failed_;
     }
-    size_bytes_ += pending_.size();
+    size_bytes_ += pending_bytes_;
     durable_size_ = active_->size();
-    pending_.clear();
-    if (pending_.capacity() > (16u << 20)) pending_.shrink_to_fit();
+    // Keep one chunk of the usual size for the next records; a chunk grown by one large
+    // record goes.
+    pending_.resize(std::min<std::size_t>(pending_.size(), 1));
+    if (!pending_.empty() && pending_.front().capacity() > 2 * kPendingChunk) pending_.clear();
+    if (!pending_.empty()) pending_.front().clear();
+    pending_bytes_ = 0;
     durable_.store(next_ - 1, std::memory_order_release);
     if (active_->size() >= options_.segment_bytes) {
       Status cs = active_->close();
@@ -441,6 +448,15 @@ class FileJournal final : public Journal {
   }
 
   // Makes sure records starting at `first` go to an open segment.
+  // The chunk the next record of `bytes` goes into; a new one when the last is full.
+  std::string& pendingChunkFor(std::size_t bytes) {
+    if (pending_.empty() || (!pending_.back().empty() && pending_.back().size() + bytes > kPendingChunk)) {
+      pending_.emplace_back();
+      pending_.back().reserve(std::max(kPendingChunk, bytes));
+    }
+    return pending_.back();
+  }
+
   Status ensureActive(JournalPos first) {
     if (active_) return Status::ok();
     if (!segments_.empty() && !start_new_segment_) {
@@ -489,7 +505,12 @@ class FileJournal final : public Journal {
   std::uint64_t durable_size_ = 0;  // bytes of the active segment known written
   bool start_new_segment_ = false;
   JournalPos next_ = 1;
-  std::string pending_;
+  // Records appended since the last commit, in chunks of about kPendingChunk bytes: a
+  // store's redo journal holds up to its whole unsynced window here (64 MiB for the Kyoto
+  // plugin), and one growing string would double and copy, holding old and new copies
+  // at once (the peak of qm_bench fill, heaptrack).
+  std::vector<std::string> pending_;
+  std::size_t pending_bytes_ = 0;
   Status failed_;
   bool open_torn_ = false;
   std::string open_torn_detail_;

@@ -173,6 +173,52 @@ TEST(Journal, GroupCommitSyncsOncePerCommit) {
   EXPECT_EQ(env.syncs, 10);
 }
 
+// A commit of many megabytes (a store's whole unsynced window) is written in chunks of
+// whole records, under one sync, and replays exactly; a write failing midway leaves the
+// journal failed, and replay gives the earlier commits, then at most whole records of the
+// failed one (as a short write of one buffer always could), never a part of one.
+TEST(Journal, ALargeCommitIsWrittenInChunksOfWholeRecordsUnderOneSync) {
+  TempDir tmp;
+  FailingEnv env;
+  const std::string dir = tmp.file("j");
+  std::vector<std::string> expect;
+  {
+    auto j = openOrDie(&env, dir);
+    std::mt19937 rng(7);
+    for (int i = 0; i < 3000; ++i) {
+      std::string payload = payloadFor(i) + std::string(1000 + rng() % 2000, static_cast<char>('a' + i % 26));
+      if (i == 1500) payload = std::string(3u << 20, 'L');  // one record larger than a chunk
+      ASSERT_TRUE(j->append(payload).isOk());
+      expect.push_back(std::move(payload));
+    }
+    ASSERT_TRUE(j->commit().isOk());
+    EXPECT_EQ(env.syncs, 1);
+    EXPECT_GE(env.appends, 7);  // ~6 MB in chunks of about 1 MiB, and the large record alone
+    EXPECT_LE(env.appends, 9);
+    // The next commit reuses the first chunk: one write again.
+    ASSERT_TRUE(j->append("after").isOk());
+    expect.push_back("after");
+    const int before = env.appends;
+    ASSERT_TRUE(j->commit().isOk());
+    EXPECT_EQ(env.appends, before + 1);
+    // Two more chunks' worth, and the second write of them fails halfway.
+    for (int i = 0; i < 2000; ++i) ASSERT_TRUE(j->append(std::string(1000, 'z')).isOk());
+    env.fail_append_at = env.appends + 2;
+    EXPECT_FALSE(j->commit().isOk());
+    EXPECT_FALSE(j->append("x").isOk());  // sticky
+  }
+  auto j = openOrDie(posixEnv(), dir);
+  auto r = replayAll(*j);
+  ASSERT_GE(r.records.size(), expect.size());
+  ASSERT_LE(r.records.size(), expect.size() + 2000);
+  for (std::size_t i = 0; i < r.records.size(); ++i) {
+    EXPECT_EQ(r.records[i].first, i + 1);
+    const std::string& want = i < expect.size() ? expect[i] : std::string(1000, 'z');
+    EXPECT_TRUE(r.records[i].second == want) << "record " << i + 1;
+  }
+  EXPECT_FALSE(r.info.corruption);
+}
+
 TEST(Journal, TruncationAtEveryByteNeverReplaysAPartialRecord) {
   TempDir tmp;
   const std::string dir = tmp.file("j");
