@@ -373,16 +373,10 @@ std::string encodeLinkPong() { return "<pong/>\n"; }
 
 // ---- decoders ---------------------------------------------------------------
 
-struct SourceStreamDecoder::Impl {
-  detail::StreamDecoder dec;
-  explicit Impl(XmlLimits l) : dec(l, kInternalNs, "source") {}
-};
-
-SourceStreamDecoder::SourceStreamDecoder(XmlLimits limits) : impl_(std::make_unique<Impl>(limits)) {}
-SourceStreamDecoder::~SourceStreamDecoder() = default;
+SourceStreamDecoder::SourceStreamDecoder(XmlLimits limits) : LinkStreamReader(limits, kInternalNs, "source") {}
 
 bool SourceStreamDecoder::feed(std::string_view bytes, std::vector<SourceMessage>* out) {
-  auto& dec = impl_->dec;
+  auto& dec = dec_;
   return dec.feed(
       bytes,
       [&](bool is_root, const RawElement& el) {
@@ -391,15 +385,11 @@ bool SourceStreamDecoder::feed(std::string_view bytes, std::vector<SourceMessage
           out->push_back(LinkSourceHello{p.str("name")});
           return;
         }
+        if (detail::readKeepAlive(el, out)) return;
         if (el.name == "fetch") {
           LinkFetch f;
-          f.id = p.reqU64("id");
-          f.url = p.reqStr("url");
-          f.mime = p.str("mime");
-          f.since = p.optTime("since");
-          f.max_size = p.optU64("maxsize");
+          detail::readFetchAttrs(p, f);
           f.md5 = p.str("md5");
-          f.scope = p.scope();
           if (p.ok) out->push_back(std::move(f));
         } else if (el.name == "delete") {
           LinkDelete d;
@@ -411,27 +401,12 @@ bool SourceStreamDecoder::feed(std::string_view bytes, std::vector<SourceMessage
           LinkSweep s;
           s.id = p.reqU64("id");
           if (p.ok) out->push_back(s);
-        } else if (el.name == "ping") {
-          out->push_back(LinkPing{});
-        } else if (el.name == "pong") {
-          out->push_back(LinkPong{});
         }
       },
       [&] { out->push_back(LinkEnd{}); });
 }
 
-bool SourceStreamDecoder::failed() const { return impl_->dec.failed(); }
-ErrorCode SourceStreamDecoder::error() const { return impl_->dec.error(); }
-const std::string& SourceStreamDecoder::errorMessage() const { return impl_->dec.errorMessage(); }
-bool SourceStreamDecoder::ended() const { return impl_->dec.ended(); }
-
-struct BotmStreamDecoder::Impl {
-  detail::StreamDecoder dec;
-  explicit Impl(XmlLimits l) : dec(l, kInternalNs, "botm") {}
-};
-
-BotmStreamDecoder::BotmStreamDecoder(XmlLimits limits) : impl_(std::make_unique<Impl>(limits)) {}
-BotmStreamDecoder::~BotmStreamDecoder() = default;
+BotmStreamDecoder::BotmStreamDecoder(XmlLimits limits) : LinkStreamReader(limits, kInternalNs, "botm") {}
 
 namespace {
 std::vector<std::string> splitIds(std::string_view s) {
@@ -449,7 +424,7 @@ std::vector<std::string> splitIds(std::string_view s) {
 }  // namespace
 
 bool BotmStreamDecoder::feed(std::string_view bytes, std::vector<BotmMessage>* out) {
-  auto& dec = impl_->dec;
+  auto& dec = dec_;
   return dec.feed(
       bytes,
       [&](bool is_root, const RawElement& el) {
@@ -462,6 +437,7 @@ bool BotmStreamDecoder::feed(std::string_view bytes, std::vector<BotmMessage>* o
           if (p.ok) out->push_back(std::move(h));
           return;
         }
+        if (detail::readKeepAlive(el, out)) return;
         if (el.name == "result") {
           FetchResult r = decodeResult(p, el, true);
           if (p.ok && r.ok() && !r.unchanged && (r.machine.empty() || r.filename.empty())) {
@@ -500,18 +476,9 @@ bool BotmStreamDecoder::feed(std::string_view bytes, std::vector<BotmMessage>* o
           s.machine = p.reqStr("machine");
           s.files = p.reqU64("files");
           if (p.ok) out->push_back(std::move(s));
-        } else if (el.name == "ping") {
-          out->push_back(LinkPing{});
-        } else if (el.name == "pong") {
-          out->push_back(LinkPong{});
         }
       },
       [&] { out->push_back(LinkEnd{}); });
 }
-
-bool BotmStreamDecoder::failed() const { return impl_->dec.failed(); }
-ErrorCode BotmStreamDecoder::error() const { return impl_->dec.error(); }
-const std::string& BotmStreamDecoder::errorMessage() const { return impl_->dec.errorMessage(); }
-bool BotmStreamDecoder::ended() const { return impl_->dec.ended(); }
 
 }  // namespace lcc::proto

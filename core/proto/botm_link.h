@@ -248,47 +248,66 @@ struct AttrParser {
 // read back clamped to what Millis holds; a failure read without a code is kInternal.
 void appendResult(std::string& out, const FetchResult& r, bool with_file);
 FetchResult decodeResult(AttrParser& p, const RawElement& el, bool with_file);
+
+// The attributes a <fetch> has in both protocols (the link's LinkFetch, the robot's
+// RobotFetch): id, url, mime, since, maxsize and the scope.
+template <typename Fetch>
+void readFetchAttrs(AttrParser& p, Fetch& f) {
+  f.id = p.reqU64("id");
+  f.url = p.reqStr("url");
+  f.mime = p.str("mime");
+  f.since = p.optTime("since");
+  f.max_size = p.optU64("maxsize");
+  f.scope = p.scope();
+}
+
+// <ping/> and <pong/>, which every link stream carries: appended to `out`, true when
+// `el` was one of them.
+template <typename Message>
+bool readKeepAlive(const RawElement& el, std::vector<Message>* out) {
+  if (el.name == "ping") {
+    out->push_back(LinkPing{});
+  } else if (el.name == "pong") {
+    out->push_back(LinkPong{});
+  } else {
+    return false;
+  }
+  return true;
+}
 }  // namespace detail
 
+// What every reader of a link stream shares: the stream's state and its error. Each
+// reader below adds feed(), which turns the elements into its side's messages.
+class LinkStreamReader {
+ public:
+  LinkStreamReader(XmlLimits limits, std::string_view ns, std::string_view root) : dec_(limits, ns, root) {}
+  LinkStreamReader(const LinkStreamReader&) = delete;
+  LinkStreamReader& operator=(const LinkStreamReader&) = delete;
+
+  bool failed() const { return dec_.failed(); }
+  ErrorCode error() const { return dec_.error(); }
+  const std::string& errorMessage() const { return dec_.errorMessage(); }
+  bool ended() const { return dec_.ended(); }  // the root element was closed
+
+ protected:
+  detail::StreamDecoder dec_;
+};
+
 // Reads what a source sends (used by a BOT-M).
-class SourceStreamDecoder {
+class SourceStreamDecoder : public LinkStreamReader {
  public:
   explicit SourceStreamDecoder(XmlLimits limits = linkLimits());
-  ~SourceStreamDecoder();
-  SourceStreamDecoder(const SourceStreamDecoder&) = delete;
-  SourceStreamDecoder& operator=(const SourceStreamDecoder&) = delete;
-
   // Parses bytes and appends every complete message to `out`. Returns false on a
   // protocol error (see error()); nothing more is parsed afterwards. Bytes after the
   // end of the stream are ignored.
   bool feed(std::string_view bytes, std::vector<SourceMessage>* out);
-  bool failed() const;
-  ErrorCode error() const;
-  const std::string& errorMessage() const;
-  bool ended() const;  // the root element was closed
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
 };
 
 // Reads what a BOT-M sends (used by the QM and by a parent BOT-M).
-class BotmStreamDecoder {
+class BotmStreamDecoder : public LinkStreamReader {
  public:
   explicit BotmStreamDecoder(XmlLimits limits = linkLimits());
-  ~BotmStreamDecoder();
-  BotmStreamDecoder(const BotmStreamDecoder&) = delete;
-  BotmStreamDecoder& operator=(const BotmStreamDecoder&) = delete;
-
   bool feed(std::string_view bytes, std::vector<BotmMessage>* out);
-  bool failed() const;
-  ErrorCode error() const;
-  const std::string& errorMessage() const;
-  bool ended() const;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace lcc::proto

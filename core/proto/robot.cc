@@ -69,16 +69,10 @@ void appendRobotFetch(std::string& out, const RobotFetch& f) {
 
 std::string encodeBotmRobotClose() { return "</lcc:botm>\n"; }
 
-struct RobotStreamDecoder::Impl {
-  detail::StreamDecoder dec;
-  explicit Impl(XmlLimits l) : dec(l, kRobotNs, "robot") {}
-};
-
-RobotStreamDecoder::RobotStreamDecoder(XmlLimits limits) : impl_(std::make_unique<Impl>(limits)) {}
-RobotStreamDecoder::~RobotStreamDecoder() = default;
+RobotStreamDecoder::RobotStreamDecoder(XmlLimits limits) : LinkStreamReader(limits, kRobotNs, "robot") {}
 
 bool RobotStreamDecoder::feed(std::string_view bytes, std::vector<FromRobotMessage>* out) {
-  auto& dec = impl_->dec;
+  auto& dec = dec_;
   return dec.feed(
       bytes,
       [&](bool is_root, const RawElement& el) {
@@ -92,33 +86,19 @@ bool RobotStreamDecoder::feed(std::string_view bytes, std::vector<FromRobotMessa
           if (p.ok) out->push_back(std::move(h));
           return;
         }
+        if (detail::readKeepAlive(el, out)) return;
         if (el.name == "result") {
           FetchResult r = decodeResult(p, el, false);
           if (p.ok) out->push_back(std::move(r));
-        } else if (el.name == "ping") {
-          out->push_back(LinkPing{});
-        } else if (el.name == "pong") {
-          out->push_back(LinkPong{});
         }
       },
       [&] { out->push_back(RobotEnd{}); });
 }
 
-bool RobotStreamDecoder::failed() const { return impl_->dec.failed(); }
-ErrorCode RobotStreamDecoder::error() const { return impl_->dec.error(); }
-const std::string& RobotStreamDecoder::errorMessage() const { return impl_->dec.errorMessage(); }
-bool RobotStreamDecoder::ended() const { return impl_->dec.ended(); }
-
-struct BotmRobotStreamDecoder::Impl {
-  detail::StreamDecoder dec;
-  explicit Impl(XmlLimits l) : dec(l, kRobotNs, "botm") {}
-};
-
-BotmRobotStreamDecoder::BotmRobotStreamDecoder(XmlLimits limits) : impl_(std::make_unique<Impl>(limits)) {}
-BotmRobotStreamDecoder::~BotmRobotStreamDecoder() = default;
+BotmRobotStreamDecoder::BotmRobotStreamDecoder(XmlLimits limits) : LinkStreamReader(limits, kRobotNs, "botm") {}
 
 bool BotmRobotStreamDecoder::feed(std::string_view bytes, std::vector<ToRobotMessage>* out) {
-  auto& dec = impl_->dec;
+  auto& dec = dec_;
   return dec.feed(
       bytes,
       [&](bool is_root, const RawElement& el) {
@@ -127,28 +107,15 @@ bool BotmRobotStreamDecoder::feed(std::string_view bytes, std::vector<ToRobotMes
           out->push_back(RobotBotmHello{p.str("machine")});
           return;
         }
+        if (detail::readKeepAlive(el, out)) return;
         if (el.name == "fetch") {
           RobotFetch f;
-          f.id = p.reqU64("id");
-          f.url = p.reqStr("url");
+          detail::readFetchAttrs(p, f);
           f.file = p.reqStr("file");
-          f.mime = p.str("mime");
-          f.since = p.optTime("since");
-          f.max_size = p.optU64("maxsize");
-          f.scope = p.scope();
           if (p.ok) out->push_back(std::move(f));
-        } else if (el.name == "ping") {
-          out->push_back(LinkPing{});
-        } else if (el.name == "pong") {
-          out->push_back(LinkPong{});
         }
       },
       [&] { out->push_back(RobotEnd{}); });
 }
-
-bool BotmRobotStreamDecoder::failed() const { return impl_->dec.failed(); }
-ErrorCode BotmRobotStreamDecoder::error() const { return impl_->dec.error(); }
-const std::string& BotmRobotStreamDecoder::errorMessage() const { return impl_->dec.errorMessage(); }
-bool BotmRobotStreamDecoder::ended() const { return impl_->dec.ended(); }
 
 }  // namespace lcc::proto

@@ -73,39 +73,17 @@ void appendRobotFetch(std::string& out, const RobotFetch& f);  // the same, appe
 std::string encodeBotmRobotClose();  // "</lcc:botm>"
 
 // Reads what a robot sends (used by the BOT-M).
-class RobotStreamDecoder {
+class RobotStreamDecoder : public LinkStreamReader {
  public:
   explicit RobotStreamDecoder(XmlLimits limits = linkLimits());
-  ~RobotStreamDecoder();
-  RobotStreamDecoder(const RobotStreamDecoder&) = delete;
-  RobotStreamDecoder& operator=(const RobotStreamDecoder&) = delete;
   bool feed(std::string_view bytes, std::vector<FromRobotMessage>* out);
-  bool failed() const;
-  ErrorCode error() const;
-  const std::string& errorMessage() const;
-  bool ended() const;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
 };
 
 // Reads what a BOT-M sends (used by a robot).
-class BotmRobotStreamDecoder {
+class BotmRobotStreamDecoder : public LinkStreamReader {
  public:
   explicit BotmRobotStreamDecoder(XmlLimits limits = linkLimits());
-  ~BotmRobotStreamDecoder();
-  BotmRobotStreamDecoder(const BotmRobotStreamDecoder&) = delete;
-  BotmRobotStreamDecoder& operator=(const BotmRobotStreamDecoder&) = delete;
   bool feed(std::string_view bytes, std::vector<ToRobotMessage>* out);
-  bool failed() const;
-  ErrorCode error() const;
-  const std::string& errorMessage() const;
-  bool ended() const;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace lcc::proto
