@@ -6,6 +6,7 @@
 //   qm_bench dispatch [--plugin storage-memory] [--urls 200000] [--providers 1000] [--capacity 512]
 //   qm_bench fill  --dir D [--plugin storage-kyoto] [--urls 1000000] [--providers 1000] [--set 1000]
 //   qm_bench ready --dir D [--plugin storage-kyoto]
+//   every mode: [--apply-ops N] (qm.apply_batch_ops, store operations per apply batch)
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -43,7 +44,17 @@ struct Args {
   std::uint32_t providers = 1000;
   std::uint64_t capacity = 512;
   std::uint64_t set_size = 1000;
+  std::uint64_t apply_ops = 0;  // qm.apply_batch_ops; 0: the QM's default
 };
+
+// The QM as the benchmark runs it: no back-pressure from the queue's length.
+QmOptions benchQmOptions(const Args& a) {
+  QmOptions o;
+  o.queue_high = 1ull << 40;
+  o.queue_low = 1ull << 39;
+  if (a.apply_ops > 0) o.apply_chunk_ops = a.apply_ops;
+  return o;
+}
 
 class StubBotm : public BotmPort {
  public:
@@ -218,9 +229,7 @@ int runDispatch(const Args& a) {
   check(j.status(), "journal");
   std::vector<std::function<void()>> posted;
   StubBotm botm;
-  QmOptions o;
-  o.queue_high = 1ull << 40;
-  o.queue_low = 1ull << 39;
+  QmOptions o = benchQmOptions(a);
   o.botm_overload_pct = 100;
   QmDeps deps{st.queue.get(), st.content.get(), st.providers.get(), j.value().get(), &clock, nullptr, &botm,
               [&](std::function<void()> fn) { posted.push_back(std::move(fn)); }};
@@ -286,9 +295,7 @@ int runFill(const Args& a) {
   check(j.status(), "journal");
   std::vector<std::function<void()>> posted;
   StubBotm botm;
-  QmOptions o;
-  o.queue_high = 1ull << 40;
-  o.queue_low = 1ull << 39;
+  QmOptions o = benchQmOptions(a);
   QmDeps deps{st.queue.get(), st.content.get(), st.providers.get(), j.value().get(), &clock, nullptr, &botm,
               [&](std::function<void()> fn) { posted.push_back(std::move(fn)); }};
   QueueManager qm(deps, o);
@@ -336,9 +343,7 @@ int runReady(const Args& a) {
   auto j = Journal::open(posixEnv(), a.dir + "/journal");
   check(j.status(), "journal");
   StubBotm botm;
-  QmOptions o;
-  o.queue_high = 1ull << 40;
-  o.queue_low = 1ull << 39;
+  QmOptions o = benchQmOptions(a);
   QmDeps deps{st.queue.get(), st.content.get(), st.providers.get(), j.value().get(), &clock, nullptr, &botm, nullptr};
   QueueManager qm(deps, o);
   check(qm.open(), "open");
@@ -370,7 +375,7 @@ int main(int argc, char** argv) {
   Args a;
   if (argc < 2) {
     std::fprintf(stderr, "usage: qm_bench dispatch|fill|ready [--plugin P] [--urls N] [--providers N] [--capacity N] "
-                         "[--set N] [--dir D]\n");
+                         "[--set N] [--dir D] [--apply-ops N]\n");
     return 2;
   }
   a.mode = argv[1];
@@ -382,6 +387,7 @@ int main(int argc, char** argv) {
     else if (k == "--capacity") a.capacity = std::stoull(v);
     else if (k == "--set") a.set_size = std::stoull(v);
     else if (k == "--dir") a.dir = v;
+    else if (k == "--apply-ops") a.apply_ops = std::stoull(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;

@@ -76,7 +76,7 @@ struct QmOptions {
   std::uint64_t checkpoint_bytes = 64ull << 20;
   Millis group_commit_delay{0};
   std::uint64_t max_fetch_size = 50ull << 20;
-  std::size_t apply_chunk_ops = 20000;  // qm.apply_batch_ops: a large set is applied in batches of this many ops
+  std::size_t apply_chunk_ops = 1000;  // qm.apply_batch_ops: a large set or a group is applied in batches of this many ops
   std::size_t intake_hold_urls = 4096;  // a set past this many URLs is journaled in parts as it comes
   std::uint64_t intake_sync_bytes = 16ull << 20;  // parts journaled past this many bytes are synced (not acked)
   std::size_t delete_window = 64;       // qm.delete_window: deletes outstanding per BOT-M link
