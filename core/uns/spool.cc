@@ -72,7 +72,26 @@ Record parseRecord(std::string_view p) {
   return r;
 }
 
+SpooledSet wholeSet(JournalPos pos, std::uint64_t id, std::uint64_t bytes) {
+  SpooledSet s;
+  s.first = s.pos = pos;
+  s.id = id;
+  s.bytes = bytes;
+  return s;
+}
+
 }  // namespace
+
+SpooledSet Spool::partsSet(JournalPos first, JournalPos last, std::uint64_t id, std::uint64_t bytes,
+                           const OpenSet& o, std::uint64_t count) {
+  SpooledSet s = wholeSet(last, id, bytes);
+  s.first = first;
+  s.in_parts = true;
+  s.pid = o.pid;
+  s.kind = o.kind;
+  s.count = count;
+  return s;
+}
 
 Status SetIds::open(std::uint64_t highest) {
   if (env_->exists(path_)) {
@@ -146,7 +165,7 @@ Status Spool::load(std::map<JournalPos, std::string> cached) {
     auto open = open_.find(r.begin);
     const bool known = r.tag != '<' && r.tag != 'B' && open != open_.end();
     if (r.tag == '<') {
-      SpooledSet s{pos, pos, r.id, payload.size()};
+      SpooledSet s = wholeSet(pos, r.id, payload.size());
       if (auto it = cached.find(pos); it != cached.end() && it->second == payload) s.xml = std::move(it->second);
       highest_id_ = std::max(highest_id_, r.id);
       insert(std::move(s));
@@ -160,14 +179,13 @@ Status Spool::load(std::map<JournalPos, std::string> cached) {
       bytes_ += payload.size();
       if (r.tag == 'A') dropOpen(r.begin, pos);
     } else if (r.tag == 'E' && known) {
-      SpooledSet s{r.begin, pos, r.id, open->second.bytes + payload.size(), true,
-                   open->second.pid, open->second.kind, r.count};
+      SpooledSet s = partsSet(r.begin, pos, r.id, open->second.bytes + payload.size(), open->second, r.count);
       bytes_ += payload.size();
       open_.erase(open);
       highest_id_ = std::max(highest_id_, r.id);
       insert(std::move(s));
-    } else if (r.tag != 'P' && r.tag != 'A') {  // those of a set cut off whose B was trimmed: nothing to do
-      spdlog::error("uns spool: record {} is neither a set nor the end of one that is open; skipped", pos);
+    } else if (r.tag == 0) {  // P, A, E of a set whose B was trimmed (cut off, or acked): nothing to do
+      spdlog::error("uns spool: record {} is not a spool record; skipped", pos);
     }
     return Status::ok();
   });
@@ -249,7 +267,7 @@ Result<SpooledSet> Spool::appendWhole(std::uint64_t id, std::string_view xml) {
   JournalPos pos = 0;
   LCC_RETURN_IF_ERROR(append(xml, &pos));
   highest_id_ = std::max(highest_id_, id);
-  return SpooledSet{pos, pos, id, xml.size()};
+  return wholeSet(pos, id, xml.size());
 }
 
 Result<JournalPos> Spool::appendBegin(ProviderId pid, SetKind kind) {
@@ -285,7 +303,7 @@ Result<SpooledSet> Spool::appendEnd(JournalPos begin, std::uint64_t id, std::uin
   open_.erase(begin);  // its first record stays in firsts_: insert() does not add it again
   bytes_ += rec.size();
   highest_id_ = std::max(highest_id_, id);
-  return SpooledSet{begin, pos, id, o.bytes + rec.size(), true, o.pid, o.kind, count};
+  return partsSet(begin, pos, id, o.bytes + rec.size(), o, count);
 }
 
 void Spool::abort(JournalPos begin) {

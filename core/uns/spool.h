@@ -141,7 +141,8 @@ class Spool {
     std::uint64_t bytes = 0;
     JournalPos last = 0;
   };
-  struct Scan;
+  static SpooledSet partsSet(JournalPos first, JournalPos last, std::uint64_t id, std::uint64_t bytes,
+                             const OpenSet& o, std::uint64_t count);
   Status load(std::map<JournalPos, std::string> cached);
   Status fail(const Status& s);
   Status append(std::string_view payload, JournalPos* pos);

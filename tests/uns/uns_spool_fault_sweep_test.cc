@@ -53,7 +53,9 @@ class UnsSpoolFaultSweep : public ::testing::Test {
     for (int i = 0; i < kSets; ++i) {
       auto r = parseReplies(cpExchange(h.port(), initXml(1) + setXml(setUrls(i))));
       const bool ok = r.size() == 2 && r[1].kind == proto::CpReply::Kind::kSetResult && r[1].accepted;
-      if (!ok && r.size() == 2) EXPECT_EQ(r[1].code, ErrorCode::kOffline) << "set " << i;
+      if (!ok && r.size() == 2) {
+        EXPECT_EQ(r[1].code, ErrorCode::kOffline) << "set " << i;
+      }
       (ok ? sent.accepted : sent.refused).push_back(setUrls(i));
     }
     return sent;
@@ -69,7 +71,9 @@ class UnsSpoolFaultSweep : public ::testing::Test {
     ASSERT_TRUE(eventually([&] { return h.server().forwarder().spooledSets() == 0; }));
     std::set<std::vector<std::string>> applied, known;
     for (const auto& s : qm.applied()) {
-      if (s.urls.size() == kPartsUrls) EXPECT_TRUE(s.header.streamed) << "replayed as it was spooled, in parts";
+      if (s.urls.size() == kPartsUrls) {
+        EXPECT_TRUE(s.header.streamed) << "replayed as it was spooled, in parts";
+      }
       std::vector<std::string> u;
       for (const auto& n : s.urls) u.push_back(n.key.url);
       applied.insert(u);

@@ -128,7 +128,9 @@ TEST_F(UnsSpoolPartsTest, SetsInPartsAndWholeSetsAreReplayedInIdOrder) {
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(urlsOf(applied[i]), urls(tags[i], sizes[i])) << i;
     EXPECT_EQ(applied[i].header.streamed, i % 2 == 1) << i;
-    if (i > 0) EXPECT_LT(applied[i - 1].header.id, applied[i].header.id);
+    if (i > 0) {
+      EXPECT_LT(applied[i - 1].header.id, applied[i].header.id);
+    }
   }
   EXPECT_EQ(qm.received(), 4u) << "each sent once";
 }
@@ -199,7 +201,9 @@ TEST_F(UnsSpoolPartsTest, APowerLossAfterTheEndIsSyncedReplaysTheSetBeforeItDoes
       if (fail_end_sync) env.failNthSync(1);
       auto r = sendSet(h.port(), u);
       EXPECT_EQ(r.accepted, !fail_end_sync);
-      if (fail_end_sync) EXPECT_EQ(r.code, ErrorCode::kOffline);
+      if (fail_end_sync) {
+        EXPECT_EQ(r.code, ErrorCode::kOffline);
+      }
       EXPECT_EQ(env.injectedFailures(), fail_end_sync ? 1u : 0u);
       h.stop();
       env.crash();
