@@ -63,10 +63,12 @@ std::uint64_t folderBytes(const std::string& dir) {
 
 class UnsSpoolPartsTest : public ::testing::Test {
  protected:
-  UnsOptions options(std::uint16_t qm_port, std::size_t buffer = kBuffer) {
+  // `spool_limit` 0: the default.
+  UnsOptions options(std::uint16_t qm_port, std::uint64_t spool_limit = 0) {
     UnsOptions o = testOptions(dir_.path(), qm_port);
     o.session.stream_part_bytes = 2048;  // a few dozen URLs a part
-    o.forwarder.buffer_bytes = buffer;
+    o.forwarder.buffer_bytes = kBuffer;
+    if (spool_limit > 0) o.forwarder.spool_limit = spool_limit;
     return o;
   }
   // init + a set; the set_result (kind kSetResult) or an empty reply.
@@ -227,9 +229,7 @@ TEST_F(UnsSpoolPartsTest, APowerLossAfterTheEndIsSyncedReplaysTheSetBeforeItDoes
 
 TEST_F(UnsSpoolPartsTest, TheSpoolFillingUpMidSetRefusesItWith130) {
   const std::uint16_t qm_port = unusedPort();
-  UnsOptions o = options(qm_port);
-  o.forwarder.spool_limit = 64u << 10;
-  Harness h(o, fx_.store());
+  Harness h(options(qm_port, 64u << 10), fx_.store());
   ASSERT_TRUE(h.start().isOk());
   auto r = sendSet(h.port(), urls("big", 3000));  // ~190 KB
   EXPECT_FALSE(r.accepted);
@@ -247,9 +247,7 @@ TEST_F(UnsSpoolPartsTest, TheSpoolFillingUpMidSetRefusesItWith130) {
 
 TEST_F(UnsSpoolPartsTest, BytesOfACutSetCountAgainstTheLimitWhileASetWaitsBeforeThem) {
   const std::uint16_t qm_port = unusedPort();
-  UnsOptions o = options(qm_port);
-  o.forwarder.spool_limit = 256u << 10;
-  Harness h(o, fx_.store());
+  Harness h(options(qm_port, 256u << 10), fx_.store());
   ASSERT_TRUE(h.start().isOk());
   ASSERT_TRUE(sendSet(h.port(), urls("first", 3)).accepted);  // waits, so nothing behind it is trimmed
   EXPECT_FALSE(sendSet(h.port(), urls("big", 6000)).accepted);  // ~380 KB: cut off at the limit
