@@ -10,7 +10,7 @@
 //    in the spool. Past spool_limit bytes waiting, done(rejected 130).
 // A streamed set (beginSet) the QM cannot take as it comes is spooled in parts as it
 // is read, and replayed in parts read back from the journal: memory per set is
-// bounded by buffer_bytes, whatever its size.
+// bounded by twice buffer_bytes (read ahead, and queued on the link), whatever its size.
 // When the QM is back, the spool is replayed in order (pipelined, `replay_window`
 // sets in flight) while new sets are appended behind; pass-through resumes once the
 // spool is empty, and the journal is trimmed as acks arrive. Sets are sent to the QM
