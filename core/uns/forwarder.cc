@@ -1,8 +1,8 @@
 #include "uns/forwarder.h"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <charconv>
 #include <future>
 #include <map>
 #include <optional>
@@ -10,20 +10,16 @@
 
 #include "net/connector.h"
 #include "proto/uns_qm.h"
+#include "uns/spool.h"
 
 namespace lcc::uns {
 
 namespace asio = boost::asio;
 
-namespace {
-constexpr std::uint64_t kCacheBudget = 64ull << 20;  // spooled sets kept in memory too
-
-}  // namespace
-
 struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHandler {
   Impl(asio::io_context& io_, Clock* clock_, Env* env_, ForwarderOptions o, Metrics* m)
       : io(io_), strand(asio::make_strand(io_)), clock(clock_), env(env_), opt(std::move(o)), metrics(m),
-        ack_timer(strand) {
+        spool(env_, spoolOptions()), ack_timer(strand) {
     if (metrics) {
       c_forwarded = &metrics->counter("lcc_uns_sets_forwarded_total", "sets the QM acknowledged directly");
       c_spooled = &metrics->counter("lcc_uns_sets_spooled_total", "sets written to the UNS spool");
@@ -47,29 +43,38 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
           *c_link_drops = nullptr, *c_corrupt = nullptr;
   Gauge *g_spool_bytes = nullptr, *g_spool_sets = nullptr;
 
-  std::atomic<std::uint64_t> spool_bytes{0}, spool_sets{0}, last_id{0};
+  std::atomic<std::uint64_t> held_max{0};
   std::atomic<bool> link_ready{false};
 
-  std::unique_ptr<Journal> journal;
-  std::uint64_t next_id = 1, id_limit = 0;
+  SetIds ids{env, opt.spool_dir + "/set_id", opt.id_block};
 
-  struct Spooled {
-    JournalPos pos = 0;
-    std::uint64_t id = 0;
-    std::uint64_t bytes = 0;
-    std::string xml;  // empty: only in the journal
-  };
-  std::deque<Spooled> spool;     // waiting, in order; the first `replay_inflight` are sent
+  SpoolOptions spoolOptions() {
+    SpoolOptions so;
+    so.dir = opt.spool_dir + "/journal";
+    so.limit = opt.spool_limit;
+    so.write_bytes = opt.buffer_bytes;
+    so.on_corrupt = [this](const std::string& why) {
+      if (c_corrupt) c_corrupt->inc();
+      if (opt.on_spool_corrupt) opt.on_spool_corrupt(why);
+    };
+    return so;
+  }
+  Spool spool;                      // waiting, in id order; the first `replay_inflight` are sent
   std::size_t replay_inflight = 0;
-  std::uint64_t cache_bytes = 0;
+  // The set in parts being replayed (spool[replay_inflight]): read up to `after`.
+  bool parts_sending = false;
+  JournalPos parts_after = 0;
 
   struct Pending {
     std::uint64_t id = 0;
     std::string xml;
     Done done;
     bool streamed = false;  // sent as it was read: not kept, so not spoolable (130 if lost)
+    JournalPos parts_begin = 0;  // a set spooled in parts: its B record (its E is written by the flush)
+    std::uint64_t count = 0;     // of a set in parts
   };
   std::vector<Pending> to_spool;  // group commit
+  std::uint64_t to_spool_bytes = 0;
   bool flush_posted = false;
   std::deque<Pending> inflight;   // passed through, waiting for the QM's ack
 
@@ -80,86 +85,45 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   asio::steady_timer ack_timer;
   bool stopped = false;
 
-  // ---- set ids ----
-  std::string idFile() const { return opt.spool_dir + "/set_id"; }
-
-  Status reserveIds() {
-    id_limit = next_id + opt.id_block;
-    return env->writeFileAtomic(idFile(), std::to_string(id_limit) + "\n");
-  }
-
-  Result<std::uint64_t> allocId() {
-    if (next_id >= id_limit) LCC_RETURN_IF_ERROR(reserveIds());
-    last_id = next_id;
-    return next_id++;
-  }
-
   void updateGauges() {
-    spool_sets = spool.size();
-    if (g_spool_bytes) g_spool_bytes->set(static_cast<std::int64_t>(spool_bytes.load()));
+    if (g_spool_bytes) g_spool_bytes->set(static_cast<std::int64_t>(spool.bytes()));
     if (g_spool_sets) g_spool_sets->set(static_cast<std::int64_t>(spool.size()));
   }
 
-  // Accepted sets may be lost: counted, and cache-crash raised (the flag is sticky in
-  // the PIDB until each provider sends a full set).
-  std::atomic<std::uint64_t> corruptions{0};
-  void spoolCorrupt(const std::string& detail) {
-    ++corruptions;
-    spdlog::error("uns spool: corruption: {}; accepted sets may be lost, raising cache-crash", detail);
-    if (c_corrupt) c_corrupt->inc();
-    if (opt.on_spool_corrupt) opt.on_spool_corrupt(detail);
+  // Bytes of sets held in memory here: the spool's cache and unwritten records, sets
+  // waiting for the group commit, and what waits for the link. Its high-water mark is
+  // in /status (`memory_bytes_max`).
+  std::uint64_t heldBytes() const {
+    return spool.heldBytes() + to_spool_bytes + outq_bytes + (conn ? conn->queuedBytes() : 0);
+  }
+  void noteHeld() {
+    const std::uint64_t now = heldBytes();
+    if (now > held_max.load()) held_max = now;
   }
 
   Status open() {
     LCC_RETURN_IF_ERROR(env->createDirs(opt.spool_dir, DirOptions{.private_dir = true}));
-    if (env->exists(idFile())) {
-      auto text = env->readFile(idFile());
-      if (!text.isOk()) return text.status();
-      std::uint64_t v = 0;
-      std::string_view t = text.value();
-      while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.remove_suffix(1);
-      if (std::from_chars(t.data(), t.data() + t.size(), v).ec != std::errc()) {
-        return Status::corruption(idFile() + ": not a set id");
-      }
-      next_id = std::max<std::uint64_t>(next_id, v);
-    }
-    auto j = Journal::open(env, opt.spool_dir + "/journal", JournalOptions{4ull << 20, 1ull << 30});
-    if (!j.isOk()) return j.status().withContext("uns spool");
-    journal = std::move(j).value();
-    auto info = journal->replay(0, [&](JournalPos pos, std::string_view payload) {
-      Spooled s;
-      s.pos = pos;
-      s.id = proto::peekSetId(payload);
-      s.bytes = payload.size();
-      if (s.id == 0) {
-        spdlog::error("uns spool: record {} is not a set; skipped", pos);
-        return Status::ok();
-      }
-      next_id = std::max(next_id, s.id + 1);
-      spool_bytes += s.bytes;
-      spool.push_back(std::move(s));
-      return Status::ok();
-    });
-    if (!info.isOk()) return info.status().withContext("uns spool replay");
-    if (info->torn_tail) spdlog::warn("uns spool: a torn last record was dropped ({})", info->detail);
-    if (info->corruption) spoolCorrupt(info->detail);
-    if (!spool.empty()) {
-      spdlog::info("uns spool: {} sets ({} bytes) wait from an earlier run", spool.size(), spool_bytes.load());
-    }
+    LCC_RETURN_IF_ERROR(spool.open());
+    LCC_RETURN_IF_ERROR(ids.open(spool.highestId()));
     updateGauges();
-    LCC_RETURN_IF_ERROR(reserveIds());
     return Status::ok();
+  }
+
+  static SetOutcome offline() { return SetOutcome{false, ErrorCode::kOffline, "system temporarily off-line, try again later"}; }
+  void refuse(const Done& done) {
+    if (c_refused) c_refused->inc();
+    done(offline());
+  }
+  void idFailed(const Done& done, const Status& s) {
+    spdlog::error("uns: cannot persist set ids: {}", s.toString());
+    if (c_refused) c_refused->inc();
+    done(SetOutcome{false, ErrorCode::kInternal, "internal error"});
   }
 
   // ---- submit ----
   void submit(SetSubmission set, Done done) {
-    auto id = allocId();
-    if (!id.isOk()) {
-      spdlog::error("uns: cannot persist set ids: {}", id.status().toString());
-      if (c_refused) c_refused->inc();
-      done(SetOutcome{false, ErrorCode::kInternal, "internal error"});
-      return;
-    }
+    auto id = ids.next();
+    if (!id.isOk()) return idFailed(done, id.status());
     // The set element is built around the URLs in place (one copy of a large set).
     std::string head;
     proto::appendSetBegin(head, {id.value(), set.pid, set.kind, set.count});
@@ -173,149 +137,137 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       armAckTimer(false);
       return;
     }
-    std::uint64_t queued = 0;
-    for (const auto& p : to_spool) queued += p.xml.size();
     // Past the limit nothing more is spooled (the set that crossed it was taken).
-    if (spool_bytes.load() + queued >= opt.spool_limit) {
-      if (c_refused) c_refused->inc();
-      done(SetOutcome{false, ErrorCode::kOffline, "system temporarily off-line, try again later"});
-      return;
-    }
+    if (spool.full(to_spool_bytes)) return refuse(done);
     queueSpool(Pending{id.value(), std::move(xml), std::move(done)});
   }
 
   void queueSpool(Pending p) {
+    to_spool_bytes += p.xml.size();
     to_spool.push_back(std::move(p));
+    noteHeld();
     if (!flush_posted) {
       flush_posted = true;
       asio::post(strand, [self = shared_from_this()] { self->flushSpool(); });
     }
   }
 
-  // After a failed write the journal is sticky-failed; once nothing of the spool is
-  // in flight, open it again (a full disk may have room now). What is on disk is
-  // re-read, so the spool list matches the files exactly.
-  bool journal_failed = false;
-  Status reopenJournal() {
-    if (replay_inflight > 0) return Status::busy("spooled sets in flight");
-    journal.reset();
-    auto j = Journal::open(env, opt.spool_dir + "/journal", JournalOptions{4ull << 20, 1ull << 30});
-    if (!j.isOk()) return j.status();
-    std::map<JournalPos, std::string> cached;
-    for (auto& sp : spool) {
-      if (!sp.xml.empty()) cached[sp.pos] = std::move(sp.xml);
-    }
-    std::deque<Spooled> rebuilt;
-    std::uint64_t bytes = 0;
-    auto info = j.value()->replay(0, [&](JournalPos pos, std::string_view payload) {
-      Spooled sp{pos, proto::peekSetId(payload), payload.size(), {}};
-      if (sp.id == 0) return Status::ok();
-      if (auto it = cached.find(pos); it != cached.end() && it->second == payload) sp.xml = std::move(it->second);
-      bytes += sp.bytes;
-      rebuilt.push_back(std::move(sp));
-      return Status::ok();
-    });
-    if (!info.isOk()) return info.status();
-    if (info->corruption) spoolCorrupt(info->detail);
-    journal = std::move(j).value();
-    spool = std::move(rebuilt);
-    spool_bytes = bytes;
-    cache_bytes = 0;
-    for (const auto& sp : spool) cache_bytes += sp.xml.empty() ? 0 : sp.bytes;
-    journal_failed = false;
+  // After a failed write the spool is unusable; once nothing of it is being sent, it
+  // is opened again (a full disk may have room now) and what is on disk re-read.
+  Status reopenSpool() {
+    if (replay_inflight > 0 || parts_sending) return Status::busy("spooled sets in flight");
+    Status s = spool.reopen();
     updateGauges();
-    spdlog::info("uns spool: reopened after a write failure; {} sets wait", spool.size());
-    return Status::ok();
+    return s;
   }
 
-  // Appends every queued set and syncs once (group commit), then answers them.
+  // Appends every queued set (a whole set, or the E of a set in parts) and syncs once
+  // (group commit), then answers them.
   void flushSpool() {
     flush_posted = false;
     if (to_spool.empty()) return;
     std::vector<Pending> batch = std::move(to_spool);
     to_spool.clear();
-    std::vector<Spooled> added;
+    to_spool_bytes = 0;
+    std::vector<std::optional<SpooledSet>> added(batch.size());
     Status st;
-    if (journal_failed || !journal) {
-      st = reopenJournal();
+    if (!spool.usable()) {
+      st = reopenSpool();
       if (!st.isOk()) st = st.withContext("the spool failed earlier and cannot be reopened");
     }
-    for (auto& p : batch) {
-      if (!st.isOk()) break;
-      auto pos = journal->append(p.xml);
-      if (!pos.isOk()) {
-        st = pos.status();
-        break;
-      }
-      added.push_back(Spooled{pos.value(), p.id, p.xml.size(), {}});
+    for (std::size_t i = 0; i < batch.size() && st.isOk(); ++i) {
+      Pending& p = batch[i];
+      auto r = p.parts_begin ? spool.appendEnd(p.parts_begin, p.id, p.count) : spool.appendWhole(p.id, p.xml);
+      if (r.isOk()) {
+        added[i] = std::move(r).value();
+      } else if (r.status().code() != StatusCode::kNotFound) {
+        st = r.status();
+      }  // NotFound: its parts were cut off by a failed write; that set alone gets 130
     }
-    if (st.isOk()) {
-      auto c = journal->commit();
-      if (!c.isOk()) st = c.status();
-    }
+    if (st.isOk()) st = spool.commit();
     if (!st.isOk()) {
-      journal_failed = true;
       spdlog::error("uns spool: write failed, refusing sets with 130: {}", st.toString());
-      for (auto& p : batch) {
-        if (c_refused) c_refused->inc();
-        p.done(SetOutcome{false, ErrorCode::kOffline, "system temporarily off-line, try again later"});
-      }
+      for (auto& p : batch) refuse(p.done);
+      updateGauges();
       return;
     }
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      Spooled s = std::move(added[i]);
-      if (cache_bytes + s.bytes <= kCacheBudget) {
-        s.xml = std::move(batch[i].xml);
-        cache_bytes += s.bytes;
-      }
-      spool_bytes += s.bytes;
-      spool.push_back(std::move(s));
+      if (!added[i]) continue;
+      if (!added[i]->in_parts) added[i]->xml = std::move(batch[i].xml);
+      spool.insert(std::move(*added[i]));
       if (c_spooled) c_spooled->inc();
     }
     updateGauges();
-    for (auto& p : batch) p.done(SetOutcome{true, ErrorCode::kNone, {}});
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      added[i] ? batch[i].done(SetOutcome{true, ErrorCode::kNone, {}}) : refuse(batch[i].done);
+    }
     pump();
   }
 
   // ---- replay ----
-  // Makes sure spool[from, from + n) have their text, reading the journal if needed.
-  Status loadTexts(std::size_t from, std::size_t n) {
-    std::size_t end = std::min(spool.size(), from + n);
-    std::size_t first_missing = end;
-    for (std::size_t i = from; i < end; ++i) {
-      if (spool[i].xml.empty()) {
-        first_missing = i;
-        break;
-      }
-    }
-    if (first_missing == end) return Status::ok();
-    if (!journal) return Status::ioError("the spool is closed after a write failure");
-    std::size_t i = first_missing;
-    auto r = journal->replay(spool[i].pos - 1, [&](JournalPos pos, std::string_view payload) {
-      while (i < end && spool[i].pos < pos) ++i;
-      if (i >= end) return Status::aborted("enough");
-      if (spool[i].pos == pos && spool[i].xml.empty()) spool[i].xml.assign(payload);
-      return Status::ok();
-    });
-    if (!r.isOk() && r.status().code() != StatusCode::kAborted) return r.status();
-    for (std::size_t k = from; k < end; ++k) {
-      if (spool[k].xml.empty()) return Status::corruption("spooled set " + std::to_string(spool[k].id) + " is gone");
-    }
-    return Status::ok();
-  }
-
   void pump() {
     if (stopped || !link_ready || spool.empty() || open_stream) return;
     while (replay_inflight < opt.replay_window && replay_inflight < spool.size()) {
-      Status s = loadTexts(replay_inflight, opt.replay_window);
-      if (!s.isOk()) {
-        spdlog::error("uns spool: cannot read back spooled sets: {}", s.toString());
-        if (s.isCorruption()) spoolCorrupt(s.message());
-        return;
+      if (spool[replay_inflight].in_parts) {
+        if (!sendPartsSet()) return;  // waits for the link to take what is queued
+      } else {
+        Status s = spool.loadTexts(replay_inflight, opt.replay_window);
+        noteHeld();
+        if (!s.isOk()) return spoolUnreadable(s);
+        send(spool[replay_inflight].xml);
       }
-      send(spool[replay_inflight].xml);
       ++replay_inflight;
       armAckTimer(false);
+    }
+  }
+
+  void spoolUnreadable(const Status& s) {
+    spdlog::error("uns spool: cannot read back spooled sets: {}", s.toString());
+    if (s.isCorruption()) spool.reportCorruption(s.message());
+  }
+
+  // Sends spool[replay_inflight], a set in parts, as a streamed set (a header without
+  // count, its parts read from the journal while less than buffer_bytes waits for the
+  // link, <end count/>). True once its end is queued.
+  bool sendPartsSet() {
+    const SpooledSet& s = spool[replay_inflight];
+    if (!parts_sending) {
+      std::string head;
+      proto::appendSetBegin(head, proto::UnsQmSetHeader{s.id, s.pid, s.kind, 0, true});
+      send(std::move(head));
+      parts_sending = true;
+      parts_after = s.first;
+    }
+    while (outq_bytes < opt.buffer_bytes) {
+      Status st = spool.readParts(s, &parts_after, opt.buffer_bytes - outq_bytes,
+                                  [&](std::string_view urls) { send(std::string(urls)); });
+      if (!st.isOk()) {
+        partsSetUnreadable(st);
+        return false;
+      }
+      if (parts_after == s.pos) {
+        std::string tail;
+        proto::appendStreamedSetEnd(tail, s.count);
+        send(std::move(tail));
+        parts_sending = false;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // The QM drops what it got of the set (<abort/>). A corrupt one is lost (cache-crash,
+  // and it leaves the spool); after an I/O error it is tried again later.
+  void partsSetUnreadable(const Status& st) {
+    std::string tail;
+    proto::appendStreamedSetAbort(tail);
+    send(std::move(tail));
+    parts_sending = false;
+    spoolUnreadable(st);
+    if (st.isCorruption()) {
+      spool.erase(replay_inflight);
+      updateGauges();
+      asio::post(strand, [self = shared_from_this()] { self->pump(); });  // the sets behind it go on
     }
   }
 
@@ -367,6 +319,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     h.on_written = [self = shared_from_this(), my_gen](std::uint64_t) {
       if (my_gen != self->gen) return;
       self->pumpOut();
+      if (self->parts_sending) self->pump();  // a replayed set in parts reads its next parts
       self->armAckTimer(true);  // the ack is owed from the set's last byte on, not its first
     };
     h.on_close = [self = shared_from_this(), my_gen](net::CloseReason reason, const std::string& detail) {
@@ -378,19 +331,21 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   }
 
   // Bytes go out through `outq` in slices, each once the connection has less than
-  // kOutWindow queued (on_written), so a set larger than the connection's write bound
+  // buffer_bytes queued (on_written), so a set larger than the connection's write bound
   // (net::ConnectionOptions::max_queued) passes, and at most a window is copied.
   void send(std::string bytes) {
     if (!conn || bytes.empty()) return;
     outq_bytes += bytes.size();
     outq.push_back(std::move(bytes));
+    noteHeld();
     pumpOut();
   }
   void pumpOut() {
-    while (conn && !outq.empty() && conn->queuedBytes() < kOutWindow) {
+    const std::size_t slice = std::clamp<std::size_t>(opt.buffer_bytes / 4, 4096, kOutSlice);
+    while (conn && !outq.empty() && conn->queuedBytes() < opt.buffer_bytes) {
       std::string& front = outq.front();
       const std::size_t size = front.size();  // (front may be moved out below)
-      const std::size_t n = std::min(kOutSlice, size - out_off);
+      const std::size_t n = std::min(slice, size - out_off);
       if (out_off == 0 && n == front.size()) {
         conn->send(std::move(front));
       } else {
@@ -405,7 +360,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     }
     runTakenWaiters(false);
   }
-  static constexpr std::size_t kOutWindow = 4u << 20, kOutSlice = 1u << 20;
+  static constexpr std::size_t kOutSlice = 1u << 20;
   std::deque<std::string> outq;  // bytes for the QM not yet handed to the connection
   std::size_t out_off = 0;       // of outq.front(), already handed over
   std::size_t outq_bytes = 0;    // in outq (counting what of the front was handed over)
@@ -446,10 +401,13 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     ack_timer.cancel();
     ack_armed = false;
     replay_inflight = 0;
+    parts_sending = false;  // the QM drops a set cut off by the link
     if (!inflight.empty()) {
       std::vector<Pending> moved = takeInflight();
       for (auto& p : to_spool) moved.push_back(std::move(p));
       to_spool = std::move(moved);
+      to_spool_bytes = 0;
+      for (const auto& p : to_spool) to_spool_bytes += p.xml.size();
       if (!flush_posted) {
         flush_posted = true;
         asio::post(strand, [self = shared_from_this()] { self->flushSpool(); });
@@ -471,32 +429,29 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   // gone), so its CP is answered 130 and sends it again.
   std::vector<Pending> takeInflight() {
     std::vector<Pending> moved;
-    for (auto& p : inflight) {
-      if (!p.streamed) moved.push_back(std::move(p));
-      if (p.streamed && c_refused) c_refused->inc();
-      if (p.streamed) p.done(SetOutcome{false, ErrorCode::kOffline, "system temporarily off-line, try again later"});
-    }
+    for (auto& p : inflight) p.streamed ? refuse(p.done) : moved.push_back(std::move(p));
     inflight.clear();
     return moved;
   }
 
   // ---- a set streamed as it is read (issue 13) ----
   // It passes through only when a whole set would (link up, spool empty) and no other
-  // set streams; otherwise it is collected and submitted whole at its end, as before.
-  enum class StreamMode { kCollect, kPass, kBroken };
+  // set streams; otherwise it is spooled in parts as it comes (spool.h) and, once its
+  // E record is synced, waits in the spool as any set.
+  enum class StreamMode { kPass, kSpool, kBroken };
   struct StreamState {
     ProviderId pid = 0;
     SetKind kind = SetKind::kPartial;
     bool wanted = false, finished = false;
-    StreamMode mode = StreamMode::kCollect;
+    StreamMode mode = StreamMode::kSpool;
     std::uint64_t id = 0, count = 0;
-    std::string xml;  // kCollect: the URLs so far
+    JournalPos begin = 0;  // kSpool: its B record
   };
   std::shared_ptr<StreamState> open_stream;  // the one passing through
   std::deque<std::function<void()>> taken_waiters;
 
   void runTakenWaiters(bool all) {
-    while (!taken_waiters.empty() && (all || outq_bytes < kOutWindow)) {
+    while (!taken_waiters.empty() && (all || outq_bytes < opt.buffer_bytes)) {
       auto f = std::move(taken_waiters.front());
       taken_waiters.pop_front();
       f();
@@ -504,9 +459,11 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   }
 
   void streamBegin(const std::shared_ptr<StreamState>& st) {
-    if (stopped || !link_ready || !spool.empty() || !to_spool.empty() || open_stream || replay_inflight > 0) return;
-    auto id = allocId();
-    if (!id.isOk()) return;  // collected; submit() reports the failure at the end
+    if (stopped || !link_ready || !spool.empty() || !to_spool.empty() || open_stream || replay_inflight > 0) {
+      return spoolBegin(st);
+    }
+    auto id = ids.next();
+    if (!id.isOk()) return spoolBegin(st);  // the id is asked for again at its end, which reports it
     std::string head;
     proto::appendSetBegin(head, proto::UnsQmSetHeader{id.value(), st->pid, st->kind, 0, true});
     st->mode = StreamMode::kPass;
@@ -515,36 +472,72 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     send(std::move(head));
   }
 
+  void spoolBegin(const std::shared_ptr<StreamState>& st) {
+    st->mode = StreamMode::kBroken;
+    if (stopped) return;
+    if (!spool.usable()) {
+      if (Status s = reopenSpool(); !s.isOk()) {
+        spdlog::warn("uns spool: cannot take a set in parts ({}); it will be refused with 130", s.toString());
+        return;
+      }
+    }
+    auto begin = spool.appendBegin(st->pid, st->kind);
+    if (!begin.isOk()) return spdlog::error("uns spool: write failed: {}", begin.status().toString());
+    st->mode = StreamMode::kSpool;
+    st->begin = begin.value();
+  }
+
   void streamAdd(const std::shared_ptr<StreamState>& st, std::string xml, std::uint64_t n, std::function<void()> taken) {
     st->count += n;
-    if (st->mode == StreamMode::kCollect) {
-      st->xml += xml;
-    } else if (st->mode == StreamMode::kPass) {
+    if (st->mode == StreamMode::kPass) {
       send(std::move(xml));
-      if (outq_bytes >= kOutWindow) return taken_waiters.push_back(std::move(taken));
+      if (outq_bytes >= opt.buffer_bytes) return taken_waiters.push_back(std::move(taken));
+    } else if (st->mode == StreamMode::kSpool) {
+      Status s = spool.appendPart(st->begin, std::move(xml));
+      noteHeld();
+      if (!s.isOk()) spoolPartFailed(st, s);
     }
-    taken();
+    taken();  // kBroken: the rest of the set is read and dropped; its end gets 130
+  }
+
+  // Full: the set is cut off (A record) and refused at its end. A failed write cut
+  // off every set in parts being written (spool.h); this one learns it here.
+  void spoolPartFailed(const std::shared_ptr<StreamState>& st, const Status& s) {
+    st->mode = StreamMode::kBroken;
+    if (s.code() == StatusCode::kBusy) {
+      spdlog::warn("uns spool: full ({} bytes waiting, limit {}); a set in parts is cut off and refused with 130",
+                   spool.bytes(), opt.spool_limit);
+      spool.abort(st->begin);
+    } else if (s.code() != StatusCode::kNotFound) {
+      spdlog::error("uns spool: write failed, refusing sets with 130: {}", s.toString());
+    }
+    updateGauges();
   }
 
   void streamEnd(const std::shared_ptr<StreamState>& st, Done done) {
     st->finished = true;
-    if (st->mode == StreamMode::kCollect) {
-      return submit(SetSubmission{st->pid, st->kind, st->wanted, st->count, std::move(st->xml)}, std::move(done));
+    if (st->mode == StreamMode::kBroken) return refuse(done);
+    if (st->mode == StreamMode::kSpool) {
+      auto id = ids.next();
+      if (!id.isOk()) {
+        spool.abort(st->begin);
+        return idFailed(done, id.status());
+      }
+      return queueSpool(Pending{id.value(), {}, std::move(done), false, st->begin, st->count});
     }
-    if (st->mode == StreamMode::kBroken) {
-      if (c_refused) c_refused->inc();
-      return done(SetOutcome{false, ErrorCode::kOffline, "system temporarily off-line, try again later"});
-    }
-    closeStream(st->count);
     inflight.push_back(Pending{st->id, {}, std::move(done), true});
+    closeStream(st->count);
     armAckTimer(false);
   }
 
   void streamAbort(const std::shared_ptr<StreamState>& st) {
     if (st->finished) return;
     st->finished = true;
-    st->xml = std::string();
     if (st->mode == StreamMode::kPass) closeStream(std::nullopt);
+    if (st->mode == StreamMode::kSpool) {
+      spool.abort(st->begin);
+      updateGauges();
+    }
   }
   // Ends the set passing through: <end count/> (`count`) or <abort/>.
   void closeStream(std::optional<std::uint64_t> count) {
@@ -563,20 +556,17 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     pump();
   }
 
+  // Acks come in the order the sets were sent, and every set in `inflight` was sent
+  // before any replayed one still in flight (nothing passes through while the spool is
+  // not empty; a set passing through holds the replay back until its end).
   void onAck(const proto::UnsQmAck& ack) override {
-    if (replay_inflight > 0) {
-      Spooled& front = spool.front();
+    if (inflight.empty() && replay_inflight > 0) {
+      const SpooledSet& front = spool[0];
       if (ack.id != front.id) return linkDown("ack for set " + std::to_string(ack.id) + ", expected " + std::to_string(front.id));
       if (!ack.ok) return linkDown("the QM refused replayed set " + std::to_string(ack.id) + ": " + ack.reason);
-      spool_bytes -= front.bytes;
-      if (!front.xml.empty()) cache_bytes -= std::min(cache_bytes, front.bytes);
-      const JournalPos pos = front.pos;
-      spool.pop_front();
+      spool.popFront();  // and the journal is trimmed below what still waits
       --replay_inflight;
       if (c_replayed) c_replayed->inc();
-      if (!journal_failed && journal) {
-        if (Status s = journal->trimUpTo(pos); !s.isOk()) spdlog::warn("uns spool: trim failed: {}", s.toString());
-      }
       updateGauges();
       if (spool.empty() && to_spool.empty()) spdlog::info("uns: spool replayed; passing sets through again");
       armAckTimer(true);
@@ -613,6 +603,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       conn.reset();
     }
     clearOut();
+    parts_sending = false;
     std::vector<Pending> moved = takeInflight();
     for (auto& p : to_spool) moved.push_back(std::move(p));
     to_spool = std::move(moved);
@@ -679,11 +670,12 @@ void Forwarder::submit(SetSubmission set, Done done) {
   });
 }
 
-bool Forwarder::spoolFull() const { return impl_->spool_bytes.load() >= impl_->opt.spool_limit; }
+bool Forwarder::spoolFull() const { return impl_->spool.full(0); }
 bool Forwarder::connected() const { return impl_->link_ready.load(); }
-std::uint64_t Forwarder::spooledSets() const { return impl_->spool_sets.load(); }
-std::uint64_t Forwarder::spoolBytes() const { return impl_->spool_bytes.load(); }
-std::uint64_t Forwarder::lastSetId() const { return impl_->last_id.load(); }
+std::uint64_t Forwarder::spooledSets() const { return impl_->spool.sets(); }
+std::uint64_t Forwarder::spoolBytes() const { return impl_->spool.bytes(); }
+std::uint64_t Forwarder::heldBytesMax() const { return impl_->held_max.load(); }
+std::uint64_t Forwarder::lastSetId() const { return impl_->ids.last(); }
 
 void Forwarder::status(nlohmann::json& out) const {
   out["qm"] = impl_->opt.qm_address;
@@ -693,7 +685,8 @@ void Forwarder::status(nlohmann::json& out) const {
   out["spool_limit"] = impl_->opt.spool_limit;
   out["spool_full"] = spoolFull();
   out["last_set_id"] = lastSetId();
-  out["spool_corruptions"] = impl_->corruptions.load();
+  out["spool_corruptions"] = impl_->spool.corruptions();
+  out["memory_bytes_max"] = heldBytesMax();
 }
 
 }  // namespace lcc::uns

@@ -4,10 +4,13 @@
 // One permanent, pipelined connection to the QM (net::Connector, net::Connection). A set is given a set id
 // (strictly increasing, persisted in blocks in <spool_dir>/set_id) and then either
 //  - passes through: written to the QM, done(accepted) once the QM acks it ok; or
-//  - is spooled: appended to the journal (lcc::Journal in <spool_dir>/journal),
-//    committed (synced), then done(accepted) — when the QM is absent, refuses a set,
-//    does not ack within ack_timeout, or older sets still wait in the spool.
-//    Past spool_limit bytes waiting, done(rejected 130).
+//  - is spooled (uns/spool.h): appended to the journal (lcc::Journal in
+//    <spool_dir>/journal), committed (synced), then done(accepted) — when the QM is
+//    absent, refuses a set, does not ack within ack_timeout, or older sets still wait
+//    in the spool. Past spool_limit bytes waiting, done(rejected 130).
+// A streamed set (beginSet) the QM cannot take as it comes is spooled in parts as it
+// is read, and replayed in parts read back from the journal: memory per set is
+// bounded by twice buffer_bytes (read ahead, and queued on the link), whatever its size.
 // When the QM is back, the spool is replayed in order (pipelined, `replay_window`
 // sets in flight) while new sets are appended behind; pass-through resumes once the
 // spool is empty, and the journal is trimmed as acks arrive. Sets are sent to the QM
@@ -45,6 +48,9 @@ struct ForwarderOptions {
   std::size_t max_attribute_length = 8192;
   std::size_t replay_window = 8;   // spooled sets in flight during replay
   std::uint64_t id_block = 1024;   // set ids reserved per write of set_id
+  // Bytes of a set held at once: the output window to the QM, the spool's unwritten
+  // parts (written out and synced past it), a replayed set in parts read ahead.
+  std::size_t buffer_bytes = 4u << 20;
   // Called (on the forwarder's thread) when the spool is found corrupt: spooled sets
   // that were accepted are lost. The UNS raises cache-crash (common/cache_crash.h).
   std::function<void(const std::string& why)> on_spool_corrupt;
@@ -73,10 +79,12 @@ class Forwarder {
 
   // A set handed over as it is read (issue 13). When the link is up, the spool empty
   // and no other set streams, it passes through to the QM part by part (a set header
-  // without count, the parts, <end count/>); otherwise it is collected and submitted
-  // whole at end(). A streamed set whose link drops before its ack, or that the QM
+  // without count, the parts, <end count/>); otherwise it is spooled in parts as they
+  // come and accepted once its end record is synced (130 when the spool fills up
+  // meanwhile). A set passing through whose link drops before its ack, or that the QM
   // refuses, is answered 130 (its text is gone; the CP sends it again). Destroyed
-  // before end(): aborted (<abort/>: the QM drops it, nothing is applied).
+  // before end(): aborted (<abort/>: the QM drops it; spooled: an abort record, never
+  // replayed).
   class SetStream {
    public:
     struct Handle;
@@ -84,10 +92,11 @@ class Forwarder {
     SetStream(const SetStream&) = delete;
     SetStream& operator=(const SetStream&) = delete;
     // `count` encoded <url/> elements; `taken` runs on the forwarder's strand once the
-    // part no longer holds the forwarder's output window (read the next part then).
+    // part no longer holds the forwarder's output window, or was appended to the spool
+    // (read the next part then).
     void add(std::string urls_xml, std::uint64_t count, std::function<void()> taken);
     // `done` runs on the forwarder's strand, exactly once: accepted after the QM's ack
-    // (or, collected, as submit()).
+    // or, spooled, once its end record is synced.
     void end(Done done);
 
    private:
@@ -103,6 +112,8 @@ class Forwarder {
   std::uint64_t spooledSets() const;  // sets waiting in the spool
   std::uint64_t spoolBytes() const;
   std::uint64_t lastSetId() const;    // the last id handed out (0: none yet)
+  // The most bytes of sets this forwarder held in memory at once (Impl::heldBytes).
+  std::uint64_t heldBytesMax() const;
   void status(nlohmann::json& out) const;
 
  private:

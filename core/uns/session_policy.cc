@@ -1,5 +1,6 @@
 #include "uns/session_policy.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "proto/uns_qm.h"
@@ -8,6 +9,11 @@
 namespace lcc::uns {
 
 namespace {
+
+// onData() hands the decoder at most this much at once, so that a streamed set's part
+// (which is ready once stream_part_bytes gathered) holds at most one slice more: the
+// input waiting in the session may be 1 MiB (after an authentication, say).
+constexpr std::size_t kFeedSlice = 16384;
 
 // The CP's attributes with c/b/f resolved against urlprefix, for error containers.
 proto::UrlAttrs echoAttrs(const proto::UrlAttrs& attrs, std::string_view urlprefix) {
@@ -100,7 +106,7 @@ std::size_t SessionPolicy::onData(const char* data, std::size_t n) {
   while (used < n) {
     if (state_ == State::kDone) return n;
     if (state_ == State::kAuthenticating || state_ == State::kForwarding || part_ready_) return used;
-    std::size_t u = decoder_.feed(data + used, n - used);
+    std::size_t u = decoder_.feed(data + used, std::min(n - used, kFeedSlice));
     used += u;
     if (decoder_.failed()) {
       if (state_ != State::kDone) reject(decoder_.error(), decoder_.errorMessage());

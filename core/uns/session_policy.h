@@ -117,7 +117,8 @@ class SessionPolicy : private proto::CpRequestHandler {
   std::optional<std::pair<std::uint64_t, WrittenAction>> takeWrittenAction();
   std::optional<AuthRequest> takeAuthRequest();
   std::optional<SetSubmission> takeSubmission();
-  // Streaming (SessionConfig::stream_part_bytes > 0). onData() stops at a ready part.
+  // Streaming (SessionConfig::stream_part_bytes > 0). onData() stops at a ready part,
+  // which holds at most stream_part_bytes plus the URLs of 16 KiB of input.
   std::optional<SetBegin> takeSetBegin();
   std::optional<SetPart> takePart();
   bool takeSetEnd();  // after the last takePart(): end the set, then onSetOutcome()

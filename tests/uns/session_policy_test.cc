@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -301,6 +302,39 @@ TEST_F(SessionTest, AProviderOverItsByteQuotaGets206PerUpdate) {
   ASSERT_EQ(r[1].set_errors.size(), 2u) << t.reply;
   for (const auto& e : r[1].set_errors) EXPECT_EQ(e.code, ErrorCode::kQuotaExceeded);
   EXPECT_EQ(r[1].received, 1u);  // the removal
+}
+
+// A streamed set whose bytes all wait at once (they came while the provider was being
+// authenticated, up to 1 MiB in the UNS) still comes in parts of about
+// stream_part_bytes: the decoder gets 16 KiB at a time and stops at a ready part.
+TEST_F(SessionTest, AStreamedSetFedAllAtOnceComesInPartsOfAboutStreamPartBytes) {
+  SessionConfig cfg = goldenSessionConfig();
+  cfg.max_set_urls = 100000;
+  cfg.xml.max_elements = cfg.max_set_urls + 16;
+  cfg.stream_part_bytes = 2048;
+  std::vector<std::string> urls;
+  for (int i = 0; i < 5000; ++i) urls.push_back("http://www.server.com/p/" + std::to_string(i) + ".htm");
+  const std::string in = initXml(1) + setXml(urls);
+  UnsCore core(goldenCoreConfig(), fx_.store(), &clock_, [](ProviderId) { return 0u; });
+  SessionPolicy p(cfg);
+  std::size_t used = p.onData(in.data(), in.size());
+  auto req = p.takeAuthRequest();
+  ASSERT_TRUE(req.has_value());
+  p.onAuthenticated(core.authenticate(*req, "127.0.0.1"));
+  std::uint64_t count = 0, parts = 0;
+  std::size_t largest = 0;
+  for (int guard = 0; guard < 10000 && !p.takeSetEnd(); ++guard) {
+    used += p.onData(in.data() + used, in.size() - used);
+    (void)p.takeSetBegin();
+    while (auto part = p.takePart()) {
+      ++parts;
+      count += part->count;
+      largest = std::max(largest, part->urls_xml.size());
+    }
+  }
+  EXPECT_EQ(count, urls.size());
+  EXPECT_GT(parts, 10u);
+  EXPECT_LT(largest, 2048u + 64 * 1024) << "at most one 16 KiB slice of input past the part size";
 }
 
 }  // namespace

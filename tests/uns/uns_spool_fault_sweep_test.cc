@@ -4,7 +4,7 @@
 // Then the UNS ends, the machine loses power or not, a new UNS starts on the same
 // folder and replays to a QM that is back. Every set answered set_accepted reaches the
 // QM whole; a set answered 130 may reach it (its bytes may have landed) but never in
-// part; nothing else does.
+// part; nothing else does. The last set is large enough to be spooled in parts.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -22,12 +22,20 @@ using namespace lcc::uns::testing;
 using lcc::testing::FaultEnv;
 using lcc::testing::TempDir;
 
-constexpr int kSets = 6;
+constexpr int kSets = 7;
+constexpr int kPartsUrls = 100;  // the last set: a few parts of 2048 bytes
 
 std::vector<std::string> setUrls(int i) {
   std::vector<std::string> out;
-  for (int k = 0; k <= i % 3; ++k) out.push_back("http://www.server.com/s" + std::to_string(i) + "/" + std::to_string(k));
+  const int n = i == kSets - 1 ? kPartsUrls : i % 3 + 1;
+  for (int k = 0; k < n; ++k) out.push_back("http://www.server.com/s" + std::to_string(i) + "/" + std::to_string(k));
   return out;
+}
+
+UnsOptions sweepOptions(const std::string& dir, std::uint16_t qm_port) {
+  UnsOptions o = testOptions(dir, qm_port);
+  o.session.stream_part_bytes = 2048;
+  return o;
 }
 
 struct Sent {
@@ -39,13 +47,15 @@ class UnsSpoolFaultSweep : public ::testing::Test {
   // One UNS with its QM away: kSets sets, one session each, after `arm` set the fault.
   Sent spoolSets(FaultEnv& env, const std::string& dir, std::uint16_t qm_port, const std::function<void()>& arm) {
     Sent sent;
-    Harness h(testOptions(dir, qm_port), fx_.store(), &env);
+    Harness h(sweepOptions(dir, qm_port), fx_.store(), &env);
     EXPECT_TRUE(h.start().isOk());
     arm();
     for (int i = 0; i < kSets; ++i) {
       auto r = parseReplies(cpExchange(h.port(), initXml(1) + setXml(setUrls(i))));
       const bool ok = r.size() == 2 && r[1].kind == proto::CpReply::Kind::kSetResult && r[1].accepted;
-      if (!ok && r.size() == 2) EXPECT_EQ(r[1].code, ErrorCode::kOffline) << "set " << i;
+      if (!ok && r.size() == 2) {
+        EXPECT_EQ(r[1].code, ErrorCode::kOffline) << "set " << i;
+      }
       (ok ? sent.accepted : sent.refused).push_back(setUrls(i));
     }
     return sent;
@@ -55,12 +65,15 @@ class UnsSpoolFaultSweep : public ::testing::Test {
   void replayAndCheck(FaultEnv& env, const std::string& dir, std::uint16_t qm_port, const Sent& sent) {
     env.clearFaults();
     FakeQm qm(qm_port);
-    Harness h(testOptions(dir, qm_port), fx_.store(), &env);
+    Harness h(sweepOptions(dir, qm_port), fx_.store(), &env);
     ASSERT_TRUE(h.start().isOk());
     ASSERT_TRUE(qm.waitApplied(sent.accepted.size()));
     ASSERT_TRUE(eventually([&] { return h.server().forwarder().spooledSets() == 0; }));
     std::set<std::vector<std::string>> applied, known;
     for (const auto& s : qm.applied()) {
+      if (s.urls.size() == kPartsUrls) {
+        EXPECT_TRUE(s.header.streamed) << "replayed as it was spooled, in parts";
+      }
       std::vector<std::string> u;
       for (const auto& n : s.urls) u.push_back(n.key.url);
       applied.insert(u);

@@ -138,6 +138,13 @@ struct FakeQm::Conn : proto::UnsStreamHandler, std::enable_shared_from_this<Conn
     std::lock_guard<std::mutex> lock(qm->mu_);
     qm->names_.push_back(name);
   }
+  void onSetBegin(const proto::UnsQmSetHeader& header) override {
+    {
+      std::lock_guard<std::mutex> lock(qm->mu_);
+      ++qm->begun_;
+    }
+    proto::UnsStreamHandler::onSetBegin(header);
+  }
   // Like a real QM: once it refused or hung on a connection, every later set on that
   // connection is refused or ignored too (acks never skip a set).
   Mode sticky = Mode::kAck;
@@ -214,6 +221,11 @@ std::vector<proto::UnsQmSet> FakeQm::applied() {
 std::size_t FakeQm::received() {
   std::lock_guard<std::mutex> lock(mu_);
   return received_;
+}
+
+std::size_t FakeQm::begun() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return begun_;
 }
 std::size_t FakeQm::connections() {
   std::lock_guard<std::mutex> lock(mu_);

@@ -58,6 +58,7 @@ class FakeQm {
   // Sets in the order the QM applied them (duplicates not applied twice).
   std::vector<proto::UnsQmSet> applied();
   std::size_t received();  // every set element read, duplicates included
+  std::size_t begun();     // every set element started, aborted ones included
   std::size_t connections();
   std::vector<std::string> unsNames();
   // Polls (without sleeping on a guess) until `n` sets were applied or ~20 s passed.
@@ -74,7 +75,7 @@ class FakeQm {
   std::mutex mu_;
   std::vector<proto::UnsQmSet> applied_;
   std::map<std::string, std::uint64_t> highest_;
-  std::size_t received_ = 0;
+  std::size_t received_ = 0, begun_ = 0;
   std::size_t connections_ = 0;
   std::vector<std::string> names_;
   std::vector<std::shared_ptr<Conn>> conns_;
