@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "common/posix_env.h"
 #include "support/temp_dir.h"
@@ -84,7 +85,8 @@ TEST_P(PosixEnvAttributes, MissingFilesAndBadNames) {
   const std::string gone = dir_->path() + "/gone";
   EXPECT_TRUE(env_->setAttribute(gone, "head", "x").isNotFound());
   EXPECT_TRUE(env_->getAttribute(gone, "head").status().isNotFound());
-  for (const std::string bad : {"", "a/b", "a b", "user.x\xff", std::string(65, 'n'), std::string("a\0b", 3)}) {
+  const std::vector<std::string> bad_names{"", "a/b", "a b", "user.x\xff", std::string(65, 'n'), std::string("a\0b", 3)};
+  for (const std::string& bad : bad_names) {
     EXPECT_EQ(env_->setAttribute(file_, bad, "x").code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_EQ(env_->getAttribute(file_, bad).status().code(), StatusCode::kInvalidArgument) << bad;
   }
