@@ -159,10 +159,14 @@ Status FilenameStore::load() {
       if (corrupt) break;
     }
   }
-  // Drop stale entries of names taken in the log.
+  // Drop stale entries: names taken in the log, and the older places of a name freed,
+  // taken and freed again ("F n", "T n", "F n" leaves n twice in free_order_; handing
+  // it out from both places would give one name to two files). A name keeps the place
+  // of its last free.
   std::deque<std::uint64_t> order;
-  for (auto v : free_order_) {
-    if (free_.count(v)) order.push_back(v);
+  std::unordered_set<std::uint64_t> placed;
+  for (auto it = free_order_.rbegin(); it != free_order_.rend(); ++it) {
+    if (free_.count(*it) && placed.insert(*it).second) order.push_front(*it);
   }
   free_order_.swap(order);
   if (corrupt) {
@@ -196,7 +200,10 @@ Status FilenameStore::compact() {
     }
   }
   log_bytes_ = 0;
-  if (!s.isOk()) failed_ = s.withContext("botm filename state");
+  if (!s.isOk()) {
+    failed_ = s.withContext("botm filename state");
+    spdlog::error("{}", failed_.message());
+  }
   return s;
 }
 
@@ -215,11 +222,19 @@ Status FilenameStore::appendLine(const std::string& line, bool sync) {
 
 Status FilenameStore::sync() {
   if (!failed_.isOk()) return failed_;
-  return log_ ? log_->sync() : Status::ok();
+  Status s = log_ ? log_->sync() : Status::ok();
+  if (!s.isOk()) {
+    failed_ = s.withContext("botm filename state");
+    spdlog::error("{}", failed_.message());
+  }
+  return s;
 }
 
 Result<std::uint64_t> FilenameStore::allocate() {
   if (!failed_.isOk()) return failed_;
+  // Compact first, whichever way the name comes (new or reused: a store that only
+  // reuses freed names must not grow its log forever), and hand out nothing if it fails.
+  if (log_bytes_ > opts_.compact_bytes) LCC_RETURN_IF_ERROR(compact());
   if (taken_.empty() && !free_order_.empty()) {
     std::string lines;
     std::deque<std::uint64_t> batch;
@@ -243,9 +258,7 @@ Result<std::uint64_t> FilenameStore::allocate() {
     LCC_RETURN_IF_ERROR(appendLine("R " + std::to_string(mark) + "\n", true));
     reserved_ = mark;
   }
-  std::uint64_t v = next_++;
-  if (log_bytes_ > opts_.compact_bytes) (void)compact();
-  return v;
+  return next_++;
 }
 
 void FilenameStore::release(std::uint64_t n) {

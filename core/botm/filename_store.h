@@ -17,8 +17,12 @@
 //    a reused name can never reappear as free after a crash.
 //  - At open the log is replayed onto the snapshot, a new snapshot is written
 //    atomically (write, sync, rename, sync folder) and the log starts empty; the same
-//    compaction runs when the log passes `compact_bytes`.
-// A failed write or sync makes the store failed (sticky): allocate() then fails.
+//    compaction runs at the first allocate() after the log passes `compact_bytes`
+//    (names taken and not handed out yet are left out of the snapshot: after a crash
+//    they are lost, never free).
+// A failed write or sync (sync() included) makes the store failed (sticky):
+// allocate() then fails. Swept under injected faults in
+// tests/botm/botm_filename_fault_sweep_test.cc (docs/reliability.md).
 // THREADS: one thread at a time (the BOT-M's dispatch strand).
 #pragma once
 

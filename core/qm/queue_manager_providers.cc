@@ -27,8 +27,10 @@ const char* stateWord(ProviderState s) {
     case ProviderState::kPending: return "pending";
     case ProviderState::kActive: return "active";
     case ProviderState::kSuspended: return "suspended";
+    case ProviderState::kRemoving: return "removing";
+    case ProviderState::kPurging: return "purging";
   }
-  return s == kProviderPurging ? "purging" : "removing";
+  return "unknown";
 }
 
 }  // namespace

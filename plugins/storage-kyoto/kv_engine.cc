@@ -6,6 +6,9 @@
 #include <kchashdb.h>
 #include <kcplantdb.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <sstream>
 
 #include "record_codec.h"
@@ -31,6 +34,21 @@ Status fsyncPath(const std::string& path) {
   ::close(fd);
   if (rc != 0) return Status::ioError(path + ": fsync failed");
   return Status::ok();
+}
+
+// What a B+ tree file takes compacted, at most, estimated when it is opened: its header
+// and bucket array (8 KiB + 6 bytes a bucket) and every page at most Kyoto's page size.
+// A file much larger than that is mostly holes (made before compaction existed): it
+// counts as grown since its last compaction, so the first sync compacts it.
+std::int64_t compactedSizeAtOpen(kc::BasicDB& db) {
+  std::map<std::string, std::string> status;
+  const std::int64_t size = db.size();
+  if (!db.status(&status)) return size;
+  const std::int64_t pages = std::atoll(status["pnum"].c_str());
+  const std::int64_t page_size = std::atoll(status["psiz"].c_str());
+  const std::int64_t buckets = std::atoll(status["bnum"].c_str());
+  if (pages < 0 || page_size <= 0 || buckets <= 0) return size;
+  return std::min(size, (8 << 10) + 6 * buckets + pages * page_size);
 }
 
 std::string encodeBatch(const KvEngine::Batch& batch) {
@@ -113,6 +131,9 @@ const OptionSpec kOptionSpecs[] = {
      "redo journal bytes after which the Kyoto files are synced and the journal trimmed"},
     {"max_unsynced", OptionType::kSize, "64MiB", 64ll << 10, 1ll << 40,
      "bytes of applied but unsynced batches held in memory before a sync is forced"},
+    {"compact_growth", OptionType::kSize, "8MiB", 0, 1ll << 40,
+     "a B+ tree file grown by more than this and more than its size after the last compaction is compacted "
+     "(Kyoto defrag) at the next sync; 0: never"},
     {"dir", OptionType::kString, "", 0, 4096, "folder of the store files; empty: node.data_dir; relative: under it"},
 };
 const std::size_t kOptionCount = sizeof(kOptionSpecs) / sizeof(kOptionSpecs[0]);
@@ -124,6 +145,8 @@ EngineOptions engineOptions(const OptionsView& o) {
   e.page_cache = o.getInt("page_cache", e.page_cache);
   e.checkpoint_size = static_cast<std::uint64_t>(o.getInt("checkpoint_size", static_cast<std::int64_t>(e.checkpoint_size)));
   e.max_unsynced = static_cast<std::uint64_t>(o.getInt("max_unsynced", static_cast<std::int64_t>(e.max_unsynced)));
+  e.compact_growth =
+      static_cast<std::uint64_t>(o.getInt("compact_growth", static_cast<std::int64_t>(e.compact_growth)));
   e.dir = o.getString("dir", "");
   return e;
 }
@@ -144,6 +167,7 @@ KvEngine::~KvEngine() {
 Status KvEngine::openImpl(const HostContext& host, const std::string& name, std::vector<TableSpec> tables,
                           const EngineOptions& options) {
   env_ = host.env;
+  clock_ = host.clock;
   logger_ = host.logger;
   name_ = name;
   options_ = options;
@@ -239,6 +263,7 @@ Status KvEngine::openImpl(const HostContext& host, const std::string& name, std:
       LCC_RETURN_IF_ERROR(env_->syncDir(dir_));
     }
     LCC_ASSIGN_OR_RETURN(t.db, openTable(spec, t.path, mode));
+    if (spec.ordered) t.compacted_size = compactedSizeAtOpen(*t.db);
     tables_.push_back(std::move(t));
   }
 
@@ -366,8 +391,38 @@ Status KvEngine::flushOverlayLocked() {
   return Status::ok();
 }
 
+bool KvEngine::needsCompaction(const Table& t) const {
+  if (!t.spec.ordered || options_.compact_growth == 0) return false;
+  const std::int64_t growth = std::max<std::int64_t>(t.compacted_size, static_cast<std::int64_t>(options_.compact_growth));
+  return t.db->size() > t.compacted_size + growth;
+}
+
+// Kyoto's defrag slides every record after the first hole down over the holes and cuts
+// the file at the end. It runs inside one Kyoto transaction (its write-ahead log holds
+// the bytes it overwrites; not synced, like every Kyoto write between checkpoints): a
+// crash while records are half moved rolls the file back at the next open, instead of
+// leaving Kyoto's repair to salvage a region of half-moved pages. The checkpoint that
+// runs it syncs the result before the redo journal is trimmed.
+Status KvEngine::compactLocked(Table& t) {
+  const std::int64_t before = t.db->size();
+  const MonoTime start = clock_ ? clock_->monoNow() : MonoTime{};
+  if (!t.db->begin_transaction(false)) return fail(Status::ioError(kcError(*t.db, t.path, "begin_transaction")));
+  const bool moved = static_cast<kc::TreeDB&>(*t.db).defrag(0);  // ordered tables are TreeDBs
+  const std::string defrag_error = moved ? std::string() : kcError(*t.db, t.path, "defrag");
+  if (!t.db->end_transaction(moved)) return fail(Status::ioError(kcError(*t.db, t.path, "end_transaction")));
+  if (!moved) return fail(Status::ioError(defrag_error));
+  t.compacted_size = t.db->size();
+  if (logger_) {
+    const auto ms = clock_ ? std::chrono::duration_cast<std::chrono::milliseconds>(clock_->monoNow() - start).count() : 0;
+    logger_->info(t.path + ": compacted " + std::to_string(before) + " -> " + std::to_string(t.compacted_size) +
+                  " bytes in " + std::to_string(ms) + " ms");
+  }
+  return Status::ok();
+}
+
 Status KvEngine::checkpointLocked() {
   for (auto& t : tables_) {
+    if (needsCompaction(t)) LCC_RETURN_IF_ERROR(compactLocked(t));
     if (!t.db->synchronize(true)) return fail(Status::ioError(kcError(*t.db, t.path, "synchronize")));
   }
   Status s = redo_->trimUpTo(redo_->durablePosition());
@@ -384,7 +439,9 @@ Status KvEngine::sync() {
     std::unique_lock<std::shared_mutex> wl(mu_);
     LCC_RETURN_IF_ERROR(flushOverlayLocked());
   }
-  if (redo_->sizeBytes() >= options_.checkpoint_size) LCC_RETURN_IF_ERROR(checkpointLocked());
+  bool due = redo_->sizeBytes() >= options_.checkpoint_size;
+  for (const auto& t : tables_) due = due || needsCompaction(t);
+  if (due) LCC_RETURN_IF_ERROR(checkpointLocked());
   return Status::ok();
 }
 

@@ -10,9 +10,9 @@
 //  sync()        journal commit: one write + one fdatasync for every batch since the
 //                last sync. Only then are the batches written into Kyoto (plain
 //                sets/removes, no Kyoto transaction) and dropped from the overlay.
-//  checkpoint    when the journal holds more than `checkpoint_size` bytes (and at
-//                close): Kyoto synchronize(hard) on every file, then the journal is
-//                trimmed. So Kyoto on disk = state at the last checkpoint plus some
+//  checkpoint    when the journal holds more than `checkpoint_size` bytes, when a
+//                B+ tree file needs compacting (below), and at close: Kyoto
+//                synchronize(hard) on every file, then the journal is trimmed. So Kyoto on disk = state at the last checkpoint plus some
 //                unordered subset of the writes of synced batches after it.
 //  open          Kyoto's own repair runs on a file that was not closed (it rebuilds
 //                the file from its records), then every redo record in the journal
@@ -22,6 +22,14 @@
 //                during the write) fails its checksum and is dropped whole.
 //  So: a batch is in Kyoto only after its redo record is durable; a crash loses
 //  either the whole batch (not synced) or nothing (synced, redone).
+//
+// COMPACTION (README.md, "File size"): Kyoto rewrites a B+ tree page elsewhere when it
+// grows and never merges the holes it leaves (its free block pool keeps 1,024 of them,
+// and small holes cannot hold a grown page), so a file under churn grows without bound.
+// A B+ tree file grown past max(2x its size after the last compaction, that size +
+// `compact_growth`) is compacted (Kyoto defrag, inside one Kyoto transaction: a crash
+// while records move rolls the file back at the next open) by a checkpoint, which the
+// next sync() runs for it.
 //
 // THREADS: writes (apply/sync/close) are serialised by an internal mutex; reads may
 // run concurrently with them (a shared lock over overlay + Kyoto; scans of ordered
@@ -60,6 +68,7 @@ struct EngineOptions {
   std::int64_t page_cache = 64ll << 20;    // TreeDB page cache per file
   std::uint64_t checkpoint_size = 64ull << 20;  // journal bytes that trigger a checkpoint
   std::uint64_t max_unsynced = 64ull << 20;     // overlay bytes that force a sync
+  std::uint64_t compact_growth = 8ull << 20;    // B+ tree file growth that triggers compaction (0: never)
   std::string dir;                         // "" = host.data_dir
 };
 
@@ -121,9 +130,13 @@ class KvEngine {
     std::string path;
     std::unique_ptr<kyotocabinet::BasicDB> db;
     std::map<std::string, std::optional<std::string>, std::less<>> overlay;
+    std::int64_t compacted_size = 0;  // Kyoto's logical file size after the last compaction (0: none yet)
   };
+  bool needsCompaction(const Table& t) const;
+  Status compactLocked(Table& t);
 
   Env* env_ = nullptr;
+  Clock* clock_ = nullptr;
   Logger* logger_ = nullptr;
   std::string name_;
   std::string dir_;

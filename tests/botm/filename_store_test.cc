@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <vector>
 
 #include "botm/filename_store.h"
 #include "common/posix_env.h"
@@ -127,6 +128,69 @@ TEST(FilenameStore, ADamagedLogSkipsFarAhead) {
   ASSERT_TRUE(posixEnv()->writeFileAtomic(dir.file("filenames.log"), "R 4096\nX garbage\nR 999999\n").isOk());
   auto s = openStore(posixEnv(), dir.path());
   EXPECT_GT(s->allocate().value(), last);
+}
+
+// Regression (found reading the store for the fault sweep): a name freed, reused and freed again before
+// a compaction left the log "F n", "T n", "F n"; the replay put n on the free list
+// twice and the reopened store handed it to two files.
+TEST(FilenameStore, ANameFreedTakenAndFreedAgainIsFreeOnceAfterARestart) {
+  TempDir dir;
+  FilenameStoreOptions o;
+  o.reserve_batch = 4;
+  o.take_batch = 4;
+  {
+    auto s = openStore(posixEnv(), dir.path(), o);
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(s->allocate().isOk());
+    s->release(1);
+    ASSERT_EQ(s->allocate().value(), 1u);
+    s->release(1);
+    s->release(2);
+  }
+  auto s = openStore(posixEnv(), dir.path(), o);
+  EXPECT_EQ(s->freeCount(), 2u);
+  std::set<std::uint64_t> seen;
+  for (int i = 0; i < 6; ++i) {
+    auto n = s->allocate();
+    ASSERT_TRUE(n.isOk());
+    EXPECT_TRUE(seen.insert(n.value()).second) << "name " << n.value() << " handed out twice";
+  }
+  EXPECT_TRUE(seen.count(1) && seen.count(2));
+}
+
+// Regression (found reading the store for the fault sweep): compaction ran only when a new name was
+// reserved, so a store living on its free list grew its log without bound.
+TEST(FilenameStore, AStoreThatOnlyReusesNamesStillCompactsItsLog) {
+  TempDir dir;
+  FilenameStoreOptions o;
+  o.compact_bytes = 256;
+  auto s = openStore(posixEnv(), dir.path(), o);
+  std::vector<std::uint64_t> held;
+  for (int i = 0; i < 8; ++i) held.push_back(s->allocate().value());
+  for (auto n : held) s->release(n);
+  const std::uint64_t next = s->nextNew();
+  for (int i = 0; i < 2000; ++i) {
+    auto n = s->allocate();
+    ASSERT_TRUE(n.isOk());
+    s->release(n.value());
+  }
+  EXPECT_EQ(s->nextNew(), next);  // every name came from the free list
+  auto size = posixEnv()->fileSize(dir.file("filenames.log"));
+  ASSERT_TRUE(size.isOk());
+  EXPECT_LT(size.value(), 512u);
+}
+
+// Regression: a failed sync() (shutdown) made the store failed like any other failed
+// sync; it returned the error and went on handing out names.
+TEST(FilenameStore, AFailedSyncCallIsStickyToo) {
+  TempDir dir;
+  FaultEnv env(posixEnv());
+  auto s = openStore(&env, dir.path());
+  ASSERT_TRUE(s->allocate().isOk());
+  env.failNthSync(1);
+  EXPECT_FALSE(s->sync().isOk());
+  env.clearFaults();
+  EXPECT_TRUE(s->failed());
+  EXPECT_FALSE(s->allocate().isOk());
 }
 
 }  // namespace

@@ -15,8 +15,10 @@ inline constexpr int kRows = 50;  // rows per batch
 // Small files so that a crash test run stays small; per-plugin option names.
 inline std::map<std::string, std::string> smallOptions(const std::string& plugin) {
   if (plugin == "storage-kyoto") {
-    // A small checkpoint size so that kills also land in checkpoints and trims.
-    return {{"buckets", "4096"}, {"mmap_size", "1MiB"}, {"page_cache", "1MiB"}, {"checkpoint_size", "256KiB"}};
+    // A small checkpoint size and compaction step so that kills also land in
+    // checkpoints, trims and compactions (Kyoto defrag).
+    return {{"buckets", "4096"},         {"mmap_size", "1MiB"},         {"page_cache", "1MiB"},
+            {"checkpoint_size", "256KiB"}, {"compact_growth", "64KiB"}};
   }
   if (plugin == "storage-sqlite") {
     // Frequent WAL checkpoints, so that kills also land in checkpoints.

@@ -616,7 +616,9 @@ TEST_P(QmTest, CrashOfTheIntakeLosesNoAckedSet) {
     submit(makeSet(1 + id % 3, {update(1 + id % 3, "http://x/" + std::to_string(id))}, id));
   }
   ASSERT_EQ(acks_.size(), 20u);
-  if (stores_->persistent()) ASSERT_TRUE(qm_->checkpoint().isOk());
+  if (stores_->persistent()) {
+    ASSERT_TRUE(qm_->checkpoint().isOk());
+  }
   for (std::uint64_t id = 21; id <= 30; ++id) {
     submit(makeSet(1, {update(1, "http://x/" + std::to_string(id))}, id));
   }
