@@ -177,7 +177,7 @@ TEST_F(RobotSessionTest, WritesThroughATemporaryNameAndRenamesOnSuccess) {
   o.content_root = content_;
   startRobot(o);
   const std::string file = content_ + "/00/00/2a";
-  end_->send(proto::encodeRobotFetch({42, server_.url("/ok/a.htm"), file, "text/html", std::nullopt, 0}));
+  end_->send(proto::encodeRobotFetch({42, server_.url("/ok/a.htm"), file, "text/html", std::nullopt, 0, {}}));
   auto r = end_->result(1);
   EXPECT_EQ(r.id, 42u);
   ASSERT_TRUE(r.ok()) << r.message;
@@ -206,7 +206,7 @@ TEST_F(RobotSessionTest, WithoutAHeadNothingIsWrittenAndAnOldSideFileStaysUnpair
   ASSERT_TRUE(posixEnv()->createDirs(content_ + "/00/00").isOk());
   const std::string old_head = encodeResponseHead("00000000000000000000000000000000", "HTTP/1.1 200 OK\r\n\r\n");
   ASSERT_TRUE(posixEnv()->writeFileAtomic(file + ".http", old_head).isOk());
-  end_->send(proto::encodeRobotFetch({43, server_.url("/ok/a.htm"), file, "text/html", std::nullopt, 0}));
+  end_->send(proto::encodeRobotFetch({43, server_.url("/ok/a.htm"), file, "text/html", std::nullopt, 0, {}}));
   auto r = end_->result(1);
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(filesIn(content_), (std::vector<std::string>{"2b", "2b.http"}));
@@ -221,7 +221,7 @@ TEST_F(RobotSessionTest, ARefusedAttributeFallsBackToTheSideFile) {
   o.content_root = content_;
   startRobot(o, &refusing_env_, &counters_);
   const std::string file = content_ + "/00/00/2c";
-  end_->send(proto::encodeRobotFetch({44, server_.url("/ok/c.htm"), file, "text/html", std::nullopt, 0}));
+  end_->send(proto::encodeRobotFetch({44, server_.url("/ok/c.htm"), file, "text/html", std::nullopt, 0, {}}));
   auto r = end_->result(1);
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(refusing_env_.refused.load(), 1);
@@ -248,15 +248,19 @@ TEST_F(RobotSessionTest, ALargeHeadOnTheRealFileSystems) {
   std::uint64_t id = 50;
   for (const std::string& place : places) {
     const std::string file = place + "/00/00/" + std::to_string(id);
-    end_->send(proto::encodeRobotFetch({id, server_.url("/type/" + type), file, "", std::nullopt, 0}));
+    end_->send(proto::encodeRobotFetch({id, server_.url("/type/" + type), file, "", std::nullopt, 0, {}}));
     auto r = end_->result(id - 49);
     ++id;
     ASSERT_TRUE(r.ok()) << place << ": " << r.message;
     EXPECT_NE(headOf(file, r.md5).find("Content-Type: " + type + "\r\n"), std::string::npos) << place;
     const bool on_file = posixEnv()->getAttribute(file, kResponseHeadAttribute).value().has_value();
     EXPECT_NE(on_file, posixEnv()->exists(file + ".http")) << place << ": the head is in exactly one place";
-    if (fileSystemOf(place) == EXT4_SUPER_MAGIC) EXPECT_FALSE(on_file) << place;
-    if (fileSystemOf(place) == TMPFS_MAGIC) EXPECT_TRUE(on_file) << place;
+    if (fileSystemOf(place) == EXT4_SUPER_MAGIC) {
+      EXPECT_FALSE(on_file) << place;
+    }
+    if (fileSystemOf(place) == TMPFS_MAGIC) {
+      EXPECT_TRUE(on_file) << place;
+    }
   }
   EXPECT_EQ(counters_.heads_failed.load(), 0u);
 }
@@ -267,9 +271,9 @@ TEST_F(RobotSessionTest, FailuresLeaveNoFileAndUnchangedLeavesTheOldOneAlone) {
   startRobot(o);
   ASSERT_TRUE(posixEnv()->createDirs(content_ + "/00/00").isOk());
   ASSERT_TRUE(posixEnv()->writeFileAtomic(content_ + "/00/00/2", "old content").isOk());
-  end_->send(proto::encodeRobotFetch({1, server_.url("/status/404"), content_ + "/00/00/1", "text/html", std::nullopt, 0}) +
-             proto::encodeRobotFetch({2, server_.url("/cond/x"), content_ + "/00/00/2", "text/html", 1714564680, 0}) +
-             proto::encodeRobotFetch({3, server_.url("/chunked/200000"), content_ + "/00/00/3", "", std::nullopt, 1000}));
+  end_->send(proto::encodeRobotFetch({1, server_.url("/status/404"), content_ + "/00/00/1", "text/html", std::nullopt, 0, {}}) +
+             proto::encodeRobotFetch({2, server_.url("/cond/x"), content_ + "/00/00/2", "text/html", 1714564680, 0, {}}) +
+             proto::encodeRobotFetch({3, server_.url("/chunked/200000"), content_ + "/00/00/3", "", std::nullopt, 1000, {}}));
   std::map<std::uint64_t, FetchResult> by_id;
   for (std::size_t i = 1; i <= 3; ++i) {
     auto r = end_->result(i);
@@ -289,9 +293,9 @@ TEST_F(RobotSessionTest, RefusesFilesOutsideItsContentFolder) {
   bot::RobotOptions o;
   o.content_root = content_;
   startRobot(o);
-  end_->send(proto::encodeRobotFetch({1, server_.url("/ok/a"), dir_.path() + "/elsewhere", "", std::nullopt, 0}) +
-             proto::encodeRobotFetch({2, server_.url("/ok/a"), content_ + "/../escape", "", std::nullopt, 0}) +
-             proto::encodeRobotFetch({3, server_.url("/ok/a"), "relative/path", "", std::nullopt, 0}));
+  end_->send(proto::encodeRobotFetch({1, server_.url("/ok/a"), dir_.path() + "/elsewhere", "", std::nullopt, 0, {}}) +
+             proto::encodeRobotFetch({2, server_.url("/ok/a"), content_ + "/../escape", "", std::nullopt, 0, {}}) +
+             proto::encodeRobotFetch({3, server_.url("/ok/a"), "relative/path", "", std::nullopt, 0, {}}));
   for (std::size_t i = 1; i <= 3; ++i) {
     auto r = end_->result(i);
     EXPECT_FALSE(r.ok());
@@ -307,7 +311,7 @@ TEST_F(RobotSessionTest, SyncedFilesAreStoredToo) {
   o.sync_files = true;
   startRobot(o);
   const std::string file = content_ + "/01/02/10205";
-  end_->send(proto::encodeRobotFetch({7, server_.url("/ok/b"), file, "text/html", std::nullopt, 0}));
+  end_->send(proto::encodeRobotFetch({7, server_.url("/ok/b"), file, "text/html", std::nullopt, 0, {}}));
   auto r = end_->result(1);
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(posixEnv()->fileSize(file).value(), 10240u);
@@ -417,8 +421,8 @@ TEST(BotService, RunsTheConfiguredRobotsAgainstTheRobotPort) {
   }
   // Robots of the local BOT-M only write below its content folder.
   const std::string file = dir.path() + "/content/00/00/5";
-  robots[1]->send(proto::encodeRobotFetch({5, "http://h.test/x?stub_size=12", file, "", std::nullopt, 0}) +
-                  proto::encodeRobotFetch({6, "http://h.test/x", dir.path() + "/outside", "", std::nullopt, 0}));
+  robots[1]->send(proto::encodeRobotFetch({5, "http://h.test/x?stub_size=12", file, "", std::nullopt, 0, {}}) +
+                  proto::encodeRobotFetch({6, "http://h.test/x", dir.path() + "/outside", "", std::nullopt, 0, {}}));
   auto r5 = robots[1]->result(1);
   auto r6 = robots[1]->result(2);
   if (r5.id == 6) std::swap(r5, r6);

@@ -315,14 +315,15 @@ TEST(CuWarcEngine, HeadsOnTheFileComeFirstThenTheSideFile) {
   auto path = [&](const ContentRecord& r) { return w.contentDir() + "/" + r.filename; };
   const std::string on_file = "HTTP/1.1 200 OK\r\nServer: attribute\r\n\r\n";
   const std::string beside = "HTTP/1.1 200 OK\r\nServer: side file\r\n\r\n";
+  const std::string other_md5 = "ffffffffffffffffffffffffffffffff";  // CuWorld gives every record one MD5
   Status probe = env.setAttribute(path(a), kResponseHeadAttribute, encodeResponseHead(a.md5, on_file));
   if (probe.code() == StatusCode::kNotSupported) GTEST_SKIP() << "no attributes here: " << probe.message();
   ASSERT_TRUE(probe.isOk()) << probe.toString();
   ASSERT_TRUE(env.setAttribute(path(b), kResponseHeadAttribute, encodeResponseHead(b.md5, on_file)).isOk());
   std::ofstream(responseHeadPath(path(b))) << encodeResponseHead(b.md5, beside);
-  ASSERT_TRUE(env.setAttribute(path(c), kResponseHeadAttribute, encodeResponseHead(a.md5, on_file)).isOk());
+  ASSERT_TRUE(env.setAttribute(path(c), kResponseHeadAttribute, encodeResponseHead(other_md5, on_file)).isOk());
   std::ofstream(responseHeadPath(path(c))) << encodeResponseHead(c.md5, beside);
-  ASSERT_TRUE(env.setAttribute(path(d), kResponseHeadAttribute, encodeResponseHead(a.md5, on_file)).isOk());
+  ASSERT_TRUE(env.setAttribute(path(d), kResponseHeadAttribute, encodeResponseHead(other_md5, on_file)).isOk());
   auto by_uri = exportWarcByUri(w, 6);
   if (HasFailure()) return;
   EXPECT_EQ(by_uri.at(a.key.url).block, on_file + "<p>a</p>");  // the attribute alone
