@@ -16,7 +16,6 @@ Skipped (exit 77) only when node is not installed.
 """
 import argparse
 import base64
-import errno
 import hashlib
 import json
 import os
@@ -30,8 +29,8 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeline_test import DEADLINE, run_with_site_and_node, site_files, wait_for  # noqa: E402
+from response_heads import HEAD_ATTRIBUTE, stored_head, takes_attributes  # noqa: E402
 
-HEAD_ATTRIBUTE = "user.lcc.response-head"
 NPM_PREFIX = os.environ.get("LCC_NPM_PREFIX", "/usr/local/lib/lcc-npm")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -120,40 +119,14 @@ def one_record_each(members):
 
 
 def stored_heads(content_dir):
-    """(content file, "attribute" or "side file", stored bytes) of every head the robot
-    kept: the file's attribute, else <file>.http where the file system refused it
-    (core/common/response_head.h)."""
+    """(content file, "attribute" or "side file", stored bytes) of every head the robot kept."""
     out = []
     for d, _, names in os.walk(content_dir):
         for n in sorted(names):
-            path = os.path.join(d, n)
-            if n.endswith(".http"):
-                continue
-            try:
-                out.append((path, "attribute", os.getxattr(path, HEAD_ATTRIBUTE)))
-                continue
-            except OSError as e:
-                if e.errno not in (errno.ENODATA, errno.ENOTSUP):
-                    raise
-            if os.path.exists(path + ".http"):
-                with open(path + ".http", "rb") as f:
-                    out.append((path, "side file", f.read()))
+            head = None if n.endswith(".http") else stored_head(os.path.join(d, n))
+            if head:
+                out.append((os.path.join(d, n),) + head)
     return out
-
-
-def takes_attributes(folder):
-    probe = os.path.join(folder, "xattr-probe")
-    with open(probe, "wb"):
-        pass
-    try:
-        os.setxattr(probe, "user.lcc.probe", b"x")
-        return True
-    except OSError as e:
-        if e.errno != errno.ENOTSUP:
-            raise
-        return False
-    finally:
-        os.remove(probe)
 
 
 def run(lcc, site, work):
