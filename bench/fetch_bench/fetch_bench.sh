@@ -10,7 +10,7 @@
 # Knobs: ROBOTS, SLOTS (robots x slots = capacity), CURL_PARALLEL (curl's --parallel-max,
 # default 64), IO_THREADS (fetch-curl writer threads),
 # LCCD_THREADS (lccd io threads; default 0: lccd's choice, 1 for roles botm+bot), OUT (where files go: /dev/shm =
-# tmpfs), HEAD (bot.max_response_head: 16KiB, 0 keeps no response-head side files). Diagnostics of the lcc part of each run: THREADS_CPU=1 (CPU seconds and context
+# tmpfs), HEAD (bot.max_response_head: 16KiB, 0 keeps no response heads). Diagnostics of the lcc part of each run: THREADS_CPU=1 (CPU seconds and context
 # switches per lccd thread), PERF=<file> (perf record of the whole machine; perf report
 # --pid=<printed pid>), STAT=<file> (perf stat), STRACE=<file> (system call counts).
 #

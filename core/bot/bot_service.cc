@@ -81,6 +81,7 @@ class BotService final : public Service {
     out["refused"] = counters_.refused.load();
     out["bytes"] = counters_.bytes.load();
     out["heads_failed"] = counters_.heads_failed.load();
+    out["head_files"] = counters_.head_files.load();
     out["temp_files_removed"] = swept_.load();
     out["botm"] = target_;
   }

@@ -48,16 +48,15 @@ std::string tempNameFor(const std::string& file) {
   return out;
 }
 
-Status keepResponseHead(Env& env, const std::string& file, const std::string& md5, const std::string& head) {
-  const std::string path = responseHeadPath(file);
-  if (head.empty()) {
-    Status s = env.removeFile(path);
-    return s.isOk() || s.code() == StatusCode::kNotFound ? Status::ok() : s;
-  }
+Status keepResponseHeadAttribute(Env& env, const std::string& tmp, const std::string& md5, const std::string& head) {
+  return env.setAttribute(tmp, kResponseHeadAttribute, encodeResponseHead(md5, head));
+}
+
+Status keepResponseHeadFile(Env& env, const std::string& file, const std::string& md5, const std::string& head) {
   // Written in place, not through a temporary name: a reader takes the file only when
   // it is whole and names the body's MD5 (decodeResponseHead), so a torn or concurrent
   // write costs a `resource` record, never a wrong head; one rename less per fetch.
-  auto f = env.openWritable(path, OpenMode::kTruncate);
+  auto f = env.openWritable(responseHeadPath(file), OpenMode::kTruncate);
   if (!f.isOk()) return f.status();
   Status s = (*f)->append(encodeResponseHead(md5, head));
   Status c = (*f)->close();
@@ -142,52 +141,8 @@ void RobotCore::fetch(const proto::RobotFetch& f) {
   }
   in_flight_++;
   auto self = shared_from_this();
-  const bool sync = opts_.sync_files;
-  Status s = fetcher_.start(req, [self, fid, botm_id = f.id, file = f.file, tmp = req.path, sync](const FetchResult& r) {
-    // Fetcher thread: the file work, then the answer.
-    FetchResult out;
-    out.id = botm_id;
-    out.http_status = r.http_status;
-    out.retry_after = r.retry_after;
-    if (r.ok() && r.unchanged) {
-      out.unchanged = true;
-      if (out.http_status == 0) out.http_status = 304;
-    } else if (r.ok()) {
-      Status st = sync ? fsyncPath(tmp) : Status::ok();
-      if (st.isOk()) st = self->env_.rename(tmp, file);
-      if (st.isOk() && sync) st = self->env_.syncDir(parentOf(file));
-      if (st.isOk()) {
-        // The head goes after the body: a crash in between leaves an older head, which
-        // names the older body's MD5 and so is never paired with these bytes.
-        if (Status h = keepResponseHead(self->env_, file, r.md5, r.response_head); !h.isOk()) {
-          if (self->counters_) self->counters_->heads_failed++;
-          spdlog::warn("robot: keeping the response head of {}: {}", file, h.message());
-        }
-        out.mime = r.mime;
-        out.size = r.size;
-        out.md5 = r.md5;
-        out.last_modified = r.last_modified;
-      } else {
-        (void)self->env_.removeFile(tmp);
-        out.code = ErrorCode::kInternal;
-        out.message = "storing the file failed: " + st.message();
-      }
-    } else {
-      if (self->env_.exists(tmp)) (void)self->env_.removeFile(tmp);
-      out.code = r.code;
-      out.message = r.message.empty() ? std::string(errorCodeMessage(r.code)) : r.message;
-    }
-    if (self->counters_) {
-      if (!out.ok()) {
-        self->counters_->failed++;
-      } else if (out.unchanged) {
-        self->counters_->unchanged++;
-      } else {
-        self->counters_->fetched++;
-        self->counters_->bytes += out.size;
-      }
-    }
-    self->finished(fid, out);
+  Status s = fetcher_.start(req, [self, fid, botm_id = f.id, file = f.file, tmp = req.path](const FetchResult& r) {
+    self->finished(fid, self->store(r, botm_id, file, tmp));
   });
   if (!s.isOk()) {
     {
@@ -200,6 +155,65 @@ void RobotCore::fetch(const proto::RobotFetch& f) {
     if (counters_) counters_->failed++;
     reply_(fail);
   }
+}
+
+FetchResult RobotCore::store(const FetchResult& r, std::uint64_t botm_id, const std::string& file,
+                               const std::string& tmp) {
+  FetchResult out;
+  out.id = botm_id;
+  out.http_status = r.http_status;
+  out.retry_after = r.retry_after;
+  if (r.ok() && r.unchanged) {
+    out.unchanged = true;
+    if (out.http_status == 0) out.http_status = 304;
+  } else if (r.ok()) {
+    // The head rides on the temporary file: the rename shows body and head together.
+    // Without a head nothing is removed: a side file an earlier fetch left names that
+    // body's MD5 (common/response_head.h).
+    const Status attribute = r.response_head.empty() ? Status::ok()
+                                                     : keepResponseHeadAttribute(env_, tmp, r.md5, r.response_head);
+    Status st = opts_.sync_files ? fsyncPath(tmp) : Status::ok();
+    if (st.isOk()) st = env_.rename(tmp, file);
+    if (st.isOk() && opts_.sync_files) st = env_.syncDir(parentOf(file));
+    if (st.isOk()) {
+      if (!attribute.isOk()) keepHead(r, file, attribute);
+      out.mime = r.mime;
+      out.size = r.size;
+      out.md5 = r.md5;
+      out.last_modified = r.last_modified;
+    } else {
+      (void)env_.removeFile(tmp);
+      out.code = ErrorCode::kInternal;
+      out.message = "storing the file failed: " + st.message();
+    }
+  } else {
+    if (env_.exists(tmp)) (void)env_.removeFile(tmp);
+    out.code = r.code;
+    out.message = r.message.empty() ? std::string(errorCodeMessage(r.code)) : r.message;
+  }
+  if (counters_) {
+    if (!out.ok()) {
+      counters_->failed++;
+    } else if (out.unchanged) {
+      counters_->unchanged++;
+    } else {
+      counters_->fetched++;
+      counters_->bytes += out.size;
+    }
+  }
+  return out;
+}
+
+// The attribute was refused: the head goes to the side file, after the body (a crash
+// in between leaves an older side file, which names the older body's MD5).
+void RobotCore::keepHead(const FetchResult& r, const std::string& file, const Status& attribute) {
+  Status h = keepResponseHeadFile(env_, file, r.md5, r.response_head);
+  if (h.isOk()) {
+    if (counters_) counters_->head_files++;
+    return;
+  }
+  if (counters_) counters_->heads_failed++;
+  spdlog::warn("robot: keeping the response head of {}: {}; then {}", file, attribute.message(), h.message());
 }
 
 void RobotCore::finished(std::uint64_t fid, const FetchResult& r) {

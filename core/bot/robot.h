@@ -35,8 +35,8 @@ struct RobotOptions {
   std::string name;             // announced name (default: host-pid)
   std::string content_root;     // when set, every file must lie below it
   bool sync_files = false;      // fsync the file and its folder before answering ok
-  // Keep each fetch's response head beside its file (<file>.http) up to this many
-  // bytes (bot.max_response_head); 0: keep none.
+  // Keep each fetch's response head with its file (common/response_head.h) up to this
+  // many bytes (bot.max_response_head); 0: keep none.
   std::uint64_t max_response_head = 16 * 1024;
   std::size_t max_value_length = 8192;
   net::TlsLink tls;             // RobotClient: for a tls://host:port target
@@ -44,15 +44,19 @@ struct RobotOptions {
 
 struct RobotCounters {
   std::atomic<std::uint64_t> fetched{0}, failed{0}, unchanged{0}, refused{0}, bytes{0}, heads_failed{0};
+  std::atomic<std::uint64_t> head_files{0};  // heads kept in a side file: the attribute was refused
 };
 
 // The default robot name: "<hostname>-<pid>".
 std::string defaultRobotName();
 // The temporary name a robot writes `file` through (same folder).
 std::string tempNameFor(const std::string& file);
-// Writes `head` as the side file of `file` (common/response_head.h); an empty head
-// removes a side file an earlier fetch left.
-Status keepResponseHead(Env& env, const std::string& file, const std::string& md5, const std::string& head);
+// Keeps `head` (of the body whose MD5 is `md5`) as the attribute of the temporary file
+// `tmp`, before it is renamed (common/response_head.h). Not OK when the file system
+// refused it: then keepResponseHeadFile() after the rename.
+Status keepResponseHeadAttribute(Env& env, const std::string& tmp, const std::string& md5, const std::string& head);
+// Writes `head` as the side file of `file` (in place, see robot.cc).
+Status keepResponseHeadFile(Env& env, const std::string& file, const std::string& md5, const std::string& head);
 
 // What a robot does with one <fetch>, apart from the stream that carries it
 // (RobotSession): check the path, make the folder, fetch into a temporary name, rename
@@ -73,6 +77,10 @@ class RobotCore : public std::enable_shared_from_this<RobotCore> {
 
  private:
   Status checkPath(const std::string& file) const;
+  // Fetcher thread: puts a fetched temporary file in place (with its head) or removes
+  // it, and makes the answer.
+  FetchResult store(const FetchResult& r, std::uint64_t botm_id, const std::string& file, const std::string& tmp);
+  void keepHead(const FetchResult& r, const std::string& file, const Status& attribute);
   void finished(std::uint64_t fetcher_id, const FetchResult& r);
 
   Fetcher& fetcher_;

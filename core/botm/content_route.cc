@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "botm/filename_store.h"
+#include "common/posix_env.h"
 #include "common/response_head.h"
 #include "lcc/support/cu_xml_format.h"
 
@@ -63,9 +64,23 @@ http::Response notFound(RouteState& st) {
   return http::Response::text(404, "not found\n");
 }
 
-// The robot's response-head side file of `name` (common/response_head.h), base64, for
-// the X-LCC-Response-Head header; empty when there is none or it is over the bound.
-std::string headHeader(const std::string& dir, const std::string& name) {
+std::string base64(const std::string& bytes) {
+  std::string out;
+  proto::Base64Encoder enc;
+  enc.update(bytes.data(), bytes.size(), out);
+  enc.finish(out);
+  return out;
+}
+
+// The response head the robot kept for `name` (common/response_head.h), base64, for the
+// X-LCC-Response-Head header: the attribute of the open content file `content_fd`, else
+// the side file; empty when there is none or it is over the bound. Sent as stored: the
+// reader checks the MD5 line against its record.
+std::string headHeader(const std::string& dir, const std::string& name, int content_fd) {
+  auto attribute = readFdAttribute(content_fd, kResponseHeadAttribute);
+  if (attribute.isOk() && attribute->has_value() && !(*attribute)->empty()) {
+    return (*attribute)->size() > kMaxHeadHeaderFile ? std::string() : base64(**attribute);
+  }
   Fd fd(openBelow(dir, responseHeadPath(name)));
   if (fd.fd < 0) return {};
   struct stat sb;
@@ -77,11 +92,7 @@ std::string headHeader(const std::string& dir, const std::string& name) {
   ssize_t n = ::pread(fd.fd, bytes.data(), bytes.size(), 0);
   if (n <= 0) return {};
   bytes.resize(static_cast<std::size_t>(n));
-  std::string out;
-  proto::Base64Encoder enc;
-  enc.update(bytes.data(), bytes.size(), out);
-  enc.finish(out);
-  return out;
+  return base64(bytes);
 }
 
 http::Response serve(const std::shared_ptr<RouteState>& state, const http::Request& req) {
@@ -115,7 +126,7 @@ http::Response serve(const std::shared_ptr<RouteState>& state, const http::Reque
   r.headers.emplace_back("X-LCC-Machine", st.options.machine);
   r.headers.emplace_back("X-LCC-Size", std::to_string(size));
   r.headers.emplace_back("Cache-Control", "no-store");
-  if (std::string head = headHeader(st.options.content_dir, name); !head.empty()) {
+  if (std::string head = headHeader(st.options.content_dir, name, fd->fd); !head.empty()) {
     r.headers.emplace_back(std::string(kResponseHeadHeader), std::move(head));
   }
   std::string where = req.path;

@@ -169,9 +169,13 @@ void Dispatcher::robotDown(RobotId robot, Actions* out) {
   pump(out);
 }
 
-// The response head the robot kept beside the file (common/response_head.h). A head
-// that cannot be removed costs disk space only: it names its body's MD5, so it is
-// never paired with the next content of the name.
+// The response head the robot kept beside the file (common/response_head.h). Usually
+// it is the file's attribute and went with the unlink; a side file is left where the
+// file system refused the attribute (or by an older robot), and the BOT-M cannot tell
+// which names have one, so it always tries: an unlink of an absent name is a lookup
+// (docs/design-decisions.md, "Response heads as attributes"). A head that cannot be
+// removed costs disk space only: it names its body's MD5, so it is never paired with
+// the next content of the name.
 void Dispatcher::removeHead(std::uint64_t name) {
   Status s = env_->removeFile(responseHeadPath(pathOf(name)));
   if (!s.isOk() && s.code() != StatusCode::kNotFound) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +16,42 @@ namespace {
 
 Status errnoStatus(const std::string& what, const std::string& path, int err) {
   return Status::ioError(path + ": " + what + ": " + std::strerror(err));
+}
+
+constexpr std::string_view kAttributePrefix = "user.lcc.";
+constexpr std::size_t kMaxAttributeName = 64;
+constexpr std::size_t kFirstAttributeRead = 4096;
+constexpr std::size_t kMaxAttributeValue = 65536;  // XATTR_SIZE_MAX, the kernel's bound
+
+// "user.lcc.<name>", or an error for a name outside [A-Za-z0-9._-]{1,64}.
+Result<std::string> attributeName(const std::string& name) {
+  bool ok = !name.empty() && name.size() <= kMaxAttributeName;
+  for (char c : name) {
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                c == '_' || c == '-');
+  }
+  if (!ok) return Status::invalidArgument("attribute name '" + name + "' is not [A-Za-z0-9._-]{1,64}");
+  return std::string(kAttributePrefix) + name;
+}
+
+// Reads an attribute through `get` (getxattr or fgetxattr with the buffer and its
+// size): a first try with a small buffer, then one with the kernel's largest value.
+template <typename Get>
+Result<std::optional<std::string>> readAttribute(const std::string& what, Get get) {
+  std::string buf(kFirstAttributeRead, '\0');
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    ssize_t n = get(buf.data(), buf.size());
+    if (n >= 0) {
+      buf.resize(static_cast<std::size_t>(n));
+      return std::optional<std::string>(std::move(buf));
+    }
+    const int err = errno;
+    if (err == ENODATA || err == ENOTSUP) return std::optional<std::string>();
+    if (err == ENOENT) return Status::notFound(what + ": no such file");
+    if (err != ERANGE) return errnoStatus("getxattr", what, err);
+    buf.assign(kMaxAttributeValue, '\0');
+  }
+  return Status::ioError(what + ": getxattr: the value outgrew the largest attribute while it was read");
 }
 
 class PosixWritableFile final : public WritableFile {
@@ -194,6 +231,32 @@ class PosixEnv final : public Env {
     if (::statvfs(path.c_str(), &vfs) != 0) return errnoStatus("statvfs", path, errno);
     return static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
   }
+
+  Status setAttribute(const std::string& path, const std::string& name, std::string_view value) override {
+    LCC_ASSIGN_OR_RETURN(const std::string xname, attributeName(name));
+    if (::setxattr(path.c_str(), xname.c_str(), value.data(), value.size(), 0) == 0) return Status::ok();
+    const int err = errno;
+    switch (err) {
+      case ENOENT:
+        return Status::notFound(path + ": no such file");
+      case ENOTSUP:  // the file system keeps no user attributes (EOPNOTSUPP is the same)
+      case E2BIG:    // larger than any attribute may be
+      case ERANGE:   // larger than this file system's bound
+      case ENOSPC:   // no room left for this file's attributes (ext4: one block)
+      case EDQUOT:
+        return Status::notSupported(path + ": setxattr " + xname + " (" + std::to_string(value.size()) +
+                                    " bytes): " + std::strerror(err));
+      default:
+        return errnoStatus("setxattr " + xname, path, err);
+    }
+  }
+
+  Result<std::optional<std::string>> getAttribute(const std::string& path, const std::string& name) override {
+    LCC_ASSIGN_OR_RETURN(const std::string xname, attributeName(name));
+    return readAttribute(path, [&](char* buf, std::size_t size) {
+      return ::getxattr(path.c_str(), xname.c_str(), buf, size);
+    });
+  }
 };
 
 }  // namespace
@@ -201,6 +264,13 @@ class PosixEnv final : public Env {
 Env* posixEnv() {
   static PosixEnv* env = new PosixEnv();
   return env;
+}
+
+Result<std::optional<std::string>> readFdAttribute(int fd, const std::string& name) {
+  LCC_ASSIGN_OR_RETURN(const std::string xname, attributeName(name));
+  return readAttribute("descriptor " + std::to_string(fd), [&](char* buf, std::size_t size) {
+    return ::fgetxattr(fd, xname.c_str(), buf, size);
+  });
 }
 
 }  // namespace lcc

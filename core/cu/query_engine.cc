@@ -25,21 +25,18 @@ class FileContentSource final : public ContentSource {
 
   std::uint64_t size() const override { return size_; }
 
-  // The robot's side file (common/response_head.h), if it belongs to these bytes.
+  // The head the robot kept (common/response_head.h), if it belongs to these bytes: the
+  // content file's attribute, else the side file.
   std::string responseHead() override {
-    const std::string path = responseHeadPath(path_);
-    auto f = env_.openReadable(path);
-    if (!f.isOk()) return {};  // none kept: fetched before heads were, or over the bound
-    auto size = (*f)->size();
-    if (!size.isOk() || *size > kMaxResponseHeadFile) return {};
-    std::string bytes(static_cast<std::size_t>(*size), '\0');
-    auto n = (*f)->read(0, bytes.size(), bytes.data());
-    if (!n.isOk()) {
-      spdlog::warn("cu: reading {}: {}; exported without its response head", path, n.status().toString());
-      return {};
+    auto attribute = env_.getAttribute(path_, kResponseHeadAttribute);
+    if (!attribute.isOk() && !attribute.status().isNotFound()) {
+      spdlog::warn("cu: reading the head of {}: {}; trying the side file", path_, attribute.status().toString());
     }
-    bytes.resize(*n);
-    return decodeResponseHead(bytes, md5_);
+    if (attribute.isOk() && attribute->has_value()) {
+      std::string head = decodeResponseHead(**attribute, md5_);
+      if (!head.empty()) return head;
+    }
+    return sideFileHead();
   }
 
   Result<std::size_t> read(char* buf, std::size_t n) override {
@@ -70,6 +67,22 @@ class FileContentSource final : public ContentSource {
   }
 
  private:
+  std::string sideFileHead() {
+    const std::string path = responseHeadPath(path_);
+    auto f = env_.openReadable(path);
+    if (!f.isOk()) return {};  // none kept: fetched before heads were, or over the bound
+    auto size = (*f)->size();
+    if (!size.isOk() || *size > kMaxResponseHeadFile) return {};
+    std::string bytes(static_cast<std::size_t>(*size), '\0');
+    auto n = (*f)->read(0, bytes.size(), bytes.data());
+    if (!n.isOk()) {
+      spdlog::warn("cu: reading {}: {}; exported without its response head", path, n.status().toString());
+      return {};
+    }
+    bytes.resize(*n);
+    return decodeResponseHead(bytes, md5_);
+  }
+
   std::unique_ptr<ReadableFile> file_;
   const std::uint64_t size_;
   const std::string path_;

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <linux/magic.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,6 +94,30 @@ std::vector<std::string> filesIn(const std::string& dir) {
   return out;
 }
 
+// The head a reader finds for `file` (as the CU does): the attribute, else the side file.
+std::string headOf(const std::string& file, const std::string& md5) {
+  auto attribute = posixEnv()->getAttribute(file, kResponseHeadAttribute);
+  if (attribute.isOk() && attribute->has_value()) return decodeResponseHead(**attribute, md5);
+  auto side = posixEnv()->readFile(file + ".http");
+  return side.isOk() ? decodeResponseHead(*side, md5) : std::string();
+}
+
+long fileSystemOf(const std::string& path) {
+  struct statfs fs;
+  return ::statfs(path.c_str(), &fs) == 0 ? static_cast<long>(fs.f_type) : 0;
+}
+
+// A file system without attributes.
+class RefusingEnv final : public EnvWrapper {
+ public:
+  RefusingEnv() : EnvWrapper(posixEnv()) {}
+  Status setAttribute(const std::string& path, const std::string& name, std::string_view) override {
+    refused++;
+    return Status::notSupported(path + ": no attribute " + name + " here");
+  }
+  std::atomic<int> refused{0};
+};
+
 class RobotSessionTest : public ::testing::Test {
  protected:
   RobotSessionTest()
@@ -110,14 +136,14 @@ class RobotSessionTest : public ::testing::Test {
   }
 
   // Starts a robot session on an accepted connection; returns the BOT-M end.
-  void startRobot(bot::RobotOptions o) {
+  void startRobot(bot::RobotOptions o, Env* env = posixEnv(), bot::RobotCounters* counters = nullptr) {
     int fd = -1;
     std::thread connector([&] { fd = connectTo(acceptor_.local_endpoint().port()); });
     asio::ip::tcp::socket sock = acceptor_.accept();
     connector.join();
     ASSERT_GE(fd, 0);
     auto stream = net::Connection::overTcp(io_, std::move(sock));
-    session_ = std::make_shared<bot::RobotSession>(stream, *fetcher_, *posixEnv(), o);
+    session_ = std::make_shared<bot::RobotSession>(stream, *fetcher_, *env, o, counters);
     session_->start([](const std::string&) {});
     guard_.emplace(io_.get_executor());
     thread_ = std::thread([this] { io_.run(); });
@@ -141,6 +167,8 @@ class RobotSessionTest : public ::testing::Test {
   std::shared_ptr<bot::RobotSession> session_;
   std::unique_ptr<BotmEnd> end_;
   std::string content_;
+  RefusingEnv refusing_env_;  // outlive the session: the destructor above stops it
+  bot::RobotCounters counters_;
 };
 
 TEST_F(RobotSessionTest, WritesThroughATemporaryNameAndRenamesOnSuccess) {
@@ -149,7 +177,7 @@ TEST_F(RobotSessionTest, WritesThroughATemporaryNameAndRenamesOnSuccess) {
   o.content_root = content_;
   startRobot(o);
   const std::string file = content_ + "/00/00/2a";
-  end_->send(proto::encodeRobotFetch({42, server_.url("/ok/a.htm"), file, "text/html", std::nullopt, 0}));
+  end_->send(proto::encodeRobotFetch({42, server_.url("/ok/a.htm"), file, "text/html", std::nullopt, 0, {}}));
   auto r = end_->result(1);
   EXPECT_EQ(r.id, 42u);
   ASSERT_TRUE(r.ok()) << r.message;
@@ -159,26 +187,82 @@ TEST_F(RobotSessionTest, WritesThroughATemporaryNameAndRenamesOnSuccess) {
   EXPECT_EQ(r.md5, Md5::of(TestHttpServer::body(10240)));
   EXPECT_EQ(*r.last_modified, 1714564680);
   EXPECT_EQ(posixEnv()->readFile(file).value(), TestHttpServer::body(10240));
-  EXPECT_EQ(filesIn(content_), (std::vector<std::string>{"2a", "2a.http"}));  // no temporary left
-  // The response head beside it, tied to this body's MD5 (common/response_head.h).
-  const std::string head = decodeResponseHead(posixEnv()->readFile(file + ".http").value(), r.md5);
+  EXPECT_EQ(filesIn(content_), std::vector<std::string>{"2a"});  // no temporary, no side file
+  // The response head on the file, tied to this body's MD5 (common/response_head.h).
+  const std::string head = headOf(file, r.md5);
   EXPECT_EQ(head.compare(0, 13, "HTTP/1.1 200 "), 0) << head;
   EXPECT_NE(head.find("\r\nContent-Length: 10240\r\n"), std::string::npos) << head;
   EXPECT_TRUE(r.response_head.empty());  // the link does not carry it
 }
 
-TEST_F(RobotSessionTest, WithoutHeadsKeptAnOldHeadIsRemoved) {
+// Without a head nothing is removed or written: an older side file names its own
+// body's MD5, so no reader pairs it with these bytes.
+TEST_F(RobotSessionTest, WithoutAHeadNothingIsWrittenAndAnOldSideFileStaysUnpaired) {
   bot::RobotOptions o;
   o.content_root = content_;
   o.max_response_head = 0;
   startRobot(o);
   const std::string file = content_ + "/00/00/2b";
   ASSERT_TRUE(posixEnv()->createDirs(content_ + "/00/00").isOk());
-  ASSERT_TRUE(posixEnv()->writeFileAtomic(file + ".http", encodeResponseHead("x", "HTTP/1.1 200 OK\r\n\r\n")).isOk());
-  end_->send(proto::encodeRobotFetch({43, server_.url("/ok/a.htm"), file, "text/html", std::nullopt, 0}));
+  const std::string old_head = encodeResponseHead("00000000000000000000000000000000", "HTTP/1.1 200 OK\r\n\r\n");
+  ASSERT_TRUE(posixEnv()->writeFileAtomic(file + ".http", old_head).isOk());
+  end_->send(proto::encodeRobotFetch({43, server_.url("/ok/a.htm"), file, "text/html", std::nullopt, 0, {}}));
   auto r = end_->result(1);
   ASSERT_TRUE(r.ok()) << r.message;
-  EXPECT_EQ(filesIn(content_), std::vector<std::string>{"2b"});
+  EXPECT_EQ(filesIn(content_), (std::vector<std::string>{"2b", "2b.http"}));
+  EXPECT_EQ(posixEnv()->getAttribute(file, kResponseHeadAttribute).value(), std::nullopt);
+  EXPECT_EQ(decodeResponseHead(posixEnv()->readFile(file + ".http").value(), r.md5), "");
+}
+
+// A file system that refuses the attribute (none there, or the head over its bound)
+// gets the side file <file>.http after the rename, as before attributes.
+TEST_F(RobotSessionTest, ARefusedAttributeFallsBackToTheSideFile) {
+  bot::RobotOptions o;
+  o.content_root = content_;
+  startRobot(o, &refusing_env_, &counters_);
+  const std::string file = content_ + "/00/00/2c";
+  end_->send(proto::encodeRobotFetch({44, server_.url("/ok/c.htm"), file, "text/html", std::nullopt, 0, {}}));
+  auto r = end_->result(1);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(refusing_env_.refused.load(), 1);
+  EXPECT_EQ(filesIn(content_), (std::vector<std::string>{"2c", "2c.http"}));
+  EXPECT_EQ(posixEnv()->getAttribute(file, kResponseHeadAttribute).value(), std::nullopt);
+  const std::string head = decodeResponseHead(posixEnv()->readFile(file + ".http").value(), r.md5);
+  EXPECT_EQ(head.compare(0, 13, "HTTP/1.1 200 "), 0) << head;
+  EXPECT_EQ(counters_.head_files.load(), 1u);
+  EXPECT_EQ(counters_.heads_failed.load(), 0u);
+}
+
+// The real file systems: a head of about 5 KB is over ext4's attribute block and goes to
+// the side file there; tmpfs (/dev/shm) keeps it on the file. Readers find it either way.
+TEST_F(RobotSessionTest, ALargeHeadOnTheRealFileSystems) {
+  bot::RobotOptions o;
+  startRobot(o, posixEnv(), &counters_);
+  const std::string type = "text/x-" + std::string(5000, 'l');
+  std::vector<std::string> places{dir_.path()};
+  std::unique_ptr<TempDir> shm;
+  if (std::filesystem::is_directory("/dev/shm")) {
+    shm = std::make_unique<TempDir>("/dev/shm");
+    places.push_back(shm->path());
+  }
+  std::uint64_t id = 50;
+  for (const std::string& place : places) {
+    const std::string file = place + "/00/00/" + std::to_string(id);
+    end_->send(proto::encodeRobotFetch({id, server_.url("/type/" + type), file, "", std::nullopt, 0, {}}));
+    auto r = end_->result(id - 49);
+    ++id;
+    ASSERT_TRUE(r.ok()) << place << ": " << r.message;
+    EXPECT_NE(headOf(file, r.md5).find("Content-Type: " + type + "\r\n"), std::string::npos) << place;
+    const bool on_file = posixEnv()->getAttribute(file, kResponseHeadAttribute).value().has_value();
+    EXPECT_NE(on_file, posixEnv()->exists(file + ".http")) << place << ": the head is in exactly one place";
+    if (fileSystemOf(place) == EXT4_SUPER_MAGIC) {
+      EXPECT_FALSE(on_file) << place;
+    }
+    if (fileSystemOf(place) == TMPFS_MAGIC) {
+      EXPECT_TRUE(on_file) << place;
+    }
+  }
+  EXPECT_EQ(counters_.heads_failed.load(), 0u);
 }
 
 TEST_F(RobotSessionTest, FailuresLeaveNoFileAndUnchangedLeavesTheOldOneAlone) {
@@ -187,9 +271,9 @@ TEST_F(RobotSessionTest, FailuresLeaveNoFileAndUnchangedLeavesTheOldOneAlone) {
   startRobot(o);
   ASSERT_TRUE(posixEnv()->createDirs(content_ + "/00/00").isOk());
   ASSERT_TRUE(posixEnv()->writeFileAtomic(content_ + "/00/00/2", "old content").isOk());
-  end_->send(proto::encodeRobotFetch({1, server_.url("/status/404"), content_ + "/00/00/1", "text/html", std::nullopt, 0}) +
-             proto::encodeRobotFetch({2, server_.url("/cond/x"), content_ + "/00/00/2", "text/html", 1714564680, 0}) +
-             proto::encodeRobotFetch({3, server_.url("/chunked/200000"), content_ + "/00/00/3", "", std::nullopt, 1000}));
+  end_->send(proto::encodeRobotFetch({1, server_.url("/status/404"), content_ + "/00/00/1", "text/html", std::nullopt, 0, {}}) +
+             proto::encodeRobotFetch({2, server_.url("/cond/x"), content_ + "/00/00/2", "text/html", 1714564680, 0, {}}) +
+             proto::encodeRobotFetch({3, server_.url("/chunked/200000"), content_ + "/00/00/3", "", std::nullopt, 1000, {}}));
   std::map<std::uint64_t, FetchResult> by_id;
   for (std::size_t i = 1; i <= 3; ++i) {
     auto r = end_->result(i);
@@ -209,9 +293,9 @@ TEST_F(RobotSessionTest, RefusesFilesOutsideItsContentFolder) {
   bot::RobotOptions o;
   o.content_root = content_;
   startRobot(o);
-  end_->send(proto::encodeRobotFetch({1, server_.url("/ok/a"), dir_.path() + "/elsewhere", "", std::nullopt, 0}) +
-             proto::encodeRobotFetch({2, server_.url("/ok/a"), content_ + "/../escape", "", std::nullopt, 0}) +
-             proto::encodeRobotFetch({3, server_.url("/ok/a"), "relative/path", "", std::nullopt, 0}));
+  end_->send(proto::encodeRobotFetch({1, server_.url("/ok/a"), dir_.path() + "/elsewhere", "", std::nullopt, 0, {}}) +
+             proto::encodeRobotFetch({2, server_.url("/ok/a"), content_ + "/../escape", "", std::nullopt, 0, {}}) +
+             proto::encodeRobotFetch({3, server_.url("/ok/a"), "relative/path", "", std::nullopt, 0, {}}));
   for (std::size_t i = 1; i <= 3; ++i) {
     auto r = end_->result(i);
     EXPECT_FALSE(r.ok());
@@ -227,7 +311,7 @@ TEST_F(RobotSessionTest, SyncedFilesAreStoredToo) {
   o.sync_files = true;
   startRobot(o);
   const std::string file = content_ + "/01/02/10205";
-  end_->send(proto::encodeRobotFetch({7, server_.url("/ok/b"), file, "text/html", std::nullopt, 0}));
+  end_->send(proto::encodeRobotFetch({7, server_.url("/ok/b"), file, "text/html", std::nullopt, 0, {}}));
   auto r = end_->result(1);
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(posixEnv()->fileSize(file).value(), 10240u);
@@ -371,8 +455,8 @@ TEST(BotService, RunsTheConfiguredRobotsAgainstTheRobotPort) {
   }
   // Robots of the local BOT-M only write below its content folder.
   const std::string file = dir.path() + "/content/00/00/5";
-  robots[1]->send(proto::encodeRobotFetch({5, "http://h.test/x?stub_size=12", file, "", std::nullopt, 0}) +
-                  proto::encodeRobotFetch({6, "http://h.test/x", dir.path() + "/outside", "", std::nullopt, 0}));
+  robots[1]->send(proto::encodeRobotFetch({5, "http://h.test/x?stub_size=12", file, "", std::nullopt, 0, {}}) +
+                  proto::encodeRobotFetch({6, "http://h.test/x", dir.path() + "/outside", "", std::nullopt, 0, {}}));
   auto r5 = robots[1]->result(1);
   auto r6 = robots[1]->result(2);
   if (r5.id == 6) std::swap(r5, r6);

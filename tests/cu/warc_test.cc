@@ -266,7 +266,23 @@ TEST(ResponseHeadFile, BelongsToOneBodyAndIsWhole) {
   EXPECT_EQ(decodeResponseHead("", md5), "");
 }
 
-// The engine reads <file>.http beside a content file of this machine and pairs it only
+// Exports everything of `w` as warc.gz; the records by target URI (`count`: how many
+// records there must be, warcinfo and manifest included; they share the URI "").
+std::map<std::string, cutest::WarcRecordOut> exportWarcByUri(cutest::CuWorld& w, std::size_t count) {
+  auto engine = w.makeEngine();
+  proto::CuQuery q;
+  q.format = "warc.gz";
+  Status s;
+  auto ans = cutest::parseWarcAnswer(cutest::runQuery(*engine, q, &s));
+  EXPECT_TRUE(s.isOk()) << s.toString();
+  EXPECT_TRUE(ans.ok) << ans.error;
+  EXPECT_EQ(ans.records.size(), count);
+  std::map<std::string, cutest::WarcRecordOut> by_uri;
+  for (const auto& r : ans.records) by_uri[r.field("WARC-Target-URI")] = r;
+  return by_uri;
+}
+
+// The engine reads <file>.http (the robot's fallback) beside a content file of this machine and pairs it only
 // with the body whose MD5 it names.
 TEST(CuWarcEngine, StoredHeadsMakeResponseRecords) {
   cutest::CuWorld w;
@@ -276,21 +292,45 @@ TEST(CuWarcEngine, StoredHeadsMakeResponseRecords) {
   const std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
   std::ofstream(responseHeadPath(w.contentDir() + "/" + a.filename)) << encodeResponseHead(a.md5, head);
   std::ofstream(responseHeadPath(w.contentDir() + "/" + b.filename)) << encodeResponseHead("ffff", head);
-  auto engine = w.makeEngine();
-  proto::CuQuery q;
-  q.format = "warc.gz";
-  Status s;
-  auto ans = cutest::parseWarcAnswer(cutest::runQuery(*engine, q, &s));
-  ASSERT_TRUE(s.isOk()) << s.toString();
-  ASSERT_TRUE(ans.ok) << ans.error;
-  ASSERT_EQ(ans.records.size(), 5u);
-  std::map<std::string, const cutest::WarcRecordOut*> by_uri;
-  for (const auto& r : ans.records) by_uri[r.field("WARC-Target-URI")] = &r;
-  EXPECT_EQ(by_uri.at(a.key.url)->field("WARC-Type"), "response");
-  EXPECT_EQ(by_uri.at(a.key.url)->block, head + "<p>a</p>");
-  EXPECT_EQ(by_uri.at(b.key.url)->field("WARC-Type"), "resource");  // the head names another body
-  EXPECT_EQ(by_uri.at(c.key.url)->field("WARC-Type"), "resource");  // no head kept
-  EXPECT_EQ(by_uri.at(c.key.url)->block, "<p>c</p>");
+  auto by_uri = exportWarcByUri(w, 5);
+  if (HasFailure()) return;
+  EXPECT_EQ(by_uri.at(a.key.url).field("WARC-Type"), "response");
+  EXPECT_EQ(by_uri.at(a.key.url).block, head + "<p>a</p>");
+  EXPECT_EQ(by_uri.at(b.key.url).field("WARC-Type"), "resource");  // the head names another body
+  EXPECT_EQ(by_uri.at(c.key.url).field("WARC-Type"), "resource");  // no head kept
+  EXPECT_EQ(by_uri.at(c.key.url).block, "<p>c</p>");
+}
+
+// The robot keeps a head as the content file's attribute (common/response_head.h),
+// with <file>.http as the fallback: the engine reads the attribute first, takes the
+// side file when the attribute is absent or names another body, and pairs neither
+// with bytes whose MD5 it does not name.
+TEST(CuWarcEngine, HeadsOnTheFileComeFirstThenTheSideFile) {
+  cutest::CuWorld w;
+  Env& env = *posixEnv();
+  ContentRecord a = w.put(1, "http://a.org/a.html", "text/html", "<p>a</p>");
+  ContentRecord b = w.put(1, "http://a.org/b.html", "text/html", "<p>b</p>");
+  ContentRecord c = w.put(1, "http://a.org/c.html", "text/html", "<p>c</p>");
+  ContentRecord d = w.put(1, "http://a.org/d.html", "text/html", "<p>d</p>");
+  auto path = [&](const ContentRecord& r) { return w.contentDir() + "/" + r.filename; };
+  const std::string on_file = "HTTP/1.1 200 OK\r\nServer: attribute\r\n\r\n";
+  const std::string beside = "HTTP/1.1 200 OK\r\nServer: side file\r\n\r\n";
+  const std::string other_md5 = "ffffffffffffffffffffffffffffffff";  // CuWorld gives every record one MD5
+  Status probe = env.setAttribute(path(a), kResponseHeadAttribute, encodeResponseHead(a.md5, on_file));
+  if (probe.code() == StatusCode::kNotSupported) GTEST_SKIP() << "no attributes here: " << probe.message();
+  ASSERT_TRUE(probe.isOk()) << probe.toString();
+  ASSERT_TRUE(env.setAttribute(path(b), kResponseHeadAttribute, encodeResponseHead(b.md5, on_file)).isOk());
+  std::ofstream(responseHeadPath(path(b))) << encodeResponseHead(b.md5, beside);
+  ASSERT_TRUE(env.setAttribute(path(c), kResponseHeadAttribute, encodeResponseHead(other_md5, on_file)).isOk());
+  std::ofstream(responseHeadPath(path(c))) << encodeResponseHead(c.md5, beside);
+  ASSERT_TRUE(env.setAttribute(path(d), kResponseHeadAttribute, encodeResponseHead(other_md5, on_file)).isOk());
+  auto by_uri = exportWarcByUri(w, 6);
+  if (HasFailure()) return;
+  EXPECT_EQ(by_uri.at(a.key.url).block, on_file + "<p>a</p>");  // the attribute alone
+  EXPECT_EQ(by_uri.at(b.key.url).block, on_file + "<p>b</p>");  // the attribute before the side file
+  EXPECT_EQ(by_uri.at(c.key.url).block, beside + "<p>c</p>");   // the attribute names another body
+  EXPECT_EQ(by_uri.at(d.key.url).field("WARC-Type"), "resource");
+  EXPECT_EQ(by_uri.at(d.key.url).block, "<p>d</p>");
 }
 
 }  // namespace

@@ -8,9 +8,10 @@ read and every digest must match the SHA-1 recomputed over what warcio read. Pyt
 zlib checks that each record is its own gzip member. The structure is compared with
 the WARC `wget --warc-file` writes for the same URLs: response records for the same
 URLs, the same payload digests, the same HTTP status lines and header names in the
-same order, WARC fields in wget's order. Then a record whose head side file is gone
-(as for content fetched before heads were kept) becomes a `resource` record, and a
-removal appears in the manifest only.
+same order, WARC fields in wget's order. Then a record whose stored head is gone (the
+content file's attribute, or its side file where the file system refused the
+attribute; as for content fetched before heads were kept) becomes a `resource` record,
+and a removal appears in the manifest only.
 Skipped (exit 77) only when node is not installed.
 """
 import argparse
@@ -28,6 +29,7 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeline_test import DEADLINE, run_with_site_and_node, site_files, wait_for  # noqa: E402
+from response_heads import HEAD_ATTRIBUTE, stored_head, takes_attributes  # noqa: E402
 
 NPM_PREFIX = os.environ.get("LCC_NPM_PREFIX", "/usr/local/lib/lcc-npm")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -116,6 +118,17 @@ def one_record_each(members):
         assert len(rest) == length + 4 and rest.endswith(b"\r\n\r\n"), "a member is not one record"
 
 
+def stored_heads(content_dir):
+    """(content file, "attribute" or "side file", stored bytes) of every head the robot kept."""
+    out = []
+    for d, _, names in os.walk(content_dir):
+        for n in sorted(names):
+            head = None if n.endswith(".http") else stored_head(os.path.join(d, n))
+            if head:
+                out.append((os.path.join(d, n),) + head)
+    return out
+
+
 def run(lcc, site, work):
     for i in range(8):
         site.write(f"docs/page{i}.html", (f"<html><body>page {i}</body></html>\n" * (i + 1)).encode())
@@ -153,12 +166,16 @@ def run(lcc, site, work):
     check_records(warcio_read(over_http), expected)
 
     # Content without its head (as fetched before heads were kept): a resource record.
-    heads = [os.path.join(d, n) for d, _, ns in os.walk(os.path.join(lcc.work, "var", "content"))
-             for n in ns if n.endswith(".http")]
+    heads = stored_heads(os.path.join(lcc.work, "var", "content"))
     assert len(heads) == len(expected), heads
-    with open(heads[0], "rb") as f:
-        head_url_md5 = f.readline().split()[-1].decode()
-    os.remove(heads[0])
+    if takes_attributes(os.path.join(lcc.work, "var")):  # these heads are a few hundred bytes: they fit
+        assert all(where == "attribute" for _, where, _ in heads), [(p, w) for p, w, _ in heads]
+    path, where, stored = heads[0]
+    head_url_md5 = stored.split(b"\n", 1)[0].split()[-1].decode()
+    if where == "attribute":
+        os.removexattr(path, HEAD_ATTRIBUTE)
+    else:
+        os.remove(path + ".http")
     lcc.lcc("cu", "query", "--cu", f"127.0.0.1:{lcc.ports['cu']}", "--format", "warc.gz", "-o", out)
     again = check_records(warcio_read(out), expected)
     resources = [u for u, r in again.items() if r["type"] == "resource"]

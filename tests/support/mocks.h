@@ -55,6 +55,10 @@ class MockEnv : public Env {
   MOCK_METHOD(bool, exists, (const std::string& path), (override));
   MOCK_METHOD(Result<std::uint64_t>, fileSize, (const std::string& path), (override));
   MOCK_METHOD(Result<std::uint64_t>, freeSpace, (const std::string& path), (override));
+  MOCK_METHOD(Status, setAttribute, (const std::string& path, const std::string& name, std::string_view value),
+              (override));
+  MOCK_METHOD(Result<std::optional<std::string>>, getAttribute, (const std::string& path, const std::string& name),
+              (override));
 };
 
 class MockLogger : public Logger {

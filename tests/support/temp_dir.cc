@@ -7,10 +7,18 @@
 
 namespace lcc::testing {
 
-TempDir::TempDir() {
+namespace {
+std::string tmpBase() {
   const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/lcc-test-XXXXXX";
-  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  return base && *base ? base : "/tmp";
+}
+}  // namespace
+
+TempDir::TempDir() : TempDir(tmpBase()) {}
+
+TempDir::TempDir(const std::string& base) {
+  std::string tmpl = base + "/lcc-test-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed in " + base);
   path_ = tmpl;
 }
 

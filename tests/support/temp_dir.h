@@ -8,6 +8,8 @@ namespace lcc::testing {
 class TempDir {
  public:
   TempDir();
+  // Below `base` instead of $TMPDIR (e.g. /dev/shm, for a test on tmpfs).
+  explicit TempDir(const std::string& base);
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

@@ -153,8 +153,8 @@ const std::vector<KeySpec>& Config::schema() {
       {"bot.sync_files", KeyType::kBool, "false", kNoMin, kNoMax,
        "fsync each content file and its folder before reporting it stored (slower; see core/bot/README.md)"},
       {"bot.max_response_head", KeyType::kSize, "16KiB", 0, kMiB,
-       "keep each fetch's HTTP status line and headers beside its file (<file>.http, for the WARC answer) "
-       "when they fit in this many bytes; 0: keep none"},
+       "keep each fetch's HTTP status line and headers with its file (attribute user.lcc.response-head, "
+       "else <file>.http; for the WARC answer) when they fit in this many bytes; 0: keep none"},
       // --- cu ---
       {"cu.max_connections", KeyType::kInt, "64", 1, 100000, "CU connections at once"},
       {"cu.idle_timeout", KeyType::kDuration, "30s", 100, kDay, "wait for a query"},

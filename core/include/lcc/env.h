@@ -9,10 +9,14 @@
 // THREADS: Env methods are thread-safe. A file object is used by one thread at a time.
 // DURABILITY: data is durable only after WritableFile::sync() returned OK; a new or
 // renamed name is durable only after syncDir() of its folder returned OK.
+// ATTRIBUTES: small named values stored with a file (extended attributes; the robot
+// keeps a fetch's response head so). They go with the file: a rename carries them, an
+// unlink removes them. Their durability is the file system's (no sync call covers them).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,6 +80,14 @@ class Env {
   virtual Result<std::uint64_t> fileSize(const std::string& path) = 0;
   // Bytes available to an unprivileged writer on the file system holding `path`.
   virtual Result<std::uint64_t> freeSpace(const std::string& path) = 0;
+  // Stores `value` as the attribute `name` of the file at `path` (replacing one of that
+  // name). NotSupported when the file system refuses it (no attributes there, value
+  // too large, no room left for attributes of this file): the caller keeps the value
+  // elsewhere. NotFound when there is no such file. `name`: [A-Za-z0-9._-], 1-64 chars.
+  virtual Status setAttribute(const std::string& path, const std::string& name, std::string_view value) = 0;
+  // The attribute `name` of the file at `path`; nullopt when the file has none (or its
+  // file system keeps no attributes). NotFound when there is no such file.
+  virtual Result<std::optional<std::string>> getAttribute(const std::string& path, const std::string& name) = 0;
 
   // Helpers built on the primitives above.
   Result<std::string> readFile(const std::string& path);
@@ -109,6 +121,12 @@ class EnvWrapper : public Env {
   bool exists(const std::string& path) override { return target_->exists(path); }
   Result<std::uint64_t> fileSize(const std::string& path) override { return target_->fileSize(path); }
   Result<std::uint64_t> freeSpace(const std::string& path) override { return target_->freeSpace(path); }
+  Status setAttribute(const std::string& path, const std::string& name, std::string_view value) override {
+    return target_->setAttribute(path, name, value);
+  }
+  Result<std::optional<std::string>> getAttribute(const std::string& path, const std::string& name) override {
+    return target_->getAttribute(path, name);
+  }
 
  private:
   Env* target_;
