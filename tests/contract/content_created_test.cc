@@ -12,18 +12,13 @@
 #include "server_store_options.h"
 #include "support/sim_clock.h"
 #include "support/temp_dir.h"
+#include "support/plugin_list.h"
 
 namespace lcc {
 namespace {
 
 std::vector<std::string> storePlugins() {
-  std::vector<std::string> out;
-  std::stringstream ss(LCC_STORE_PLUGINS);
-  std::string name;
-  while (std::getline(ss, name, ',')) {
-    if (!name.empty()) out.push_back(name);
-  }
-  return out;
+  return lcc::testing::splitList(LCC_STORE_PLUGINS);
 }
 
 ContentRecord record(const std::string& url, ChangeSeq seq, bool deleted = false) {

@@ -27,6 +27,7 @@
 #include "support/http_test_server.h"
 #include "support/sim_clock.h"
 #include "support/temp_dir.h"
+#include "support/plugin_list.h"
 
 namespace lcc {
 namespace {
@@ -35,13 +36,7 @@ using testing::HttpTestResponse;
 using testing::HttpTestServer;
 
 std::vector<std::string> fetcherPlugins() {
-  std::vector<std::string> out;
-  std::stringstream ss(LCC_FETCHER_PLUGINS);
-  std::string name;
-  while (std::getline(ss, name, ',')) {
-    if (!name.empty()) out.push_back(name);
-  }
-  return out;
+  return lcc::testing::splitList(LCC_FETCHER_PLUGINS);
 }
 
 constexpr auto kWait = std::chrono::seconds(20);

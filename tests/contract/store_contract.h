@@ -19,6 +19,7 @@
 #include "server_store_options.h"
 #include "support/sim_clock.h"
 #include "support/temp_dir.h"
+#include "support/plugin_list.h"
 
 namespace lcc::contract {
 
@@ -26,13 +27,7 @@ using testing::SimClock;
 using testing::TempDir;
 
 inline std::vector<std::string> storePlugins() {
-  std::vector<std::string> out;
-  std::stringstream ss(LCC_STORE_PLUGINS);
-  std::string name;
-  while (std::getline(ss, name, ',')) {
-    if (!name.empty()) out.push_back(name);
-  }
-  return out;
+  return lcc::testing::splitList(LCC_STORE_PLUGINS);
 }
 
 // --- row builders: every field set, so a lost field shows ---------------------------

@@ -30,22 +30,13 @@
 #include "crash_common.h"
 #include "support/sim_clock.h"
 #include "support/temp_dir.h"
+#include "support/plugin_list.h"
 
 namespace lcc::testing {
 namespace {
 
 constexpr int kIterations = 16;
 constexpr auto kBudget = std::chrono::seconds(6);  // per plugin and store kind
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
 
 struct ChildRun {
   std::vector<std::string> lines;  // everything the child wrote
@@ -241,7 +232,7 @@ TEST_P(StoreCrashTest, EveryReportedBatchSurvivesSigkillWholeAndNothingIsPartial
 
 std::vector<std::tuple<std::string, std::string>> cases() {
   std::vector<std::tuple<std::string, std::string>> out;
-  for (const auto& p : split(LCC_CRASH_PLUGINS)) {
+  for (const auto& p : lcc::testing::splitList(LCC_CRASH_PLUGINS)) {
     for (const char* kind : {"queue", "content", "providers"}) out.emplace_back(p, kind);
   }
   return out;

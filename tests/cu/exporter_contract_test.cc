@@ -12,6 +12,7 @@
 #include "common/posix_env.h"
 #include "cu_test_util.h"
 #include "warc_reader.h"
+#include "support/plugin_list.h"
 
 namespace lcc {
 namespace {
@@ -20,13 +21,7 @@ using cutest::StringSink;
 using cutest::UrlOut;
 
 std::vector<std::string> exporterPlugins() {
-  std::vector<std::string> out;
-  std::stringstream ss(LCC_EXPORTER_PLUGINS);
-  std::string name;
-  while (std::getline(ss, name, ',')) {
-    if (!name.empty()) out.push_back(name);
-  }
-  return out;
+  return lcc::testing::splitList(LCC_EXPORTER_PLUGINS);
 }
 
 // A content source over a string, or a generated one of any size.

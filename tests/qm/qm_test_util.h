@@ -15,18 +15,13 @@
 #include "qm/queue_manager.h"
 #include "support/sim_clock.h"
 #include "support/temp_dir.h"
+#include "support/plugin_list.h"
 
 namespace lcc::qm::testing {
 
 // The storage plugins the store contract suite runs over (CMake's LCC_STORE_PLUGINS).
 inline std::vector<std::string> storePlugins() {
-  std::vector<std::string> out;
-  std::stringstream ss(LCC_QM_STORE_PLUGINS);
-  std::string name;
-  while (std::getline(ss, name, ',')) {
-    if (!name.empty()) out.push_back(name);
-  }
-  return out;
+  return lcc::testing::splitList(LCC_QM_STORE_PLUGINS);
 }
 
 // The three stores of one plugin, opened in `dir` through the real loader.
