@@ -110,6 +110,15 @@ class KyotoCompactionTest : public StorePluginFixture {
   }
 };
 
+// The file's size after each round, in KiB, as text; also kept in the test's XML record.
+std::string recordSizes(const std::vector<std::uint64_t>& sizes, std::uint64_t live) {
+  std::string trace;
+  for (auto s : sizes) trace += std::to_string(s / 1024) + " ";
+  ::testing::Test::RecordProperty("kib_after_each_round", trace);
+  ::testing::Test::RecordProperty("live_kib", std::to_string(live / 1024));
+  return trace;
+}
+
 // Without compaction the file grows with every round while the rows stay the same:
 // the growth the soak found, reproduced (and proof that the workload below can fail).
 TEST_F(KyotoCompactionTest, ContentFileGrowsUnderChurnWithoutCompaction) {
@@ -118,10 +127,7 @@ TEST_F(KyotoCompactionTest, ContentFileGrowsUnderChurnWithoutCompaction) {
   auto sizes = churn(*c, 12, seq);
   ASSERT_TRUE(c->close().isOk());
   const std::uint64_t live = liveSize(seq);
-  std::string trace;
-  for (auto s : sizes) trace += std::to_string(s / 1024) + " ";
-  RecordProperty("kib_after_each_round", trace);
-  RecordProperty("live_kib", std::to_string(live / 1024));
+  const std::string trace = recordSizes(sizes, live);
   EXPECT_GT(sizes.back(), 3 * live + (256u << 10)) << "KiB per round: " << trace << "; live " << live / 1024;
   EXPECT_GT(sizes.back(), sizes[3] + sizes[3] / 2) << "still growing after the warm-up: " << trace;
 }
@@ -137,10 +143,7 @@ TEST_F(KyotoCompactionTest, ContentFileStaysBoundedUnderChurn) {
     ASSERT_TRUE(c->close().isOk());
   }
   const std::uint64_t live = liveSize(seq);
-  std::string trace;
-  for (auto s : sizes) trace += std::to_string(s / 1024) + " ";
-  RecordProperty("kib_after_each_round", trace);
-  RecordProperty("live_kib", std::to_string(live / 1024));
+  const std::string trace = recordSizes(sizes, live);
   for (auto s : sizes) EXPECT_LE(s, 3 * live + (256u << 10)) << "KiB per round: " << trace << "; live " << live / 1024;
 
   auto c = openContent({{"compact_growth", "256KiB"}});
