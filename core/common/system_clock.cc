@@ -56,8 +56,11 @@ void SystemClock::run() {
       continue;
     }
     auto first = timers_.begin();
-    if (first->first.first > std::chrono::steady_clock::now()) {
-      cv_.wait_until(lock, first->first.first);
+    // A copy: wait_until() reads its deadline again after waking, and by then cancel()
+    // may have erased the timer that held it.
+    const MonoTime due = first->first.first;
+    if (due > std::chrono::steady_clock::now()) {
+      cv_.wait_until(lock, due);
       continue;
     }
     auto fn = std::move(first->second);
