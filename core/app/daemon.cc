@@ -30,6 +30,7 @@
 #include "http/admin_api.h"
 #include "http/http_server.h"
 #include "http/server_config.h"
+#include "net/io_loop.h"
 #include "qm/qm_service.h"
 #include "rs/rs_service.h"
 #include "uns/uns_service.h"
@@ -38,6 +39,10 @@ namespace lcc {
 namespace {
 
 const std::vector<std::string> kKnownRoles = {"uns", "qm", "botm", "bot", "cu", "rs"};
+
+// At a stop, how long the roles' last connections may take to close and free their
+// sessions before the event loop is stopped anyway.
+constexpr std::chrono::milliseconds kStopDrainBound{5000};
 
 struct Needs {
   bool queue = false, content = false, providers = false, fetcher = false, exporters = false;
@@ -464,7 +469,10 @@ int runDaemon(const DaemonArgs& args) {
   }
   signals.cancel();
   guard.reset();
-  io.stop();
+  if (!net::stopWhenDry(io, kStopDrainBound)) {
+    spdlog::warn("stop: the event loop still had work {} s after the roles stopped; stopped it",
+                 std::chrono::duration_cast<std::chrono::seconds>(kStopDrainBound).count());
+  }
   for (auto& t : threads) t.join();
   services.clear();
   opened.close();

@@ -23,6 +23,7 @@
 #include "common/response_head.h"
 #include "fetch_curl/test_http_server.h"
 #include "proto/robot.h"
+#include "net/io_loop.h"
 #include "support/sim_clock.h"
 #include "support/temp_dir.h"
 
@@ -472,8 +473,9 @@ TEST(BotService, RunsTheConfiguredRobotsAgainstTheRobotPort) {
     auto all = r->read(100);  // until the robot closed its stream
     EXPECT_TRUE(std::holds_alternative<proto::RobotEnd>(all.back()));
   }
+  robots.clear();  // the BOT-M end closes too: the robots' connections are done
   guard.reset();
-  io.stop();
+  net::stopWhenDry(io, std::chrono::seconds(5));
   t.join();
   fetcher->stop();
   ::close(lfd);

@@ -23,6 +23,7 @@
 #include "proto/botm_link.h"
 #include "qm/botm_server.h"
 #include "support/http_test_server.h"
+#include "net/io_loop.h"
 #include "support/sim_clock.h"
 #include "support/temp_dir.h"
 
@@ -191,7 +192,7 @@ class BotmNode {
     if (http_) http_->stop();
     service_->stop();
     guard_.reset();
-    io_.stop();
+    net::stopWhenDry(io_, std::chrono::seconds(5));
     for (auto& t : threads_) t.join();
     service_.reset();
   }

@@ -17,6 +17,7 @@
 
 #include "common/password.h"
 #include "common/posix_env.h"
+#include "net/io_loop.h"
 
 namespace lcc::uns::testing {
 
@@ -350,7 +351,7 @@ void Harness::stop() {
   stopped_ = true;
   server_.stop();
   guard_.reset();
-  io_.stop();
+  net::stopWhenDry(io_, std::chrono::seconds(5));
   for (auto& t : threads_) t.join();
 }
 
