@@ -272,7 +272,7 @@ TEST_P(ExporterContract, HostileTextStaysWellFormed) {
   StringSink sink;
   auto s = exporter_->begin(sink, header(2, 2));
   ContentRecord a = rec(1, std::string("http://h/a\x01\x7f\xff\xc3(b\"<&>'.html"), 1);
-  a.view_tag = std::string("tag\x02\xed\xa0\x80<x>&", 13);
+  a.view_tag = std::string("tag\x02\xed\xa0\x80<x>&\0!", 13);  // a NUL inside, counted
   a.browse = std::string("\xf4\x90\x80\x80");
   a.key.mime = "text/\"html\"";
   a.size = 1;

@@ -3,6 +3,10 @@
 # /var/lib/lcc. Extracted with dpkg-deb -x into a temporary root, its lccd --check
 # accepts its config with plugin_dir pointed at the extracted plugins.
 include(${CMAKE_CURRENT_LIST_DIR}/install_common.cmake)
+if(SANITIZED)
+  message("SKIP: a build under sanitizers is not packaged")
+  return()
+endif()
 find_program(CPACK cpack HINTS ${CMAKE_COMMAND}/..)
 find_program(DPKG_DEB dpkg-deb)
 if(NOT CPACK OR NOT DPKG_DEB)
