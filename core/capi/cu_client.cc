@@ -191,7 +191,7 @@ Result<const AnswerRecord*> AnswerReader::next() {
     recs_.pop_front();
     current_ = false;
   }
-  while (recs_.empty() && !done_) LCC_RETURN_IF_ERROR(feedMore());
+  while ((recs_.empty() || !recs_.front().head_known) && !done_) LCC_RETURN_IF_ERROR(feedMore());
   if (recs_.empty()) return static_cast<const AnswerRecord*>(nullptr);
   current_ = true;
   return static_cast<const AnswerRecord*>(&recs_.front().rec);
@@ -253,6 +253,7 @@ void AnswerReader::onStart(int depth, const proto::XmlName& name, const proto::X
     if (!a.stored_text.empty()) a.stored = parseTime(a.stored_text);
     recs_.push_back(std::move(r));
   } else if (depth == 3 && name.local == "content" && !skipping_ && !recs_.empty()) {
+    recs_.back().head_known = true;
     AnswerRecord& a = recs_.back().rec;
     if (auto m = attrs.get("missing")) {
       a.content_missing = *m;
@@ -297,6 +298,7 @@ void AnswerReader::onEnd(int depth, const proto::XmlName& name) {
       skipping_ = false;
     } else if (!recs_.empty()) {
       recs_.back().complete = true;
+      recs_.back().head_known = true;
     }
   }
 }

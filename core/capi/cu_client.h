@@ -100,6 +100,9 @@ class AnswerReader final : private proto::XmlHandler {
     AnswerRecord rec;
     std::string content;  // decoded, not yet read
     bool complete = false;
+    // Its <content> began or the record ended: has_content and content_missing are
+    // final. next() hands a record out only then (they come after the <url> tag).
+    bool head_known = false;
   };
 
   Status feedMore();  // reads and parses up to 16 KiB; error at a truncated answer
