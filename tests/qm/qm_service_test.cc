@@ -16,6 +16,7 @@
 
 #include "common/config/config.h"
 #include "common/plugin/plugin_registry.h"
+#include "net/io_loop.h"
 #include "common/posix_env.h"
 #include "proto/uns_qm.h"
 #include "qm_test_util.h"
@@ -125,7 +126,7 @@ class QmServiceTest : public ::testing::Test {
   void TearDown() override {
     if (service_) service_->stop();
     work_.reset();
-    io_.stop();
+    net::stopWhenDry(io_, std::chrono::seconds(5));
     for (auto& t : threads_) t.join();
     service_.reset();
     if (stores_) (void)stores_->close();
