@@ -357,15 +357,23 @@ void RobotClient::connected(std::shared_ptr<net::Connection> conn) {
       conn->close(net::CloseReason::kShutdown);
       return;
     }
-    session_ = session;
   }
   connected_ = true;
   auto self = shared_from_this();
+  // Started before it is published under mu_: inFlight(), called from other threads
+  // (the status page, the stop's drain), reads what start() sets up (ThreadSanitizer).
   session->start([self](const std::string& why) {
     self->connected_ = false;
     spdlog::info("robot: connection to BOT-M {} ended: {}", self->target_, why);
     self->connector_->retry();
   });
+  bool stopped_meanwhile = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_meanwhile = stopping_;
+    session_ = session;
+  }
+  if (stopped_meanwhile) session->stop();  // stop() ran between the two locks: it did not see it
 }
 
 }  // namespace lcc::bot
