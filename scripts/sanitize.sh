@@ -37,7 +37,11 @@ export ASAN_OPTIONS="$common:detect_leaks=1:halt_on_error=1"
 export UBSAN_OPTIONS="$common:halt_on_error=1"
 # TSan: report every race (not only the first), keep the run going, and make the
 # process's exit status 66 when it reported one.
-export TSAN_OPTIONS="$common:halt_on_error=0:second_deadlock_stack=1:history_size=4"
+# The lock-order (deadlock) detector is off: Kyoto's synchronize() holds all of a
+# table's slot locks at once, past the 64 that detector can track, and its CHECK stops
+# the process. Races are what this run is for.
+# scripts/tsan.supp: reports that are not races of the LCC, each with its reason.
+export TSAN_OPTIONS="$common:halt_on_error=0:detect_deadlocks=0:history_size=4:suppressions=$PWD/scripts/tsan.supp"
 status=0
 (cd "$dir" && ctest -j"$jobs" --output-on-failure "$@") || status=$?
 found=$(find "$reports" -type f | sort)
