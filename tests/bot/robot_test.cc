@@ -24,6 +24,7 @@
 #include "fetch_curl/test_http_server.h"
 #include "proto/robot.h"
 #include "net/io_loop.h"
+#include "support/loopback.h"
 #include "support/sim_clock.h"
 #include "support/temp_dir.h"
 
@@ -412,17 +413,12 @@ TEST(BotService, RunsTheConfiguredRobotsAgainstTheRobotPort) {
   PluginRegistry registry(LCC_PLUGIN_DIR, HostContext{&clock, posixEnv(), nullptr, dir.path(), "m1"});
   auto fetcher = std::move(registry.makeFetcher("fetch-stub", registry.defaultOptions("fetch-stub").value())).value();
   // A BOT-M stand-in listening on the robot port.
-  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(lfd, 8), 0);
-  socklen_t len = sizeof a;
-  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::uint16_t robot_port = 0;
+  int lfd = testing::listenLoopback(&robot_port);
+  ASSERT_GE(lfd, 0);
   std::vector<ConfigProblem> problems;
   auto cfg = Config::loadText("node: {data_dir: " + dir.path() + ", machine_id: m1}\nlisten: {robots: 127.0.0.1:" +
-                                  std::to_string(ntohs(a.sin_port)) + "}\nbot: {robots: 2, slots: 3}\n",
+                                  std::to_string(robot_port) + "}\nbot: {robots: 2, slots: 3}\n",
                               "t.yaml", {}, &problems);
   ASSERT_TRUE(cfg.isOk());
   asio::io_context io;

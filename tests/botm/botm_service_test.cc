@@ -23,6 +23,7 @@
 #include "proto/botm_link.h"
 #include "qm/botm_server.h"
 #include "support/http_test_server.h"
+#include "support/loopback.h"
 #include "net/io_loop.h"
 #include "support/sim_clock.h"
 #include "support/temp_dir.h"
@@ -60,17 +61,8 @@ bool eventually(Pred pred, std::chrono::milliseconds limit = 20s) {
 class FakeSource {
  public:
   FakeSource() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(fd_, 4);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = testing::listenLoopback(&port_);
+    EXPECT_GE(fd_, 0);
     thread_ = std::thread([this] { run(); });
   }
   ~FakeSource() {

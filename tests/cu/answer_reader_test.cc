@@ -2,8 +2,6 @@
 // that sends its answer in pieces, with pauses at the places a real server's writes
 // may split it. A record must come out of next() with what follows its <url> tag
 // (whether it has content) already read.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +13,7 @@
 #include <vector>
 
 #include "capi/cu_client.h"
+#include "support/loopback.h"
 
 namespace lcc {
 namespace {
@@ -26,15 +25,8 @@ using namespace std::chrono_literals;
 class PiecewiseServer {
  public:
   explicit PiecewiseServer(std::vector<std::string> pieces) : pieces_(std::move(pieces)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    EXPECT_EQ(::listen(fd_, 1), 0);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = testing::listenLoopback(&port_);
+    EXPECT_GE(fd_, 0);
     thread_ = std::thread([this] { serve(); });
   }
   ~PiecewiseServer() {

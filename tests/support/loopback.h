@@ -9,4 +9,8 @@ namespace lcc::testing {
 // that a test waiting for an answer cannot hang.
 int connectLoopback(std::uint16_t port);
 
+// A listening socket on 127.0.0.1 at a port the kernel picks (written to *port); the
+// descriptor, or -1. For a test's stand-in of a server.
+int listenLoopback(std::uint16_t* port);
+
 }  // namespace lcc::testing
