@@ -5,13 +5,13 @@
 # libraries (Kyoto, curl, zlib...), never a core library (lcc_common, lcc_proto...):
 # that is refused here, and tests/layers checks the include lines.
 #
-# Makes:
-#  - <name>: a MODULE library at build/plugins/<name>.so, hidden visibility,
-#    -Wl,--no-undefined, holding the `lcc_plugin` alias from ENTRY;
-#  - <name>-static: the same code without the alias, for unit tests that call the
-#    plugin's describe() function directly;
-#  - a ctest `verify_<name>` that runs `lccd --check` on a config naming the plugin
-#    (when tests are on and the plugin has a tests/verify/<name>.yaml).
+# Makes (<id> is <name> with '-' turned into '_': storage-kyoto -> storage_kyoto):
+#  - <id>: a MODULE library at build/plugins/<name>.so, hidden visibility,
+#    -Wl,--no-undefined, holding the `lcc_plugin` alias from ENTRY; listed in the
+#    global property LCC_PLUGIN_TARGETS;
+#  - <id>_impl: a static, PIC, hidden-visibility library of SOURCES (the code without
+#    the alias), which unit tests link to call the plugin's describe() and classes
+#    directly.
 function(lcc_add_plugin)
   cmake_parse_arguments(P "" "NAME;ENTRY" "SOURCES;LIBS" ${ARGN})
   string(REPLACE "-" "_" _id ${P_NAME})

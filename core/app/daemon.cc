@@ -284,6 +284,10 @@ int runDaemon(const DaemonArgs& args) {
     printProblems(problems);
     return 2;
   }
+  if (args.print_config) {
+    std::cout << cfg.dump();
+    return 0;
+  }
   if (args.check) return checkOnly(cfg, roles);
 
   if (Status s = initLogging(cfg.getString("log.level"), cfg.getString("log.file")); !s.isOk()) {

@@ -12,6 +12,7 @@ struct DaemonArgs {
   std::vector<std::string> overrides;  // --set key.path=value
   bool check = false;                  // --check: validate, print the plan, exit 0 or 2
   bool print_defaults = false;
+  bool print_config = false;           // --print-config: every key's effective value, exit 0
 };
 
 // Runs lccd; returns the process exit code (0 ok, 1 runtime failure, 2 bad config).

@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
   app.add_flag("--check", args.check, "validate the config and every plugin it names, print the plan, exit 0 or 2");
   app.add_option("--set", args.overrides, "override a key: --set node.data_dir=/srv/lcc")->take_all();
   app.add_flag("--print-defaults", args.print_defaults, "print every core key with its default and meaning");
+  app.add_flag("--print-config", args.print_config,
+               "print every core key with its value after FILE and --set (checked as --check does), exit 0 or 2");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -317,5 +317,21 @@ TEST_F(LccdProcessTest, IoThreadsFollowTheRolesUnlessSet) {
   runWith("[rs]", "threads: 3\n", 3);
 }
 
+// --print-config shows the value each key ends up with: the file's, a --set's, or the
+// schema's default; nothing is started and the data folder is not made.
+TEST_F(LccdProcessTest, PrintConfigShowsEffectiveValuesWithoutStarting) {
+  const std::string cmd = lccd_ + " -c " + config_ + " --set uns.max_depth=12 --print-config 2>&1";
+  FILE* out = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(out, nullptr);
+  std::string text;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, out)) text.append(buf, n);
+  EXPECT_EQ(::pclose(out), 0) << text;
+  EXPECT_NE(text.find("\nlog.level = debug\n"), std::string::npos) << text;      // the file
+  EXPECT_NE(text.find("\nuns.max_depth = 12\n"), std::string::npos) << text;     // --set
+  EXPECT_NE(text.find("\nuns.idle_timeout = "), std::string::npos) << text;       // a default
+  EXPECT_FALSE(fs::exists(data_dir_));
+}
+
 }  // namespace
 }  // namespace lcc

@@ -9,11 +9,19 @@ Fails (exit 1, one line per problem: file:line: why) when a tracked file
   - cites `docs/X.md §N` (also `§N–M`, `§N, §M`) where docs/X.md has no heading for
     section N (`## §N ...`, `### §N.M ...` or `## N. ...`);
   - cites `docs/architecture.md rule N` / `rules N–M` where the document has no
-    `### Rule N` heading.
+    `### Rule N` heading;
+  - in a `*.md` file, names a path of the tree (`core/…`, `plugins/…`, `tests/…`, `bench/…`,
+    `scripts/…`, `etc/…`, `fuzz/…`, `cmake/…`, `docs/…`) that is neither a tracked file nor
+    a folder holding one. `{a,b}` alternatives and `*` patterns are expanded; a path with a
+    placeholder (`plugins/<name>/`) or behind another folder (`/etc/lcc/…`,
+    `<prefix>/etc/…`) is not a path of the tree and is not checked;
+  - README.md's "What is where" table leaves out a folder of `core/` or a plugin of
+    `plugins/`.
 
 Usage: check_doc_refs.py SOURCE_DIR        check the tree
        check_doc_refs.py --self-test       check the checker on planted mistakes
 """
+import fnmatch
 import os
 import re
 import subprocess
@@ -29,6 +37,7 @@ SECTION_NUM = re.compile(r"§(\d+(?:\.\d+)*)(?:\s*[–-]\s*(\d+(?:\.\d+)*))?")
 RULE_CITE = re.compile(r"(?<![\w./-])((?:\.{1,2}/)*[\w./-]*architecture\.md)\s+rules?\s+(\d+(?:\s*(?:[–,-]|and)\s*\d+)*)")
 HEADING_SECTION = re.compile(r"^#{1,6}\s+§?(\d+(?:\.\d+)*)[.\s]")
 HEADING_RULE = re.compile(r"^#{1,6}\s+Rule\s+(\d+)\b")
+TREE_PATH = re.compile(r"(?<![\w./<>$}-])((?:core|plugins|tests|bench|scripts|etc|fuzz|cmake|docs)/[\w./*{},<>-]*)")
 
 
 def tracked_files(root):
@@ -100,9 +109,33 @@ def expand_rules(text):
     return out
 
 
+def tree_path_problems(line, known, folders):
+    """The paths of the tree that `line` names and that do not exist."""
+    out = []
+    for m in TREE_PATH.finditer(line):
+        path = m.group(1).rstrip(".,:;)")
+        if "<" in path or ">" in path:
+            continue  # a placeholder
+        alternatives = [path]
+        brace = re.search(r"\{([^}]*)\}", path)
+        if brace:
+            alternatives = [path[:brace.start()] + a + path[brace.end():] for a in brace.group(1).split(",")]
+        for a in alternatives:
+            a = a.rstrip("/")
+            exists = any(fnmatch.fnmatchcase(k, a) for k in known) if "*" in a else a in known or a in folders
+            if not exists:
+                out.append(a)
+    return out
+
+
 def check(files, contents):
     """files: tracked paths; contents: path -> text (None for binary). Returns problems."""
     known = set(files)
+    folders = {os.path.dirname(f) for f in files}
+    for f in list(folders):
+        while f:
+            f = os.path.dirname(f)
+            folders.add(f)
     doc_anchors = {}
 
     def anchors_of(path):
@@ -128,6 +161,9 @@ def check(files, contents):
                     continue  # an install path built from a variable (${prefix}share/doc/...)
                 if resolve(ref, path, known) is None:
                     problems.append(f"{where}: '{ref}' is not a file of this repository")
+            if path.endswith(".md"):
+                for missing in tree_path_problems(line, known, folders):
+                    problems.append(f"{where}: '{missing}' is not a file or folder of this repository")
             for m in SECTION_CITE.finditer(line):
                 target = resolve(m.group(1), path, known)
                 if target is None or not target.startswith("docs/"):
@@ -147,16 +183,36 @@ def check(files, contents):
     return problems
 
 
+def layout_problems(files, readme):
+    """Folders of core/ and plugins/ that README.md's "What is where" table leaves out."""
+    table = readme.split("## What is where", 1)[1] if "## What is where" in readme else ""
+    table = table.split("\n## ", 1)[0]
+    problems = []
+    core = sorted({f.split("/")[1] for f in files if f.startswith("core/") and f.count("/") >= 2})
+    for d in core:
+        if not re.search(r"`core/" + re.escape(d) + r"[/`]", table):
+            problems.append(f"README.md: \"What is where\" does not name core/{d}")
+    plugins = sorted({f.split("/")[1] for f in files if f.startswith("plugins/") and f.count("/") >= 2})
+    for p in plugins:
+        if not re.search(r"(?<![\w-])" + re.escape(p) + r"(?![\w-])", table):
+            problems.append(f"README.md: \"What is where\" does not name the plugin {p}")
+    return problems
+
+
 def self_test():
     docs = {
         "docs/protocol.md": "# P\n## §0 Conventions\n## §1 One\n### §1.2 Set\n## §2 Codes\n",
         "docs/architecture.md": "# A\n### Rule 1 — one\n### Rule 3 — three\n",
         "docs/other.md": "# O\n## 1. First\n## 2. Second\n",
         "core/x/README.md": "see README.md here\n",
+        "core/x/a.cc": "",
+        "core/x/a.h": "",
     }
     good = {
         "a.cc": "// docs/protocol.md §1.2 and docs/protocol.md §1–2, docs/architecture.md rule 3\n"
                 "// docs/other.md §2 core/x/README.md docs/architecture.md rules 1, 3\n",
+        "n.md": "core/x/a.{h,cc}, core/x/*.cc, core/x/, (core/x). plugins/<name>/x /etc/lcc/lcc.yaml "
+                "<prefix>/etc/lcc/a ${prefix}/etc/b\n",
     }
     bad = {
         "b.cc": "// docs/protocol.md §3\n",
@@ -167,6 +223,10 @@ def self_test():
         "g.md": "see performance-limits.md §3\n",
         "h.cc": "// docs/protocol.md §1, §4\n",
         "i.md": "docs/other.md §3\n",
+        "j.md": "see core/x/b.cc\n",
+        "k.md": "the files core/x/a.{h,cc,txt}\n",
+        "l.md": "all of core/y/*.cc\n",
+        "m.md": "in core/z/.\n",
     }
     ok = True
     files = list(docs) + list(good)
@@ -179,6 +239,14 @@ def self_test():
         if not check(files, {**docs, name: text}):
             print(f"self-test: the mistake in {name!r} was not found: {text.strip()}")
             ok = False
+    layout = ["core/a/x.cc", "core/b/y.cc", "plugins/p-one/z.cc", "core/CMakeLists.txt"]
+    readme = "## What is where\n| `core/a`, `core/b/` | x |\n| `plugins/` | p-one |\n## Next\n"
+    if layout_problems(layout, readme):
+        print("self-test: a complete README table was refused:", layout_problems(layout, readme))
+        ok = False
+    if len(layout_problems(layout + ["core/c/w.cc", "plugins/p-two/v.cc"], readme)) != 2:
+        print("self-test: a folder and a plugin missing from README's table were not both found")
+        ok = False
     print("self-test passed" if ok else "self-test FAILED")
     return 0 if ok else 1
 
@@ -194,6 +262,8 @@ def main(argv):
     files = [f for f in tracked_files(root) if f != me and os.path.isfile(os.path.join(root, f))]
     contents = {f: read_text(os.path.join(root, f)) for f in files}
     problems = check(files, contents)
+    if contents.get("README.md"):
+        problems += layout_problems(files, contents["README.md"])
     for p in problems:
         print(p)
     print(f"{len(files)} files checked, {len(problems)} problem(s)")
