@@ -146,42 +146,55 @@ std::unique_ptr<ContentSource> QueryEngine::openContent(const ContentRecord& r) 
   return openContent(r, &remote, &why);
 }
 
+ContentLocation QueryEngine::locate(const ContentRecord& r) const {
+  using Kind = ContentLocation::Kind;
+  if (r.deleted) return {Kind::kMissing, "", ContentMissing::kNone};
+  std::optional<std::string> url;
+  if (r.machine != options_.machine_id) {
+    // Another machine's BOT-M holds it: read from that machine's HTTP port
+    // (GET <url>/content/<file>) when someone said where that is.
+    url = options_.locator ? options_.locator->urlOf(r.machine) : std::nullopt;
+    if (!url) return {Kind::kMissing, "", ContentMissing::kOtherMachine};
+  }
+  if (!safeContentName(r.filename)) return {Kind::kMissing, "", ContentMissing::kUnreadable};
+  if (url) return {Kind::kRemote, std::move(*url)};
+  return {Kind::kLocal, options_.content_dir + "/" + r.filename};
+}
+
 std::unique_ptr<ContentSource> QueryEngine::openContent(const ContentRecord& r,
                                                         std::unique_ptr<RemoteContentReader>* remote,
                                                         ContentMissing* why) {
   *why = ContentMissing::kNone;
-  if (r.deleted) return nullptr;
   auto missing = [&](ContentMissing reason) -> std::unique_ptr<ContentSource> {
     stats_.content_missing.inc();
     *why = reason;
     return nullptr;
   };
-  if (r.machine != options_.machine_id) {
-    // Another machine's BOT-M holds it: read it from that machine's HTTP port
-    // (GET <url>/content/<file>) when someone said where that is.
-    std::optional<std::string> url = options_.locator ? options_.locator->urlOf(r.machine) : std::nullopt;
-    if (!url) return missing(ContentMissing::kOtherMachine);
-    if (!safeContentName(r.filename)) {
-      spdlog::warn("cu: record {} has an unsafe content file name '{}'; content omitted", r.key.url, r.filename);
-      return missing(ContentMissing::kUnreadable);
-    }
-    RemoteContentReader& reader = remoteReader(remote);
-    if (reader.isDown(*url)) return missing(ContentMissing::kUnreadable);  // warned once already
-    auto src = reader.open(*url, r.filename, r.size, r.machine, r.md5);
-    if (!src.isOk()) {
-      if (!reader.isDown(*url) || src.status().code() != StatusCode::kIOError) {
-        spdlog::warn("cu: content of {} on machine {}: {}; content omitted", r.key.url, r.machine,
-                     src.status().message());
+  const ContentLocation at = locate(r);
+  switch (at.kind) {
+    case ContentLocation::Kind::kMissing:
+      if (at.why == ContentMissing::kNone) return nullptr;  // a tombstone has no content
+      if (at.why == ContentMissing::kUnreadable) {
+        spdlog::warn("cu: record {} has an unsafe content file name '{}'; content omitted", r.key.url, r.filename);
       }
-      return missing(ContentMissing::kUnreadable);
+      return missing(at.why);
+    case ContentLocation::Kind::kRemote: {
+      RemoteContentReader& reader = remoteReader(remote);
+      if (reader.isDown(at.where)) return missing(ContentMissing::kUnreadable);  // warned once already
+      auto src = reader.open(at.where, r.filename, r.size, r.machine, r.md5);
+      if (!src.isOk()) {
+        if (!reader.isDown(at.where) || src.status().code() != StatusCode::kIOError) {
+          spdlog::warn("cu: content of {} on machine {}: {}; content omitted", r.key.url, r.machine,
+                       src.status().message());
+        }
+        return missing(ContentMissing::kUnreadable);
+      }
+      return std::move(src).value();
     }
-    return std::move(src).value();
+    case ContentLocation::Kind::kLocal:
+      break;
   }
-  if (!safeContentName(r.filename)) {
-    spdlog::warn("cu: record {} has an unsafe content file name '{}'; content omitted", r.key.url, r.filename);
-    return missing(ContentMissing::kUnreadable);
-  }
-  const std::string path = options_.content_dir + "/" + r.filename;
+  const std::string& path = at.where;
   auto file = env_.openReadable(path);
   if (!file.isOk()) {
     spdlog::warn("cu: content of {}: {}; content omitted", r.key.url, file.status().toString());
@@ -196,13 +209,6 @@ std::unique_ptr<ContentSource> QueryEngine::openContent(const ContentRecord& r,
     return missing(ContentMissing::kUnreadable);
   }
   return std::make_unique<FileContentSource>(std::move(file).value(), r.size, path, stats_.content_bytes, env_, r.md5);
-}
-
-std::optional<std::string> QueryEngine::remoteUrlOf(const ContentRecord& r) const {
-  if (r.deleted || r.machine == options_.machine_id || options_.locator == nullptr || !safeContentName(r.filename)) {
-    return std::nullopt;
-  }
-  return options_.locator->urlOf(r.machine);
 }
 
 RemoteContentReader& QueryEngine::remoteReader(std::unique_ptr<RemoteContentReader>* remote) {
@@ -315,14 +321,15 @@ Status PreparedExport::offer(ExportStream& out, const ContentRecord& r) {
   if (!header_.with_content || depth <= 1) return emit(out, r);  // nothing to ask ahead for
   // Records of this machine go straight out until one of another machine comes (then
   // everything after it keeps its place in the window).
-  if (window_.empty() && !engine_.remoteUrlOf(r)) return emit(out, r);
+  const auto remote = ContentLocation::Kind::kRemote;
+  if (window_.empty() && engine_.locate(r).kind != remote) return emit(out, r);
   window_.push_back(r);
   // Ask for the content of every record in the window not asked for yet, in order.
   for (; window_asked_ < window_.size(); ++window_asked_) {
     const ContentRecord& w = window_[window_asked_];
-    if (auto url = engine_.remoteUrlOf(w)) {
+    if (const ContentLocation at = engine_.locate(w); at.kind == remote) {
       RemoteContentReader& reader = engine_.remoteReader(&remote_);
-      if (!reader.isDown(*url)) reader.prefetch(*url, w.filename);
+      if (!reader.isDown(at.where)) reader.prefetch(at.where, w.filename);
     }
   }
   if (window_.size() < depth) return Status::ok();

@@ -52,6 +52,13 @@ enum class ContentMissing : std::uint8_t {
   kUnreadable,    // missing file, unsafe name, other size, remote 404/unreachable/timeout
 };
 
+// Where a record's content is: the one decision of "local or remote" (QueryEngine::locate).
+struct ContentLocation {
+  enum class Kind : std::uint8_t { kLocal, kRemote, kMissing } kind = Kind::kMissing;
+  std::string where;  // kLocal: the file's path; kRemote: the machine's content URL
+  ContentMissing why = ContentMissing::kNone;  // kMissing: the reason (kNone for a tombstone)
+};
+
 // Counters in /metrics (and /status): lcc_cu_*.
 struct EngineStats {
   explicit EngineStats(Metrics& m);
@@ -135,8 +142,10 @@ class QueryEngine {
   // machine whose URL is known); `why` says why there is no content.
   std::unique_ptr<ContentSource> openContent(const ContentRecord& r, std::unique_ptr<RemoteContentReader>* remote,
                                              ContentMissing* why);
-  // Where the content of a record of another machine is read, when it is known.
-  std::optional<std::string> remoteUrlOf(const ContentRecord& r) const;
+  // Where the content of `r` is: a file of this machine, another machine's content URL
+  // (cu.content_urls, botm.content_url), or missing with the reason (a tombstone, an
+  // unsafe file name, another machine nobody said where to read). Reads nothing.
+  ContentLocation locate(const ContentRecord& r) const;
   // The export's reader of other machines' content (made at first use).
   RemoteContentReader& remoteReader(std::unique_ptr<RemoteContentReader>* remote);
 

@@ -1,4 +1,5 @@
 #include "proto/botm_link.h"
+#include "proto/codec_util.h"
 
 #include <algorithm>
 #include <charconv>
@@ -10,26 +11,6 @@
 namespace lcc::proto {
 
 namespace detail {
-
-bool parseU64(std::string_view s, std::uint64_t* out) {
-  if (s.empty() || s.size() > 20) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-bool parseI64(std::string_view s, std::int64_t* out) {
-  if (s.empty() || s.size() > 21) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-void appendAttr(std::string& out, std::string_view name, std::string_view value) {
-  out.push_back(' ');
-  out.append(name);
-  out.append("=\"");
-  appendXmlEscaped(out, value);
-  out.push_back('"');
-}
 
 const std::string* RawElement::attr(std::string_view n) const {
   for (const auto& [k, v] : attrs) {
@@ -79,7 +60,7 @@ std::uint64_t AttrParser::reqU64(std::string_view name) {
   std::uint64_t out = 0;
   if (v == nullptr) {
     bad(name, "missing");
-  } else if (!parseU64(*v, &out)) {
+  } else if (!parseDecimal(*v, out)) {
     bad(name, "not a decimal number (got " + v->substr(0, 40) + ")");
   }
   return out;
@@ -87,14 +68,14 @@ std::uint64_t AttrParser::reqU64(std::string_view name) {
 std::uint64_t AttrParser::optU64(std::string_view name, std::uint64_t fallback) {
   const std::string* v = el.attr(name);
   std::uint64_t out = fallback;
-  if (v != nullptr && !v->empty() && !parseU64(*v, &out)) bad(name, "not a decimal number");
+  if (v != nullptr && !v->empty() && !parseDecimal(*v, out)) bad(name, "not a decimal number");
   return out;
 }
 std::optional<std::int64_t> AttrParser::optI64(std::string_view name) {
   const std::string* v = el.attr(name);
   if (v == nullptr || v->empty()) return std::nullopt;
   std::int64_t out = 0;
-  if (!parseI64(*v, &out)) {
+  if (!parseSignedDecimal(*v, out)) {
     bad(name, "not a number");
     return std::nullopt;
   }
@@ -156,7 +137,7 @@ ErrorCode AttrParser::code(std::string_view name) {
   const std::string* v = el.attr(name);
   if (v == nullptr || v->empty()) return ErrorCode::kInternal;
   std::uint64_t c = 0;
-  if (!parseU64(*v, &c) || c > 65535) {
+  if (!parseDecimal(*v, c) || c > 65535) {
     bad(name, "not an error code");
     return ErrorCode::kInternal;
   }
@@ -226,7 +207,6 @@ FetchResult decodeResult(AttrParser& p, const RawElement& el, bool with_file) {
 
 namespace {
 
-using detail::appendAttr;
 using detail::appendScope;
 using detail::AttrParser;
 using detail::RawElement;

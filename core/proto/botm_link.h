@@ -170,9 +170,6 @@ XmlLimits linkLimits(std::size_t max_value_length = 8192);
 
 namespace detail {
 // Shared by the link and robot codecs.
-bool parseU64(std::string_view s, std::uint64_t* out);
-bool parseI64(std::string_view s, std::int64_t* out);
-void appendAttr(std::string& out, std::string_view name, std::string_view value);
 void appendScope(std::string& out, const FetchScope& scope);
 
 // One element of a stream: the root's opening, or one message (a child of the root).

@@ -1,4 +1,5 @@
 #include "proto/cp_uns.h"
+#include "proto/codec_util.h"
 
 #include <algorithm>
 #include <charconv>
@@ -56,23 +57,6 @@ bool mimeToken(std::string_view s) {
 }
 
 }  // namespace
-
-bool parseDecimal(std::string_view s, std::uint64_t& out) {
-  if (s.empty() || s.size() > 20) return false;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-  }
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-void appendAttr(std::string& out, std::string_view name, std::string_view value) {
-  out.push_back(' ');
-  out += name;
-  out += "=\"";
-  appendXmlEscaped(out, value);
-  out.push_back('"');
-}
 
 const std::string* findAttr(const UrlAttrs& attrs, std::string_view name) {
   for (const auto& [k, v] : attrs) {

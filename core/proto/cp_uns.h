@@ -184,19 +184,4 @@ class ReplyDecoder {
   std::unique_ptr<Impl> impl_;
 };
 
-// ---------------------------------------------------------------------------
-// Small helpers shared by the codecs (cp_uns.cc, uns_qm.cc).
-
-// A plain decimal (digits only, no sign or spaces) that fits in 64 bits.
-bool parseDecimal(std::string_view s, std::uint64_t& out);
-template <typename T>
-bool parseDecimalAs(std::string_view s, T& out) {
-  std::uint64_t v = 0;
-  if (!parseDecimal(s, v) || v > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) return false;
-  out = static_cast<T>(v);
-  return true;
-}
-// Appends ` name="value"` with the value escaped.
-void appendAttr(std::string& out, std::string_view name, std::string_view value);
-
 }  // namespace lcc::proto

@@ -1,4 +1,5 @@
 #include "proto/robot.h"
+#include "proto/codec_util.h"
 
 #include "lcc/support/time_util.h"
 
@@ -6,7 +7,6 @@ namespace lcc::proto {
 
 namespace {
 
-using detail::appendAttr;
 using detail::appendScope;
 using detail::AttrParser;
 using detail::RawElement;

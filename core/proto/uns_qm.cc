@@ -1,4 +1,5 @@
 #include "proto/uns_qm.h"
+#include "proto/codec_util.h"
 
 #include <algorithm>
 #include <charconv>
