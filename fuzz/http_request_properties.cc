@@ -1,0 +1,82 @@
+// checkHttpRequestProperties (parser_properties.h): the HTTP server's request reader
+// (core/http/request_reader.h), fed the bytes whole and in pieces as a connection
+// would receive them.
+#include <boost/beast/core/string.hpp>
+#include <string>
+
+#include "http/request_reader.h"
+#include "parser_properties.h"
+
+namespace lcc::fuzz {
+
+namespace {
+
+namespace bhttp = boost::beast::http;
+
+std::string describe(const http::ReadOutcome& o) {
+  std::string s = std::to_string(o.status) + " consumed " + std::to_string(o.consumed);
+  if (o.request) {
+    s += " " + std::string(o.request->method_string()) + " " + std::string(o.request->target()) + " body " +
+         std::to_string(o.request->body().size());
+  }
+  return s;
+}
+
+bool sameOutcome(const http::ReadOutcome& a, const http::ReadOutcome& b) {
+  // A refusal may come after a different count of bytes (Beast takes the request line
+  // apart from the fields when they arrive apart); the status is the same.
+  if (a.status != b.status || a.request.has_value() != b.request.has_value()) return false;
+  if (!a.request) return true;
+  if (a.consumed != b.consumed) return false;
+  return a.request->method_string() == b.request->method_string() && a.request->target() == b.request->target() &&
+         a.request->body() == b.request->body();
+}
+
+// An accepted request keeps the limits and the framing rules.
+std::string checkAccepted(const http::ReadOutcome& o, const http::RequestLimits& limits, std::size_t size) {
+  if (o.consumed > size) return "consumed more than it was given";
+  if (!o.request) {
+    if (o.status == 0) return "";  // the bytes ended first
+    if (o.status != 400 && o.status != 413 && o.status != 431) return "refused with " + std::to_string(o.status);
+    return "";
+  }
+  if (o.status != 0) return "a request and a refusal";
+  const auto& req = *o.request;
+  if (req.body().size() > limits.max_body) return "a body over max_body";
+  std::size_t te = 0;
+  for (auto [it, end] = req.equal_range(bhttp::field::transfer_encoding); it != end; ++it) {
+    ++te;
+    std::string v(it->value());
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.pop_back();
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.erase(0, 1);
+    if (!boost::beast::iequals(v, "chunked")) return "accepted Transfer-Encoding: " + v;
+  }
+  if (te > 1) return "accepted two Transfer-Encoding fields";
+  if (te == 1 && req.count(bhttp::field::content_length) > 0) return "accepted Transfer-Encoding with Content-Length";
+  return "";
+}
+
+}  // namespace
+
+std::string checkHttpRequestProperties(std::string_view data) {
+  // Small limits, so that the fuzzer reaches them.
+  const http::RequestLimits limits{1024, 4096};
+  const http::ReadOutcome whole = http::readRequest(data, limits);
+  if (std::string why = checkAccepted(whole, limits, data.size()); !why.empty()) return why;
+  for (std::size_t piece : {std::size_t{1}, std::size_t{7}, std::size_t{1500}}) {
+    const http::ReadOutcome parts = http::readRequest(data, limits, piece);
+    if (!sameOutcome(whole, parts)) {
+      return "whole: " + describe(whole) + "; in pieces of " + std::to_string(piece) + ": " + describe(parts);
+    }
+  }
+  // What follows a request is read as the next one (pipelining), with the same rules.
+  if (whole.request && whole.consumed < data.size()) {
+    const http::ReadOutcome next = http::readRequest(data.substr(whole.consumed), limits);
+    if (std::string why = checkAccepted(next, limits, data.size() - whole.consumed); !why.empty()) {
+      return "pipelined: " + why;
+    }
+  }
+  return "";
+}
+
+}  // namespace lcc::fuzz
