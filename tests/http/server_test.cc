@@ -364,7 +364,7 @@ TEST(HttpServer, CountsRequestsErrorsAndRefusalsInMetrics) {
   router.add("GET", "/boom", [](const Request&) { return Response::text(503, "busy"); });
   auto opts = ServerFixture::defaultOptions();
   opts.metrics = &metrics;
-  opts.max_connections = 1;
+  opts.max_connections_per_ip = 1;  // (at max_connections the idle `c` would make room)
   ServerFixture fx(router, opts);
   {
     Client c(fx.port());
@@ -379,6 +379,7 @@ TEST(HttpServer, CountsRequestsErrorsAndRefusalsInMetrics) {
   EXPECT_EQ(snap["lcc_http_client_errors_total"], 1);
   EXPECT_EQ(snap["lcc_http_server_errors_total"], 1);
   EXPECT_EQ(snap["lcc_http_connections_refused_total"], 1);
+  EXPECT_EQ(snap["lcc_http_connections_refused_per_ip_total"], 1);
   EXPECT_TRUE(eventually([&] { return metrics.snapshot()["lcc_http_connections_open"] == 0; }));
   EXPECT_NE(metrics.prometheusText().find("lcc_http_requests_total 3"), std::string::npos);
 }
