@@ -24,7 +24,14 @@ std::string describe(const http::ReadOutcome& o) {
 
 bool sameOutcome(const http::ReadOutcome& a, const http::ReadOutcome& b) {
   // A refusal may come after a different count of bytes (Beast takes the request line
-  // apart from the fields when they arrive apart); the status is the same.
+  // apart from the fields when they arrive apart), and a malformed header that arrives
+  // in pieces may be seen only at its end: Beast then waits for the end ("\r\n\r\n")
+  // where the whole bytes were refused at once. Waiting is bounded by max_header and
+  // the header timeout; what is never allowed is a request on one side and a refusal
+  // on the other, two different requests, or two different refusals.
+  const bool a_open = a.status == 0 && !a.request;
+  const bool b_open = b.status == 0 && !b.request;
+  if (a_open != b_open) return a_open ? b.status != 0 : a.status != 0;
   if (a.status != b.status || a.request.has_value() != b.request.has_value()) return false;
   if (!a.request) return true;
   if (a.consumed != b.consumed) return false;
