@@ -36,5 +36,11 @@ std::string checkJournalProperties(std::string_view data);
 // at most 10,000 URLs, each under the key's folder; a refusal is 400 or 422 with a
 // message.
 std::string checkIndexNowProperties(std::string_view data);
+// http_request: the HTTP server's request reader (core/http/request_reader.h) gives the
+// same request or refusal whether the bytes come whole or in pieces of 1, 7 and 1500
+// (or, for a malformed header, a refusal whole and a wait for its end, or 431, in pieces);
+// an accepted request keeps max_body and has no Transfer-Encoding but a single
+// `chunked`, never with Content-Length; a refusal is 400, 413 or 431; nothing throws.
+std::string checkHttpRequestProperties(std::string_view data);
 
 }  // namespace lcc::fuzz

@@ -13,6 +13,10 @@ ServerOptions serverOptionsFromConfig(const Config& cfg, Metrics* metrics) {
   o.stream_buffer = static_cast<std::size_t>(cfg.getInt("http.stream_buffer"));
   o.max_header = static_cast<std::size_t>(cfg.getInt("http.max_header"));
   o.header_timeout_ms = cfg.getInt("http.header_timeout");
+  o.max_connections_per_ip = static_cast<std::size_t>(cfg.getInt("http.max_connections_per_ip"));
+  o.max_handlers_per_ip = static_cast<std::size_t>(cfg.getInt("http.max_handlers_per_ip"));
+  o.max_streams_per_ip = static_cast<std::size_t>(cfg.getInt("http.max_streams_per_ip"));
+  o.write_timeout_ms = cfg.getInt("http.write_timeout");
   o.metrics = metrics;
   return o;
 }

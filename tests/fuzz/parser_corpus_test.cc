@@ -42,7 +42,8 @@ INSTANTIATE_TEST_SUITE_P(Targets, ParserCorpusTest,
                                            Target{"botm_link", checkBotmLinkProperties},
                                            Target{"config", checkConfigProperties},
                                            Target{"journal", checkJournalProperties},
-                                           Target{"indexnow", checkIndexNowProperties}),
+                                           Target{"indexnow", checkIndexNowProperties},
+                                           Target{"http_request", checkHttpRequestProperties}),
                          [](const ::testing::TestParamInfo<Target>& info) { return std::string(info.param.name); });
 
 }  // namespace
