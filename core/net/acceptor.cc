@@ -187,7 +187,9 @@ void Acceptor::onAccepted(const boost::system::error_code& ec, tcp::socket socke
     budget_refusals_run_ = 0;
   }
   const Admission admission = slots_->admit(address, options_);
-  if (admission != Admission::kAdmitted && (options_.tls || !options_.answer_refusals)) {
+  if (admission == Admission::kAdmitted) ++accepted_;  // counted with its slot (active())
+  if (admission != Admission::kAdmitted &&
+      (options_.tls || !options_.answer_refusals || answering_->load() >= kMaxAnsweredRefusals)) {
     refuseNow(socket, admission, address);
     if (acceptor_) accept();
     return;
@@ -201,12 +203,13 @@ void Acceptor::onAccepted(const boost::system::error_code& ec, tcp::socket socke
   }
   auto conn = std::make_shared<Connection>(strand, std::move(stream), copts);
   if (admission == Admission::kAdmitted) {
-    ++accepted_;
     conn->holdUntilClosed(std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(
         std::move(place), slots_->slot(address)));
   } else {
     ++refused_;
-    conn->holdUntilClosed(std::move(place));
+    ++*answering_;
+    auto answering = answering_;
+    conn->holdUntilClosed(std::shared_ptr<void>(place.get(), [place, answering](void*) { --*answering; }));
   }
   on_accept_(std::move(conn), admission);
   if (acceptor_) accept();
@@ -222,10 +225,10 @@ void Acceptor::refuseNow(tcp::socket& socket, Admission why, const std::string& 
     }
   }
   spdlog::debug("{}: {} refused before any handshake: {}", options_.what, address, admissionName(why));
+  if (options_.on_refused) options_.on_refused(why);  // counted before the peer can see the close
   boost::system::error_code ec;
   socket.set_option(asio::socket_base::linger(true, 0), ec);  // RST: nothing lingers in the kernel
   socket.close(ec);
-  if (options_.on_refused) options_.on_refused(why);
 }
 
 ConnectionOptions Acceptor::refusalOptions() const {

@@ -5,8 +5,8 @@
 // DescriptorBudget says no (closed, no answer). Past a limit of this listener a plain
 // TCP connection is handed to the owner, marked refused, so that it can answer with its
 // protocol's code (UNS init_rejected 120, CU query_rejected 120) within
-// kRefusalLifetime; on a TLS listener (an answer would need the handshake) it is closed
-// at once. A refused connection holds no slot of the listener. Refusals are counted.
+// kRefusalLifetime (at most kMaxAnsweredRefusals at once, then closed at once too); on
+// a TLS listener (an answer would need the handshake) it is closed at once. A refused connection holds no slot of the listener. Refusals are counted.
 // THREADS: start() from one thread; stop(), the counters and the callbacks are
 // thread-safe; on_accept runs on the acceptor's strand.
 #pragma once
@@ -37,6 +37,9 @@ inline constexpr Millis kAcceptRetry{100};
 // A refused plain connection handed to its owner is closed at the latest after this
 // (its answer, FIN and linger included); its deadlines are cut to it.
 inline constexpr Millis kRefusalLifetime{1000};
+// Refused plain connections being answered at once per listener; past it a refused
+// connection is closed at once, so refusals never pile up descriptors.
+inline constexpr std::size_t kMaxAnsweredRefusals = 16;
 
 struct AcceptorOptions {
   std::string what = "listen";  // the config key, for messages ("listen.qm")
@@ -116,6 +119,8 @@ class Acceptor : public std::enable_shared_from_this<Acceptor> {
   std::atomic<std::uint64_t> accepted_{0}, refused_{0}, refused_budget_{0};
   std::uint64_t accept_failures_ = 0;  // in a row, on strand_
   std::uint64_t budget_refusals_run_ = 0;  // in a row, on strand_ (logs the first)
+  // Refused connections handed to the owner and not yet closed (kMaxAnsweredRefusals).
+  std::shared_ptr<std::atomic<std::size_t>> answering_ = std::make_shared<std::atomic<std::size_t>>(0);
 };
 
 // An acceptor that hands each connection to `owner->accepted(conn, admission)` for as

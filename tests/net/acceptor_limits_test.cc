@@ -2,7 +2,8 @@
 // to 127.0.0.2 and 127.0.0.3 so the listener tells them apart: a TLS listener closes a
 // connection past its per-address limit at once, before the handshake; a refused plain
 // connection handed to its owner is closed after kRefusalLifetime whatever the owner
-// does; the descriptor budget refuses past its limit on every listener, and a place
+// does, and past kMaxAnsweredRefusals of them a refused connection is closed at once;
+// the descriptor budget refuses past its limit on every listener, and a place
 // given back is taken again. Deadlines run on a SimClock.
 #include <sys/socket.h>
 #include <unistd.h>
@@ -144,6 +145,23 @@ TEST_F(AcceptorLimitsTest, ARefusedPlainConnectionLivesAtMostTheRefusalLifetime)
   EXPECT_EQ(acceptor_->active(), 1u);
   ::close(a);
   ::close(b);
+}
+
+TEST_F(AcceptorLimitsTest, PastTheAnsweredRefusalsARefusedConnectionIsClosedAtOnce) {
+  AcceptorOptions o;
+  o.max_per_address = 1;
+  listen(o);  // an owner that never answers: every refusal it holds lives kRefusalLifetime
+  std::vector<int> fds{connectFrom(acceptor_->port(), "127.0.0.2")};
+  ASSERT_TRUE(waitFor([&] { return acceptor_->active() == 1; }));
+  for (std::size_t i = 0; i < kMaxAnsweredRefusals; ++i) fds.push_back(connectFrom(acceptor_->port(), "127.0.0.2"));
+  ASSERT_TRUE(waitFor([&] { return handed().size() == 1 + kMaxAnsweredRefusals; }));
+  const int over = connectFrom(acceptor_->port(), "127.0.0.2");
+  EXPECT_TRUE(closedByServer(over));  // no clock advance: closed at once
+  EXPECT_EQ(handed().size(), 1 + kMaxAnsweredRefusals);
+  ASSERT_EQ(refusedHere().size(), 1u);
+  EXPECT_EQ(refusedHere()[0], Admission::kTooManyFromAddress);
+  ::close(over);
+  for (int fd : fds) ::close(fd);
 }
 
 TEST(DescriptorBudgetTest, CountsPlacesAndDescriptorNumbersAgainstTheReserve) {
