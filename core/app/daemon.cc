@@ -30,6 +30,7 @@
 #include "http/admin_api.h"
 #include "http/http_server.h"
 #include "http/server_config.h"
+#include "net/descriptor_budget.h"
 #include "net/io_loop.h"
 #include "qm/qm_service.h"
 #include "rs/rs_service.h"
@@ -293,6 +294,12 @@ int runDaemon(const DaemonArgs& args) {
   if (Status s = initLogging(cfg.getString("log.level"), cfg.getString("log.file")); !s.isOk()) {
     std::cerr << "lccd: " << s.message() << "\n";
     return 1;
+  }
+  {
+    // Every port refuses a connection when fewer than this would be left (issue 25).
+    auto& budget = net::DescriptorBudget::process();
+    const std::size_t reserve = budget.setReserve(static_cast<std::size_t>(cfg.getInt("net.reserved_descriptors")));
+    spdlog::info("net: {} descriptors (RLIMIT_NOFILE), {} kept for the stores", budget.limit(), reserve);
   }
   Env* env = posixEnv();
   const std::string data_dir = Config::absolutePath(cfg.getString("node.data_dir"));

@@ -179,27 +179,31 @@ Status FilenameStore::load() {
   return compact();
 }
 
+// Out of descriptors (Busy, issue 25) fails nothing: the old log stays open (the new one
+// replaces it only once opened), and the next allocate() compacts again. The snapshot may
+// then be newer than the log's first lines, as after a crash between the two steps.
 Status FilenameStore::compact() {
   std::string snap(kMagic);
   snap += "\nreserved " + std::to_string(reserved_) + "\n";
   for (auto v : free_order_) snap += "f " + std::to_string(v) + "\n";
   snap += "end\n";
-  if (log_) {
-    (void)log_->close();
-    log_.reset();
-  }
   Status s = env_->writeFileAtomic(dir_ + "/filenames.snapshot", snap);
   if (s.isOk()) {
     auto f = env_->openWritable(dir_ + "/filenames.log", OpenMode::kTruncate);
     if (f.isOk()) {
+      if (log_) (void)log_->close();
       log_ = std::move(f).value();
+      log_bytes_ = 0;
       s = log_->sync();
       if (s.isOk()) s = env_->syncDir(dir_);  // the log's name must be durable too
     } else {
       s = f.status();
     }
   }
-  log_bytes_ = 0;
+  if (s.isBusy() && log_) {
+    spdlog::warn("botm filename state: compaction put off: {}", s.toString());
+    return s;
+  }
   if (!s.isOk()) {
     failed_ = s.withContext("botm filename state");
     spdlog::error("{}", failed_.message());
@@ -234,7 +238,10 @@ Result<std::uint64_t> FilenameStore::allocate() {
   if (!failed_.isOk()) return failed_;
   // Compact first, whichever way the name comes (new or reused: a store that only
   // reuses freed names must not grow its log forever), and hand out nothing if it fails.
-  if (log_bytes_ > opts_.compact_bytes) LCC_RETURN_IF_ERROR(compact());
+  if (log_bytes_ > opts_.compact_bytes) {
+    Status c = compact();
+    if (!c.isOk() && !c.isBusy()) return c;  // Busy: the log grows a little, compacted next time
+  }
   if (taken_.empty() && !free_order_.empty()) {
     std::string lines;
     std::deque<std::uint64_t> batch;

@@ -14,8 +14,12 @@
 namespace lcc {
 namespace {
 
+// Out of descriptors (EMFILE, ENFILE) is an overload, not a broken store: Busy, so the
+// caller answers "try later" and retries instead of failing the store (issue 25).
 Status errnoStatus(const std::string& what, const std::string& path, int err) {
-  return Status::ioError(path + ": " + what + ": " + std::strerror(err));
+  std::string msg = path + ": " + what + ": " + std::strerror(err);
+  if (err == EMFILE || err == ENFILE) return Status::busy(std::move(msg) + " (out of descriptors; try later)");
+  return Status::ioError(std::move(msg));
 }
 
 constexpr std::string_view kAttributePrefix = "user.lcc.";

@@ -87,6 +87,12 @@ struct CuServer::Impl : std::enable_shared_from_this<CuServer::Impl> {
 
   void accepted(std::shared_ptr<net::Connection> conn, net::Admission admission);
   void forget(CuConnection* c);
+  // A place for one export of `address` (cu.max_exports_per_ip), or null.
+  std::shared_ptr<void> exportPlace(const std::string& address);
+  std::size_t exportCap() const {
+    const std::size_t cap = options.export_threads > 1 ? options.export_threads - 1 : 1;
+    return std::max<std::size_t>(1, std::min(options.max_exports_per_ip, cap));
+  }
 
   asio::io_context& io;
   QueryEngine& engine;
@@ -97,6 +103,7 @@ struct CuServer::Impl : std::enable_shared_from_this<CuServer::Impl> {
   std::atomic<bool> stopping{false};
   mutable std::mutex mu;
   std::map<CuConnection*, std::weak_ptr<CuConnection>> conns;  // admitted connections
+  std::map<std::string, std::size_t> exports_per_address;       // under mu
 };
 
 // One CU connection: the query is read through the connection's codec hook (the
@@ -196,6 +203,12 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
   }
 
   void startExport() {
+    auto place = server_->exportPlace(conn_->peerAddress());
+    if (!place) {
+      return reject(ErrorCode::kTooManyConnections, "too many exports at once from " + conn_->peerAddress() +
+                                                        " (cu.max_exports_per_ip " +
+                                                        std::to_string(server_->exportCap()) + ")");
+    }
     phase_ = Phase::kAnswer;
     conn_->disarmDeadline(net::Deadline::kSession);
     auto p = std::make_shared<BoundedPipe>(server_->options.pipe_buffer);
@@ -205,7 +218,8 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
     std::string who = peer();
     // The job keeps the connection alive while the answer is produced: the strand
     // holds no handler while it waits for the worker's next bytes.
-    server_->workers.post([self = shared_from_this(), p, q, &engine, who] {
+    // `place` is given back when the worker is done with the export (or skips it).
+    server_->workers.post([self = shared_from_this(), p, q, &engine, who, place = std::move(place)] {
       if (p->closed()) {  // the client left (or the server stopped) while the job waited
         p->finish(Status::aborted("the client went away before the answer started"));
         return;
@@ -272,8 +286,11 @@ void CuServer::Impl::accepted(std::shared_ptr<net::Connection> conn, net::Admiss
   const bool over = admission != net::Admission::kAdmitted;
   auto c = std::make_shared<CuConnection>(shared_from_this(), std::move(conn), !over);
   if (over) {
+    const bool per_ip = admission == net::Admission::kTooManyFromAddress;
     c->start(std::make_pair(ErrorCode::kTooManyConnections,
-                            "too many connections (" + std::to_string(options.max_connections) + ")"));
+                            std::string(per_ip ? "too many connections from your address (" : "too many connections (") +
+                                std::to_string(per_ip ? options.max_connections_per_ip : options.max_connections) +
+                                ")"));
     return;
   }
   {
@@ -288,6 +305,19 @@ void CuServer::Impl::forget(CuConnection* c) {
   conns.erase(c);
 }
 
+std::shared_ptr<void> CuServer::Impl::exportPlace(const std::string& address) {
+  std::lock_guard<std::mutex> lock(mu);
+  std::size_t& n = exports_per_address[address];
+  if (n >= exportCap()) return nullptr;
+  ++n;
+  auto self = shared_from_this();
+  return std::shared_ptr<void>(self.get(), [self, address](void*) {
+    std::lock_guard<std::mutex> lock(self->mu);
+    auto it = self->exports_per_address.find(address);
+    if (it != self->exports_per_address.end() && --it->second == 0) self->exports_per_address.erase(it);
+  });
+}
+
 CuServer::CuServer(asio::io_context& io, QueryEngine& engine, Clock& clock, CuServerOptions options)
     : impl_(std::make_shared<Impl>(io, engine, clock, std::move(options))) {}
 
@@ -298,6 +328,7 @@ Status CuServer::start() {
   ao.what = "listen.cu";
   ao.listen = impl_->options.listen;
   ao.max_connections = impl_->options.max_connections;
+  ao.max_per_address = impl_->options.max_connections_per_ip;
   ao.connection.clock = &impl_->clock;
   ao.connection.write = Millis(impl_->options.write_timeout_ms);
   ao.connection.linger = Millis(impl_->options.idle_timeout_ms);
@@ -335,6 +366,12 @@ void CuServer::stop() {
 
 std::uint16_t CuServer::port() const { return impl_->acceptor ? impl_->acceptor->port() : 0; }
 std::uint16_t CuServer::tlsPort() const { return impl_->tls_acceptor ? impl_->tls_acceptor->port() : 0; }
+
+std::size_t CuServer::exportsFrom(const std::string& address) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->exports_per_address.find(address);
+  return it == impl_->exports_per_address.end() ? 0 : it->second;
+}
 
 std::size_t CuServer::connections() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -5,7 +5,9 @@
 // cu.idle_timeout -> 133), then hand it to an export worker, which runs the query
 // engine into a BoundedPipe (cu.pipe_buffer) while the strand writes the pipe's
 // chunks to the socket. A client that takes no bytes for cu.write_timeout is
-// dropped. Past cu.max_connections a new connection gets query_rejected 120.
+// dropped. Past cu.max_connections or cu.max_connections_per_ip a new connection gets
+// query_rejected 120 (plain port; the TLS port closes it before the handshake), and so
+// does a query past cu.max_exports_per_ip exports at once from its address.
 // Bad queries get query_rejected 100 (101 for limits), store failures 140.
 // THREADS: Asio io threads carry bytes; cu.export_threads workers run exports.
 // Timers go through lcc::Clock (SimClock in tests).
@@ -28,6 +30,11 @@ struct CuServerOptions {
   std::shared_ptr<net::TlsContextSlot> tls;
   Millis handshake_timeout{10000};
   std::size_t max_connections = 64;
+  std::size_t max_connections_per_ip = 8;  // each port (listen.cu, listen.cu_tls) on its own
+  // Exports running or waiting for a worker at once from one address; at most
+  // export_threads - 1 is used (when there are two or more), so one address never
+  // takes every worker.
+  std::size_t max_exports_per_ip = 2;
   std::int64_t idle_timeout_ms = 30000;
   std::size_t max_query_bytes = 64 * 1024;
   std::int64_t write_timeout_ms = 300000;
@@ -48,6 +55,7 @@ class CuServer {
   std::uint16_t port() const;     // 0: no plain port
   std::uint16_t tlsPort() const;  // 0: no TLS port
   std::size_t connections() const;
+  std::size_t exportsFrom(const std::string& address) const;  // running or waiting
 
   struct Impl;  // shared with the connections (cu_server.cc)
 

@@ -128,6 +128,8 @@ Result<ServicePtr> makeCuService(NodeContext& node) {
     e.remote.tls = node.tls->contentClient();  // https:// content URLs
   }
   s.max_connections = static_cast<std::size_t>(cfg.getInt("cu.max_connections"));
+  s.max_connections_per_ip = static_cast<std::size_t>(cfg.getInt("cu.max_connections_per_ip"));
+  s.max_exports_per_ip = static_cast<std::size_t>(cfg.getInt("cu.max_exports_per_ip"));
   s.idle_timeout_ms = cfg.getInt("cu.idle_timeout");
   s.max_query_bytes = static_cast<std::size_t>(cfg.getInt("cu.max_query_bytes"));
   s.write_timeout_ms = cfg.getInt("cu.write_timeout");

@@ -11,6 +11,16 @@ namespace lcc::net {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
+std::string_view admissionName(Admission admission) {
+  switch (admission) {
+    case Admission::kAdmitted: return "admitted";
+    case Admission::kTooManyConnections: return "too many connections";
+    case Admission::kTooManyFromAddress: return "too many connections from the address";
+    case Admission::kTooFewDescriptors: return "too few descriptors left";
+  }
+  return "?";
+}
+
 Result<tcp::endpoint> resolveListen(asio::io_context& io, const HostPort& listen) {
   boost::system::error_code ec;
   tcp::resolver resolver(io);
@@ -162,23 +172,74 @@ void Acceptor::onAccepted(const boost::system::error_code& ec, tcp::socket socke
     spdlog::info("{}: accepting again after {} failed accepts", options_.what, accept_failures_);
     accept_failures_ = 0;
   }
+  boost::system::error_code aec;
+  const auto remote = socket.remote_endpoint(aec);
+  const std::string address = aec ? std::string() : remote.address().to_string();
+  DescriptorBudget& budget = options_.budget != nullptr ? *options_.budget : DescriptorBudget::process();
+  std::shared_ptr<void> place = budget.admit(socket.native_handle());
+  if (!place) {
+    refuseNow(socket, Admission::kTooFewDescriptors, address);
+    if (acceptor_) accept();
+    return;
+  }
+  if (budget_refusals_run_ > 0) {
+    spdlog::info("{}: descriptors free again after {} refused connections", options_.what, budget_refusals_run_);
+    budget_refusals_run_ = 0;
+  }
+  const Admission admission = slots_->admit(address, options_);
+  if (admission == Admission::kAdmitted) ++accepted_;  // counted with its slot (active())
+  if (admission != Admission::kAdmitted &&
+      (options_.tls || !options_.answer_refusals || answering_->load() >= kMaxAnsweredRefusals)) {
+    refuseNow(socket, admission, address);
+    if (acceptor_) accept();
+    return;
+  }
+  const ConnectionOptions copts = admission == Admission::kAdmitted ? options_.connection : refusalOptions();
   std::unique_ptr<ByteStream> stream;
   if (options_.tls) {
     stream = std::make_unique<TlsStream>(strand, std::move(socket), options_.tls->current(), TlsRole::kServer);
   } else {
     stream = std::make_unique<TcpStream>(strand, std::move(socket));
   }
-  const std::string address = stream->peerAddress();
-  auto conn = std::make_shared<Connection>(strand, std::move(stream), options_.connection);
-  const Admission admission = slots_->admit(address, options_);
+  auto conn = std::make_shared<Connection>(strand, std::move(stream), copts);
   if (admission == Admission::kAdmitted) {
-    ++accepted_;
-    conn->holdUntilClosed(slots_->slot(address));
+    conn->holdUntilClosed(std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(
+        std::move(place), slots_->slot(address)));
   } else {
     ++refused_;
+    ++*answering_;
+    auto answering = answering_;
+    conn->holdUntilClosed(std::shared_ptr<void>(place.get(), [place, answering](void*) { --*answering; }));
   }
   on_accept_(std::move(conn), admission);
   if (acceptor_) accept();
+}
+
+void Acceptor::refuseNow(tcp::socket& socket, Admission why, const std::string& address) {
+  ++refused_;
+  if (why == Admission::kTooFewDescriptors) {
+    ++refused_budget_;
+    if (budget_refusals_run_++ == 0) {
+      spdlog::warn("{}: refusing connections: fewer than {} descriptors would be left for the stores", options_.what,
+                   (options_.budget != nullptr ? *options_.budget : DescriptorBudget::process()).reserve());
+    }
+  }
+  spdlog::debug("{}: {} refused before any handshake: {}", options_.what, address, admissionName(why));
+  if (options_.on_refused) options_.on_refused(why);  // counted before the peer can see the close
+  boost::system::error_code ec;
+  socket.set_option(asio::socket_base::linger(true, 0), ec);  // RST: nothing lingers in the kernel
+  socket.close(ec);
+}
+
+ConnectionOptions Acceptor::refusalOptions() const {
+  ConnectionOptions o = options_.connection;
+  auto cut = [](Millis& m) {
+    if (m.count() == 0 || m > kRefusalLifetime) m = kRefusalLifetime;
+  };
+  for (Millis* m : {&o.idle, &o.write, &o.session, &o.handshake}) cut(*m);
+  if (o.linger > kRefusalLifetime) o.linger = kRefusalLifetime;
+  o.lifetime = kRefusalLifetime;
+  return o;
 }
 
 }  // namespace lcc::net

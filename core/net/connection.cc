@@ -70,6 +70,7 @@ void Connection::start(Handlers handlers) {
     if (self->options_.session.count() > 0) self->arm(idx(Deadline::kSession), self->options_.session);
     if (self->options_.idle.count() > 0) self->arm(idx(Deadline::kIdle), self->options_.idle);
     if (self->options_.handshake.count() > 0) self->arm(kHandshakeTimer, self->options_.handshake);
+    if (self->options_.lifetime.count() > 0) self->arm(kLifetimeTimer, self->options_.lifetime);
     self->stream_->handshake([self](const boost::system::error_code& ec) {
       if (self->closed_) return;
       self->disarm(kHandshakeTimer);
@@ -272,6 +273,9 @@ void Connection::timerDue(int t) {
   Timer& tm = timers_[t];
   tm.armed = false;
   if (t == kLingerTimer) return shutdownNow(close_reason_, "closed");
+  if (t == kLifetimeTimer) {
+    return shutdownNow(CloseReason::kRefused, "refused: open for " + std::to_string(tm.length.count()) + " ms");
+  }
   if (t == kHandshakeTimer) {
     return shutdownNow(CloseReason::kIoError, "handshake: not done within " + std::to_string(tm.length.count()) + " ms");
   }

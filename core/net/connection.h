@@ -56,6 +56,9 @@ struct ConnectionOptions {
   // After closeAfterFlush(): FIN, then read and drop for at most this long, so closing
   // does not reset the connection before the peer has read our last bytes (0: none).
   Millis linger{0};
+  // A hard cap on the connection's life, whatever its handlers say (0: none); past it
+  // the connection closes with kRefused. The acceptor sets it on refused connections.
+  Millis lifetime{0};
   std::size_t read_buffer = 64 * 1024;
   // Timers of the deadlines and of `linger`; without a clock there are neither.
   Clock* clock = nullptr;
@@ -112,9 +115,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void holdUntilClosed(std::shared_ptr<void> thing) { held_ = std::move(thing); }
 
  private:
-  static constexpr int kTimers = 6;  // the four deadlines, the linger and the handshake timer
+  static constexpr int kTimers = 7;  // the four deadlines, the linger, handshake and lifetime timers
   static constexpr int kLingerTimer = 4;
   static constexpr int kHandshakeTimer = 5;
+  static constexpr int kLifetimeTimer = 6;
   struct Timer {
     Millis length{0};
     MonoTime due{};

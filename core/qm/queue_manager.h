@@ -53,6 +53,9 @@ class Config;
 
 namespace lcc::qm {
 
+// How long a Busy intake commit (no descriptor to open a journal file) waits before the next try.
+inline constexpr Millis kStoreRetry{100};
+
 struct QmOptions {
   std::uint64_t queue_high = 10'000'000;
   std::uint64_t queue_low = 8'000'000;
@@ -320,6 +323,7 @@ class QueueManager {
   void flushProviderDeltas();
   // overload and failures (queue_manager_overload.cc)
   void storeFailed(const Status& s);       // THE route of a store error (queue_manager_overload.cc)
+  void commitLater(std::deque<Pending> batch, const Status& why);  // the journal was Busy: retry
   void routeStoreError(const Status& s);   // storeFailed() unless the QM has failed already
   void countStoreError();
   void updateOverload();
@@ -356,6 +360,7 @@ class QueueManager {
   std::uint64_t unsynced_bytes_ = 0;       // parts journaled since the last sync
   JournalPos applied_end_ = 0;             // last record of the last set applied
   bool commit_posted_ = false;
+  bool commit_busy_ = false;  // the last intake commit was Busy (commitLater)
   // Fetches in flight: bounded by the BOT-M capacity, not by the queue.
   std::unordered_map<std::uint64_t, InFlight> inflight_;
   std::unordered_set<std::string> inflight_keys_;

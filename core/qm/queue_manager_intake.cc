@@ -85,9 +85,10 @@ void QueueManager::spillPart(Pending& p) {
   unsynced_bytes_ += rec.size();
   if (unsynced_bytes_ >= options_.intake_sync_bytes) {
     // Written out so the journal's buffer stays small; the set is acked only at its end.
+    // Busy (no descriptor): the records stay appended and go with the next commit.
     unsynced_bytes_ = 0;
     ++stats_.journal_syncs;
-    if (auto c = deps_.journal->commit(); !c.isOk()) return refuse(c.status());
+    if (auto c = deps_.journal->commit(); !c.isOk() && !c.status().isBusy()) return refuse(c.status());
   }
 }
 
@@ -139,6 +140,21 @@ void QueueManager::scheduleCommit() {
   }
 }
 
+// The journal could not open a file (out of descriptors, issue 25): the batch waits,
+// unacked, at the head of the queue and the commit is tried again after kStoreRetry.
+void QueueManager::commitLater(std::deque<Pending> batch, const Status& why) {
+  countStoreError();
+  if (!commit_busy_) spdlog::warn("qm: intake journal busy, sets wait: {}", why.toString());
+  commit_busy_ = true;
+  for (auto it = batch.rbegin(); it != batch.rend(); ++it) pending_.push_front(std::move(*it));
+  commit_posted_ = true;
+  std::weak_ptr<bool> alive = alive_;
+  commit_timer_ = deps_.clock->schedule(kStoreRetry, [this, alive] {
+    auto a = alive.lock();
+    if (a && *a) post([this] { commitPending(); });
+  });
+}
+
 void QueueManager::commitPending() {
   commit_posted_ = false;
   commit_timer_ = 0;
@@ -149,20 +165,26 @@ void QueueManager::commitPending() {
     bool any = false;
     for (auto& p : batch) {
       if (p.kind != Pending::Kind::kApply) continue;
+      any = true;
+      if (p.pos != 0) continue;  // appended by a commit that was busy: it is in the journal's buffer
       auto pos = deps_.journal->append(p.begin == 0 ? encodeIntakeSet(p.set) : encodeIntakeEnd({p.begin, p.count}));
       if (!pos.isOk()) {
         storeFailed(pos.status().withContext("intake journal"));
         break;
       }
       p.pos = pos.value();
-      any = true;
     }
     if (any && failed_.isOk()) {
       auto c = deps_.journal->commit();
       unsynced_bytes_ = 0;
       ++stats_.journal_syncs;
+      if (!c.isOk() && c.status().isBusy()) return commitLater(std::move(batch), c.status());
       if (!c.isOk()) storeFailed(c.status().withContext("intake journal"));
     }
+  }
+  if (commit_busy_ && failed_.isOk()) {
+    spdlog::info("qm: intake journal written again");
+    commit_busy_ = false;
   }
   // Acks in submission order, only for what is durable.
   for (auto& p : batch) {

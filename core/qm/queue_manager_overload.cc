@@ -23,8 +23,16 @@ void QueueManager::updateOverload() {
 // QueueStore, ContentStore or PIDB comes here, once. Logged, counted
 // (lcc_qm_store_errors_total), the sticky failed state (sets refused with 130, nothing
 // dispatched, periodic work stops), and cache-crash.
+//
+// Except Busy (issue 25: no descriptor to open a file, EMFILE/ENFILE): an overload, not a
+// broken store. Counted and logged; nothing fails and no cache-crash: the work is done
+// again (the intake commit retries, kStoreRetry; periodic work at its next turn).
 void QueueManager::storeFailed(const Status& s) {
   countStoreError();
+  if (s.isBusy()) {
+    spdlog::warn("qm: store busy, trying again later: {}", s.toString());
+    return;
+  }
   if (failed_.isOk()) {
     failed_ = s;
     spdlog::error("qm: store failure, refusing sets from now on: {}", s.toString());

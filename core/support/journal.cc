@@ -355,6 +355,9 @@ class FileJournal final : public Journal {
     if (pending_bytes_ == 0) return durable_.load(std::memory_order_acquire);
     const JournalPos first_pending = durable_.load(std::memory_order_acquire) + 1;
     Status s = ensureActive(first_pending);
+    // Busy (no descriptor to open the segment): nothing was written; the records stay
+    // pending for the next commit and the journal stays usable.
+    if (s.isBusy()) return s;
     for (std::size_t i = 0; s.isOk() && i < pending_.size(); ++i) s = active_->append(pending_[i]);
     if (s.isOk()) s = active_->sync();
     if (!s.isOk()) {
@@ -403,6 +406,7 @@ class FileJournal final : public Journal {
         if (!cs.isOk()) return fail(cs);
       }
       Status s = createSegment(durable + 1);
+      if (s.isBusy()) return s;  // no descriptor: trimmed next time
       if (!s.isOk()) return fail(s);
       LCC_RETURN_IF_ERROR(removeSegment(segments_.front()));
       segments_.erase(segments_.begin());
@@ -410,7 +414,8 @@ class FileJournal final : public Journal {
     }
     if (removed) {
       Status s = env_->syncDir(dir_);
-      if (!s.isOk()) return fail(s);
+      if (!s.isOk() && !s.isBusy()) return fail(s);
+      if (!s.isOk()) return s;
     }
     return Status::ok();
   }
@@ -485,8 +490,10 @@ class FileJournal final : public Journal {
       segments_.push_back(seg);
     }
     durable_size_ = active_->size();
-    LCC_RETURN_IF_ERROR(env_->syncDir(dir_));
-    return Status::ok();
+    Status s = env_->syncDir(dir_);
+    // Not durable by name yet: the next try opens it again and syncs the folder.
+    if (!s.isOk()) active_.reset();
+    return s;
   }
 
   Status removeSegment(const Segment& seg) {

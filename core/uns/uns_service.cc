@@ -334,6 +334,10 @@ struct UnsServer::Impl {
     ao.connection.linger = Millis(std::min<std::int64_t>(opt.idle_timeout_ms, 2000));
     ao.connection.pause_reading_above = kMaxPendingOutput;
     ao.connection.read_buffer = 16 * 1024;
+    // Refused before any handshake (TLS port, or no descriptor to spare): counted too.
+    ao.on_refused = [c = c_over_limit](net::Admission) {
+      if (c) c->inc();
+    };
     auto on_accept = [this](std::shared_ptr<net::Connection> c, net::Admission a) { accepted(std::move(c), a); };
     if (!opt.listen.empty()) acceptor = std::make_shared<net::Acceptor>(io, ao, on_accept);
     if (!opt.listen_tls.empty()) {

@@ -367,7 +367,10 @@ Status KvEngine::apply(Batch batch) {
   }
   if (overlay_bytes_ >= options_.max_unsynced) {
     // Hold at most max_unsynced bytes in memory: make them durable now.
+    // Busy (no descriptor to open a redo segment): the batch is in the overlay and its
+    // record waits in the journal; it is written with the next commit (issue 25).
     auto c = redo_->commit();
+    if (!c.isOk() && c.status().isBusy()) return Status::ok();
     if (!c.isOk()) return fail(c.status());
     std::unique_lock<std::shared_mutex> wl(mu_);
     LCC_RETURN_IF_ERROR(flushOverlayLocked());
@@ -426,7 +429,7 @@ Status KvEngine::checkpointLocked() {
     if (!t.db->synchronize(true)) return fail(Status::ioError(kcError(*t.db, t.path, "synchronize")));
   }
   Status s = redo_->trimUpTo(redo_->durablePosition());
-  if (!s.isOk()) return fail(s);
+  if (!s.isOk() && !s.isBusy()) return fail(s);  // Busy: the tables are synced; trimmed next time
   return Status::ok();
 }
 
@@ -434,6 +437,7 @@ Status KvEngine::sync() {
   std::lock_guard<std::mutex> lock(write_mu_);
   LCC_RETURN_IF_ERROR(writable());
   auto c = redo_->commit();
+  if (!c.isOk() && c.status().isBusy()) return c.status();  // not durable yet; the caller tries again
   if (!c.isOk()) return fail(c.status());
   {
     std::unique_lock<std::shared_mutex> wl(mu_);

@@ -193,5 +193,38 @@ TEST(FilenameStore, AFailedSyncCallIsStickyToo) {
   EXPECT_FALSE(s->allocate().isOk());
 }
 
+// Issue 25: a compaction that cannot open a file for want of a descriptor is put off;
+// names are still handed out, the store does not fail, and none comes back after a restart.
+TEST(FilenameStore, OutOfDescriptorsPutsOffTheCompactionAndFailsNothing) {
+  TempDir dir;
+  FaultEnv env(posixEnv());
+  FilenameStoreOptions o;
+  o.compact_bytes = 64;
+  std::set<std::uint64_t> handed;
+  {
+    auto s = openStore(&env, dir.path(), o);
+    env.outOfDescriptors(true);
+    for (int i = 0; i < 200; ++i) {
+      auto n = s->allocate();
+      ASSERT_TRUE(n.isOk()) << i << ": " << n.status().toString();
+      ASSERT_TRUE(handed.insert(n.value()).second);
+      if (i % 3 == 0) s->release(n.value()), handed.erase(n.value());
+    }
+    EXPECT_FALSE(s->failed());
+    env.outOfDescriptors(false);
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE(handed.insert(s->allocate().value()).second);
+    ASSERT_TRUE(s->sync().isOk());
+    auto size = posixEnv()->fileSize(dir.file("filenames.log"));
+    ASSERT_TRUE(size.isOk());
+    EXPECT_LT(size.value(), 1024u);  // compacted once descriptors were back
+  }
+  auto s = openStore(posixEnv(), dir.path(), o);
+  for (int i = 0; i < 300; ++i) {
+    auto n = s->allocate();
+    ASSERT_TRUE(n.isOk());
+    EXPECT_EQ(handed.count(n.value()), 0u) << "name " << n.value() << " handed out twice";
+  }
+}
+
 }  // namespace
 }  // namespace lcc::botm

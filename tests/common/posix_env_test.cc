@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -114,6 +116,27 @@ std::string baseName(const ::testing::TestParamInfo<std::string>& info) {
 
 INSTANTIATE_TEST_SUITE_P(FileSystems, PosixEnvAttributes, ::testing::Values(std::string(), std::string("/dev/shm")),
                          baseName);
+
+// Issue 25: running out of descriptors is an overload ("try later"), not a broken disk:
+// an open that fails with EMFILE is Busy. In a child whose RLIMIT_NOFILE is used up.
+TEST(PosixEnvDescriptors, AnOpenOutOfDescriptorsIsBusyNotAnIoError) {
+  testing::TempDir tmp;
+  const std::string path = tmp.file("f");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    rlimit rl{64, 64};
+    if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) ::_exit(2);
+    for (int i = 0; i < 64 && ::dup(0) >= 0; ++i) {
+    }
+    auto f = posixEnv()->openWritable(path, OpenMode::kTruncate);
+    ::_exit(!f.isOk() && f.status().isBusy() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the open out of descriptors was not Busy";
+}
 
 }  // namespace
 }  // namespace lcc

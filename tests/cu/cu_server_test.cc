@@ -1,6 +1,9 @@
 // The CU port (real sockets on 127.0.0.1, port 0) and GET /cu/query (the handler
 // directly, and end to end through the HTTP server): answers, refusals with their
 // codes, timeouts on simulated time, connection limits, clients that go away.
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
@@ -16,6 +19,7 @@
 #include "cu/cu_server.h"
 #include "cu_test_util.h"
 #include "http/http_server.h"
+#include "support/loopback.h"
 
 namespace lcc {
 namespace {
@@ -70,6 +74,27 @@ class CuServerTest : public ::testing::Test {
     auto s = connect();
     EXPECT_TRUE(s->writeAll(request).isOk());
     return readAll(*s);
+  }
+
+  // A raw client bound to `source` (127.0.0.2, ...); -1 on failure.
+  int connectFrom(const char* source) { return testing::connectLoopbackFrom(server_->port(), source); }
+  static std::string readFd(int fd) {
+    std::string out;
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) return out;
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  // Sends `request` from `source`, reads until the server closes.
+  std::string exchangeFrom(const char* source, const std::string& request) {
+    int fd = connectFrom(source);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+    std::string out = readFd(fd);
+    ::close(fd);
+    return out;
   }
 
   static std::string readAll(capi::Socket& s) {
@@ -219,6 +244,65 @@ TEST_F(CuServerTest, AClientThatReadsNothingIsDroppedAfterTheWriteTimeout) {
     return server_->connections() == 0;
   }));
   EXPECT_TRUE(eventually([&] { return engine_->stats().running.value() == 0; }));
+}
+
+// Issue 25: idle sockets of one address take at most cu.max_connections_per_ip (8) of
+// the port; another address is served.
+TEST_F(CuServerTest, OneAddressHoldsAtMostItsConnectionsAndAnotherIsServed) {
+  startServer();  // the defaults: 64 in all, 8 per address
+  std::vector<int> idle;
+  for (int i = 0; i < 8; ++i) idle.push_back(connectFrom("127.0.0.2"));
+  ASSERT_TRUE(eventually([&] { return server_->connections() == 8; }));
+  CuQuery q;
+  q.providers = {1};
+  auto over = cutest::parseXmlAnswer(exchangeFrom("127.0.0.2", proto::formatCuQueryXml(q)));
+  ASSERT_TRUE(over.ok) << over.error;
+  EXPECT_EQ(over.root, "query_rejected");
+  EXPECT_EQ(over.reject_code, 120) << over.reject_text;
+  auto other = cutest::parseXmlAnswer(exchangeFrom("127.0.0.3", proto::formatCuQueryXml(q)));
+  ASSERT_TRUE(other.ok) << other.error;
+  EXPECT_EQ(other.count, 15u);
+  for (int fd : idle) ::close(fd);
+}
+
+// Issue 25: exports whose client reads nothing hold at most cu.max_exports_per_ip (2) of
+// the workers; a third query of that address is refused with 120, another address is
+// served, and once the write timeout cuts the stalled ones the address is served again.
+TEST_F(CuServerTest, StalledExportsOfOneAddressHoldAtMostTheirShareOfTheWorkers) {
+  std::string big(200 * 1024, 'z');
+  for (int i = 0; i < 100; ++i) w_.put(7, "http://stall.org/" + std::to_string(i), "application/octet-stream", big);
+  cu::CuServerOptions o;
+  o.export_threads = 3;
+  o.write_timeout_ms = 60000;
+  o.pipe_buffer = 64 * 1024;
+  startServer(o);
+  CuQuery stall;
+  stall.providers = {7};
+  stall.content = true;
+  const std::string stall_doc = proto::formatCuQueryXml(stall);
+  std::vector<int> stalled;
+  for (int i = 0; i < 2; ++i) {
+    stalled.push_back(connectFrom("127.0.0.2"));
+    ASSERT_EQ(::write(stalled.back(), stall_doc.data(), stall_doc.size()), static_cast<ssize_t>(stall_doc.size()));
+  }
+  ASSERT_TRUE(eventually([&] { return engine_->stats().running.value() == 2; }));
+  CuQuery small;
+  small.providers = {1};
+  auto third = cutest::parseXmlAnswer(exchangeFrom("127.0.0.2", proto::formatCuQueryXml(small)));
+  ASSERT_TRUE(third.ok) << third.error;
+  EXPECT_EQ(third.reject_code, 120) << "a third export of one address took a worker";
+  auto other = cutest::parseXmlAnswer(exchangeFrom("127.0.0.3", proto::formatCuQueryXml(small)));
+  ASSERT_TRUE(other.ok) << other.error;
+  EXPECT_EQ(other.count, 15u);
+  EXPECT_TRUE(eventually([&] {
+    w_.clock().advance(Millis(60001));
+    return engine_->stats().running.value() == 0;
+  }));
+  ASSERT_TRUE(eventually([&] { return server_->exportsFrom("127.0.0.2") == 0; }));  // the workers' places came back
+  auto again = cutest::parseXmlAnswer(exchangeFrom("127.0.0.2", proto::formatCuQueryXml(small)));
+  ASSERT_TRUE(again.ok) << again.error;
+  EXPECT_EQ(again.count, 15u);
+  for (int fd : stalled) ::close(fd);
 }
 
 TEST_F(CuServerTest, TheClientLibraryReadsRecordsAndContent) {

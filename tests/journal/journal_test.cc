@@ -27,6 +27,7 @@ class FailingEnv final : public EnvWrapper {
 
   int fail_sync_at = 0;
   int fail_append_at = 0;
+  bool out_of_descriptors = false;  // every open is Busy, as posixEnv() says for EMFILE
   int syncs = 0;
   int appends = 0;
 
@@ -55,6 +56,7 @@ class FailingEnv final : public EnvWrapper {
   };
 
   Result<std::unique_ptr<WritableFile>> openWritable(const std::string& p, OpenMode m) override {
+    if (out_of_descriptors) return Status::busy(p + ": open: Too many open files (out of descriptors; try later)");
     LCC_ASSIGN_OR_RETURN(auto f, target()->openWritable(p, m));
     return std::unique_ptr<WritableFile>(new File(this, std::move(f)));
   }
@@ -530,6 +532,38 @@ TEST(Journal, FailedFolderSyncWhileStartingASegmentIsSticky) {
   auto p = j->append("d");
   ASSERT_TRUE(p.isOk());
   EXPECT_EQ(p.value(), 2u);
+}
+
+// Issue 25: a segment that cannot be opened for want of a descriptor fails nothing: the
+// commit is Busy, the records stay appended, and the next commit writes them.
+TEST(Journal, OutOfDescriptorsWhileStartingASegmentIsBusyNotSticky) {
+  TempDir tmp;
+  FailingEnv env;
+  const std::string dir = tmp.file("j");
+  JournalOptions o;
+  o.segment_bytes = 64;
+  {
+    auto j = openOrDie(&env, dir, o);
+    ASSERT_TRUE(j->append(std::string(100, 'a')).isOk());
+    ASSERT_TRUE(j->commit().isOk());  // past 64 bytes: the next commit starts a segment
+    ASSERT_TRUE(j->append("b").isOk());
+    env.out_of_descriptors = true;
+    auto c = j->commit();
+    ASSERT_FALSE(c.isOk());
+    EXPECT_TRUE(c.status().isBusy()) << c.status().toString();
+    EXPECT_EQ(j->durablePosition(), 1u);
+    ASSERT_TRUE(j->append("c").isOk());  // not failed
+    EXPECT_TRUE(j->commit().status().isBusy());
+    env.out_of_descriptors = false;
+    auto c2 = j->commit();
+    ASSERT_TRUE(c2.isOk()) << c2.status().toString();
+    EXPECT_EQ(c2.value(), 3u);
+  }
+  auto j = openOrDie(posixEnv(), dir, o);
+  auto r = replayAll(*j);
+  ASSERT_EQ(r.records.size(), 3u);
+  EXPECT_EQ(r.records[1].second, "b");
+  EXPECT_EQ(r.records[2].second, "c");
 }
 
 // Random appends, commits, trims and power cuts (FaultEnv::crash drops everything not

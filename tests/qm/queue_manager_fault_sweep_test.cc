@@ -210,5 +210,28 @@ TEST_F(QmFaultSweep, AFullDiskAtEveryByteOfTheJournal) {
   EXPECT_GE(swept, 40);
 }
 
+// Issue 25: a journal file that cannot be opened for want of a descriptor (EMFILE) is an
+// overload: the set waits unacked, nothing fails, no cache-crash; when descriptors are
+// back, the retry (kStoreRetry on the clock) writes the set and acks it.
+TEST_F(QmFaultSweep, OutOfDescriptorsDelaysTheAckAndFailsNothing) {
+  start();
+  env_.outOfDescriptors(true);
+  submit(makeSet(1, {update(1, "http://a/1"), update(1, "http://a/2")}, 1, SetKind::kPartial, "m1/uns"));
+  EXPECT_TRUE(acks_.empty());
+  EXPECT_FALSE(qm_->failed());
+  EXPECT_FALSE(qm_->cacheCrash());
+  clock_.advance(kStoreRetry);  // still out of descriptors: tried, waits again
+  EXPECT_TRUE(acks_.empty());
+  env_.outOfDescriptors(false);
+  clock_.advance(kStoreRetry);
+  ASSERT_EQ(acks_.size(), 1u);
+  EXPECT_TRUE(acks_[0]);
+  EXPECT_FALSE(qm_->failed());
+  EXPECT_FALSE(qm_->cacheCrash());
+  auto row = stores_.queue->getEntry(encodeUrlKey({1, "http://a/2", "text/html"}));
+  EXPECT_TRUE(row.isOk() && row.value());
+  for (ProviderId pid : {1u, 2u}) EXPECT_FALSE(stores_.providers->get(pid).value()->fullset_wanted);
+}
+
 }  // namespace
 }  // namespace lcc::qm

@@ -88,11 +88,17 @@ void FaultEnv::setFreeSpace(std::optional<std::uint64_t> bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   free_space_ = bytes;
 }
+void FaultEnv::outOfDescriptors(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  no_descriptors_ = on;
+}
+
 void FaultEnv::clearFaults() {
   std::lock_guard<std::mutex> lock(mu_);
   sync_fail_in_ = syncdir_fail_in_ = write_fail_in_ = 0;
   dead_after_ = -1;
   dead_ = false;
+  no_descriptors_ = false;
   free_space_.reset();
   room_.reset();
 }
@@ -179,6 +185,7 @@ std::optional<std::string> FaultEnv::capture(const std::string& path) {
 
 Result<std::unique_ptr<WritableFile>> FaultEnv::openWritable(const std::string& path, OpenMode mode) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (no_descriptors_) return Status::busy(path + ": open: Too many open files (injected)");
   const bool existed = target()->exists(path);
   LCC_ASSIGN_OR_RETURN(auto file, target()->openWritable(path, mode));
   auto& st = files_[path];
@@ -241,6 +248,7 @@ Status FaultEnv::truncate(const std::string& path, std::uint64_t size) {
 Status FaultEnv::syncDir(const std::string& dir) {
   std::lock_guard<std::mutex> lock(mu_);
   ++syncdirs_;
+  if (no_descriptors_) return Status::busy(dir + ": open: Too many open files (injected)");
   if (dead_) {
     ++injected_;
     return injected("syncDir after the disk died");

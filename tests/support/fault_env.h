@@ -12,6 +12,8 @@
 //    short write, as write(2) makes one); every later append fails the same way until
 //    clearFaults(). Syncs go on working: what was written can still be made durable.
 //  - setFreeSpace(bytes): freeSpace() reports this instead of asking the base Env.
+//  - outOfDescriptors(on): every openWritable() and syncDir() is Busy, as posixEnv()
+//    says for EMFILE/ENFILE (issue 25), until turned off or clearFaults().
 // CRASH — crash() models losing power, for files written through this Env since it
 // was made (or since the last crash()/forgetUnsynced()):
 //  - every tracked file is cut back to the size it had at its last successful sync()
@@ -55,6 +57,7 @@ class FaultEnv final : public EnvWrapper {
   void failAllWrites() { failWritesAfter(0); }
   void diskFullAfterBytes(std::uint64_t n);
   void setFreeSpace(std::optional<std::uint64_t> bytes);
+  void outOfDescriptors(bool on);
   void clearFaults();
 
   // --- crash ---
@@ -109,6 +112,7 @@ class FaultEnv final : public EnvWrapper {
   int sync_fail_in_ = 0, syncdir_fail_in_ = 0, write_fail_in_ = 0;
   int dead_after_ = -1;  // -1: not armed; else appends left before every write fails
   bool dead_ = false;
+  bool no_descriptors_ = false;
   std::optional<std::uint64_t> free_space_;
   std::optional<std::uint64_t> room_;  // diskFullAfterBytes: bytes the disk still takes
   std::uint64_t bytes_ = 0;

@@ -7,8 +7,19 @@
 
 namespace lcc::testing {
 
-int connectLoopback(std::uint16_t port) {
+int connectLoopback(std::uint16_t port) { return connectLoopbackFrom(port, nullptr); }
+
+int connectLoopbackFrom(std::uint16_t port, const char* source) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (source != nullptr) {
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    if (::inet_pton(AF_INET, source, &from.sin_addr) != 1 ||
+        ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0) {
+      ::close(fd);
+      return -1;
+    }
+  }
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);

@@ -9,6 +9,10 @@ namespace lcc::testing {
 // that a test waiting for an answer cannot hang.
 int connectLoopback(std::uint16_t port);
 
+// The same from the source address `source` (127.0.0.2, 127.0.0.3...: the server
+// tells the clients apart by it); the descriptor, or -1.
+int connectLoopbackFrom(std::uint16_t port, const char* source);
+
 // A listening socket on 127.0.0.1 at a port the kernel picks (written to *port); the
 // descriptor, or -1. For a test's stand-in of a server.
 int listenLoopback(std::uint16_t* port);

@@ -23,6 +23,9 @@ const std::vector<KeySpec>& Config::schema() {
        "roles this lccd runs: uns, qm, botm, bot, cu, rs (http runs whenever any role does)"},
       {"threads", KeyType::kInt, "0", 0, 64,
        "io_context worker threads (0: 1 when no role but botm and bot runs, else 2)"},
+      {"net.reserved_descriptors", KeyType::kInt, "96", 16, 1000000,
+       "descriptors of RLIMIT_NOFILE kept for the stores, journals and files: every port refuses a new "
+       "connection (closed at once) when fewer would be left; at most a quarter of the limit is used"},
       // --- log ---
       {"log.level", KeyType::kString, "info", 1, 5, "debug, info, warn or error"},
       {"log.file", KeyType::kString, "", 0, 4096, "log file (empty: stderr); SIGHUP reopens it"},
@@ -157,11 +160,16 @@ const std::vector<KeySpec>& Config::schema() {
        "else <file>.http; for the WARC answer) when they fit in this many bytes; 0: keep none"},
       // --- cu ---
       {"cu.max_connections", KeyType::kInt, "64", 1, 100000, "CU connections at once"},
+      {"cu.max_connections_per_ip", KeyType::kInt, "8", 1, 100000,
+       "CU connections at once from one address, on each CU port (more: 120, or closed before the TLS handshake)"},
+      {"cu.max_exports_per_ip", KeyType::kInt, "2", 1, 1024,
+       "CU exports running or waiting at once from one address (more: 120); at most cu.export_threads - 1 is used"},
       {"cu.idle_timeout", KeyType::kDuration, "30s", 100, kDay, "wait for a query"},
       {"cu.default_limit", KeyType::kInt, "0", 0, 1LL << 40, "records per answer when the query has no limit (0: all)"},
       {"cu.max_query_bytes", KeyType::kSize, "64KiB", 1024, 64 * kMiB, "largest query document"},
       {"cu.export_threads", KeyType::kInt, "8", 1, 1024, "worker threads running exports (off the io threads)"},
-      {"cu.write_timeout", KeyType::kDuration, "5m", 100, kDay, "longest a client may take no answer bytes"},
+      {"cu.write_timeout", KeyType::kDuration, "1m", 100, kDay,
+       "longest a client may take no answer bytes (then it is cut and its export worker freed)"},
       {"cu.pipe_buffer", KeyType::kSize, "256KiB", 4096, 64 * kMiB, "answer bytes buffered per connection"},
       {"cu.url_order_formats", KeyType::kStringList, "tar.gz", kNoMin, kNoMax,
        "formats answered in URL order (better compression) instead of change order"},

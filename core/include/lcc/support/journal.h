@@ -14,7 +14,9 @@
 //
 // THREADS: one writer thread; replay/open before the writer starts.
 // DURABILITY: a record is durable when commit() that followed its append() returned
-// OK. After a failed commit the journal is failed (sticky).
+// OK. After a failed commit the journal is failed (sticky), except a Busy one (no
+// descriptor to open a segment file or its folder, EMFILE/ENFILE): nothing was written,
+// the records stay appended and the next commit() tries again (issue 25).
 #pragma once
 
 #include <cstdint>
