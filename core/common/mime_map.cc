@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "lcc/support/url_norm.h"
+
 namespace lcc {
 
 MimeMap::MimeMap() {
@@ -61,6 +63,11 @@ std::string MimeMap::forUrlPath(std::string_view path) const {
   const auto dot = last.rfind('.');
   if (last.empty() || dot == std::string_view::npos || dot == 0 || dot + 1 == last.size()) return "text/html";
   return forExtension(std::string(last.substr(dot + 1)));
+}
+
+std::string MimeMap::forUrl(std::string_view normal_url) const {
+  auto parts = url::splitNormalUrl(normal_url);
+  return forUrlPath(parts.isOk() ? std::string_view(parts.value().path) : std::string_view("/"));
 }
 
 }  // namespace lcc

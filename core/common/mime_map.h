@@ -1,6 +1,6 @@
 // mime_map.h — the MIME type of a file or URL from its extension, for what describes
-// a site without saying its types (lcc cp scan, lcc cp sitemap, IndexNow): a built-in
-// map, or a mime.types file (`--mime-map`) laid over it.
+// a site without saying its types (lcc cp scan, lcc cp sitemap, IndexNow, sitemap
+// polls): a built-in map, or a mime.types file (`--mime-map`) laid over it.
 #pragma once
 
 #include <map>
@@ -21,6 +21,9 @@ class MimeMap {
   // The type of a URL path: its last segment's extension; a path that ends in '/' or
   // whose last segment has no extension is a page (text/html).
   std::string forUrlPath(std::string_view path) const;
+  // The type of a URL in normal form (lcc/support/url_norm.h), from its path as above;
+  // text/html when it has no normal form's path.
+  std::string forUrl(std::string_view normal_url) const;
 
  private:
   std::map<std::string, std::string> by_ext_;

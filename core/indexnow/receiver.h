@@ -2,12 +2,17 @@
 // engines with IndexNow pings the LCC the same way, and its URLs become a partial set
 // of the provider whose prefix covers them.
 //
-// One request: parse (request.h) → per-host rate (429) → the key file, read through
-// the injected fetch and remembered for key_ttl (403 when it is missing or holds
-// another key) → each URL to the active provider whose prefix covers it, the longest
-// prefix first (403 when one has none: indexnow.register is off) → one partial set per
+// One request: parse (request.h) → per-host rate (429) → each URL to the active
+// provider whose prefix covers it, the longest prefix first (403 when one has none
+// and indexnow.register is off, or its provider is not active: decided before anything
+// is fetched, so an anonymous ping cannot make the LCC connect anywhere) → each URL's
+// type guessed from its path and checked as a CP's <url> (proto::validateUrl against
+// accept_mime: a refused URL is named in the answer with its code, never fetched; 422
+// when none is left) → the key file, read through the injected fetch and remembered
+// for key_ttl (403 "could not be verified", whatever the fetch saw; the detail goes to
+// the log) → indexnow.register: auto makes the provider → one partial set per
 // provider, handed to the UNS's forwarder → 202 once every set is durable (spooled or
-// acked by the QM), as a CP's set_accepted.
+// acked by the QM), as a CP's set_accepted, naming the refused URLs.
 // THREADS: handle() runs on HTTP workers, at once; it blocks while the key is fetched
 // and while the sets are made durable.
 #pragma once
@@ -17,8 +22,10 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/address_limiter.h"
 #include "common/metrics.h"
@@ -42,6 +49,11 @@ struct ReceiverOptions {
   std::uint64_t default_bandwidth = 0;
   std::uint64_t default_quota_files = 0;
   std::uint64_t default_quota_bytes = 0;
+  // What a URL must pass, as a CP's (accept_mime, uns.max_url_length): its guessed type
+  // is its m.
+  std::vector<std::string> accept_mime = {"text/*", "application/pdf", "application/xml"};
+  std::size_t max_url_length = 2048;
+  std::size_t max_listed_refusals = 100;  // indexnow.max_listed_refusals: refused URLs named in an answer
 };
 
 // The outcome of handing a set to the UNS → QM path.
@@ -68,12 +80,20 @@ class Receiver {
 
  private:
   struct KeyEntry {
-    std::string why;  // empty: the key holds; else the 403's reason
+    bool holds = false;
     MonoTime until;
   };
-  // Empty when the key holds, else the 403's reason.
-  std::string checkKey(const Submission& s);
-  http::Response accept(const Submission& s);
+  struct Plan;
+  // Each URL's owner and verdict, from the provider store only (nothing is fetched);
+  // a refusal of the whole request (403, 500) when a URL has no owner that may take it.
+  std::optional<http::Response> planUrls(const Submission& s, Plan& out);
+  // True when the key file holds the key (remembered for key_ttl; a miss for key_retry).
+  bool keyHolds(const Submission& s);
+  http::Response submit(const Submission& s, Plan& plan);
+  std::string refusedLines(const Plan& plan) const;
+  // "" when no provider's prefix overlaps `scope`; else why. *found: an active provider
+  // whose prefix is exactly `scope` (made meanwhile).
+  std::string overlapWith(const std::string& scope, ProviderId* found);
   // indexnow.register: auto: the provider for s.key_scope, made now; 0 with *why when
   // another provider's prefix overlaps the folder or the store fails.
   ProviderId registerSite(const Submission& s, std::string* why);
@@ -88,6 +108,7 @@ class Receiver {
   Counter& submissions_;
   Counter& urls_;
   Counter& refused_;
+  Counter& urls_refused_;
   Counter& throttled_;
   Counter& key_fetches_;
   Counter& registered_;

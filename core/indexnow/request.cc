@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
 #include "lcc/support/url_norm.h"
 
 namespace lcc::indexnow {
@@ -54,6 +56,109 @@ Parsed build(std::string key, std::string_view host, std::string_view key_locati
   return s;
 }
 
+// The POST body read as SAX events (no DOM): a flat object whose "host", "key" and
+// "keyLocation" are strings and whose "urlList" is an array of at most kMaxUrls
+// strings. Other members are skipped when they are scalars or arrays/objects of
+// scalars; anything nested deeper than that (depth > 2) is refused at once, as is the
+// 10,001st URL, so a request costs at most its body and the URLs it holds.
+class PostReader final : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  std::optional<Refusal> refusal;
+  std::optional<std::string> host_text, key_text, location_text;
+  bool list_seen = false;
+  std::vector<std::string> urls;
+
+  bool null() override { return scalar(); }
+  bool boolean(bool) override { return scalar(); }
+  bool number_integer(number_integer_t) override { return scalar(); }
+  bool number_unsigned(number_unsigned_t) override { return scalar(); }
+  bool number_float(number_float_t, const string_t&) override { return scalar(); }
+  bool binary(binary_t&) override { return scalar(); }
+
+  bool string(string_t& value) override {
+    if (depth_ == 0) return notAnObject();
+    if (depth_ == 2) {
+      if (member_ != Member::kUrlList) return true;  // inside a member the LCC does not read
+      if (urls.size() == kMaxUrls) return fail("more than 10,000 URLs in one submission");
+      urls.push_back(std::move(value));
+      return true;
+    }
+    switch (member_) {
+      case Member::kHost: host_text = std::move(value); return true;
+      case Member::kKey: key_text = std::move(value); return true;
+      case Member::kLocation: location_text = std::move(value); return true;
+      case Member::kUrlList: return fail("\"urlList\" must be an array of URLs");
+      case Member::kOther: return true;
+    }
+    return true;
+  }
+
+  bool start_object(std::size_t) override { return open(false); }
+  bool start_array(std::size_t) override { return open(true); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+
+  bool key(string_t& name) override {
+    if (depth_ != 1) return true;  // a member of a skipped object
+    member_ = name == "host" ? Member::kHost
+              : name == "key" ? Member::kKey
+              : name == "keyLocation" ? Member::kLocation
+              : name == "urlList" ? Member::kUrlList
+                                  : Member::kOther;
+    if (member_ == Member::kOther) return true;
+    const auto bit = static_cast<unsigned>(1u << static_cast<unsigned>(member_));
+    if ((seen_ & bit) != 0) return fail("\"" + name + "\" is given twice");
+    seen_ |= bit;
+    return true;
+  }
+
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return fail("the body is not a JSON object");
+  }
+
+ private:
+  enum class Member : unsigned { kOther, kHost, kKey, kLocation, kUrlList };
+
+  bool fail(std::string why) {
+    if (!refusal) refusal = Refusal{400, std::move(why)};
+    return false;
+  }
+  bool notAnObject() { return fail("the body is not a JSON object"); }
+  bool wrongType() {
+    switch (member_) {
+      case Member::kHost:
+      case Member::kKey: return fail("\"host\" and \"key\" must be strings");
+      case Member::kLocation: return fail("\"keyLocation\" must be a string");
+      case Member::kUrlList: return fail(depth_ == 1 ? "\"urlList\" must be an array of URLs"
+                                                     : "\"urlList\" must hold strings only");
+      case Member::kOther: return true;
+    }
+    return true;
+  }
+  bool scalar() { return depth_ == 0 ? notAnObject() : wrongType(); }
+  bool open(bool array) {
+    if (depth_ == 0 && array) return notAnObject();
+    if (depth_ >= 2) {
+      if (member_ == Member::kUrlList) return fail("\"urlList\" must hold strings only");
+      return fail("the body nests deeper than a flat IndexNow object");
+    }
+    if (depth_ == 1 && member_ != Member::kOther) {
+      if (!array || member_ != Member::kUrlList) return wrongType();
+      list_seen = true;
+    }
+    ++depth_;
+    return true;
+  }
+  bool close() {
+    if (--depth_ == 1 && member_ == Member::kUrlList) member_ = Member::kOther;
+    return true;
+  }
+
+  int depth_ = 0;
+  Member member_ = Member::kOther;
+  unsigned seen_ = 0;
+};
+
 }  // namespace
 
 bool validKey(std::string_view key) {
@@ -78,27 +183,14 @@ Parsed parseGet(const http::Request& req) {
 }
 
 Parsed parsePost(std::string_view body) {
-  const auto doc = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) return refuse(400, "the body is not a JSON object");
-  auto text = [&](const char* name) -> const std::string* {
-    auto it = doc.find(name);
-    return it != doc.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
-  };
-  const std::string* host = text("host");
-  const std::string* key = text("key");
-  if (host == nullptr || key == nullptr) return refuse(400, "\"host\" and \"key\" must be strings");
-  if (doc.contains("keyLocation") && text("keyLocation") == nullptr) return refuse(400, "\"keyLocation\" must be a string");
-  auto list = doc.find("urlList");
-  if (list == doc.end() || !list->is_array()) return refuse(400, "\"urlList\" must be an array of URLs");
-  if (list->size() > kMaxUrls) return refuse(400, "more than 10,000 URLs in one submission");
-  std::vector<std::string> urls;
-  urls.reserve(list->size());
-  for (const auto& u : *list) {
-    if (!u.is_string()) return refuse(400, "\"urlList\" must hold strings only");
-    urls.push_back(u.get<std::string>());
-  }
-  const std::string* location = text("keyLocation");
-  return build(*key, *host, location == nullptr ? std::string_view() : std::string_view(*location), urls);
+  PostReader reader;
+  const bool read = nlohmann::json::sax_parse(body.begin(), body.end(), &reader);
+  if (reader.refusal) return *reader.refusal;
+  if (!read) return refuse(400, "the body is not a JSON object");
+  if (!reader.host_text || !reader.key_text) return refuse(400, "\"host\" and \"key\" must be strings");
+  if (!reader.list_seen) return refuse(400, "\"urlList\" must be an array of URLs");
+  return build(std::move(*reader.key_text), *reader.host_text,
+               reader.location_text ? std::string_view(*reader.location_text) : std::string_view(), reader.urls);
 }
 
 }  // namespace lcc::indexnow

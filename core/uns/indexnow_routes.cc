@@ -27,6 +27,9 @@ void addIndexNowRoutes(NodeContext& node, Forwarder& forwarder) {
   o.default_bandwidth = static_cast<std::uint64_t>(cfg.getInt("rs.default_bandwidth"));
   o.default_quota_files = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_files"));
   o.default_quota_bytes = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_bytes"));
+  o.accept_mime = cfg.getList("accept_mime");
+  o.max_url_length = static_cast<std::size_t>(cfg.getInt("uns.max_url_length"));
+  o.max_listed_refusals = static_cast<std::size_t>(cfg.getInt("indexnow.max_listed_refusals"));
   const Millis timeout(cfg.getInt("indexnow.key_timeout"));
   const std::string work_dir = node.data_dir + "/indexnow";
   if (Status s = node.env->createDirs(work_dir, DirOptions{.private_dir = true}); !s.isOk()) {

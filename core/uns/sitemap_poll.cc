@@ -44,11 +44,6 @@ proto::SitemapWalkOptions walkOptions(std::uint64_t max_pages) {
   return o;
 }
 
-std::string urlPathOf(const std::string& normal) {
-  auto parts = url::splitNormalUrl(normal);
-  return parts.isOk() ? parts.value().path : std::string("/");
-}
-
 }  // namespace
 
 struct SitemapPoller::Wake {
@@ -68,7 +63,9 @@ SitemapPoller::SitemapPoller(SitemapPollOptions options, SitemapPollDeps deps)
                                        "sitemap polls that failed (a sitemap unreadable, a set refused)")),
       sent_(deps_.metrics->counter("lcc_sitemap_urls_sent_total", "changed and deleted pages sent by sitemap polls")),
       skipped_(deps_.metrics->counter("lcc_sitemap_urls_skipped_total",
-                                      "listed sitemaps and pages skipped: outside the provider's prefixes, or not http(s)")) {}
+                                      "listed sitemaps and pages skipped: outside the provider's prefixes, or not http(s)")),
+      refused_(deps_.metrics->counter("lcc_sitemap_urls_refused_total",
+                                      "new or changed sitemap pages refused as a CP's URL (203: type not accepted, ...)")) {}
 
 SitemapPoller::~SitemapPoller() { stop(); }
 
@@ -187,8 +184,25 @@ Result<SitemapPollReport> SitemapPoller::pollProvider(const ProviderRecord& p) {
     }
   }
   std::vector<std::string> lines;
+  std::vector<FetchErrorEntry> refused;
+  proto::UrlRules rules;
+  rules.accept_mime = options_.accept_mime;
+  rules.prefixes = prefixes;
+  rules.max_url_length = options_.max_url_length;
   for (const auto& c : proto::diffSitemaps(before, have_before, walk.pages())) {
-    std::vector<std::pair<std::string, std::string>> attrs = {{"c", c.url}, {"m", mime_.forUrlPath(urlPathOf(c.url))}};
+    std::vector<std::pair<std::string, std::string>> attrs = {{"c", c.url}, {"m", mime_.forUrl(c.url)}};
+    if (!c.deleted) {  // a delete goes out whatever its type: what was stored before goes
+      proto::UrlVerdict v = proto::validateUrl(attrs, "", p.id, rules);
+      if (v.code != ErrorCode::kNone) {
+        FetchErrorEntry& e = refused.emplace_back();
+        e.notice.key = {p.id, c.url, attrs[1].second};
+        e.notice.op = UrlOp::kCheck;
+        e.code = v.code;
+        e.message = v.message + " (" + attrs[1].second + ", from the sitemap " + p.sitemap_url + ")";
+        e.when = deps_.clock->now();
+        continue;
+      }
+    }
     if (!c.deleted && c.lastmod) attrs.emplace_back("mt", formatRfc3339(*c.lastmod));
     attrs.emplace_back("op", c.deleted ? "delete" : "check");  // check: a 404/410 removes the page
     ++(c.deleted ? report.deleted : report.changed);
@@ -200,9 +214,30 @@ Result<SitemapPollReport> SitemapPoller::pollProvider(const ProviderRecord& p) {
     return failed("the changes were sent, but the state could not be written (they are sent again): " + s.message());
   }
   sent_.inc(lines.size());
-  spdlog::info("sitemap: provider {}: {} pages, {} changed, {} deleted, {} skipped, in {} set(s)", p.id, report.pages,
-               report.changed, report.deleted, report.skipped, report.sets);
+  report.refused = refused.size();
+  recordRefusals(p.id, refused);
+  spdlog::info("sitemap: provider {}: {} pages, {} changed, {} deleted, {} skipped, {} refused, in {} set(s)", p.id,
+               report.pages, report.changed, report.deleted, report.skipped, report.refused, report.sets);
   return report;
+}
+
+void SitemapPoller::recordRefusals(ProviderId pid, const std::vector<FetchErrorEntry>& refused) {
+  if (refused.empty()) return;
+  refused_.inc(refused.size());
+  spdlog::warn("sitemap: provider {}: {} new or changed pages refused, first: {}: {} {}", pid, refused.size(),
+               refused.front().notice.key.url, static_cast<int>(refused.front().code), refused.front().message);
+  Status s = deps_.providers->modify(
+      pid,
+      [&](ProviderRecord& r) {
+        r.error_total += refused.size();
+        for (const auto& e : refused) {
+          if (r.errors.size() >= options_.max_errors_kept) break;
+          r.errors.push_back(e);
+        }
+        return Status::ok();
+      },
+      WriteOptions{.durable = false});
+  if (!s.isOk() && !s.isNotFound()) spdlog::warn("sitemap: provider {}: recording the refused pages: {}", pid, s.toString());
 }
 
 Status SitemapPoller::submitChanges(const ProviderRecord& p, const std::vector<std::string>& lines,
@@ -230,6 +265,9 @@ std::unique_ptr<SitemapPoller> makeSitemapPoller(NodeContext& node, Forwarder& f
   o.check_interval = Millis(cfg.getInt("sitemap.check_interval"));
   o.max_pages = static_cast<std::uint64_t>(cfg.getInt("sitemap.max_pages"));
   o.max_set_urls = static_cast<std::uint64_t>(cfg.getInt("uns.max_set_urls"));
+  o.accept_mime = cfg.getList("accept_mime");
+  o.max_url_length = static_cast<std::size_t>(cfg.getInt("uns.max_url_length"));
+  o.max_errors_kept = static_cast<std::size_t>(cfg.getInt("qm.max_errors_kept"));
   const Millis timeout(cfg.getInt("sitemap.fetch_timeout"));
   struct Fetching {
     std::atomic<std::uint64_t> next_id{(7ull << 60) + 1};  // apart from robots, the RS and IndexNow

@@ -7,8 +7,11 @@
 // read with the rules of `lcc cp sitemap` (proto::SitemapWalk); a listed sitemap or page
 // outside the provider's prefixes is skipped, counted and logged. The pages are
 // compared with the last poll's (proto::diffSitemaps, the state of `cp sitemap
-// --state`): new or changed pages go out with op="check" (a 404 or 410 removes the URL,
-// as for IndexNow), pages no longer listed with op="delete", in sets of at most
+// --state`): new or changed pages are checked as a CP's <url> would be, their type
+// guessed from the path (proto::validateUrl against accept_mime: a page refused, e.g.
+// 203, is never sent or fetched and goes to the provider's error list with its code);
+// the others go out with op="check" (a 404 or 410 removes the URL, as for IndexNow),
+// pages no longer listed with op="delete", in sets of at most
 // uns.max_set_urls, each through the forwarder and waited for (durable, as a CP's set).
 // Only then is the state file <state_dir>/<pid>.state replaced: a restart does not
 // resend everything, and a failed poll (a sitemap that cannot be read, a refused set)
@@ -45,6 +48,11 @@ struct SitemapPollOptions {
   Millis check_interval{60 * 1000};             // sitemap.check_interval
   std::uint64_t max_pages = 1'000'000;          // sitemap.max_pages
   std::uint64_t max_set_urls = 1'000'000;       // uns.max_set_urls
+  // What a page must pass, as a CP's <url> (accept_mime, uns.max_url_length), its type
+  // guessed from its path; a page refused goes to the provider's errors (qm.max_errors_kept).
+  std::vector<std::string> accept_mime = {"text/*", "application/pdf", "application/xml"};
+  std::size_t max_url_length = 2048;
+  std::size_t max_errors_kept = 100;
 };
 
 struct SitemapPollDeps {
@@ -69,6 +77,7 @@ struct SitemapPollReport {
   std::uint64_t changed = 0;   // sent with op="check"
   std::uint64_t deleted = 0;   // sent with op="delete"
   std::uint64_t skipped = 0;   // listed sitemaps and pages outside the prefixes, or not http(s) URLs
+  std::uint64_t refused = 0;   // new or changed pages refused as a CP's URL would be (203: type not accepted)
   std::uint64_t sets = 0;      // partial sets submitted
 };
 
@@ -99,6 +108,8 @@ class SitemapPoller {
   Track& track(ProviderId pid);
   std::string statePath(ProviderId pid) const;
   Status submitChanges(const ProviderRecord& p, const std::vector<std::string>& lines, SitemapPollReport& report);
+  // The refused pages into the provider's error list, as the QM records a fetch error.
+  void recordRefusals(ProviderId pid, const std::vector<FetchErrorEntry>& refused);
 
   SitemapPollOptions options_;
   SitemapPollDeps deps_;
@@ -110,6 +121,7 @@ class SitemapPoller {
   Counter& failures_;
   Counter& sent_;
   Counter& skipped_;
+  Counter& refused_;
 };
 
 // The poller of a node that runs the uns role: sitemaps through the node's fetcher,

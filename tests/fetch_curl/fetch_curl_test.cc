@@ -247,6 +247,19 @@ TEST_F(FetchCurlTest, ReturnedTypeMustMatchTheDeclaredOne) {
   EXPECT_EQ(good.mime, "application/pdf");
 }
 
+// Issue 25: IndexNow and sitemap polls declare the type they guessed from the path
+// (text/html for a path without an extension); a server that sends a program under
+// such a name gets 307 and nothing is written, also after a redirect.
+TEST_F(FetchCurlTest, AGuessedTypeServedAsAnotherIs307AndNothingIsWritten) {
+  auto f = make({{"allow_private", "true"}});
+  for (const std::string path : {"/type/application/x-msdownload", "/to//type/Application/X-MSDownload"}) {
+    FetchResult r = fetch(*f, server_.url(path), "text/html");
+    EXPECT_EQ(r.code, ErrorCode::kMimeMismatch) << path << ": " << r.message;
+    EXPECT_EQ(r.message, "returned type application/x-msdownload, declared text/html");
+    EXPECT_FALSE(posixEnv()->exists(last_path_)) << path;
+  }
+}
+
 TEST_F(FetchCurlTest, SendsAClearUserAgentAndReusesConnections) {
   auto f = make({{"allow_private", "true"}});
   FetchResult r = fetch(*f, server_.url("/ua"));

@@ -96,6 +96,46 @@ TEST(IndexNowRequestTest, EachRuleRefusesWithItsStatus) {
   EXPECT_EQ(std::get<Refusal>(parseGet(get("javascript:alert(1)", kKey))).status, 422);
 }
 
+// Issue 25: the body is read as SAX events; a flat object is all IndexNow sends, so
+// anything nested deeper than an array or object in a member is refused with 400
+// (the old reader built a DOM of whatever came, and skipped members it did not read).
+TEST(IndexNowRequestTest, TheBodyIsAFlatObjectAndAnythingDeeperIs400) {
+  const std::string head = "{\"host\": \"a.example\", \"key\": \"" + std::string(kKey) + "\", ";
+  const std::string list = "\"urlList\": [\"http://a.example/x\"]";
+  auto taken = parsePost(head + "\"note\": \"hi\", \"tags\": [1, \"a\"], \"meta\": {\"n\": 1}, " + list + "}");
+  ASSERT_TRUE(std::holds_alternative<Submission>(taken)) << std::get<Refusal>(taken).message;
+  EXPECT_EQ(std::get<Submission>(taken).urls, std::vector<std::string>{"http://a.example/x"});
+  const std::vector<std::string> refused = {
+      head + "\"meta\": {\"deeper\": {\"n\": 1}}, " + list + "}",
+      head + "\"tags\": [[1]], " + list + "}",
+      head + list + ", \"x\": " + std::string(100, '[') + std::string(100, ']') + "}",
+      head + "\"urlList\": [[\"http://a.example/x\"]]}",
+      head + "\"urlList\": [{\"url\": \"http://a.example/x\"}]}",
+      head + list + ", " + list + "}",
+      head + "\"key\": \"" + std::string(kKey) + "\", " + list + "}",
+      head + "\"host\": {\"name\": \"a.example\"}, " + list + "}",
+      std::string(100'000, '['),
+      std::string(50'000, '[') + std::string(50'000, ']'),
+  };
+  for (const auto& body : refused) {
+    auto r = parsePost(body);
+    ASSERT_TRUE(std::holds_alternative<Refusal>(r)) << body.substr(0, 200);
+    EXPECT_EQ(std::get<Refusal>(r).status, 400) << body.substr(0, 200);
+  }
+  EXPECT_THAT(std::get<Refusal>(parsePost(refused[0])).message, HasSubstr("deeper than a flat"));
+  EXPECT_THAT(std::get<Refusal>(parsePost(refused[5])).message, HasSubstr("\"urlList\" is given twice"));
+}
+
+TEST(IndexNowRequestTest, TheTenThousandAndFirstUrlEndsTheReading) {
+  std::string body = "{\"host\": \"a.example\", \"key\": \"" + std::string(kKey) + "\", \"urlList\": [";
+  for (int i = 0; i < 10'001; ++i) body += "\"http://a.example/x\",";
+  body += "1 2 3 not json at all";  // never read: the reader stopped at URL 10,001
+  auto r = parsePost(body);
+  ASSERT_TRUE(std::holds_alternative<Refusal>(r));
+  EXPECT_EQ(std::get<Refusal>(r).status, 400);
+  EXPECT_THAT(std::get<Refusal>(r).message, HasSubstr("more than 10,000 URLs"));
+}
+
 TEST(IndexNowRequestTest, KeysAreEightTo128LettersDigitsAndDashes) {
   EXPECT_TRUE(validKey("abcd-123"));
   EXPECT_TRUE(validKey(std::string(128, 'Z')));

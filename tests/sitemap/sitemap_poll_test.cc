@@ -154,6 +154,44 @@ TEST_F(SitemapPollTest, AFailedPollChangesNothing) {
   EXPECT_EQ(metrics_.counter("lcc_sitemap_poll_failures_total", "").value(), 2u);
 }
 
+// Issue 25: a listed page is checked as a CP's <url> would be, its type guessed from
+// the path: one the node does not accept (accept_mime: text, PDF, XML here) is never
+// sent, so never fetched, and becomes an error of the provider with its code, once.
+TEST_F(SitemapPollTest, PagesOfTypesNotAcceptedAreNotSentAndBecomeTheProvidersErrors) {
+  files_[kBase + "docs/sitemap.xml"] =
+      urlset({{kBase + "docs/page.html", ""}, {kBase + "docs/img.png", ""}, {kBase + "docs/tool.exe", ""},
+              {kBase + "docs/about", ""}, {kBase + "docs/paper.pdf", ""}});
+  auto p = poller();
+  auto report = p->pollProvider(*fixture_.store()->get(1).value());
+  ASSERT_TRUE(report.isOk()) << report.status().toString();
+  EXPECT_THAT(sent(), ElementsAre("+" + kBase + "docs/about", "+" + kBase + "docs/page.html",
+                                  "+" + kBase + "docs/paper.pdf"));
+  EXPECT_EQ(report.value().refused, 2u);
+  EXPECT_EQ(report.value().changed, 3u);
+  EXPECT_EQ(metrics_.counter("lcc_sitemap_urls_refused_total", "").value(), 2u);
+  auto errors = [&] {
+    std::vector<std::string> out;
+    const ProviderRecord record = *fixture_.store()->get(1).value();
+    for (const auto& e : record.errors) {
+      out.push_back(std::to_string(static_cast<int>(e.code)) + " " + e.notice.key.url + " " + e.notice.key.mime);
+    }
+    return out;
+  };
+  EXPECT_THAT(errors(), ElementsAre("203 " + kBase + "docs/img.png image/png",
+                                    "203 " + kBase + "docs/tool.exe application/octet-stream"));
+  EXPECT_EQ(fixture_.store()->get(1).value()->error_total, 2u);
+  EXPECT_THAT(fixture_.store()->get(1).value()->errors[0].message, HasSubstr("mime type not accepted"));
+  // Unchanged at the next poll: nothing sent, nothing reported again.
+  ASSERT_TRUE(p->pollProvider(*fixture_.store()->get(1).value()).isOk());
+  EXPECT_TRUE(sent().empty());
+  EXPECT_EQ(errors().size(), 2u);
+  // A page no longer listed is deleted whatever its type (what an older LCC stored goes).
+  files_[kBase + "docs/sitemap.xml"] = urlset({{kBase + "docs/page.html", ""}, {kBase + "docs/about", ""},
+                                               {kBase + "docs/paper.pdf", ""}});
+  ASSERT_TRUE(p->pollProvider(*fixture_.store()->get(1).value()).isOk());
+  EXPECT_THAT(sent(), ElementsAre("-" + kBase + "docs/img.png", "-" + kBase + "docs/tool.exe"));
+}
+
 TEST_F(SitemapPollTest, ASitemapOutsideThePrefixesIsNotRead) {
   auto p = poller();
   auto r = p->pollProvider(provider(1, kBase + "sitemap.xml"));

@@ -192,6 +192,8 @@ const std::vector<KeySpec>& Config::schema() {
        "auto: a verified site whose URLs no provider covers gets one, scoped to the key file's folder (off: 403)"},
       {"indexnow.requests_per_minute", KeyType::kInt, "60", 0, 1000000,
        "IndexNow requests per site (scheme, host, port) per minute; more get 429 (0: no limit)"},
+      {"indexnow.max_listed_refusals", KeyType::kInt, "100", 1, 10000,
+       "refused URLs an IndexNow answer names one by one (the rest are counted)"},
       // --- sitemap (providers' sitemaps, polled by the uns role) ---
       {"sitemap.min_interval", KeyType::kDuration, "1m", 1000, kDay,
        "shortest sitemap poll interval `lcc provider set --sitemap-interval` accepts"},
