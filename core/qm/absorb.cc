@@ -193,7 +193,7 @@ Status dropRow(StoreTxn& t, const std::string& key, ListId list) {
   }
   if (row->op == QueueOp::kFetch) {
     LCC_ASSIGN_OR_RETURN(auto rec, t.content(key));
-    if (!rec || rec->deleted) t.effects.fresh_delta[row->notice.key.pid] -= 1;
+    if (!rec || rec->deleted) t.effects.claimed_delta[row->notice.key.pid] -= 1;
   }
   t.removeEntry(key);
   t.effects.queued_delta[row->notice.key.pid] -= 1;
@@ -286,9 +286,11 @@ Result<bool> tombstone(StoreTxn& t, const std::string& key, WallTime now) {
 Result<bool> removeContent(StoreTxn& t, const std::string& key, WallTime now) {
   LCC_ASSIGN_OR_RETURN(bool removed, tombstone(t, key, now));
   if (removed) {
-    // A fetch still queued for it is fresh again: fetched, it takes a file anew.
+    // A fetch still queued for it keeps the identity claimed.
     LCC_ASSIGN_OR_RETURN(auto row, t.entry(key));
-    if (row && row->op == QueueOp::kFetch) t.effects.fresh_delta[row->notice.key.pid] += 1;
+    if (!row || row->op != QueueOp::kFetch) {
+      if (auto k = decodeUrlKey(key)) t.effects.claimed_delta[k->pid] -= 1;
+    }
   }
   return removed;
 }
@@ -305,8 +307,6 @@ Status storeContent(StoreTxn& t, ContentRecord rec) {
       t.putDelete(d);
       t.effects.deletes.push_back(d);
     }
-  } else {
-    t.effects.fresh_delta[rec.key.pid] -= 1;  // its fetch row was fresh: now a held file
   }
   u.files += 1;
   u.bytes += static_cast<std::int64_t>(rec.size);
@@ -335,7 +335,7 @@ bool visibleToContentUsersEqual(const ContentRecord& r, const UrlNotice& n) {
 namespace {
 
 // A fetch for an identity not held is about to be queued: refused past the files quota
-// (nothing changes), else counted as fresh.
+// (nothing changes), else claimed.
 bool admitFresh(StoreTxn& t, const UrlNotice& n, const AbsorbContext& ctx) {
   if (ctx.quota_files > 0 && ctx.files_claimed && ctx.files_claimed() >= ctx.quota_files) {
     auto& r = t.effects.refused[n.key.pid];
@@ -343,7 +343,7 @@ bool admitFresh(StoreTxn& t, const UrlNotice& n, const AbsorbContext& ctx) {
     if (r.notices.size() < ctx.keep_refused) r.notices.push_back(n);
     return false;
   }
-  t.effects.fresh_delta[n.key.pid] += 1;
+  t.effects.claimed_delta[n.key.pid] += 1;
   return true;
 }
 
@@ -414,9 +414,9 @@ Status insertRemoval(StoreTxn& t, const UrlNotice& n, WallTime now) {
     }
   }
   if (look_at_content) {
-    // The row (if any) is op=nothing now: the tombstone leaves nothing fresh.
+    // The row (if any) is op=nothing now: the identity is no longer claimed.
     LCC_ASSIGN_OR_RETURN(bool removed, tombstone(t, key, now));
-    if (fetch_row && !removed) t.effects.fresh_delta[n.key.pid] -= 1;  // a fresh fetch called off
+    if (fetch_row || removed) t.effects.claimed_delta[n.key.pid] -= 1;
   }
   return Status::ok();
 }

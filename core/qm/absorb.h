@@ -39,9 +39,9 @@ inline constexpr const char* kMetaAppliedEnd = "qm.applied_journal_end";
 inline constexpr const char* kMetaNextPSet = "qm.next_pset";
 inline std::string metaUnsKey(const std::string& uns) { return "qm.uns." + uns; }  // highest set id applied
 inline constexpr const char* kMetaLastMerge = "qm.last_merge_ms";  // wall time of the last slot merge
-// Per provider: queued fetches of identities it does not hold yet (the files quota,
-// queue_manager_quota.cc); written with the rows that change it.
-inline std::string metaFreshKey(ProviderId pid) { return "qm.fresh." + std::to_string(pid); }
+// Per provider: the identities it claims — held, or with a fetch queued — for the files
+// quota (queue_manager_quota.cc); written with the rows that change it.
+inline std::string metaClaimedKey(ProviderId pid) { return "qm.claimed." + std::to_string(pid); }
 // A meta value written as a decimal number; nullopt when absent or not a number.
 std::optional<std::uint64_t> parseMetaU64(const std::optional<std::string>& value);
 
@@ -55,10 +55,10 @@ struct TxnEffects {
     std::int64_t bytes = 0;
   };
   std::map<ProviderId, Usage> usage_delta;                 // stored content added / removed
-  // Queued fetches of identities without a live record ("fresh": they take a file of
-  // the quota once fetched) added (+) / gone (-): a fetch row appeared or went while
-  // nothing was stored, or content was stored or removed under a fetch row.
-  std::map<ProviderId, std::int64_t> fresh_delta;
+  // Identities claimed (a live record, or an op=fetch row; the files quota) added (+)
+  // / given up (-). Storing a fetched body changes nothing (the row's claim becomes the
+  // record's), so the usual result writes no count.
+  std::map<ProviderId, std::int64_t> claimed_delta;
   // Updates refused by the files quota (206), per provider: how many, and the first
   // notices (at most AbsorbContext::keep_refused) for the provider's error list.
   struct Refused {
@@ -142,7 +142,7 @@ Status appendToList(StoreTxn& t, QueueEntry e, std::int32_t priority);
 // `found` (optional) tells whether the row was on that list.
 Status unlinkFromList(StoreTxn& t, const std::string& key, ListId list, bool* found = nullptr);
 // Removes the row and unlinks it (from `list`, else from its own (pset, -1) or (pset, slot)).
-// A fetch row of an identity with no live record was fresh (effects.fresh_delta).
+// A fetch row of an identity with no live record gives up its claim (effects.claimed_delta).
 Status dropRow(StoreTxn& t, const std::string& key, ListId list);
 // Moves a row to the end of the same list (a retryable failure: "marked bad").
 Status moveToTail(StoreTxn& t, const std::string& key, ListId list, std::uint16_t bad_count);
@@ -161,8 +161,7 @@ Status mergeIntoNow(StoreTxn& t, PSetId pset, TimeSlot slot);
 // file goes to the FSMDB and effects). Returns true when something was removed.
 Result<bool> removeContent(StoreTxn& t, const std::string& key, WallTime now);
 // Stores a fetched record; deletes the old file when it changed. The identity's row is
-// the fetch this is the result of (an op=fetch row), so a first record turns a fresh
-// queued fetch into a held file.
+// the fetch this is the result of (an op=fetch row), so its claim does not change.
 Status storeContent(StoreTxn& t, ContentRecord rec);
 
 // True when the notice declares something and all it declares equals what was
@@ -182,8 +181,8 @@ struct AbsorbContext {
   WallTime now{};
   const TimeSlots* slots = nullptr;
   // The files quota (0: none). An update that would add an identity (nothing stored,
-  // no fetch queued) is refused when files_claimed() — what the provider holds plus
-  // its fresh queued fetches, as the caller counts them — has reached it.
+  // no fetch queued) is refused when files_claimed() — the identities the provider
+  // holds or has queued, as the caller counts them — has reached it.
   std::uint64_t quota_files = 0;
   std::function<std::uint64_t()> files_claimed;
   std::size_t keep_refused = 100;  // refused notices kept in effects.refused (per provider)

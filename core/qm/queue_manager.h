@@ -288,13 +288,14 @@ class QueueManager {
   void applyEffects(TxnEffects& e);
   ProviderInfo providerInfo(ProviderId pid);
   // the files quota (queue_manager_quota.cc)
-  std::uint64_t freshCount(ProviderId pid);  // loaded from the QueueStore meta at first need
-  // Files the provider holds plus its fresh queued fetches, with what `t` changed so far.
+  // The identities the provider holds or has queued, with what `t` changed so far: the
+  // count kept (metaClaimedKey, read at first need), never below the files it holds nor
+  // above those plus its queued rows.
   std::uint64_t filesClaimed(ProviderId pid, const StoreTxn& t);
   // Sets the quota check of run `run` (a full set counts its own identities only).
   void armFileQuota(ApplyGroup& g, ApplyRun& run);
-  // Puts the new fresh counts of `t.effects` into `t` (before its commit); returns them.
-  std::vector<std::pair<ProviderId, std::uint64_t>> writeFresh(StoreTxn& t);
+  // Puts the new claimed counts of `t.effects` into `t` (before its commit); returns them.
+  std::vector<std::pair<ProviderId, std::uint64_t>> writeClaimed(StoreTxn& t);
   // Refused updates (206) into the PIDB error list, one write per provider.
   void recordRefused(ProviderId pid, const TxnEffects::Refused& r);
   // replay and rebuild (queue_manager_rebuild.cc)
@@ -360,7 +361,7 @@ class QueueManager {
   std::unordered_map<ProviderId, std::uint64_t> queued_;
   std::unordered_map<ProviderId, std::uint64_t> unapplied_urls_;  // acked, not yet applied (queued_mu_)
   std::unordered_map<ProviderId, ProviderInfo> provider_info_;
-  std::unordered_map<ProviderId, std::uint64_t> fresh_;  // fresh queued fetches (metaFreshKey), loaded lazily
+  std::unordered_map<ProviderId, std::optional<std::uint64_t>> claimed_;  // metaClaimedKey, read lazily (nullopt: none kept)
   std::unordered_set<ProviderId> removed_;  // removed by refreshProviders(): held, late rows dropped
   std::unordered_map<std::string, std::uint64_t> uns_seen_;
   std::deque<Pending> pending_;

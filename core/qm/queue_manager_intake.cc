@@ -404,13 +404,13 @@ Status QueueManager::applyStreamed(ApplyGroup& g, const IntakeHeader& header, Jo
   return endApply(g);
 }
 Status QueueManager::finishTxn(StoreTxn& t) {
-  const auto fresh = writeFresh(t);  // with the rows that changed it
+  const auto claimed = writeClaimed(t);  // with the rows that changed it
   Status s = t.commit();
   if (!s.isOk()) {
     storeFailed(s);
     return s;
   }
-  for (const auto& [pid, v] : fresh) fresh_[pid] = v;
+  for (const auto& [pid, v] : claimed) claimed_[pid] = v;
   applyEffects(t.effects);
   t.effects.clear();
   return Status::ok();

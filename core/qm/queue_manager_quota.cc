@@ -1,14 +1,17 @@
 // queue_manager_quota.cc — the files quota (issue 25), where the sets of every way in
 // (CP sessions, IndexNow, sitemap polls) meet: a new identity that would take the
-// provider past quota_files — the files it holds plus its fresh queued fetches (of
-// identities it does not hold yet) — is not queued; it ends as error 206 in the
+// provider past quota_files — the identities it claims: those it holds plus its new
+// ones queued and not yet fetched — is not queued; it ends as error 206 in the
 // provider's error list. Refreshes and deletes of what it holds are never refused.
 //
-// The counts are per provider (rule 4): held files are the PIDB's used_files plus the
-// changes since the last checkpoint (usage_pending_); fresh fetches are kept as the
-// QueueStore meta metaFreshKey(pid), written in the same batch as the rows that change
-// it (absorb.cc reports the changes in TxnEffects::fresh_delta), so a restart reads it
-// back and no scan is needed.
+// The count is per provider (rule 4): absorb.cc reports what claims an identity or
+// gives it up (TxnEffects::claimed_delta; a fetched body stored under its row changes
+// nothing, so the usual result writes no count), and it is kept as the QueueStore meta
+// metaClaimedKey(pid), written in the same batch as the rows that change it, read back
+// at first need after a restart: no scan. It is held between the files the provider
+// holds (the PIDB's used_files plus what changed since the last checkpoint) and those
+// plus its queued rows, so a store written before the count existed starts at what it
+// holds, and a count a crash left off heals.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -19,38 +22,40 @@ namespace lcc::qm {
 
 namespace {
 
-std::int64_t deltaOf(const std::map<ProviderId, std::int64_t>& m, ProviderId pid) {
+template <typename Map>
+std::int64_t deltaOf(const Map& m, ProviderId pid) {
   auto it = m.find(pid);
-  return it == m.end() ? 0 : it->second;
+  return it == m.end() ? 0 : static_cast<std::int64_t>(it->second);
 }
 
-std::uint64_t clampAdd(std::uint64_t v, std::int64_t d) {
-  if (d < 0 && static_cast<std::uint64_t>(-d) > v) return 0;
-  return static_cast<std::uint64_t>(static_cast<std::int64_t>(v) + d);
-}
+std::int64_t clampTo(std::int64_t v, std::int64_t lo, std::int64_t hi) { return std::max(lo, std::min(v, hi)); }
 
 }  // namespace
 
-std::uint64_t QueueManager::freshCount(ProviderId pid) {
-  if (auto it = fresh_.find(pid); it != fresh_.end()) return it->second;
-  auto m = deps_.queue->getMeta(metaFreshKey(pid));
-  if (!m.isOk()) {
-    storeFailed(m.status().withContext("queue store"));
-    return 0;  // not kept: read again once the QM runs again
-  }
-  // Absent (a store written before the count existed): nothing counted yet.
-  const std::uint64_t v = parseMetaU64(m.value()).value_or(0);
-  fresh_[pid] = v;
-  return v;
-}
-
 std::uint64_t QueueManager::filesClaimed(ProviderId pid, const StoreTxn& t) {
-  std::int64_t held = 0;
-  if (auto it = provider_info_.find(pid); it != provider_info_.end()) held = static_cast<std::int64_t>(it->second.used_files);
+  if (provider_info_.find(pid) == provider_info_.end()) (void)providerInfo(pid);
+  std::int64_t held = static_cast<std::int64_t>(provider_info_[pid].used_files);
   if (auto it = usage_pending_.find(pid); it != usage_pending_.end()) held += it->second.files;
   if (auto it = t.effects.usage_delta.find(pid); it != t.effects.usage_delta.end()) held += it->second.files;
-  const std::uint64_t fresh = clampAdd(freshCount(pid), deltaOf(t.effects.fresh_delta, pid));
-  return static_cast<std::uint64_t>(std::max<std::int64_t>(0, held)) + fresh;
+  held = std::max<std::int64_t>(0, held);
+  std::int64_t queued = deltaOf(t.effects.queued_delta, pid);
+  {
+    std::lock_guard<std::mutex> lk(queued_mu_);
+    queued += deltaOf(queued_, pid);
+  }
+  auto kept = claimed_.find(pid);
+  if (kept == claimed_.end()) {
+    auto m = deps_.queue->getMeta(metaClaimedKey(pid));
+    if (!m.isOk()) {
+      storeFailed(m.status().withContext("queue store"));
+      return static_cast<std::uint64_t>(held);  // not kept: read again once the QM runs again
+    }
+    kept = claimed_.emplace(pid, parseMetaU64(m.value())).first;
+  }
+  // None kept (a store written before the count existed): what it holds.
+  const std::int64_t base = kept->second ? static_cast<std::int64_t>(*kept->second) : held;
+  const std::int64_t v = base + deltaOf(t.effects.claimed_delta, pid);
+  return static_cast<std::uint64_t>(clampTo(v, held, held + std::max<std::int64_t>(0, queued)));
 }
 
 void QueueManager::armFileQuota(ApplyGroup& g, ApplyRun& run) {
@@ -68,20 +73,12 @@ void QueueManager::armFileQuota(ApplyGroup& g, ApplyRun& run) {
   }
 }
 
-std::vector<std::pair<ProviderId, std::uint64_t>> QueueManager::writeFresh(StoreTxn& t) {
+std::vector<std::pair<ProviderId, std::uint64_t>> QueueManager::writeClaimed(StoreTxn& t) {
   std::vector<std::pair<ProviderId, std::uint64_t>> out;
-  for (const auto& [pid, d] : t.effects.fresh_delta) {
+  for (const auto& [pid, d] : t.effects.claimed_delta) {
     if (d == 0) continue;
-    std::uint64_t queued_after = 0;
-    {
-      std::lock_guard<std::mutex> lk(queued_mu_);
-      auto q = queued_.find(pid);
-      queued_after = clampAdd(q == queued_.end() ? 0 : q->second, deltaOf(t.effects.queued_delta, pid));
-    }
-    // Never more than the provider's queued rows: a count a crash left off (the
-    // catalog applied, the queue batch lost) heals once its queue drains.
-    const std::uint64_t v = std::min(clampAdd(freshCount(pid), d), queued_after);
-    t.putMeta(metaFreshKey(pid), std::to_string(v));
+    const std::uint64_t v = filesClaimed(pid, t);  // the count after t, held in its bounds
+    t.putMeta(metaClaimedKey(pid), std::to_string(v));
     out.emplace_back(pid, v);
   }
   return out;

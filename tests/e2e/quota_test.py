@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -67,16 +68,17 @@ def cp_way(node, site):
     urls = [f"{base}p{i}.html" for i in range(1, 9)]
     out = send(node, pid, password, "".join(f'<url c="{u}" m="text/html"/>\n' for u in urls))
     assert "accepted 8 of 8" in out, out
-    wait_for("the CP's set settled", lambda: settled(node))
-    have = stored(node, base)
-    assert have == set(urls[:3]), sorted(have)
+    wait_for("3 of the CP's URLs stored", lambda: stored(node, base) == set(urls[:3]) and settled(node))
     out = send(node, pid, password, "")
     assert "fetch errors since the last connection: 5" in out, out
     assert reported(out, 206) == sorted(urls[3:]), out
+    assert settled(node) and stored(node, base) == set(urls[:3])
 
     # At full quota: a refresh of a stored URL goes through and is fetched again; a new
     # URL is refused once more.
     site.write("cp/p1.html", b"<html>p1, changed</html>\n")
+    later = time.time() + 60  # past the Last-Modified of the first fetch, which is to the second
+    os.utime(os.path.join(site.root, "cp/p1.html"), (later, later))
     out = send(node, pid, password, f'<url c="{urls[0]}" m="text/html"/>\n<url c="{base}p9.html" m="text/html"/>\n')
     assert "accepted 2 of 2" in out and "error 206" not in out, out
     wait_for("the refresh fetched",
@@ -97,11 +99,11 @@ def indexnow_way(node, site):
     pid, password = add_provider(node, base, "--quota-files", "2")
     urls = [f"{base}q{i}.html" for i in range(1, 9)]
     indexnow(node, urls)
-    wait_for("the IndexNow set settled", lambda: settled(node))
-    have = stored(node, base)
-    assert len(have) == 2 and have <= set(urls), sorted(have)
+    wait_for("2 of the pinged URLs stored", lambda: len(stored(node, base)) == 2 and settled(node))
     out = send(node, pid, password, "")
     assert "fetch errors since the last connection: 6" in out, out
+    have = stored(node, base)
+    assert len(have) == 2 and have <= set(urls) and settled(node), sorted(have)
     assert reported(out, 206) == sorted(set(urls) - have), out
 
 
@@ -110,11 +112,14 @@ def byte_quota_way(node, site):
     pid, password = add_provider(node, base, "--quota-bytes", "250")
     urls = [f"{base}b{i}.html" for i in range(1, 5)]
     indexnow(node, urls)
-    wait_for("the byte-quota set settled", lambda: settled(node))
+    def two_stored_two_refused():
+        out = send(node, pid, password, "")  # errors are cleared once reported: gather them
+        refused.update(reported(out, 313))
+        return len(refused) == 2 and settled(node)
+    refused = set()
+    wait_for("2 stored, 2 ended with 313", two_stored_two_refused)
     have = stored(node, base)
-    assert len(have) == 2, sorted(have)
-    out = send(node, pid, password, "")
-    assert reported(out, 313) == sorted(set(urls) - have), out
+    assert len(have) == 2 and refused == set(urls) - have, (sorted(have), sorted(refused))
 
 
 def run(node, site):
