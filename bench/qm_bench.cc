@@ -7,6 +7,7 @@
 //   qm_bench fill  --dir D [--plugin storage-kyoto] [--urls 1000000] [--providers 1000] [--set 1000]
 //   qm_bench ready --dir D [--plugin storage-kyoto]
 //   every mode: [--apply-ops N] (qm.apply_batch_ops, store operations per apply batch)
+//               [--quota-files N] (each provider's files quota; large enough, nothing is refused)
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -45,6 +46,7 @@ struct Args {
   std::uint64_t capacity = 512;
   std::uint64_t set_size = 1000;
   std::uint64_t apply_ops = 0;  // qm.apply_batch_ops; 0: the QM's default
+  std::uint64_t quota_files = 0;  // each provider's quota_files (0: none); the files quota's check runs per new URL
 };
 
 // The QM as the benchmark runs it: no back-pressure from the queue's length.
@@ -223,6 +225,7 @@ int runDispatch(const Args& a) {
   for (std::uint32_t i = 0; i < a.providers; ++i) {
     ProviderRecord r;
     r.state = ProviderState::kActive;
+    r.quota_files = a.quota_files;
     check(st.providers->create(r).status(), "create provider");
   }
   auto j = Journal::open(posixEnv(), dir + "/journal");
@@ -289,6 +292,7 @@ int runFill(const Args& a) {
   for (std::uint64_t i = have; i < a.providers; ++i) {
     ProviderRecord r;
     r.state = ProviderState::kActive;
+    r.quota_files = a.quota_files;
     check(st.providers->create(r).status(), "create provider");
   }
   auto j = Journal::open(posixEnv(), a.dir + "/journal");
@@ -375,7 +379,7 @@ int main(int argc, char** argv) {
   Args a;
   if (argc < 2) {
     std::fprintf(stderr, "usage: qm_bench dispatch|fill|ready [--plugin P] [--urls N] [--providers N] [--capacity N] "
-                         "[--set N] [--dir D] [--apply-ops N]\n");
+                         "[--set N] [--dir D] [--apply-ops N] [--quota-files N]\n");
     return 2;
   }
   a.mode = argv[1];
@@ -388,6 +392,7 @@ int main(int argc, char** argv) {
     else if (k == "--set") a.set_size = std::stoull(v);
     else if (k == "--dir") a.dir = v;
     else if (k == "--apply-ops") a.apply_ops = std::stoull(v);
+    else if (k == "--quota-files") a.quota_files = std::stoull(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;

@@ -191,6 +191,10 @@ Status dropRow(StoreTxn& t, const std::string& key, ListId list) {
     if (found || other == list) continue;
     LCC_RETURN_IF_ERROR(unlinkFromList(t, key, other, &found));
   }
+  if (row->op == QueueOp::kFetch) {
+    LCC_ASSIGN_OR_RETURN(auto rec, t.content(key));
+    if (!rec || rec->deleted) t.effects.claimed_delta[row->notice.key.pid] -= 1;
+  }
   t.removeEntry(key);
   t.effects.queued_delta[row->notice.key.pid] -= 1;
   return Status::ok();
@@ -249,7 +253,10 @@ Status mergeIntoNow(StoreTxn& t, PSetId pset, TimeSlot slot) {
 // ---------------------------------------------------------------------------
 // Content
 
-Result<bool> removeContent(StoreTxn& t, const std::string& key, WallTime now) {
+namespace {
+
+// The tombstone of removeContent(), without looking at the queue.
+Result<bool> tombstone(StoreTxn& t, const std::string& key, WallTime now) {
   LCC_ASSIGN_OR_RETURN(auto rec, t.content(key));
   if (!rec || rec->deleted) return false;
   if (!rec->filename.empty()) {
@@ -272,6 +279,20 @@ Result<bool> removeContent(StoreTxn& t, const std::string& key, WallTime now) {
   t.putContent(tomb);
   t.effects.removals += 1;
   return true;
+}
+
+}  // namespace
+
+Result<bool> removeContent(StoreTxn& t, const std::string& key, WallTime now) {
+  LCC_ASSIGN_OR_RETURN(bool removed, tombstone(t, key, now));
+  if (removed) {
+    // A fetch still queued for it keeps the identity claimed.
+    LCC_ASSIGN_OR_RETURN(auto row, t.entry(key));
+    if (!row || row->op != QueueOp::kFetch) {
+      if (auto k = decodeUrlKey(key)) t.effects.claimed_delta[k->pid] -= 1;
+    }
+  }
+  return removed;
 }
 
 Status storeContent(StoreTxn& t, ContentRecord rec) {
@@ -311,25 +332,52 @@ bool visibleToContentUsersEqual(const ContentRecord& r, const UrlNotice& n) {
   return r.view_tag == n.view_tag && r.browse == n.browse && r.fetch == n.fetch;
 }
 
-Status insertUpdate(StoreTxn& t, const UrlNotice& n, const AbsorbContext& ctx) {
+namespace {
+
+// A fetch for an identity not held is about to be queued: refused past the files quota
+// (nothing changes), else claimed.
+bool admitFresh(StoreTxn& t, const UrlNotice& n, const AbsorbContext& ctx) {
+  if (ctx.quota_files > 0 && ctx.files_claimed && ctx.files_claimed() >= ctx.quota_files) {
+    auto& r = t.effects.refused[n.key.pid];
+    r.count += 1;
+    if (r.notices.size() < ctx.keep_refused) r.notices.push_back(n);
+    return false;
+  }
+  t.effects.claimed_delta[n.key.pid] += 1;
+  return true;
+}
+
+}  // namespace
+
+Result<Absorbed> insertUpdate(StoreTxn& t, const UrlNotice& n, const AbsorbContext& ctx) {
   const std::string key = encodeUrlKey(n.key);
   LCC_ASSIGN_OR_RETURN(auto row, t.entry(key));
   if (row) {
+    Absorbed what = Absorbed::kKnown;
+    if (row->op == QueueOp::kNothing) {
+      // A removal overtook this row: the identity is not held, so it is new again.
+      LCC_ASSIGN_OR_RETURN(auto rec, t.content(key));
+      if (!rec || rec->deleted) {
+        if (!admitFresh(t, n, ctx)) return Absorbed::kRefused;
+        what = Absorbed::kQueuedNew;
+      }
+    }
     // Last wins, at the first one's place.
-    if (row->notice == n && row->op == QueueOp::kFetch) return Status::ok();
+    if (row->notice == n && row->op == QueueOp::kFetch) return what;
     row->notice = n;
     row->op = QueueOp::kFetch;
     row->bad_count = 0;
     t.putEntry(*row);
-    return Status::ok();
+    return what;
   }
   LCC_ASSIGN_OR_RETURN(auto rec, t.content(key));
-  if (rec && !rec->deleted && declaredMatches(n, *rec)) {
+  const bool held = rec && !rec->deleted;
+  if (held && declaredMatches(n, *rec)) {
     // Not fetched; the record is confirmed (ageing) and takes the notice's other fields.
     t.effects.fetches_skipped += 1;
     if (rec->view_tag == n.view_tag && rec->browse == n.browse && rec->fetch == n.fetch &&
         rec->refreshed >= ctx.now) {
-      return Status::ok();  // a replay: nothing to change
+      return Absorbed::kKnown;  // a replay: nothing to change
     }
     // Only what a content user sees makes a change (a new seq); a confirmation alone
     // refreshes the record in place (content_store.h), so mirrors see no change.
@@ -339,8 +387,9 @@ Status insertUpdate(StoreTxn& t, const UrlNotice& n, const AbsorbContext& ctx) {
     rec->fetch = n.fetch;
     rec->refreshed = ctx.now;
     t.putContent(*rec);
-    return Status::ok();
+    return Absorbed::kKnown;
   }
+  if (!held && !admitFresh(t, n, ctx)) return Absorbed::kRefused;
   QueueEntry e;
   e.notice = n;
   e.op = QueueOp::kFetch;
@@ -348,23 +397,26 @@ Status insertUpdate(StoreTxn& t, const UrlNotice& n, const AbsorbContext& ctx) {
   e.slot = ctx.slots ? ctx.slots->startSlot(n.tod, ctx.now) : kSlotNow;
   e.queued = ctx.now;
   t.effects.queued_delta[n.key.pid] += 1;
-  return appendToList(t, std::move(e), ctx.priority);
+  LCC_RETURN_IF_ERROR(appendToList(t, std::move(e), ctx.priority));
+  return held ? Absorbed::kKnown : Absorbed::kQueuedNew;
 }
 
 Status insertRemoval(StoreTxn& t, const UrlNotice& n, WallTime now) {
   const std::string key = encodeUrlKey(n.key);
   LCC_ASSIGN_OR_RETURN(auto row, t.entry(key));
   bool look_at_content = true;
+  const bool fetch_row = row && row->op == QueueOp::kFetch;
   if (row) {
-    look_at_content = row->op == QueueOp::kFetch;
+    look_at_content = fetch_row;
     if (row->op != QueueOp::kNothing) {
       row->op = QueueOp::kNothing;
       t.putEntry(*row);
     }
   }
   if (look_at_content) {
-    LCC_ASSIGN_OR_RETURN(bool removed, removeContent(t, key, now));
-    (void)removed;
+    // The row (if any) is op=nothing now: the identity is no longer claimed.
+    LCC_ASSIGN_OR_RETURN(bool removed, tombstone(t, key, now));
+    if (fetch_row || removed) t.effects.claimed_delta[n.key.pid] -= 1;
   }
   return Status::ok();
 }

@@ -39,6 +39,9 @@ inline constexpr const char* kMetaAppliedEnd = "qm.applied_journal_end";
 inline constexpr const char* kMetaNextPSet = "qm.next_pset";
 inline std::string metaUnsKey(const std::string& uns) { return "qm.uns." + uns; }  // highest set id applied
 inline constexpr const char* kMetaLastMerge = "qm.last_merge_ms";  // wall time of the last slot merge
+// Per provider: the identities it claims — held, or with a fetch queued — for the files
+// quota (queue_manager_quota.cc); written with the rows that change it.
+inline std::string metaClaimedKey(ProviderId pid) { return "qm.claimed." + std::to_string(pid); }
 // A meta value written as a decimal number; nullopt when absent or not a number.
 std::optional<std::uint64_t> parseMetaU64(const std::optional<std::string>& value);
 
@@ -52,6 +55,17 @@ struct TxnEffects {
     std::int64_t bytes = 0;
   };
   std::map<ProviderId, Usage> usage_delta;                 // stored content added / removed
+  // Identities claimed (a live record, or an op=fetch row; the files quota) added (+)
+  // / given up (-). Storing a fetched body changes nothing (the row's claim becomes the
+  // record's), so the usual result writes no count.
+  std::map<ProviderId, std::int64_t> claimed_delta;
+  // Updates refused by the files quota (206), per provider: how many, and the first
+  // notices (at most AbsorbContext::keep_refused) for the provider's error list.
+  struct Refused {
+    std::uint64_t count = 0;
+    std::vector<UrlNotice> notices;
+  };
+  std::map<ProviderId, Refused> refused;
   std::uint64_t fetches_skipped = 0;                       // updates matching the stored record
   std::uint64_t removals = 0;                              // tombstones written
   void clear() { *this = TxnEffects{}; }
@@ -128,6 +142,7 @@ Status appendToList(StoreTxn& t, QueueEntry e, std::int32_t priority);
 // `found` (optional) tells whether the row was on that list.
 Status unlinkFromList(StoreTxn& t, const std::string& key, ListId list, bool* found = nullptr);
 // Removes the row and unlinks it (from `list`, else from its own (pset, -1) or (pset, slot)).
+// A fetch row of an identity with no live record gives up its claim (effects.claimed_delta).
 Status dropRow(StoreTxn& t, const std::string& key, ListId list);
 // Moves a row to the end of the same list (a retryable failure: "marked bad").
 Status moveToTail(StoreTxn& t, const std::string& key, ListId list, std::uint16_t bad_count);
@@ -145,7 +160,8 @@ Status mergeIntoNow(StoreTxn& t, PSetId pset, TimeSlot slot);
 // Writes a tombstone for `key` when a live record exists (a delete request for its
 // file goes to the FSMDB and effects). Returns true when something was removed.
 Result<bool> removeContent(StoreTxn& t, const std::string& key, WallTime now);
-// Stores a fetched record; deletes the old file when it changed.
+// Stores a fetched record; deletes the old file when it changed. The identity's row is
+// the fetch this is the result of (an op=fetch row), so its claim does not change.
 Status storeContent(StoreTxn& t, ContentRecord rec);
 
 // True when the notice declares something and all it declares equals what was
@@ -164,10 +180,23 @@ struct AbsorbContext {
   std::int32_t priority = 0;
   WallTime now{};
   const TimeSlots* slots = nullptr;
+  // The files quota (0: none). An update that would add an identity (nothing stored,
+  // no fetch queued) is refused when files_claimed() — the identities the provider
+  // holds or has queued, as the caller counts them — has reached it.
+  std::uint64_t quota_files = 0;
+  std::function<std::uint64_t()> files_claimed;
+  std::size_t keep_refused = 100;  // refused notices kept in effects.refused (per provider)
+};
+
+// What insertUpdate did with a notice.
+enum class Absorbed {
+  kKnown,      // the identity was stored or queued already: refreshed, queued again or replaced
+  kQueuedNew,  // a fetch queued for an identity not held (it takes room in the files quota)
+  kRefused,    // a new identity past the files quota: nothing changed (effects.refused)
 };
 
 // "Insert an update notification".
-Status insertUpdate(StoreTxn& t, const UrlNotice& n, const AbsorbContext& ctx);
+Result<Absorbed> insertUpdate(StoreTxn& t, const UrlNotice& n, const AbsorbContext& ctx);
 // "Insert a removal notification".
 Status insertRemoval(StoreTxn& t, const UrlNotice& n, WallTime now);
 // The full-set sweep: removes every live record of `pid` whose key is not in `keep`,

@@ -1,5 +1,7 @@
 #include "qm/qm_service.h"
 
+#include <limits>
+
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>
@@ -64,7 +66,10 @@ class QmService final : public Service, public BotmLinkHandler {
     io.listen = cfg.getString("listen.qm");
     io.tls = linkListening(node_.tls, node_.clock);
     io.max_attribute_length = static_cast<std::size_t>(cfg.getInt("uns.max_attribute_length"));
-    io.max_set_urls = static_cast<std::uint64_t>(cfg.getInt("uns.max_set_urls"));
+    // The UNS holds each set to its cap (uns.max_set_urls, or the provider's files
+    // quota when that is more: core/uns/session_policy.h); sets stream, so the link
+    // does not cap them again.
+    io.max_set_urls = std::numeric_limits<std::uint64_t>::max();
     intake_ = std::make_unique<IntakeServer>(*node_.io, io, intakeSink());
     qm_->setIntakeListener([this](bool accepting) {
       if (intake_) intake_->setAccepting(accepting);

@@ -224,6 +224,7 @@ class QueueManager {
     JournalPos pos = 0;
     AbsorbContext ctx;
     std::unordered_set<std::string> keep;  // a full set's identities (the sweep)
+    std::uint64_t full_claims = 0;         // a full set's identities held or queued (files quota)
     std::uint64_t done = 0, settled = 0;   // URLs applied; of them, taken off unapplied_urls_
   };
   // The sets of one commitPending() applied in one StoreTxn (consecutive sets; a full
@@ -257,6 +258,8 @@ class QueueManager {
     std::int32_t priority = 0;
     std::uint64_t bandwidth = 0;
     std::vector<std::string> prefixes;
+    std::uint64_t quota_files = 0;  // 0: none
+    std::uint64_t used_files = 0;   // the PIDB's, kept up with flushProviderDeltas()
   };
 
   // What one walk of a ready set's list came to (dispatch).
@@ -287,6 +290,17 @@ class QueueManager {
   Status finishTxn(StoreTxn& t);  // commit + effects
   void applyEffects(TxnEffects& e);
   ProviderInfo providerInfo(ProviderId pid);
+  // the files quota (queue_manager_quota.cc)
+  // The identities the provider holds or has queued, with what `t` changed so far: the
+  // count kept (metaClaimedKey, read at first need), never below the files it holds nor
+  // above those plus its queued rows.
+  std::uint64_t filesClaimed(ProviderId pid, const StoreTxn& t);
+  // Sets the quota check of run `run` (a full set counts its own identities only).
+  void armFileQuota(ApplyGroup& g, ApplyRun& run);
+  // Puts the new claimed counts of `t.effects` into `t` (before its commit); returns them.
+  std::vector<std::pair<ProviderId, std::uint64_t>> writeClaimed(StoreTxn& t);
+  // Refused updates (206) into the PIDB error list, one write per provider.
+  void recordRefused(ProviderId pid, const TxnEffects::Refused& r);
   // replay and rebuild (queue_manager_rebuild.cc)
   Status replayJournal(std::string& crash_why);
   Status loadTables();
@@ -351,6 +365,7 @@ class QueueManager {
   std::unordered_map<ProviderId, std::uint64_t> queued_;
   std::unordered_map<ProviderId, std::uint64_t> unapplied_urls_;  // acked, not yet applied (queued_mu_)
   std::unordered_map<ProviderId, ProviderInfo> provider_info_;
+  std::unordered_map<ProviderId, std::optional<std::uint64_t>> claimed_;  // metaClaimedKey, read lazily (nullopt: none kept)
   std::unordered_set<ProviderId> removed_;  // removed by refreshProviders(): held, late rows dropped
   std::unordered_map<std::string, std::uint64_t> uns_seen_;
   std::deque<Pending> pending_;
@@ -397,7 +412,8 @@ class QueueManager {
   struct Stats {
     std::uint64_t sets = 0, sets_duplicate = 0, sets_rejected = 0, urls = 0, dispatched = 0, fetched = 0,
                   unchanged = 0, errors = 0, retries = 0, skipped = 0, removals = 0, deletes_sent = 0,
-                  deletes_done = 0, deletes_failed = 0, orphans_reclaimed = 0, orphan_bytes_reclaimed = 0, checkpoints = 0, journal_syncs = 0, store_errors = 0;
+                  deletes_done = 0, deletes_failed = 0, orphans_reclaimed = 0, orphan_bytes_reclaimed = 0, checkpoints = 0, journal_syncs = 0, store_errors = 0,
+                  quota_refused = 0;
   } stats_, published_;
 };
 

@@ -250,6 +250,8 @@ QueueManager::ProviderInfo QueueManager::providerInfo(ProviderId pid) {
       info.priority = r.value()->priority;
       info.bandwidth = r.value()->bandwidth;
       info.prefixes = r.value()->prefixes;
+      info.quota_files = r.value()->quota_files;
+      info.used_files = r.value()->used_files;
     }
   }
   provider_info_[pid] = info;
@@ -281,6 +283,8 @@ Status QueueManager::startApply(ApplyGroup& g, const IntakeHeader& header, Journ
 Status QueueManager::applyUrls(ApplyGroup& g, const std::vector<UrlNotice>& urls) {
   ApplyRun& run = g.runs.back();
   const ProviderId pid = run.header.pid;
+  armFileQuota(g, run);
+  const bool full = run.header.kind == SetKind::kFull;
   for (const auto& u0 : urls) {
     const UrlNotice* u = &u0;
     UrlNotice fixed;
@@ -289,8 +293,18 @@ Status QueueManager::applyUrls(ApplyGroup& g, const std::vector<UrlNotice>& urls
       fixed.key.pid = pid;
       u = &fixed;
     }
-    if (run.header.kind == SetKind::kFull) run.keep.insert(encodeUrlKey(u->key));
-    Status s = u->op == UrlOp::kDelete ? insertRemoval(g.txn, *u, run.ctx.now) : insertUpdate(g.txn, *u, run.ctx);
+    const bool first = full && run.keep.insert(encodeUrlKey(u->key)).second;
+    Status s;
+    if (u->op == UrlOp::kDelete) {
+      s = insertRemoval(g.txn, *u, run.ctx.now);
+    } else {
+      auto r = insertUpdate(g.txn, *u, run.ctx);
+      s = r.status();
+      // A full set's files: each identity it names that is held or queued, once.
+      if (r.isOk() && (r.value() == Absorbed::kQueuedNew || (r.value() == Absorbed::kKnown && first))) {
+        ++run.full_claims;
+      }
+    }
     if (!s.isOk()) {
       storeFailed(s);
       return s;
@@ -412,11 +426,13 @@ Status QueueManager::applyStreamed(ApplyGroup& g, const IntakeHeader& header, Jo
   return endApply(g);
 }
 Status QueueManager::finishTxn(StoreTxn& t) {
+  const auto claimed = writeClaimed(t);  // with the rows that changed it
   Status s = t.commit();
   if (!s.isOk()) {
     storeFailed(s);
     return s;
   }
+  for (const auto& [pid, v] : claimed) claimed_[pid] = v;
   applyEffects(t.effects);
   t.effects.clear();
   return Status::ok();
@@ -444,6 +460,7 @@ void QueueManager::applyEffects(TxnEffects& e) {
     p.files += u.files;
     p.bytes += u.bytes;
   }
+  for (const auto& [pid, r] : e.refused) recordRefused(pid, r);
   stats_.skipped += e.fetches_skipped;
   stats_.removals += e.removals;
   if (!e.deletes.empty()) pumpDeletes();

@@ -87,6 +87,10 @@ void QueueManager::flushProviderDeltas() {
         },
         WriteOptions{.durable = false});
     if (!s.isOk() && !s.isNotFound()) storeFailed(s.withContext("provider store: quota use"));
+    if (auto info = provider_info_.find(pid); info != provider_info_.end()) {
+      info->second.used_files = static_cast<std::uint64_t>(
+          std::max<std::int64_t>(0, static_cast<std::int64_t>(info->second.used_files) + u.files));
+    }
   }
   usage_pending_.clear();
 }

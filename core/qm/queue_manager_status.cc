@@ -20,6 +20,8 @@ void QueueManager::publishMetrics() {
   bump("lcc_qm_unchanged_total", "fetches answered 304", n.unchanged, p.unchanged);
   bump("lcc_qm_retries_total", "fetches to be retried", n.retries, p.retries);
   bump("lcc_qm_fetches_skipped_total", "updates not fetched (declared mt/size/md5 unchanged)", n.skipped, p.skipped);
+  bump("lcc_qm_quota_refused_total", "new URLs refused (206): the provider's files quota was reached", n.quota_refused,
+       p.quota_refused);
   bump("lcc_qm_removals_total", "records removed (tombstones)", n.removals, p.removals);
   bump("lcc_qm_deletes_sent_total", "file deletes sent to BOT-Ms", n.deletes_sent, p.deletes_sent);
   bump("lcc_qm_deletes_done_total", "file deletes confirmed", n.deletes_done, p.deletes_done);
@@ -74,6 +76,7 @@ nlohmann::json QueueManager::status() const {
   j["retries"] = stats_.retries;
   j["fetches_skipped"] = stats_.skipped;
   j["removals"] = stats_.removals;
+  j["quota_refused"] = stats_.quota_refused;  // new URLs refused by the files quota (206)
   j["deletes_sent"] = stats_.deletes_sent;
   j["deletes_done"] = stats_.deletes_done;
   j["deletes_failed"] = stats_.deletes_failed;  // answered not ok (each is retried, see queue_manager_deletes.cc)

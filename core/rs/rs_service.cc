@@ -43,6 +43,10 @@ Registrar::Registrar(ProviderStore& providers, Fetcher& fetcher, Clock& clock, E
                                         "re-verifications that could not fetch the secret file (retried)");
     reverify_suspended_ = &m->counter("lcc_rs_reverify_suspended_total",
                                       "providers suspended because re-verification failed");
+    evicted_ = &m->counter("lcc_rs_pending_evicted_total",
+                           "pending registrations removed to make room (rs.max_pending reached)");
+    pending_refused_ = &m->counter("lcc_rs_pending_refused_total",
+                                   "POST /register refused with 429: rs.max_pending_per_ip or rs.max_pending_per_host");
     register_throttled_ = &m->counter("lcc_rs_register_throttled_total",
                                       "POST /register refused with 429: rs.register_per_minute from the address");
   }
@@ -58,7 +62,8 @@ AddressLimiter::Decision Registrar::admitRegistration(const std::string& address
   return d;
 }
 
-Result<Registration> Registrar::registerProvider(const std::string& prefix_in, const std::string& contact_in) {
+Result<Registration> Registrar::registerProvider(const std::string& prefix_in, const std::string& contact_in,
+                                                 const std::string& address, Millis* retry_after) {
   auto prefix = normalizePrefix(http::trimSpace(prefix_in));
   if (!prefix.isOk()) return Status::invalidArgument("prefix: " + prefix.status().message());
   std::string contact = http::trimSpace(contact_in);
@@ -66,15 +71,10 @@ Result<Registration> Registrar::registerProvider(const std::string& prefix_in, c
   for (unsigned char c : contact) {
     if (c < 0x20 || c == 0x7f) return Status::invalidArgument("contact: contains a control character");
   }
-  sweepExpired();  // lazily: expired registrations do not count against max_pending
-  std::uint64_t pending = 0;
-  LCC_RETURN_IF_ERROR(providers_.scan([&](const ProviderRecord& p) {
-    if (p.state == ProviderState::kPending) ++pending;
-    return true;
-  }));
-  if (pending >= options_.max_pending) {
-    return Status::busy("too many registrations are waiting for verification; try again later");
-  }
+  sweepExpired();  // lazily: expired registrations do not count against the limits
+  // One registration at a time: the limits are counted and the record made together.
+  std::lock_guard<std::mutex> lock(register_mu_);
+  LCC_RETURN_IF_ERROR(makeRoom(prefix.value(), address, retry_after));
   Registration reg;
   reg.prefix = prefix.value();
   reg.secret = randomHex(16);
@@ -97,6 +97,7 @@ Result<Registration> Registrar::registerProvider(const std::string& prefix_in, c
   rec.secret = reg.secret;
   rec.secret_url = reg.secret_url;
   rec.contact = contact;
+  rec.last_ip = address;  // the registrant's, while pending (rs.max_pending_per_ip); cleared at verification
   rec.reg_expires = reg.expires;
   rec.created = clock_.now();
   LCC_ASSIGN_OR_RETURN(reg.id, providers_.create(rec));
@@ -171,6 +172,7 @@ Verification Registrar::verify(ProviderId id, const std::string& password) {
     if (p.state != ProviderState::kPending && !suspendedByReverification(p)) {
       return Status::aborted("the provider is no longer pending");
     }
+    if (p.state == ProviderState::kPending) p.last_ip.clear();  // the registrant's address, not a CP's
     p.state = ProviderState::kActive;
     p.state_reason.clear();
     // The secret stays: the file is fetched again every rs.reverify_interval.
@@ -374,7 +376,15 @@ http::Response registerAnswer(const http::Request& req, Registrar& reg) {
     busy.headers.emplace_back("Retry-After", std::to_string(seconds));
     return busy;
   }
-  auto r = reg.registerProvider(req.param("prefix"), req.param("contact"));
+  Millis retry_after{0};
+  auto r = reg.registerProvider(req.param("prefix"), req.param("contact"), req.remote_ip, &retry_after);
+  if (!r.isOk() && r.status().code() == StatusCode::kBusy && retry_after.count() > 0) {
+    // rs.max_pending_per_ip or rs.max_pending_per_host: until the oldest of those expires.
+    const std::int64_t seconds = std::max<std::int64_t>(1, (retry_after.count() + 999) / 1000);
+    http::Response busy = errorAnswer(req, 429, r.status().message());
+    busy.headers.emplace_back("Retry-After", std::to_string(seconds));
+    return busy;
+  }
   if (!r.isOk()) {
     int status = r.status().code() == StatusCode::kInvalidArgument ? 400
                  : r.status().code() == StatusCode::kBusy         ? 503
@@ -493,6 +503,8 @@ Result<ServicePtr> makeRsService(NodeContext& node) {
   o.secret_max_size = static_cast<std::uint64_t>(cfg.getInt("rs.secret_max_size"));
   o.sweep_interval = Millis(cfg.getInt("rs.sweep_interval"));
   o.max_pending = static_cast<std::uint64_t>(cfg.getInt("rs.max_pending"));
+  o.max_pending_per_ip = static_cast<std::uint64_t>(cfg.getInt("rs.max_pending_per_ip"));
+  o.max_pending_per_host = static_cast<std::uint64_t>(cfg.getInt("rs.max_pending_per_host"));
   o.register_per_minute = static_cast<std::uint64_t>(cfg.getInt("rs.register_per_minute"));
   o.register_tracked_addresses = static_cast<std::uint64_t>(cfg.getInt("rs.register_tracked_addresses"));
   o.reverify_interval = Millis(cfg.getInt("rs.reverify_interval"));

@@ -27,7 +27,9 @@ struct RsOptions {
   Millis verify_timeout{20000};       // rs.verify_timeout (real time: the fetch is real)
   std::uint64_t secret_max_size = 4096;  // rs.secret_max_size
   Millis sweep_interval{3600 * 1000};    // rs.sweep_interval
-  std::uint64_t max_pending = 1000;      // rs.max_pending
+  std::uint64_t max_pending = 1000;      // rs.max_pending (full: the oldest pending gives way)
+  std::uint64_t max_pending_per_ip = 5;     // rs.max_pending_per_ip (0: no limit)
+  std::uint64_t max_pending_per_host = 10;  // rs.max_pending_per_host: per host of the prefix (0: no limit)
   std::uint64_t register_per_minute = 10;          // rs.register_per_minute (0: no limit)
   std::uint64_t register_tracked_addresses = 10000;  // rs.register_tracked_addresses
   Millis reverify_interval{7LL * 24 * 3600 * 1000};  // rs.reverify_interval (0: never)
@@ -89,9 +91,15 @@ class Registrar : public std::enable_shared_from_this<Registrar> {
   // Before step one for a client at `address`: allowed (and counted) while it made
   // fewer than rs.register_per_minute registrations in the last minute.
   AddressLimiter::Decision admitRegistration(const std::string& address);
-  // Step one: a pending provider with a fresh secret and password. InvalidArgument
-  // with the reason for a bad prefix or contact; Busy when max_pending wait already.
-  Result<Registration> registerProvider(const std::string& prefix, const std::string& contact);
+  // Step one: a pending provider with a fresh secret and password, for a client at
+  // `address` (kept in the record's last_ip while it is pending). InvalidArgument with
+  // the reason for a bad prefix or contact. Busy with `*retry_after` set (the time
+  // until the oldest of them expires) when rs.max_pending_per_ip registrations of the
+  // address, or rs.max_pending_per_host of the prefix's host, are waiting. When
+  // rs.max_pending are waiting, the oldest gives way (is removed; Busy only when that
+  // fails).
+  Result<Registration> registerProvider(const std::string& prefix, const std::string& contact,
+                                        const std::string& address = "", Millis* retry_after = nullptr);
   // Step two: fetch the secret now and activate the provider when it matches. Also
   // for a provider that re-verification suspended: it is active again once its file
   // holds the secret once more.
@@ -113,6 +121,8 @@ class Registrar : public std::enable_shared_from_this<Registrar> {
 
  private:
   void scheduleSweep();
+  // The pending limits of registerProvider (pending_limits.cc); register_mu_ held.
+  Status makeRoom(const std::string& prefix, const std::string& address, Millis* retry_after);
   // Starts fetching rec.secret_url (never following a redirect off rec.prefixes);
   // `done` runs exactly once, also on cancel, on the fetcher's thread, once the
   // fetched file is read and removed. Returns the fetch id (for Fetcher::cancel).
@@ -134,6 +144,7 @@ class Registrar : public std::enable_shared_from_this<Registrar> {
   RsOptions options_;
   std::function<void(std::function<void()>)> post_;
   mutable std::mutex mu_;
+  std::mutex register_mu_;  // one registration counted and made at a time
   TimerId sweep_timer_ = 0;
   bool stopped_ = false;
   std::set<std::uint64_t> in_flight_;
@@ -148,6 +159,8 @@ class Registrar : public std::enable_shared_from_this<Registrar> {
   Counter* verify_failed_ = nullptr;
   Counter* expired_ = nullptr;
   Counter* register_throttled_ = nullptr;
+  Counter* evicted_ = nullptr;
+  Counter* pending_refused_ = nullptr;
   Counter* reverified_ = nullptr;
   Counter* reverify_unreachable_ = nullptr;
   Counter* reverify_suspended_ = nullptr;
@@ -158,6 +171,8 @@ class Registrar : public std::enable_shared_from_this<Registrar> {
 // InvalidArgument with the reason otherwise.
 inline constexpr std::size_t kMaxPrefixLength = 2048;
 Result<std::string> normalizePrefix(const std::string& prefix);
+// The host of a normalised prefix, without the port ("www.example.org", "[::1]").
+std::string prefixHost(std::string_view prefix);
 
 // GET/POST /register, POST /register/verify (HTML, or JSON with format=json or
 // Accept: application/json).

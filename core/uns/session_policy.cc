@@ -26,6 +26,10 @@ proto::UrlAttrs echoAttrs(const proto::UrlAttrs& attrs, std::string_view urlpref
 
 }  // namespace
 
+std::uint64_t maxSetUrls(const SessionConfig& config, std::uint64_t quota_files) {
+  return std::max(config.max_set_urls, quota_files);
+}
+
 SessionPolicy::SessionPolicy(const SessionConfig& config) : config_(config), decoder_(*this, config.xml) {
   rules_.accept_mime = config_.accept_mime;
   rules_.max_url_length = config_.max_url_length;
@@ -190,17 +194,19 @@ void SessionPolicy::onSetBegin(std::string_view kind, std::string_view urlprefix
 
 void SessionPolicy::onUrl(const proto::UrlAttrs& attrs) {
   if (state_ != State::kInSet) return;
-  if (++urls_seen_ > config_.max_set_urls) {
+  const std::uint64_t cap = maxSetUrls(config_, auth_->quota_files);
+  if (++urls_seen_ > cap) {
     decoder_.fail(ErrorCode::kSetTooLarge, "set too large");
-    return reject(ErrorCode::kSetTooLarge,
-                  "set too large (more than " + std::to_string(config_.max_set_urls) + " urls)");
+    return reject(ErrorCode::kSetTooLarge, "set too large (more than " + std::to_string(cap) + " urls)");
   }
   proto::UrlVerdict v = proto::validateUrl(attrs, urlprefix_, auth_->pid, rules_);
   if (v.code == ErrorCode::kNone && v.notice.op == UrlOp::kUpdate) {
     // Quota (206): the UNS cannot tell a new URL from a refreshed one, so a partial set
     // is refused only what certainly cannot fit — or everything once the bytes stored
     // (counted by the QM, which refuses fetches past the quota with 313) reached the
-    // quota; a full set replaces everything and is held to the quota as a whole.
+    // quota; a full set replaces everything and is held to the quota as a whole. The
+    // files quota of a partial set is the QM's: it refuses (206, into the provider's
+    // error list) each new identity past quota_files, whichever way the set came.
     const AuthResult& a = *auth_;
     const std::uint64_t sz = v.notice.size.value_or(0);
     bool over = a.quota_bytes > 0 && sz > a.quota_bytes;
@@ -208,8 +214,7 @@ void SessionPolicy::onUrl(const proto::UrlAttrs& attrs) {
       over = over || (a.quota_files > 0 && updates_ + 1 > a.quota_files) ||
              (a.quota_bytes > 0 && declared_bytes_ + sz > a.quota_bytes);
     } else {
-      over = over || (a.quota_files > 0 && a.used_files >= a.quota_files) ||
-             (a.quota_bytes > 0 && a.used_bytes + sz > a.quota_bytes && sz > 0) ||
+      over = over || (a.quota_bytes > 0 && a.used_bytes + sz > a.quota_bytes && sz > 0) ||
              (a.quota_bytes > 0 && a.used_bytes >= a.quota_bytes);
     }
     if (over) {

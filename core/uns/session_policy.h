@@ -27,6 +27,9 @@ namespace lcc::uns {
 
 struct SessionConfig {
   proto::XmlLimits xml;                  // max_value_length, max_depth, max_elements
+  // uns.max_set_urls: most <url> elements in a set (132) of a provider without a files
+  // quota; a provider with one may send as many as its quota_files when that is more
+  // (maxSetUrls), so a full set naming everything it may hold is never refused.
   std::uint64_t max_set_urls = 1'000'000;
   std::size_t max_url_length = 2048;
   int tod_slots = 24;
@@ -37,6 +40,9 @@ struct SessionConfig {
   // collected and given as one SetSubmission (takeSubmission()).
   std::size_t stream_part_bytes = 0;
 };
+
+// The <url> cap of a set of a provider whose files quota is `quota_files` (0: none).
+std::uint64_t maxSetUrls(const SessionConfig& config, std::uint64_t quota_files);
 
 struct AuthRequest {
   std::string id;        // as sent

@@ -4,6 +4,8 @@
 // session_policy.cc, uns_core.cc and forwarder.cc.
 #include "uns/uns_service.h"
 
+#include <limits>
+
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -446,7 +448,10 @@ UnsOptions unsOptionsFromConfig(const Config& cfg, const std::string& data_dir, 
   s.xml.max_value_length = static_cast<std::size_t>(cfg.getInt("uns.max_attribute_length"));
   s.xml.max_depth = static_cast<int>(cfg.getInt("uns.max_depth"));
   s.max_set_urls = static_cast<std::uint64_t>(cfg.getInt("uns.max_set_urls"));
-  s.xml.max_elements = s.max_set_urls + 16;
+  // The <url> elements are counted by the session (maxSetUrls: the cap may be a
+  // provider's files quota); other elements are skipped as they come, so the reader
+  // counts nothing. A session is bounded in time (uns.session_timeout).
+  s.xml.max_elements = std::numeric_limits<std::uint64_t>::max();
   s.stream_part_bytes = kStreamPartBytes;
   s.max_url_length = static_cast<std::size_t>(cfg.getInt("uns.max_url_length"));
   s.tod_slots = static_cast<int>(cfg.getInt("qm.slots"));

@@ -194,17 +194,33 @@ TEST_F(RsTest, ThePeriodicSweepRemovesExpiredPendingRegistrationsOnly) {
   EXPECT_EQ(clock_.pendingTimers(), 0u);
 }
 
-TEST_F(RsTest, TooManyWaitingRegistrationsAreRefused) {
+// rs.max_pending: a registration past it makes the oldest unverified one give way.
+TEST_F(RsTest, PastMaxPendingTheOldestWaitingRegistrationGivesWay) {
+  Metrics metrics;
+  options_.metrics = &metrics;
   options_.max_pending = 2;
   ScriptedFetcher f;
   auto reg = makeRegistrar(f);
-  ASSERT_TRUE(reg->registerProvider("http://a.example/", "").isOk());
-  ASSERT_TRUE(reg->registerProvider("http://b.example/", "").isOk());
-  auto third = reg->registerProvider("http://c.example/", "");
-  EXPECT_EQ(third.status().code(), StatusCode::kBusy);
-  // Once the others expire, there is room again (they are removed lazily).
-  clock_.advance(Millis(3600 * 1000));
-  EXPECT_TRUE(reg->registerProvider("http://c.example/", "").isOk());
+  auto a = reg->registerProvider("http://a.example/", "");
+  ASSERT_TRUE(a.isOk());
+  clock_.advance(Millis(1000));
+  auto b = reg->registerProvider("http://b.example/", "");
+  ASSERT_TRUE(b.isOk());
+  clock_.advance(Millis(1000));
+  auto c = reg->registerProvider("http://c.example/", "");
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_FALSE(exists(a->id));
+  EXPECT_TRUE(exists(b->id));
+  EXPECT_TRUE(exists(c->id));
+  EXPECT_EQ(metrics.snapshot()["lcc_rs_pending_evicted_total"], 1);
+  // Verified providers are not pending: they never give way.
+  f.set(b->secret_url, {b->secret});
+  ASSERT_EQ(reg->verify(b->id, b->password).http_status, 200);
+  ASSERT_TRUE(reg->registerProvider("http://d.example/", "").isOk());
+  ASSERT_TRUE(reg->registerProvider("http://e.example/", "").isOk());
+  EXPECT_TRUE(exists(b->id));
+  EXPECT_FALSE(exists(c->id));
+  EXPECT_EQ(metrics.snapshot()["lcc_rs_pending_evicted_total"], 2);
 }
 
 // fetch-stub through the real loader: its bodies never hold a secret, and it can
@@ -425,6 +441,77 @@ TEST_F(RsTest, RegistrationsPerAddressAreLimitedWith429AndRetryAfter) {
   options_.register_per_minute = 0;
   auto unlimited = makeRegistrar(f);
   for (int i = 0; i < 30; ++i) EXPECT_TRUE(unlimited->admitRegistration("127.0.0.1").allowed);
+}
+
+// Issue 25: 1,080 registrations from 108 addresses, each address within
+// rs.register_per_minute, used to fill rs.max_pending and lock every real registrant
+// out with 503 for rs.secret_ttl. Now an address and a host may keep only so many
+// waiting (429 past them), and a full table makes the oldest give way.
+TEST_F(RsTest, AFloodFromManyAddressesCannotLockARealRegistrantOut) {
+  Metrics metrics;
+  options_.metrics = &metrics;
+  options_.max_pending = 1000;  // the default
+  options_.register_per_minute = 10;
+  ScriptedFetcher f;
+  auto reg = makeRegistrar(f);
+  http::Router router;
+  registerRsRoutes(router, reg);
+  auto post = [&](const std::string& ip, const std::string& prefix) {
+    http::Request req;
+    req.method = "POST";
+    req.path = "/register";
+    req.remote_ip = ip;
+    req.query = {{"prefix", prefix}, {"format", "json"}};
+    return router.dispatch(req);
+  };
+  int accepted = 0, refused_per_address = 0;
+  for (int round = 0; round < 10; ++round) {  // 10 a minute from each address: within the rate
+    for (int a = 0; a < 108; ++a) {
+      const std::string ip = "198.51.100." + std::to_string(a + 1);
+      http::Response r = post(ip, "http://flood" + std::to_string(a) + "-" + std::to_string(round) + ".example/");
+      if (r.status == 200) ++accepted;
+      if (r.status == 429) ++refused_per_address;
+      EXPECT_TRUE(r.status == 200 || r.status == 429) << r.status << " " << r.body;
+    }
+    clock_.advance(Millis(60 * 1000));
+  }
+  EXPECT_EQ(accepted, 108 * 5) << "rs.max_pending_per_ip (5) from each address";
+  EXPECT_EQ(refused_per_address, 108 * 5);
+  EXPECT_EQ(metrics.snapshot()["lcc_rs_pending_refused_total"], 108 * 5);
+  EXPECT_EQ(metrics.snapshot()["lcc_rs_pending_evicted_total"], 0);
+  std::map<std::string, int> waiting;
+  int pending = 0;
+  ASSERT_TRUE(store_->scan([&](const ProviderRecord& p) {
+    if (p.state == ProviderState::kPending) ++pending, ++waiting[p.last_ip];
+    return true;
+  }).isOk());
+  EXPECT_EQ(pending, 108 * 5);
+  for (const auto& [ip, n] : waiting) EXPECT_EQ(n, 5) << ip;
+  // A real registrant from another address is accepted (not 503 for rs.secret_ttl)
+  // and can verify.
+  http::Response real = post("203.0.113.7", "http://real.example/docs/");
+  ASSERT_EQ(real.status, 200) << real.body;
+  nlohmann::json j = nlohmann::json::parse(real.body);
+  f.set(j["secret_url"], {j["secret"].get<std::string>()});
+  EXPECT_EQ(reg->verify(j["id"].get<ProviderId>(), j["password"]).http_status, 200);
+  EXPECT_EQ(stored(j["id"].get<ProviderId>()).state, ProviderState::kActive);
+  EXPECT_TRUE(stored(j["id"].get<ProviderId>()).last_ip.empty()) << "the registrant's address goes at verification";
+}
+
+// rs.max_pending_per_host: registrations for one host of the prefix, from any address.
+TEST_F(RsTest, RegistrationsWaitingForOneHostAreLimited) {
+  options_.max_pending_per_host = 2;
+  ScriptedFetcher f;
+  auto reg = makeRegistrar(f);
+  Millis retry{0};
+  ASSERT_TRUE(reg->registerProvider("http://victim.example/a/", "", "192.0.2.1", &retry).isOk());
+  ASSERT_TRUE(reg->registerProvider("http://VICTIM.example:80/b/", "", "192.0.2.2", &retry).isOk());
+  auto third = reg->registerProvider("https://victim.example:8443/c/", "", "192.0.2.3", &retry);
+  EXPECT_EQ(third.status().code(), StatusCode::kBusy);
+  EXPECT_EQ(retry, options_.secret_ttl) << "until the oldest of them expires";
+  EXPECT_TRUE(reg->registerProvider("http://other.example/", "", "192.0.2.3", &retry).isOk());
+  EXPECT_EQ(prefixHost("http://[::1]:8080/x/"), "[::1]");
+  EXPECT_EQ(prefixHost("https://www.example.org/"), "www.example.org");
 }
 
 TEST_F(RsTest, TheServiceIsBuiltFromTheConfigAndSweepsWhileRunning) {

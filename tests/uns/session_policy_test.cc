@@ -304,6 +304,55 @@ TEST_F(SessionTest, AProviderOverItsByteQuotaGets206PerUpdate) {
   EXPECT_EQ(r[1].received, 1u);  // the removal
 }
 
+// Issue 25: the files quota of a partial set is the QM's (it alone tells a new URL from
+// a refreshed one): a provider at its files quota still sends refreshes and new URLs
+// alike, and the QM refuses the new ones (206 in the error list of the next init).
+TEST_F(SessionTest, AtItsFilesQuotaAPartialSetStillGoesToTheQm) {
+  ASSERT_TRUE(fx_.store()->modify(1, [](ProviderRecord& p) {
+    p.used_files = p.quota_files;
+    return Status::ok();
+  }).isOk());
+  std::string in = initXml(1) + setXml({"http://www.server.com/known.htm", "http://www.server.com/other.htm"});
+  auto t = runSession(in, 0, kAccepted, goldenSessionConfig(), fx_.store(), &clock_);
+  ASSERT_TRUE(t.forwarded.has_value()) << t.reply;
+  EXPECT_EQ(t.forwarded->count, 2u);
+  auto r = parseReplies(t.reply);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_TRUE(r[1].set_errors.empty()) << t.reply;
+  EXPECT_EQ(r[1].received, 2u);
+}
+
+// Issue 25, the set-size decision: uns.max_set_urls caps the sets of a provider without
+// a files quota; a provider whose quota_files is larger may send a set that large, so
+// a full set naming everything it may hold is never refused with 132.
+TEST_F(SessionTest, TheSetSizeCapIsRaisedToTheProvidersFilesQuota) {
+  SessionConfig cfg = goldenSessionConfig();
+  cfg.max_set_urls = 5;
+  EXPECT_EQ(maxSetUrls(cfg, 0), 5u);
+  EXPECT_EQ(maxSetUrls(cfg, 3), 5u);
+  EXPECT_EQ(maxSetUrls(cfg, 100), 100u);
+  auto urls = [](const std::string& prefix, int n) {
+    std::vector<std::string> out;
+    for (int i = 0; i < n; ++i) out.push_back(prefix + "p" + std::to_string(i) + ".htm");
+    return out;
+  };
+  // Provider 1: quota_files 100, so 8 (and 100) go; 101 do not.
+  auto eight = runSession(initXml(1) + setXml(urls("http://www.server.com/", 8)), 0, kAccepted, cfg, fx_.store(), &clock_);
+  EXPECT_EQ(eight.end, ErrorCode::kNone) << eight.reply;
+  ASSERT_TRUE(eight.forwarded.has_value());
+  EXPECT_EQ(eight.forwarded->count, 8u);
+  cfg.xml.max_elements = 1000;
+  auto hundred = runSession(initXml(1) + setXml(urls("http://www.server.com/", 100)), 0, kAccepted, cfg, fx_.store(), &clock_);
+  EXPECT_EQ(hundred.end, ErrorCode::kNone);
+  auto over = runSession(initXml(1) + setXml(urls("http://www.server.com/", 101)), 0, kAccepted, cfg, fx_.store(), &clock_);
+  EXPECT_EQ(over.end, ErrorCode::kSetTooLarge);
+  // Provider 4: no files quota, so uns.max_set_urls holds.
+  auto capped = runSession(initXml(4) + setXml(urls("http://www.four.org/", 8)), 0, kAccepted, cfg, fx_.store(), &clock_);
+  EXPECT_EQ(capped.end, ErrorCode::kSetTooLarge);
+  EXPECT_FALSE(capped.forwarded.has_value());
+  EXPECT_NE(capped.reply.find("more than 5 urls"), std::string::npos) << capped.reply;
+}
+
 // A streamed set whose bytes all wait at once (they came while the provider was being
 // authenticated, up to 1 MiB in the UNS) still comes in parts of about
 // stream_part_bytes: the decoder gets 16 KiB at a time and stops at a ready part.
