@@ -63,7 +63,12 @@ class RecordingSite:
                 self.end_headers()
                 self.wfile.write(body or b"")
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        class Server(http.server.ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+                    super().handle_error(request, client_address)
+
+        self.server = Server(("127.0.0.1", self.port), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
@@ -101,6 +106,7 @@ class HostileNode(TlsNode):
             if limit:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
+        self.stderr_from = os.path.getsize(self.stderr_path) if os.path.exists(self.stderr_path) else 0
         with open(self.stderr_path, "ab") as err:
             self.proc = subprocess.Popen([os.path.join(self.bin, "lccd"), "-c", self.config],
                                          stdout=subprocess.DEVNULL, stderr=err, preexec_fn=pre)
@@ -114,6 +120,7 @@ class HostileNode(TlsNode):
         rc = self.proc.poll()
         how = f"signal {signal.Signals(-rc).name}" if rc is not None and rc < 0 else f"exit {rc}"
         with open(self.stderr_path, "rb") as f:
+            f.seek(self.stderr_from)
             tail = f.read()[-600:].decode(errors="replace").strip().replace("\n", " | ")
         return f"lccd died ({how}); stderr: {tail}"
 
@@ -172,7 +179,7 @@ def request(method, port, path, src, body=None, headers=None, ctx=None, timeout=
     if ctx is None:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout, source_address=(src, 0))
     else:
-        conn = http.client.HTTPSConnection("localhost", port, timeout=timeout, source_address=(src, 0), context=ctx)
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=timeout, source_address=(src, 0), context=ctx)
     try:
         conn.request(method, path, body=body, headers=headers or {})
         r = conn.getresponse()
@@ -219,14 +226,19 @@ def exchange(port, pieces, src, ctx=None, read_timeout=4.0, want_close=True, tot
     answers, stops reading (2 s) or closes; then reads until the server closes, or (with
     want_close False) until one whole response is in, or read_timeout passes."""
     t0 = time.monotonic()
-    s = bound_socket(src, port)
-    if ctx is not None:
-        s = ctx.wrap_socket(s, server_hostname="localhost")
+    try:
+        s = bound_socket(src, port)
+        if ctx is not None:
+            s = ctx.wrap_socket(s, server_hostname="localhost")
+    except (OSError, ssl.SSLError) as e:
+        return Exchange(b"", True, f"connect failed: {e.__class__.__name__}", time.monotonic() - t0)
     s.settimeout(2.0)
     got, closed, note = bytearray(), False, ""
 
     def readable():
-        return bool(select.select([s], [], [], 0)[0]) or (ctx is not None and s.pending() > 0)
+        # Over TLS the socket turns readable with the server's session tickets: only
+        # decrypted bytes count there (read once the sending stops).
+        return s.pending() > 0 if ctx is not None else bool(select.select([s], [], [], 0)[0])
 
     try:
         for piece in pieces:
@@ -289,6 +301,14 @@ def url_elements(xml_bytes):
     """The <url .../> elements of an XML answer (its root's count and last_seq move with
     every other provider's changes; the records must not)."""
     return re.findall(rb"<url [^>]*/>", xml_bytes)
+
+
+def attribute_diff(a, b):
+    """The attributes two <url/> elements differ in, 'name: old -> new'."""
+    pa = dict(re.findall(rb'(\w+)="([^"]*)"', a))
+    pb = dict(re.findall(rb'(\w+)="([^"]*)"', b))
+    return ", ".join(f"{k.decode()}: {pa.get(k, b'-').decode()} -> {pb.get(k, b'-').decode()}"
+                     for k in sorted(set(pa) | set(pb)) if pa.get(k) != pb.get(k))
 
 
 def proc_status(pid, key):
@@ -401,8 +421,13 @@ class Health:
 
         def victim():
             now = self.victim_records()
-            return None if now == self.before else f"records changed: {len(self.before[0])} before, " \
-                                                  f"{len(now[0])}/{len(now[1])} now (CU port / HTTP)"
+            if now == self.before:
+                return None
+            was, before = now, self.before
+            self.before = now  # the next attack is judged from here
+            diff = [attribute_diff(a, b) for a, b in zip(before[0], was[0]) if a != b]
+            return (f"records changed: {len(before[0])} before, {len(was[0])}/{len(was[1])} now (CU port / HTTP)"
+                    + (f"; {len(diff)} differ, the first in {diff[0]}" if diff else ""))
 
         step("the victim's records (CU port and /cu/query)", victim)
         if not n.alive():

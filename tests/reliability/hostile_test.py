@@ -38,6 +38,7 @@ import tempfile
 import threading
 import time
 import traceback
+from urllib.parse import quote
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hostile_support import (HEALTH_SRC, Health, HostileNode, Pki, RecordingSite, RssWatch,  # noqa: E402
@@ -74,15 +75,20 @@ def alive_after(ctx, what):
     """'' when lccd still answers /status from another address; else why (and lccd is
     started again, so that the next variation has one)."""
     node = ctx.node
+    why = ""
+    try:
+        node.status()
+    except Exception as e:  # noqa: BLE001
+        why = f"/status from {HEALTH_SRC} failed: {e}"
+        try:
+            node.proc.wait(timeout=3)  # dying (an abort takes a moment) or only unable to answer
+        except Exception:  # noqa: BLE001
+            pass
     if not node.alive():
         why = node.death()
         node.ensure_running()
-        return f"{what}: {why} (restarted)"
-    try:
-        node.status()
-        return ""
-    except Exception as e:  # noqa: BLE001
-        return f"{what}: /status from {HEALTH_SRC} failed: {e}"
+        return f"{why} (started again)"
+    return why
 
 
 def verdict(ok, label, ex, extra=""):
@@ -263,15 +269,22 @@ def served_within(ctx, seconds=2.0):
         if ok is not True or took > seconds:
             late.append(f"{what} ({took:.1f} s{'' if ok is True else ', ' + str(ok)[:120]})")
 
-    timed("/status HTTP", lambda: request("GET", n.ports["http"], "/status", HEALTH_SRC, timeout=seconds)[0] == 200)
-    timed("/status HTTPS", lambda: request("GET", n.ports["https"], "/status", HEALTH_SRC, ctx=n.ctx,
-                                           timeout=seconds)[0] == 200)
-    timed("/cu/query HTTP", lambda: b"<lococa:result" in request(
-        "GET", n.ports["http"], "/cu/query?format=xml&limit=1", HEALTH_SRC, timeout=seconds)[2])
-    timed("CU query (listen.cu)", lambda: b"<lococa:result" in cu_query(
-        n.ports["cu"], HEALTH_SRC, query_doc(limit=1), timeout=seconds))
-    timed("CU query (listen.cu_tls)", lambda: b"<lococa:result" in cu_query(
-        n.ports["cu_tls"], HEALTH_SRC, query_doc(limit=1), ctx=n.ctx, timeout=seconds))
+    def status(tls):
+        code, _, body = request("GET", n.ports["https" if tls else "http"], "/status", HEALTH_SRC,
+                                ctx=n.ctx if tls else None, timeout=seconds)
+        return True if code == 200 else f"HTTP {code} {body[:60]!r}"
+
+    timed("/status HTTP", lambda: status(False))
+    timed("/status HTTPS", lambda: status(True))
+    def result(got):
+        return True if b"<lococa:result" in got else f"answer {got[:90]!r}"
+
+    timed("/cu/query HTTP", lambda: result(request(
+        "GET", n.ports["http"], "/cu/query?format=xml&limit=1", HEALTH_SRC, timeout=seconds)[2]))
+    timed("CU query (listen.cu)", lambda: result(cu_query(
+        n.ports["cu"], HEALTH_SRC, query_doc(limit=1), timeout=seconds)))
+    timed("CU query (listen.cu_tls)", lambda: result(cu_query(
+        n.ports["cu_tls"], HEALTH_SRC, query_doc(limit=1), ctx=n.ctx, timeout=seconds)))
     timed("CP session", lambda: ctx.node.cp_send(ctx.health.pid, ctx.health.password,
                                                  [(ctx.site.base + "health/page.html", "text/html")],
                                                  timeout=seconds + 1)[0])
@@ -390,7 +403,7 @@ def attack_policy_mime(ctx):
     r = node.run_lcc("provider", "set", pid, "--sitemap", site.base + "policy/sitemap.xml", "--sitemap-interval", "1h")
     assert r.returncode == 0, r.stderr
     settle(node, "page.html and page2.html stored",
-           lambda: sum(u.count("page") for u in stored(ctx, pid)) >= 2 or len(stored(ctx, pid)) >= 6)
+           lambda: all(any(f'/policy/{p}"' in u for u in stored(ctx, pid)) for p in ("page.html", "page2.html")))
     fetched = [p for p in site.requested("/policy/") if p.endswith((".png", ".exe"))]
     kept = [u for u in stored(ctx, pid) if ".png" in u or ".exe" in u]
     return [(not fetched and not kept,
@@ -454,7 +467,8 @@ def attack_keylocation(ctx):
             post = request("POST", ctx.node.ports["http"], "/indexnow", src, body=body,
                            headers={"Content-Type": "application/json"}, timeout=30)
             get = request("GET", ctx.node.ports["http"],
-                          f"/indexnow?url={base}b.html&key=probekey0002&keyLocation={base}probekey0002.txt", src,
+                          f"/indexnow?url={quote(base + 'b.html', safe='')}&key=probekey0002"
+                          f"&keyLocation={quote(base + 'probekey0002.txt', safe='')}", src,
                           timeout=30)
             answers[port] = [(code, text.replace(str(port).encode(), b"PORT")) for code, _, text in (post, get)]
     finally:
@@ -484,11 +498,20 @@ ATTACKS = [
 def run_one(ctx, name, fn):
     t0 = time.monotonic()
     ctx.node.ensure_running()
+    restarts = ctx.node.restarts
     try:
         results = fn(ctx)
     except Exception as e:  # noqa: BLE001 - an attack that cannot finish fails
         results = [(False, f"the attack did not finish: {e.__class__.__name__}: {e}\n"
                            + "".join(traceback.format_exc().splitlines(True)[-6:]))]
+    if ctx.node.restarts > restarts and ctx.node.alive():
+        # lccd was started again: its journal replay may fetch again; judge the victim's
+        # records once that settled (the change still shows: the baseline is from before).
+        try:
+            wait_for("the QM idle after a restart", lambda: qm_idle(ctx.node) and (time.sleep(0.5) or qm_idle(ctx.node)),
+                     timeout=30)
+        except AssertionError as e:
+            results.append((False, str(e)))
     sick = ctx.health.problems()
     results.append((not sick, "health after the attack: " + ("ok" if not sick else "; ".join(sick))))
     ok = all(r[0] for r in results)
