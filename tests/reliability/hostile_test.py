@@ -38,7 +38,7 @@ import tempfile
 import threading
 import time
 import traceback
-from urllib.parse import quote
+from urllib.parse import quote, urlparse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hostile_support import (HEALTH_SRC, Health, HostileNode, Pki, RecordingSite, RssWatch,  # noqa: E402
@@ -353,7 +353,7 @@ def attack_register_lockout(ctx):
     if code != 200:
         return [(False, f"{filled}; the real registrant from {HEALTH_SRC} got {code}: {answer[:200]!r}")]
     got = json.loads(answer)
-    ctx.site.put("/real/" + got["secret_file"], got["secret"].encode())
+    ctx.site.put(urlparse(got["secret_url"]).path, got["secret"].encode())
     body, headers = form(id=str(got["id"]), password=got["password"])
     vcode, _, vanswer = request("POST", ctx.node.ports["http"], "/register/verify", HEALTH_SRC, body=body,
                                 headers=headers, timeout=30)
