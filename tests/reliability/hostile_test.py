@@ -42,7 +42,8 @@ from urllib.parse import quote, urlparse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hostile_support import (HEALTH_SRC, Health, HostileNode, Pki, RecordingSite, RssWatch,  # noqa: E402
-                             cu_query, exchange, form, free_port, query_doc, request, wait_for)
+                             bound_socket, cu_query, exchange, form, free_port, query_doc, request, url_elements,
+                             wait_for)
 import hostile_descriptors  # noqa: E402
 
 RSS_LIMIT = 32 << 20
@@ -89,10 +90,6 @@ def alive_after(ctx, what):
         node.ensure_running()
         return f"{why} (started again)"
     return why
-
-
-def verdict(ok, label, ex, extra=""):
-    return ok, f"{label}: {ex}{extra}"
 
 
 # 1. Trailer fields -----------------------------------------------------------------------
@@ -294,7 +291,6 @@ def served_within(ctx, seconds=2.0):
 def open_idle(port, src, count, held, rcvbuf=None, send=b""):
     """Opens up to `count` connections from `src` (stops at the first refused connect);
     how many opened."""
-    from hostile_support import bound_socket
     opened = 0
     for _ in range(count):
         try:
@@ -375,7 +371,6 @@ def settle(node, what, fn, timeout=30):
 
 
 def stored(ctx, pid):
-    from hostile_support import url_elements
     return [u.decode() for u in url_elements(cu_query(ctx.node.ports["cu"], HEALTH_SRC, query_doc(pid)))]
 
 
