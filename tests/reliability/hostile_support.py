@@ -199,7 +199,9 @@ class Exchange:
 
     def __init__(self, data, closed, send_note, seconds):
         self.data = bytes(data)
-        self.codes = [int(c) for c in re.findall(rb"(?:^|\r\n)HTTP/1\.[01] (\d{3}) ", self.data)]
+        # Anywhere, not only after CRLF: a body need not end with one (lccd's JSON ends
+        # "}\n"), and a smuggled request's answer follows the body at once.
+        self.codes = [int(c) for c in re.findall(rb"HTTP/1\.[01] (\d{3}) [^\r\n]*\r\n", self.data)]
         self.closed = closed
         self.send_note = send_note
         self.seconds = seconds

@@ -244,7 +244,8 @@ def attack_smuggling(ctx):
             ex = exchange(port_of(ctx, False), [smuggle(lines, covers)], src, read_timeout=2, want_close=True)
             dead = alive_after(ctx, what)
             ok = not dead and ex.codes == [400] and ex.closed
-            results.append((ok, f"{what}: {dead or ex}"))
+            smuggled = " (the hidden request was answered)" if len(ex.codes) > 1 else ""
+            results.append((ok, f"{what}: {dead or ex}{smuggled}"))
     return results
 
 
