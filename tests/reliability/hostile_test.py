@@ -95,9 +95,10 @@ def alive_after(ctx, what):
 # 1. Trailer fields -----------------------------------------------------------------------
 
 def chunked_post(path, ctype, body, trailer=b"", extra_headers=b""):
+    chunk = f"{len(body):x}\r\n".encode() + body + b"\r\n" if body else b""  # an empty chunk would end the body
     return (f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: {ctype}\r\n"
             f"Transfer-Encoding: chunked\r\n").encode() + extra_headers + b"\r\n" + \
-        f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n" + trailer + b"\r\n"
+        chunk + b"0\r\n" + trailer + b"\r\n"
 
 
 def attack_trailer(ctx):
