@@ -121,14 +121,14 @@ struct ServerOptions {
   std::size_t workers = 4;
   std::size_t max_connections = 256;        // beyond: an idle connection is closed for it, else refused
   // Added with the Beast server (defaults keep existing callers unchanged):
-  std::size_t stream_workers = 8;           // threads running streamed bodies
+  std::size_t stream_workers = 16;          // threads running streamed bodies
   std::size_t stream_buffer = 256 * 1024;   // bytes queued per streamed body before write() blocks
   std::size_t max_header = 16 * 1024;       // request line + header fields (431 beyond)
   std::int64_t header_timeout_ms = 10000;   // first byte to end of header (at most idle_timeout_ms)
   // Per source address (issue 25): one address cannot take what every client shares.
   std::size_t max_connections_per_ip = 32;  // more: refused at once (503; HTTPS: closed before the handshake)
   std::size_t max_handlers_per_ip = 2;      // its requests in the handler pool at once (more: 503 + Retry-After)
-  std::size_t max_streams_per_ip = 4;       // its streamed answers at once (more: 503 + Retry-After)
+  std::size_t max_streams_per_ip = 8;       // its streamed answers at once (more: 503 + Retry-After)
   std::int64_t write_timeout_ms = 30000;    // a write that moves no byte this long cuts the connection
   Metrics* metrics = nullptr;               // lcc_http_* counters when set
   // HTTPS (listen.https): every connection does a TLS handshake first with the slot's
@@ -143,6 +143,8 @@ class Server {
   Status start();   // binds; the port is then known (port 0 in tests)
   void stop();      // closes the listener and every connection
   std::uint16_t port() const;
+  // Connections waiting for a request with nothing received (those the total limit may close).
+  std::size_t idleConnectionsForTest() const;
 
  private:
   struct Impl;

@@ -14,6 +14,7 @@
 #include "http/server_connection.h"
 #include "http/server_shared.h"
 #include "http/url_codec.h"
+#include "net/descriptor_budget.h"
 #include "net/host_port.h"
 #include "net/tls.h"
 
@@ -90,14 +91,15 @@ Response busyResponse(const char* what) {
 
 namespace {
 
-enum class Admission { kAdmit, kTooMany, kTooManyFromAddress };
+enum class Admission { kAdmit, kTooMany, kTooManyFromAddress, kNoDescriptors };
 
 // Whether an accepted connection from `ip` may stay: the one place every HTTP(S)
 // connection passes before it costs anything (no TLS handshake, no read). On kAdmit
-// `*slot` holds its place among its address's connections.
-Admission admit(Shared& sh, const std::string& ip, AddressSlots::Slot* slot) {
-  // A process-wide descriptor reserve (refuse when lccd is near RLIMIT_NOFILE) is
-  // checked here too, once core/net offers it.
+// `*slot` holds its place among its address's connections and `*place` its descriptor
+// in the process's budget (net::DescriptorBudget: the stores' reserve is never spent).
+Admission admit(Shared& sh, int fd, const std::string& ip, AddressSlots::Slot* slot, std::shared_ptr<void>* place) {
+  *place = net::DescriptorBudget::process().admit(fd);
+  if (!*place) return Admission::kNoDescriptors;
   *slot = sh.slots->tryAcquire(ip, AddressSlots::kConnection, sh.options.max_connections_per_ip);
   if (!*slot) return Admission::kTooManyFromAddress;
   // At the total limit an idle connection (waiting for a request) makes room: it is
@@ -180,13 +182,17 @@ struct Server::Impl {
     bool loopback = false;
     std::string ip = peerAddress(socket, &loopback);
     AddressSlots::Slot slot;
-    const Admission admission = admit(*shared, ip, &slot);
+    std::shared_ptr<void> place;
+    const Admission admission = admit(*shared, socket.native_handle(), ip, &slot, &place);
     if (admission != Admission::kAdmit) {
       if (shared->refused) shared->refused->inc();
       if (admission == Admission::kTooManyFromAddress && shared->refused_per_ip) shared->refused_per_ip->inc();
       spdlog::debug("http: refused a connection from {} ({})", ip,
-                    admission == Admission::kTooMany ? "http.max_connections" : "http.max_connections_per_ip");
-      return refuse(std::move(socket), tls != nullptr);
+                    admission == Admission::kTooMany              ? "http.max_connections"
+                    : admission == Admission::kNoDescriptors ? "net.reserved_descriptors"
+                                                             : "http.max_connections_per_ip");
+      // Out of descriptors: closed at once, no answer (an answer would spend the reserve).
+      return refuse(std::move(socket), tls != nullptr || admission == Admission::kNoDescriptors);
     }
     shared->open.fetch_add(1);
     if (shared->open_gauge) shared->open_gauge->add(1);
@@ -196,17 +202,18 @@ struct Server::Impl {
       net::TlsContextPtr ctx = tls->current();
       begin(std::make_shared<Connection<TlsStream>>(shared, std::move(socket), std::move(ip), loopback,
                                                     std::move(slot), *ctx),
-            ctx);
+            ctx, std::move(place));
     } else {
       begin(std::make_shared<Connection<beast::tcp_stream>>(shared, std::move(socket), std::move(ip), loopback,
                                                             std::move(slot)),
-            nullptr);
+            nullptr, std::move(place));
     }
   }
 
   template <class Conn>
-  void begin(std::shared_ptr<Conn> conn, net::TlsContextPtr ctx) {
+  void begin(std::shared_ptr<Conn> conn, net::TlsContextPtr ctx, std::shared_ptr<void> place) {
     conn->tls_context = std::move(ctx);
+    conn->descriptor_place = std::move(place);
     {
       std::lock_guard<std::mutex> lock(shared->mu);
       conn->id = shared->next_id++;
@@ -288,5 +295,14 @@ void Server::stop() {
 }
 
 std::uint16_t Server::port() const { return impl_->port; }
+
+std::size_t Server::idleConnectionsForTest() const {
+  std::lock_guard<std::mutex> lock(impl_->shared->mu);
+  std::size_t n = 0;
+  for (auto& [id, weak] : impl_->shared->conns) {
+    if (auto c = weak.lock(); c && c->idle_since.load() != 0) ++n;
+  }
+  return n;
+}
 
 }  // namespace lcc::http

@@ -49,6 +49,7 @@ struct Connection final : ConnBase, std::enable_shared_from_this<Connection<Stre
   std::string remote_ip;
   bool remote_loopback = false;
   AddressSlots::Slot slot;           // this connection's place among its address's
+  std::shared_ptr<void> descriptor_place;  // its descriptor in net::DescriptorBudget::process()
   std::shared_ptr<StreamSink> sink;  // while a streamed body is being sent
   bool closed = false;
   net::TlsContextPtr tls_context;  // TLS: outlives the session made from it

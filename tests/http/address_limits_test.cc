@@ -11,6 +11,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,13 @@ struct Gate {
   }
 };
 
+// Opens the gate when a test ends early (a failed ASSERT), before the server's stop
+// waits for the handlers held at it. Declare it after the ServerFixture.
+struct OpenAtExit {
+  Gate& gate;
+  ~OpenAtExit() { gate.openUp(); }
+};
+
 // At http.max_connections the connection that has waited longest for a request is
 // closed to make room (the old server answered 503); when every connection is in the
 // middle of a request, the new one is refused.
@@ -138,9 +146,16 @@ TEST(AddressLimits, AtTheTotalLimitTheLongestIdleConnectionMakesRoom) {
   auto opts = ServerFixture::defaultOptions();
   opts.max_connections = 3;
   ServerFixture fx(router, opts);
+  OpenAtExit open_at_exit{gate};
   Peer idle(fx.port(), "127.0.0.2");
   idle.get("/");
-  ASSERT_TRUE(idle.answer().has_value());  // then it waits for its next request
+  ASSERT_TRUE(idle.answer().has_value());  // then it waits for its next request...
+  // ...once the server has finished writing the answer (the client may read it first).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (fx.server().idleConnectionsForTest() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(fx.server().idleConnectionsForTest(), 1u);
   Peer busy1(fx.port(), "127.0.0.3"), busy2(fx.port(), "127.0.0.3");
   busy1.get("/hold");
   busy2.get("/hold");
@@ -175,6 +190,7 @@ TEST(AddressLimits, HandlersPerAddressAreBoundedWith503) {
   opts.workers = 3;
   opts.max_handlers_per_ip = 2;
   ServerFixture fx(router, opts);
+  OpenAtExit open_at_exit{gate};
   Peer s1(fx.port(), "127.0.0.2"), s2(fx.port(), "127.0.0.2"), s3(fx.port(), "127.0.0.2");
   s1.get("/slow");
   s2.get("/slow");
