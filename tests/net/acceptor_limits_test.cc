@@ -20,6 +20,7 @@
 #include "net/descriptor_budget.h"
 #include "support/loopback.h"
 #include "support/sim_clock.h"
+#include "support/wait.h"
 #include "support/test_pki.h"
 
 namespace lcc::net {
@@ -27,14 +28,7 @@ namespace {
 
 namespace asio = boost::asio;
 
-bool waitFor(const std::function<bool()>& cond) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
+using testing::waitFor;
 
 int connectFrom(std::uint16_t port, const char* source) {
   int fd = testing::connectLoopbackFrom(port, source);

@@ -18,21 +18,14 @@
 #include "net/connector.h"
 #include "support/loopback.h"
 #include "support/sim_clock.h"
+#include "support/wait.h"
 
 namespace lcc::net {
 namespace {
 
 namespace asio = boost::asio;
 
-// Waits (bounded) for a condition the test can observe.
-bool waitFor(const std::function<bool()>& cond) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
+using testing::waitFor;
 
 int connectTo(std::uint16_t port) { return testing::connectLoopback(port); }
 
