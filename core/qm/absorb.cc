@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "common/invariant.h"
+
 namespace lcc::qm {
 
 std::optional<std::uint64_t> parseMetaU64(const std::optional<std::string>& value) {
@@ -156,7 +158,8 @@ Status unlinkFromList(StoreTxn& t, const std::string& key, ListId list, bool* fo
     std::string cur = rec->first;
     std::uint64_t steps = 0;
     bool found = false;
-    while (!cur.empty() && steps++ <= rec->count) {
+    while (!cur.empty()) {
+      if (!LCC_INVARIANT(steps++ <= rec->count, "qm: a QPSDB list holds no more rows than its count")) break;
       LCC_ASSIGN_OR_RETURN(auto e, t.entry(cur));
       if (!e) break;
       if (e->next == key) {
@@ -441,7 +444,8 @@ Status sweepFullSet(StoreTxn& t, ProviderId pid, const std::unordered_set<std::s
   for (const auto& p : lists) {
     std::string cur = p.first;
     std::uint64_t steps = 0;
-    while (!cur.empty() && steps++ <= p.count) {
+    while (!cur.empty()) {
+      if (!LCC_INVARIANT(steps++ <= p.count, "qm: a QPSDB list holds no more rows than its count")) break;
       LCC_ASSIGN_OR_RETURN(auto row, t.entry(cur));
       if (!row) break;
       if (row->op == QueueOp::kFetch && !keep.count(cur)) gone.push_back(cur);

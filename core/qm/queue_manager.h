@@ -42,7 +42,10 @@
 #include "lcc/provider_store.h"
 #include "lcc/queue_store.h"
 #include "qm/absorb.h"
+#include "qm/botm_links.h"
+#include "qm/delete_manager.h"
 #include "qm/intake_set.h"
+#include "qm/orphan_sweep.h"
 #include "qm/result_policy.h"
 #include "qm/scheduler.h"
 #include "qm/time_slots.h"
@@ -89,8 +92,6 @@ struct QmOptions {
 
   static QmOptions fromConfig(const Config& config);
 };
-
-using LinkId = std::uint64_t;
 
 // A fetch handed to a BOT-M (docs/internal-protocols.md §2 <fetch>).
 struct FetchOrder {
@@ -242,18 +243,6 @@ class QueueManager {
     LinkId link = 0;
     UrlNotice notice;
   };
-  struct Link {
-    std::string machine;
-    std::uint64_t capacity = 0;
-    std::uint64_t in_flight = 0;
-    std::vector<std::string> machines;
-    std::uint64_t deletes_out = 0;
-  };
-  struct OutDelete {
-    LinkId link = 0;
-    std::string machine;
-    std::string file;
-  };
   struct ProviderInfo {
     std::int32_t priority = 0;
     std::uint64_t bandwidth = 0;
@@ -311,7 +300,6 @@ class QueueManager {
   bool holdForRetry(ProviderId pid);  // the head row is bad and its retry time has not come
   // false: the content store failed (routed); nothing was sent
   bool sendFetch(ProviderId pid, PSetId pset, LinkId link, const std::string& key, const UrlNotice& n);
-  std::optional<LinkId> pickLink() const;
   Status moveProviderToSlot(ProviderId pid, Millis delay);
   // results (queue_manager_result.cc; the decision is result_policy.h)
   Status handleResult(const InFlight& f, const FetchResult& o);
@@ -322,10 +310,9 @@ class QueueManager {
   void recordError(ProviderId pid, const UrlNotice& n, const FetchResult& o, ErrorCode code);
   // The body of `size` bytes for `key` would take the provider past its quota_bytes.
   Result<bool> overQuota(StoreTxn& t, ProviderId pid, const std::string& key, std::uint64_t size);
-  // delete manager (queue_manager_deletes.cc)
+  // delete manager (queue_manager_deletes.cc; its state is deletes_, delete_manager.h)
   void pumpDeletes();
-  bool deleteBackingOff(const DeleteRequest& d, MonoTime now) const;
-  // the orphan sweep (queue_manager_sweep.cc)
+  // the orphan sweep (queue_manager_sweep.cc; its state is sweep_, orphan_sweep.h)
   void sweepLink(LinkId link);
   Status buildReferenced(const std::string& machine, std::unordered_set<std::string>& out);
   void sweepDeleted(const std::string& machine, const std::string& file);
@@ -335,8 +322,8 @@ class QueueManager {
   Status dropQueuedRows(ProviderId pid);
   // periodic work (queue_manager_periodic.cc)
   void flushProviderDeltas();
-  // overload and failures (queue_manager_overload.cc)
-  void storeFailed(const Status& s);       // THE route of a store error (queue_manager_overload.cc)
+  // store failures (queue_manager_store_failure.cc) and overload (queue_manager_overload.cc)
+  void storeFailed(const Status& s);       // THE route of a store error
   void commitLater(std::deque<Pending> batch, const Status& why);  // the journal was Busy: retry
   void routeStoreError(const Status& s);   // storeFailed() unless the QM has failed already
   void countStoreError();
@@ -380,27 +367,9 @@ class QueueManager {
   std::unordered_map<std::uint64_t, InFlight> inflight_;
   std::unordered_set<std::string> inflight_keys_;
   std::uint64_t next_fetch_id_ = 1;
-  std::map<LinkId, Link> links_;
-  std::unordered_map<std::uint64_t, OutDelete> deletes_out_;
-  std::set<std::pair<std::string, std::string>> deletes_out_keys_;
-  std::set<std::string> machines_blocked_;  // unknown-machine: until a link lists it
-  struct DeleteBackoff {
-    std::uint32_t failures = 0;
-    MonoTime retry_at{};
-  };
-  std::map<std::pair<std::string, std::string>, DeleteBackoff> delete_backoff_;  // (machine, file); in memory
-  std::uint64_t next_delete_id_ = 1;
-  struct Sweep {
-    std::uint64_t id = 0;
-    std::map<LinkId, std::set<std::string>> waiting;  // link -> machines whose <swept> has not come
-    std::map<std::string, std::unordered_set<std::string>> referenced;  // machine -> names, built at its first <file>
-    std::uint64_t listed = 0, orphans = 0, orphan_bytes = 0, reclaimed_files = 0, reclaimed_bytes = 0;
-    std::uint64_t links_lost = 0;  // links that went down before their <swept>
-  };
-  Sweep sweep_;
-  std::uint64_t next_sweep_id_ = 1;
-  std::set<std::string> machines_swept_;  // machines swept once since open() (at their first link)
-  std::map<std::pair<std::string, std::string>, std::uint64_t> sweep_orphans_;  // (machine, file) -> size, delete pending
+  BotmLinks links_;        // the BOT-M links and pick() (botm_links.h)
+  DeleteManager deletes_;  // deletes out, window per link, back-off (delete_manager.h)
+  OrphanSweep sweep_;      // the orphan sweep (orphan_sweep.h)
   // PIDB changes gathered between checkpoints (quota use).
   std::map<ProviderId, TxnEffects::Usage> usage_pending_;
   std::function<void(bool)> intake_listener_;
@@ -413,7 +382,7 @@ class QueueManager {
     std::uint64_t sets = 0, sets_duplicate = 0, sets_rejected = 0, urls = 0, dispatched = 0, fetched = 0,
                   unchanged = 0, errors = 0, retries = 0, skipped = 0, removals = 0, deletes_sent = 0,
                   deletes_done = 0, deletes_failed = 0, orphans_reclaimed = 0, orphan_bytes_reclaimed = 0, checkpoints = 0, journal_syncs = 0, store_errors = 0,
-                  quota_refused = 0;
+                  quota_refused = 0, invariant_failures = 0;  // the last: process-wide, lcc::invariantFailures()
   } stats_, published_;
 };
 

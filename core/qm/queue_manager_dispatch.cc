@@ -1,41 +1,33 @@
-// queue_manager_dispatch.cc — BOT-M links and dispatch: capacity, the fetch slot to the
-// best eligible provider, the head row of its oldest ready set out on the emptiest link.
+// queue_manager_dispatch.cc — BOT-M link events and dispatch: capacity, the fetch slot to
+// the best eligible provider, the head row of its oldest ready set out on the emptiest
+// link (BotmLinks::pick(), botm_links.h).
 #include "qm/queue_manager.h"
 
 #include <spdlog/spdlog.h>
 
+#include "common/invariant.h"
+
 namespace lcc::qm {
 
 void QueueManager::linkUp(LinkId link, const std::string& machine, std::uint64_t capacity) {
-  Link& l = links_[link];
-  l.machine = machine;
-  l.capacity = capacity;
-  if (l.machines.empty()) l.machines.push_back(machine);
-  std::uint64_t total = 0;
-  for (const auto& [id, x] : links_) total += x.capacity;
-  sched_.setCapacity(total);
-  machines_blocked_.clear();
+  links_.up(link, machine, capacity);
+  sched_.setCapacity(links_.totalCapacity());
+  deletes_.linkUp();
   pumpDeletes();
   pump();
   // At start (the first link of each machine since open()): files a crash left behind.
-  if (opened_ && !machines_swept_.count(machine)) sweepLink(link);
+  if (opened_ && !sweep_.asked(machine)) sweepLink(link);
 }
 
 void QueueManager::linkCapacity(LinkId link, std::uint64_t capacity) {
-  auto it = links_.find(link);
-  if (it == links_.end()) return;
-  it->second.capacity = capacity;
-  std::uint64_t total = 0;
-  for (const auto& [id, x] : links_) total += x.capacity;
-  sched_.setCapacity(total);
+  if (!links_.setCapacity(link, capacity)) return;
+  sched_.setCapacity(links_.totalCapacity());
   pump();
 }
 
 void QueueManager::linkMachines(LinkId link, const std::vector<std::string>& machines) {
-  auto it = links_.find(link);
-  if (it == links_.end()) return;
-  it->second.machines = machines;
-  for (const auto& m : machines) machines_blocked_.erase(m);
+  if (!links_.setMachines(link, machines)) return;
+  deletes_.machinesListed(machines);
   pumpDeletes();
 }
 
@@ -50,42 +42,24 @@ void QueueManager::linkDown(LinkId link) {
       ++it;
     }
   }
-  for (auto it = deletes_out_.begin(); it != deletes_out_.end();) {
-    if (it->second.link == link) {
-      deletes_out_keys_.erase({it->second.machine, it->second.file});
-      it = deletes_out_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  links_.erase(link);
-  if (sweep_.waiting.erase(link) > 0) ++sweep_.links_lost;
-  std::uint64_t total = 0;
-  for (const auto& [id, x] : links_) total += x.capacity;
-  sched_.setCapacity(total);
+  deletes_.linkDown(link);  // its deletes out go again from the FSMDB
+  links_.down(link);
+  sweep_.linkDown(link);
+  sched_.setCapacity(links_.totalCapacity());
   pump();
-}
-
-std::optional<LinkId> QueueManager::pickLink() const {
-  std::optional<LinkId> best;
-  double best_free = 0;
-  for (const auto& [id, l] : links_) {
-    double lim = static_cast<double>(l.capacity) * options_.botm_overload_pct / 100.0;
-    double free = lim - static_cast<double>(l.in_flight);
-    if (free >= 1.0 && (!best || free > best_free)) {
-      best = id;
-      best_free = free;
-    }
-  }
-  return best;
 }
 
 void QueueManager::pump() {
   if (!opened_ || !deps_.botm || !failed_.isOk()) return;
-  for (int guard = 0; guard < 1000000; ++guard) {
+  // Every turn sends a fetch (at most the in-flight limit of them) or takes the picked
+  // provider out of the eligible ones (blocked, delayed, its sets moved to a slot); a
+  // QPSDB rebuild (a list pointing at a missing row) may put each back once.
+  const std::uint64_t bound = sched_.limit() + 2 * sched_.providerCount() + 2;
+  for (std::uint64_t turn = 0;; ++turn) {
+    if (!LCC_INVARIANT(turn <= bound, "qm: pump() ends within the in-flight limit plus two turns per provider")) break;
     auto pid = sched_.pick();
     if (!pid) break;
-    if (!pickLink()) break;
+    if (!links_.pick()) break;
     // false: no link has room, or a store failed (routed, the QM is failed): stop
     // either way; trying the same head again would only repeat the error.
     if (!dispatchOne(*pid)) break;
@@ -96,8 +70,14 @@ bool QueueManager::dispatchOne(ProviderId pid) {
   const WallTime now = deps_.clock->now();
   const TimeSlot cur_slot = slots_.slotAt(now);
   for (PSetId pset : sched_.readySets(pid)) {
-    Walk w = Walk::kRestart;
-    for (int again = 0; again < 1000 && w == Walk::kRestart; ++again) w = walkReadySet(pid, pset, now, cur_slot);
+    // A restart follows a row leaving the list (dropped, or moved to its slot): at
+    // most one per row queued when the walk began.
+    const std::uint64_t max_restarts = queued_total_;
+    Walk w = walkReadySet(pid, pset, now, cur_slot);
+    for (std::uint64_t again = 1; w == Walk::kRestart; ++again) {
+      if (!LCC_INVARIANT(again <= max_restarts, "qm: a ready set's walk restarts at most once per queued row")) break;
+      w = walkReadySet(pid, pset, now, cur_slot);
+    }
     if (w == Walk::kDone) return true;
     if (w == Walk::kStop) return false;
   }
@@ -153,7 +133,7 @@ QueueManager::Walk QueueManager::walkReadySet(ProviderId pid, PSetId pset, WallT
       return s.isOk() ? Walk::kRestart : Walk::kStop;
     }
     if (e.bad_count > 0 && holdForRetry(pid)) return failed_.isOk() ? Walk::kDone : Walk::kStop;
-    auto link = pickLink();
+    auto link = links_.pick();
     if (!link) return Walk::kStop;
     return sendFetch(pid, pset, *link, cur, e.notice) ? Walk::kDone : Walk::kStop;
   }
@@ -191,7 +171,7 @@ bool QueueManager::sendFetch(ProviderId pid, PSetId pset, LinkId link, const std
   }
   inflight_[order.id] = InFlight{pid, key, pset, link, n};
   inflight_keys_.insert(key);
-  links_[link].in_flight += 1;
+  links_.fetchSent(link);
   sched_.dispatched(pid);
   ++stats_.dispatched;
   deps_.botm->sendFetch(link, order);

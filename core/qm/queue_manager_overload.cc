@@ -1,10 +1,8 @@
 // queue_manager_overload.cc — overload (rule 6: sets refused above qm.queue_high, taken
-// again below qm.queue_low) and failures (a failed store write or sync, cache-crash).
+// again below qm.queue_low). Store failures and cache-crash: queue_manager_store_failure.cc.
 #include "qm/queue_manager.h"
 
 #include <spdlog/spdlog.h>
-
-#include "common/cache_crash.h"
 
 namespace lcc::qm {
 
@@ -16,52 +14,6 @@ void QueueManager::updateOverload() {
     spdlog::warn("qm: {} ({} URLs queued)", overloaded_ ? "overloaded: refusing sets" : "taking sets again",
                  queued_total_);
     if (intake_listener_) intake_listener_(!overloaded_ && failed_.isOk());
-  }
-}
-
-// THE route of a store error (issue 15): every failed read, write or sync of the
-// QueueStore, ContentStore or PIDB comes here, once. Logged, counted
-// (lcc_qm_store_errors_total), the sticky failed state (sets refused with 130, nothing
-// dispatched, periodic work stops), and cache-crash.
-//
-// Except Busy (issue 25: no descriptor to open a file, EMFILE/ENFILE): an overload, not a
-// broken store. Counted and logged; nothing fails and no cache-crash: the work is done
-// again (the intake commit retries, kStoreRetry; periodic work at its next turn).
-void QueueManager::storeFailed(const Status& s) {
-  countStoreError();
-  if (s.isBusy()) {
-    spdlog::warn("qm: store busy, trying again later: {}", s.toString());
-    return;
-  }
-  if (failed_.isOk()) {
-    failed_ = s;
-    spdlog::error("qm: store failure, refusing sets from now on: {}", s.toString());
-    if (intake_listener_) intake_listener_(false);
-  } else {
-    spdlog::error("qm: store error (the QM failed already): {}", s.toString());
-  }
-  raiseCacheCrash(s.toString());
-}
-
-void QueueManager::routeStoreError(const Status& s) {
-  // A failed QM has routed its first error; what fails after it only repeats it.
-  if (!s.isOk() && failed_.isOk()) storeFailed(s);
-}
-
-void QueueManager::countStoreError() {
-  ++stats_.store_errors;
-  if (deps_.metrics) deps_.metrics->counter("lcc_qm_store_errors_total", "QM store reads, writes and syncs that failed").inc();
-}
-
-void QueueManager::raiseCacheCrash(const std::string& why) {
-  if (!cache_crash_) spdlog::error("qm: cache-crash: {}; every provider is asked for a full set", why);
-  cache_crash_ = true;
-  if (!deps_.providers) return;
-  // An error here is counted and logged, not routed again: this is the route's last step.
-  const CacheCrashRaised r = raiseCacheCrashFlags(*deps_.providers);
-  if (!r.first_error.isOk()) {
-    countStoreError();
-    spdlog::error("qm: raising cache-crash: {}", r.first_error.toString());
   }
 }
 

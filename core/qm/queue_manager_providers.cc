@@ -16,6 +16,7 @@
 // run on the node whose PIDB the QM uses (docs/protocol.md, admin API).
 #include <spdlog/spdlog.h>
 
+#include "common/invariant.h"
 #include "lcc/provider_states.h"
 #include "qm/queue_manager.h"
 
@@ -127,7 +128,8 @@ Status QueueManager::dropQueuedRows(ProviderId pid) {
     // Each list from its head: every drop takes the current head, so unlinking is O(1).
     const ListId list{p.pset, p.slot};
     std::string cur = p.first;
-    for (std::uint64_t steps = 0; !cur.empty() && steps <= p.count; ++steps) {
+    for (std::uint64_t steps = 0; !cur.empty(); ++steps) {
+      if (!LCC_INVARIANT(steps <= p.count, "qm: a QPSDB list holds no more rows than its count")) break;
       auto row = t.entry(cur);
       if (!row.isOk()) {
         storeFailed(row.status());

@@ -16,7 +16,7 @@ void QueueManager::onResult(LinkId link, const FetchResult& o) {
   InFlight f = std::move(it->second);
   inflight_.erase(it);
   inflight_keys_.erase(f.key);
-  if (auto l = links_.find(f.link); l != links_.end() && l->second.in_flight > 0) l->second.in_flight -= 1;
+  links_.fetchEnded(f.link);
   if (failed_.isOk()) {
     FetchResult checked = o;
     if (checked.ok() && !checked.unchanged && checked.filename.empty()) {

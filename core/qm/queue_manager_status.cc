@@ -1,6 +1,8 @@
 // queue_manager_status.cc — state for /status and /metrics.
 #include "qm/queue_manager.h"
 
+#include "common/invariant.h"
+
 namespace lcc::qm {
 
 void QueueManager::publishMetrics() {
@@ -32,6 +34,8 @@ void QueueManager::publishMetrics() {
   bump("lcc_qm_deletes_failed_total", "file deletes answered not ok (retried)", n.deletes_failed, p.deletes_failed);
   bump("lcc_qm_checkpoints_total", "store checkpoints", n.checkpoints, p.checkpoints);
   bump("lcc_qm_journal_syncs_total", "intake journal group commits", n.journal_syncs, p.journal_syncs);
+  bump("lcc_invariant_failures_total", "broken invariants of lccd's own code (logged at error; common/invariant.h)",
+       invariantFailures(), p.invariant_failures);
   deps_.metrics->gauge("lcc_qm_queued_urls", "URLs in the QDB").set(static_cast<std::int64_t>(queued_total_));
   deps_.metrics->gauge("lcc_qm_in_flight", "fetches outstanding").set(static_cast<std::int64_t>(inflight_.size()));
   deps_.metrics->gauge("lcc_qm_overloaded", "1 while sets are refused").set(overloaded_ ? 1 : 0);
@@ -58,7 +62,7 @@ nlohmann::json QueueManager::status() const {
   j["capacity"] = sched_.capacity();
   j["in_flight_limit"] = sched_.limit();
   j["botm_links"] = links_.size();
-  j["deletes_out"] = deletes_out_.size();
+  j["deletes_out"] = deletes_.outCount();
   j["overloaded"] = overloaded_;
   j["cache_crash"] = cache_crash_;
   j["failed"] = !failed_.isOk();

@@ -6,7 +6,8 @@
 // and no FSMDB row names is an orphan: an FSMDB delete is written for it and the
 // delete manager sends it. The BOT-M sent every result before the list, on the same
 // link, so a file whose result is on its way is already in the LCC DB when the QM
-// reads the list.
+// reads the list. The sweep's state (what it waits for, the referenced names, its
+// counts) is OrphanSweep's (orphan_sweep.h); this file reads and writes the stores.
 #include <spdlog/spdlog.h>
 
 #include "qm/queue_manager.h"
@@ -14,22 +15,18 @@
 namespace lcc::qm {
 
 std::uint64_t QueueManager::sweepBotms() {
-  sweep_ = Sweep{};
-  sweep_.id = next_sweep_id_++;
-  for (const auto& [id, l] : links_) sweepLink(id);
-  spdlog::info("qm: orphan sweep {} asked of {} BOT-M link(s)", sweep_.id, sweep_.waiting.size());
-  return sweep_.id;
+  sweep_.start();
+  for (const auto& [id, l] : links_.all()) sweepLink(id);
+  spdlog::info("qm: orphan sweep {} asked of {} BOT-M link(s)", sweep_.id(), sweep_.linksWaiting());
+  return sweep_.id();
 }
 
 void QueueManager::sweepLink(LinkId link) {
-  auto it = links_.find(link);
-  if (it == links_.end() || !deps_.botm || !failed_.isOk()) return;
-  if (sweep_.id == 0) sweep_.id = next_sweep_id_++;
-  auto& machines = sweep_.waiting[link];
-  machines.insert(it->second.machines.begin(), it->second.machines.end());
-  machines.insert(it->second.machine);
-  for (const auto& m : machines) machines_swept_.insert(m);
-  deps_.botm->sendSweep(link, sweep_.id);
+  const BotmLinks::Link* l = links_.find(link);
+  if (!l || !deps_.botm || !failed_.isOk()) return;
+  std::vector<std::string> machines = l->machines;
+  machines.push_back(l->machine);
+  deps_.botm->sendSweep(link, sweep_.ask(link, machines));
 }
 
 Status QueueManager::buildReferenced(const std::string& machine, std::unordered_set<std::string>& out) {
@@ -44,71 +41,47 @@ Status QueueManager::buildReferenced(const std::string& machine, std::unordered_
     out.insert(d.filename);
     return true;
   }));
-  for (const auto& [m, f] : deletes_out_keys_) {
-    if (m == machine) out.insert(f);
-  }
+  deletes_.outFiles(machine, out);
   return Status::ok();
 }
 
 void QueueManager::onSweepFile(LinkId link, std::uint64_t sweep, const std::string& machine, const std::string& file,
                                std::uint64_t size) {
-  if (sweep != sweep_.id || !sweep_.waiting.count(link) || !failed_.isOk()) return;  // an older sweep's
-  ++sweep_.listed;
-  auto ref = sweep_.referenced.find(machine);
-  if (ref == sweep_.referenced.end()) {
-    ref = sweep_.referenced.emplace(machine, std::unordered_set<std::string>{}).first;
-    Status s = buildReferenced(machine, ref->second);
+  if (!sweep_.accepts(link, sweep) || !failed_.isOk()) return;  // an older sweep's
+  sweep_.countListed();
+  std::unordered_set<std::string>* ref = sweep_.referenced(machine);
+  if (!ref) {
+    ref = &sweep_.addReferenced(machine);
+    Status s = buildReferenced(machine, *ref);
     if (!s.isOk()) return storeFailed(s.withContext("orphan sweep"));
   }
-  if (!ref->second.insert(file).second) return;  // referenced (or listed twice)
+  if (!ref->insert(file).second) return;  // referenced (or listed twice)
   StoreTxn t(*deps_.queue, *deps_.content, seq_);
   DeleteRequest d{machine, file, deps_.clock->now()};
   t.putDelete(d);
   t.effects.deletes.push_back(d);
-  ++sweep_.orphans;
-  sweep_.orphan_bytes += size;
-  sweep_orphans_[{machine, file}] = size;
+  sweep_.orphanFound(machine, file, size);
   spdlog::info("qm: orphan sweep {}: {}:{} ({} bytes) is referenced by nothing; deleting it", sweep, machine, file, size);
   if (!finishTxn(t).isOk()) return;  // routed by finishTxn
 }
 
 void QueueManager::onSwept(LinkId link, std::uint64_t sweep, const std::string& machine, std::uint64_t files) {
-  if (sweep != sweep_.id) return;
-  auto it = sweep_.waiting.find(link);
-  if (it == sweep_.waiting.end()) return;
-  it->second.erase(machine);
-  sweep_.referenced.erase(machine);  // its memory goes as soon as its list ended
+  const OrphanSweep::Swept w = sweep_.swept(link, sweep, machine);
+  if (w == OrphanSweep::Swept::kIgnored) return;
   spdlog::info("qm: orphan sweep {}: BOT-M {} listed {} file(s)", sweep, machine, files);
-  if (!it->second.empty()) return;
-  sweep_.waiting.erase(it);
-  if (sweep_.waiting.empty()) {
-    spdlog::info("qm: orphan sweep {} done: {} file(s) listed, {} orphan(s), {} bytes to reclaim", sweep_.id,
-                 sweep_.listed, sweep_.orphans, sweep_.orphan_bytes);
+  if (w == OrphanSweep::Swept::kSweepDone) {
+    spdlog::info("qm: orphan sweep {} done: {} file(s) listed, {} orphan(s), {} bytes to reclaim", sweep_.id(),
+                 sweep_.listed(), sweep_.orphans(), sweep_.orphanBytes());
   }
 }
 
 void QueueManager::sweepDeleted(const std::string& machine, const std::string& file) {
-  auto it = sweep_orphans_.find({machine, file});
-  if (it == sweep_orphans_.end()) return;
-  ++sweep_.reclaimed_files;
-  sweep_.reclaimed_bytes += it->second;
+  const std::optional<std::uint64_t> bytes = sweep_.deleted(machine, file);
+  if (!bytes) return;
   ++stats_.orphans_reclaimed;
-  stats_.orphan_bytes_reclaimed += it->second;
-  sweep_orphans_.erase(it);
+  stats_.orphan_bytes_reclaimed += *bytes;
 }
 
-nlohmann::json QueueManager::sweepStatus() const {
-  nlohmann::json j;
-  j["id"] = sweep_.id;
-  j["running"] = !sweep_.waiting.empty();
-  j["links_waiting"] = sweep_.waiting.size();
-  j["links_lost"] = sweep_.links_lost;
-  j["files_listed"] = sweep_.listed;
-  j["orphans"] = sweep_.orphans;
-  j["orphan_bytes"] = sweep_.orphan_bytes;
-  j["reclaimed_files"] = sweep_.reclaimed_files;
-  j["reclaimed_bytes"] = sweep_.reclaimed_bytes;
-  return j;
-}
+nlohmann::json QueueManager::sweepStatus() const { return sweep_.status(); }
 
 }  // namespace lcc::qm
