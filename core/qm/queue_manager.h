@@ -1,6 +1,7 @@
 // queue_manager.h — the QM's engine: intake, absorb, fetching, results, deletes,
 // checkpoints, ageing, overload and cache-crash (design document §6; docs/architecture.md rules 1–6).
-// One class, one file per concern: queue_manager_<concern>.cc (core/qm/README.md).
+// One class, one file per concern: queue_manager_<concern>.cc (core/qm/README.md); it
+// composes the concerns that own their state: BotmLinks, DeleteManager, OrphanSweep.
 //
 // No sockets: the intake server hands it sets, the BOT-M server hands it link events
 // and results, and it talks back through BotmPort. Every method runs on one thread at
@@ -324,7 +325,7 @@ class QueueManager {
   void flushProviderDeltas();
   // store failures (queue_manager_store_failure.cc) and overload (queue_manager_overload.cc)
   void storeFailed(const Status& s);       // THE route of a store error
-  void commitLater(std::deque<Pending> batch, const Status& why);  // the journal was Busy: retry
+  void commitLater(std::deque<Pending> batch, const Status& why);  // the journal was Busy: retry (intake)
   void routeStoreError(const Status& s);   // storeFailed() unless the QM has failed already
   void countStoreError();
   void updateOverload();
