@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/config/config.h"
 #include "bench_util.h"
 #include "lcc/support/journal.h"
 #include "common/plugin/plugin_registry.h"
@@ -51,10 +52,10 @@ struct Args {
 
 // The QM as the benchmark runs it: no back-pressure from the queue's length.
 QmOptions benchQmOptions(const Args& a) {
-  QmOptions o;
+  QmOptions o = QmOptions::fromConfig(Config::defaults());
   o.queue_high = 1ull << 40;
   o.queue_low = 1ull << 39;
-  if (a.apply_ops > 0) o.apply_chunk_ops = a.apply_ops;
+  if (a.apply_ops > 0) o.apply_batch_ops = a.apply_ops;
   return o;
 }
 

@@ -234,128 +234,77 @@ int checkOnly(const Config& cfg, const std::set<std::string>& roles) {
   return 0;
 }
 
-}  // namespace
-
-int runDaemon(const DaemonArgs& args) {
-  if (args.print_defaults) {
-    std::cout << Config::describeDefaults();
-    return 0;
-  }
-  std::vector<ConfigProblem> problems;
-  auto loaded = Config::load(args.config_file, args.overrides, &problems);
-  if (!loaded.isOk()) {
-    printProblems(problems);
-    return 2;
-  }
-  const Config& cfg = loaded.value();
+// What the config says beyond each key's own checks (the schema's): the roles, the
+// cross-key rules, the content URLs, the ports that may not be off, and TLS.
+struct NodePlan {
   std::set<std::string> roles;
+  std::map<std::string, std::string> static_content_urls;  // cu.content_urls
+  std::shared_ptr<NodeTls> tls;
+};
+
+NodePlan planNode(const Config& cfg, std::vector<ConfigProblem>* problems) {
+  NodePlan plan;
   for (const auto& r : cfg.getList("roles")) {
     if (std::find(kKnownRoles.begin(), kKnownRoles.end(), r) == kKnownRoles.end()) {
-      problems.push_back({cfg.file(), "roles", "unknown role " + r + " (known: uns, qm, botm, bot, cu, rs)"});
+      problems->push_back({cfg.file(), "roles", "unknown role " + r + " (known: uns, qm, botm, bot, cu, rs)"});
     }
-    roles.insert(r);
+    plan.roles.insert(r);
   }
   if (cfg.getInt("qm.queue_low") >= cfg.getInt("qm.queue_high")) {
-    problems.push_back({cfg.file(), "qm.queue_low", "must be below qm.queue_high (got " +
-                                                        std::to_string(cfg.getInt("qm.queue_low")) + ")"});
-  }
-  if (cfg.getString("log.level") != "debug" && cfg.getString("log.level") != "info" &&
-      cfg.getString("log.level") != "warn" && cfg.getString("log.level") != "error") {
-    problems.push_back({cfg.file(), "log.level", "must be debug, info, warn or error (got " + cfg.getString("log.level") + ")"});
-  }
-  if (!parseRedirectPolicy(cfg.getString("fetch.redirects"))) {
-    problems.push_back({cfg.file(), "fetch.redirects", "must be prefix, host or none (got " + cfg.getString("fetch.redirects") + ")"});
-  }
-  if (const std::string r = cfg.getString("indexnow.register"); r != "off" && r != "auto") {
-    problems.push_back({cfg.file(), "indexnow.register", "must be off or auto (got " + r + ")"});
+    problems->push_back({cfg.file(), "qm.queue_low", "must be below qm.queue_high (got " +
+                                                         std::to_string(cfg.getInt("qm.queue_low")) + ")"});
   }
   // Content reads across machines (docs/configuration.md): cu.content_urls, botm.content_url.
   std::vector<std::string> url_problems;
-  const auto static_content_urls = parseContentUrls(cfg.getList("cu.content_urls"), &url_problems);
-  for (const auto& why : url_problems) problems.push_back({cfg.file(), "cu.content_urls", why});
+  plan.static_content_urls = parseContentUrls(cfg.getList("cu.content_urls"), &url_problems);
+  for (const auto& why : url_problems) problems->push_back({cfg.file(), "cu.content_urls", why});
   if (auto u = botm::contentUrlFromConfig(cfg, true); !u.isOk()) {
-    problems.push_back({cfg.file(), "botm.content_url", u.status().message()});
+    problems->push_back({cfg.file(), "botm.content_url", u.status().message()});
   }
   // Only the ports for people's clients may be off ("").
   for (const char* key : {"listen.qm", "listen.botm", "listen.robots"}) {
-    if (cfg.getString(key).empty()) problems.push_back({cfg.file(), key, "cannot be off (empty): other roles connect here"});
+    if (cfg.getString(key).empty()) problems->push_back({cfg.file(), key, "cannot be off (empty): other roles connect here"});
   }
-  std::shared_ptr<NodeTls> tls = NodeTls::fromConfig(cfg, &problems);  // tls.*, listen.*_tls, tls:// links
-  if (!problems.empty()) {
-    printProblems(problems);
-    return 2;
-  }
-  if (args.print_config) {
-    std::cout << cfg.dump();
-    return 0;
-  }
-  if (args.check) return checkOnly(cfg, roles);
+  plan.tls = NodeTls::fromConfig(cfg, problems);  // tls.*, listen.*_tls, tls:// links
+  return plan;
+}
 
+// Logging, the descriptor reserve, node.data_dir and its admin token; false: logged, exit 1.
+bool prepareNode(const Config& cfg, Env& env, const std::string& data_dir) {
   if (Status s = initLogging(cfg.getString("log.level"), cfg.getString("log.file")); !s.isOk()) {
     std::cerr << "lccd: " << s.message() << "\n";
-    return 1;
+    return false;
   }
-  {
-    // Every port refuses a connection when fewer than this would be left (issue 25).
-    auto& budget = net::DescriptorBudget::process();
-    const std::size_t reserve = budget.setReserve(static_cast<std::size_t>(cfg.getInt("net.reserved_descriptors")));
-    spdlog::info("net: {} descriptors (RLIMIT_NOFILE), {} kept for the stores", budget.limit(), reserve);
-  }
-  Env* env = posixEnv();
-  const std::string data_dir = Config::absolutePath(cfg.getString("node.data_dir"));
-  if (Status s = env->createDirs(data_dir, DirOptions{.private_dir = true}); !s.isOk()) {
+  // Every port refuses a connection when fewer than this would be left (issue 25).
+  auto& budget = net::DescriptorBudget::process();
+  const std::size_t reserve = budget.setReserve(static_cast<std::size_t>(cfg.getInt("net.reserved_descriptors")));
+  spdlog::info("net: {} descriptors (RLIMIT_NOFILE), {} kept for the stores", budget.limit(), reserve);
+  if (Status s = env.createDirs(data_dir, DirOptions{.private_dir = true}); !s.isOk()) {
     spdlog::error("node.data_dir: {}", s.message());
-    return 1;
+    return false;
   }
-  if (Status s = ensureAdminToken(*env, data_dir); !s.isOk()) {
+  if (Status s = ensureAdminToken(env, data_dir); !s.isOk()) {
     spdlog::error("{}", s.message());
-    return 1;
+    return false;
   }
+  return true;
+}
 
-  // Destruction order matters: the registry (and so every plugin library) outlives the
-  // io_context, its threads and every plugin object (docs/architecture.md, "The plugin boundary").
-  SystemClock clock;
-  HostContext host{&clock, env, nullptr, data_dir, cfg.getString("node.machine_id")};
-  host.logger = pluginLogger("plugin");
-  PluginRegistry registry(cfg.getString("storage.plugin_dir"), host);
-  OpenedPlugins opened;
-  if (!openPlugins(cfg, registry, needsFor(roles), &opened, &problems)) {
-    for (const auto& p : problems) spdlog::error("{}", p.toString());
-    opened.close();
-    return 2;
-  }
+void warnUncleanStores(const OpenedPlugins& opened) {
   for (const auto* s : std::initializer_list<const StoreOpenInfo*>{
            opened.queue ? &opened.queue->openInfo() : nullptr, opened.content ? &opened.content->openInfo() : nullptr,
            opened.providers ? &opened.providers->openInfo() : nullptr}) {
     if (s && !s->clean_shutdown) spdlog::warn("{} store was not closed cleanly; recovering", s->engine);
   }
+}
 
-  // The hint is the number of threads that run it (`threads`): with one, Asio queues
-  // what a handler posts without locking or waking anyone.
-  const int nthreads = ioThreads(cfg, roles);
-  boost::asio::io_context io(nthreads);
-  Metrics metrics;
-  http::Router router;
-  ContentLocator content_locator;
-  content_locator.setStatic(static_content_urls);
-  NodeContext node;
-  node.config = &cfg;
-  node.plugins = &registry;
-  node.io = &io;
-  node.clock = &clock;
-  node.env = env;
-  node.metrics = &metrics;
-  node.data_dir = data_dir;
-  node.machine_id = cfg.getString("node.machine_id");
-  if (roles.count("uns") || roles.count("rs") || opened.providers) {
-    auto cost = parseHashCost(cfg.getString("uns.password_hash_ops"));
-    auto hasher = cost.isOk() ? PasswordHasher::open(*env, data_dir + "/auth.key", cost.value())
+// The stores, plugins and password hasher into `node` (its io, clock, metrics, ... are set).
+Status fillNode(NodeContext& node, const Config& cfg, const NodePlan& plan, OpenedPlugins& opened) {
+  if (plan.roles.count("uns") || plan.roles.count("rs") || opened.providers) {
+    auto cost = parseHashCost(cfg.getString("uns.password_hash_ops"));  // a kEnum key: checked at load
+    auto hasher = cost.isOk() ? PasswordHasher::open(*node.env, node.data_dir + "/auth.key", cost.value())
                               : Result<std::unique_ptr<PasswordHasher>>(cost.status());
-    if (!hasher.isOk()) {
-      spdlog::error("{}", hasher.status().message());
-      opened.close();
-      return 2;
-    }
+    if (!hasher.isOk()) return hasher.status();
     node.passwords = std::move(hasher).value();
   }
   node.queue = opened.queue.get();
@@ -363,23 +312,28 @@ int runDaemon(const DaemonArgs& args) {
   node.providers = opened.providers.get();
   node.fetcher = opened.fetcher.get();
   for (auto& e : opened.exporters) node.exporters.push_back(e.get());
-  node.http = &router;
-  node.content_locator = &content_locator;
-  if (tls && tls->any()) node.tls = tls;
+  if (plan.tls && plan.tls->any()) node.tls = plan.tls;
+  return Status::ok();
+}
 
-  std::vector<ServicePtr> services;
+// Makes the roles' services in start order; on a failure stops the ones made and returns false.
+bool makeServices(NodeContext& node, const std::set<std::string>& roles, std::vector<ServicePtr>* services) {
   for (const auto& role : kStartOrder) {
     if (!roles.count(role)) continue;
     auto made = factoryFor(role)(node);
     if (!made.isOk()) {
       spdlog::error("role {}: {}", role, made.status().message());
-      for (auto it = services.rbegin(); it != services.rend(); ++it) (*it)->stop();
-      opened.close();
-      return 1;
+      for (auto it = services->rbegin(); it != services->rend(); ++it) (*it)->stop();
+      return false;
     }
-    services.push_back(std::move(made).value());
+    services->push_back(std::move(made).value());
   }
+  return true;
+}
 
+// GET /status and GET /metrics.
+void addStatusRoutes(http::Router& router, const Config& cfg, const NodeContext& node,
+                     const std::vector<ServicePtr>& services, Metrics& metrics) {
   router.add("GET", "/status", [&](const http::Request&) {
     nlohmann::json j;
     j["machine_id"] = node.machine_id;
@@ -393,30 +347,21 @@ int runDaemon(const DaemonArgs& args) {
     r.content_type = "text/plain; version=0.0.4";
     return r;
   });
-  // The last hour of samples, one every 10 s, for the charts of GET / (node_monitor.h).
-  SampleRing samples(360);
-  NodeMonitor monitor(clock, metrics, samples, Millis(10000));
-  monitor.trimHeapAbove(static_cast<std::uint64_t>(cfg.getInt("node.heap_trim_threshold")), metrics);
-  http::registerNodeRoutes(node, &samples);  // GET / and the /admin/ API (core/http/admin_api.h)
+}
 
-  http::ServerOptions hopts = http::serverOptionsFromConfig(cfg, &metrics);  // listen.http, http.*
-  http::Server http_server(io, router, hopts);
-  http::ServerOptions sopts = hopts;  // listen.https: the same pages over TLS
-  sopts.listen = cfg.getString("listen.https");
-  if (node.tls) sopts.tls = node.tls->server();
-  http::Server https_server(io, router, sopts);
-
-  int rc = 0;
+// Starts the roles, then the HTTP and HTTPS ports ("" listen: off); 0 or 1.
+int startAll(const std::vector<ServicePtr>& services, http::Server& http_server, const std::string& http_listen,
+             http::Server& https_server, const std::string& https_listen) {
   for (auto& s : services) {
     if (Status st = s->start(); !st.isOk()) {
       spdlog::error("role {}: cannot start: {}", s->name(), st.message());
-      rc = 1;
-      break;
+      return 1;
     }
     spdlog::info("role {} started", s->name());
   }
-  for (auto [server, what, listen] : {std::tuple{&http_server, "http", hopts.listen},
-                                      std::tuple{&https_server, "https", sopts.listen}}) {
+  int rc = 0;
+  for (auto [server, what, listen] : {std::tuple{&http_server, "http", http_listen},
+                                      std::tuple{&https_server, "https", https_listen}}) {
     if (rc != 0 || listen.empty()) continue;  // "": that port is off
     if (Status st = server->start(); !st.isOk()) {
       spdlog::error("{}: cannot start on {}: {}", what, listen, st.message());
@@ -425,7 +370,14 @@ int runDaemon(const DaemonArgs& args) {
       spdlog::info("{} listening on {}", what, listen);
     }
   }
+  return rc;
+}
 
+// Runs `io` on `nthreads` threads. When `serve`, calls `on_ready` and waits for SIGINT or
+// SIGTERM (SIGHUP reopens the log and reloads the TLS certificates); then calls `stop`
+// (the ports and roles), lets the loop drain and joins the threads.
+void runIo(boost::asio::io_context& io, int nthreads, const std::shared_ptr<NodeTls>& tls, bool serve,
+           const std::function<void()>& on_ready, const std::function<void()>& stop) {
   boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   auto guard = boost::asio::make_work_guard(io);
   std::mutex stop_mu;
@@ -437,9 +389,9 @@ int runDaemon(const DaemonArgs& args) {
         if (sig == SIGHUP) {
           reopenLogs();
           spdlog::info("SIGHUP: log reopened");
-          if (node.tls) {
+          if (tls) {
             // New connections take the new certificates; open ones keep theirs.
-            if (Status st = node.tls->reload(); st.isOk()) {
+            if (Status st = tls->reload(); st.isOk()) {
               spdlog::info("SIGHUP: TLS certificates reloaded");
             } else {
               spdlog::error("SIGHUP: TLS certificates not reloaded, the old ones stay: {}", st.message());
@@ -463,21 +415,12 @@ int runDaemon(const DaemonArgs& args) {
       io.run();
     });
   }
-  if (rc == 0) {
-    spdlog::info("lccd ready: roles {}, data in {}", fmt::join(cfg.getList("roles"), ","), data_dir);
-    monitor.start();  // the first sample, then one every 10 s with STATUS= to systemd
-    notifyReady(statusLine(sampleFromMetrics(toUnixMillis(clock.now()), metrics.snapshot())));
+  if (serve) {
+    on_ready();
     std::unique_lock<std::mutex> lock(stop_mu);
     stop_cv.wait(lock, [&] { return stop_requested; });
   }
-
-  monitor.stop();
-  http_server.stop();
-  https_server.stop();
-  for (auto it = services.rbegin(); it != services.rend(); ++it) {
-    (*it)->stop();
-    spdlog::info("role {} stopped", (*it)->name());
-  }
+  stop();
   signals.cancel();
   guard.reset();
   if (!net::stopWhenDry(io, kStopDrainBound)) {
@@ -485,10 +428,127 @@ int runDaemon(const DaemonArgs& args) {
                  std::chrono::duration_cast<std::chrono::seconds>(kStopDrainBound).count());
   }
   for (auto& t : threads) t.join();
+}
+
+// The roles and the HTTP ports on `io`, until a signal stops them; the exit code.
+// `*ran` is false when a role could not even be made (nothing was started).
+// Destruction order matters: what this function makes (io, router, node, services,
+// servers) goes before the caller's registry and stores (docs/architecture.md, "The plugin boundary").
+int serveNode(const Config& cfg, const NodePlan& plan, NodeContext& node, Metrics& metrics, bool* ran) {
+  // The hint is the number of threads that run it (`threads`): with one, Asio queues
+  // what a handler posts without locking or waking anyone.
+  const int nthreads = ioThreads(cfg, plan.roles);
+  boost::asio::io_context io(nthreads);
+  http::Router router;
+  ContentLocator content_locator;
+  content_locator.setStatic(plan.static_content_urls);
+  node.io = &io;
+  node.http = &router;
+  node.content_locator = &content_locator;
+  std::vector<ServicePtr> services;
+  if (!makeServices(node, plan.roles, &services)) return 1;
+  *ran = true;
+  addStatusRoutes(router, cfg, node, services, metrics);
+  // The last hour of samples, one every 10 s, for the charts of GET / (node_monitor.h).
+  SampleRing samples(360);
+  NodeMonitor monitor(*node.clock, metrics, samples, Millis(10000));
+  monitor.trimHeapAbove(static_cast<std::uint64_t>(cfg.getInt("node.heap_trim_threshold")), metrics);
+  http::registerNodeRoutes(node, &samples);  // GET / and the /admin/ API (core/http/admin_api.h)
+
+  http::ServerOptions hopts = http::serverOptionsFromConfig(cfg, &metrics);  // listen.http, http.*
+  http::Server http_server(io, router, hopts);
+  http::ServerOptions sopts = hopts;  // listen.https: the same pages over TLS
+  sopts.listen = cfg.getString("listen.https");
+  if (node.tls) sopts.tls = node.tls->server();
+  http::Server https_server(io, router, sopts);
+
+  const int rc = startAll(services, http_server, hopts.listen, https_server, sopts.listen);
+  auto on_ready = [&] {
+    spdlog::info("lccd ready: roles {}, data in {}", fmt::join(cfg.getList("roles"), ","), node.data_dir);
+    monitor.start();  // the first sample, then one every 10 s with STATUS= to systemd
+    notifyReady(statusLine(sampleFromMetrics(toUnixMillis(node.clock->now()), metrics.snapshot())));
+  };
+  auto stop = [&] {
+    monitor.stop();
+    http_server.stop();
+    https_server.stop();
+    for (auto it = services.rbegin(); it != services.rend(); ++it) {
+      (*it)->stop();
+      spdlog::info("role {} stopped", (*it)->name());
+    }
+  };
+  runIo(io, nthreads, node.tls, rc == 0, on_ready, stop);
   services.clear();
-  opened.close();
-  spdlog::info("lccd stopped");
   return rc;
+}
+
+// Opens the node's stores and plugins, serves, and closes them; the exit code.
+int runNode(const Config& cfg, const NodePlan& plan) {
+  Env* env = posixEnv();
+  const std::string data_dir = Config::absolutePath(cfg.getString("node.data_dir"));
+  if (!prepareNode(cfg, *env, data_dir)) return 1;
+  // The registry (and so every plugin library) outlives every plugin object, and the
+  // io_context and its threads (serveNode).
+  SystemClock clock;
+  HostContext host{&clock, env, nullptr, data_dir, cfg.getString("node.machine_id")};
+  host.logger = pluginLogger("plugin");
+  PluginRegistry registry(cfg.getString("storage.plugin_dir"), host);
+  OpenedPlugins opened;
+  std::vector<ConfigProblem> problems;
+  if (!openPlugins(cfg, registry, needsFor(plan.roles), &opened, &problems)) {
+    for (const auto& p : problems) spdlog::error("{}", p.toString());
+    opened.close();
+    return 2;
+  }
+  warnUncleanStores(opened);
+  Metrics metrics;
+  NodeContext node;
+  node.config = &cfg;
+  node.plugins = &registry;
+  node.clock = &clock;
+  node.env = env;
+  node.metrics = &metrics;
+  node.data_dir = data_dir;
+  node.machine_id = cfg.getString("node.machine_id");
+  if (Status s = fillNode(node, cfg, plan, opened); !s.isOk()) {
+    spdlog::error("{}", s.message());
+    opened.close();
+    return 2;
+  }
+  bool ran = false;
+  const int rc = serveNode(cfg, plan, node, metrics, &ran);
+  opened.close();
+  if (ran) spdlog::info("lccd stopped");
+  return rc;
+}
+
+}  // namespace
+
+int runDaemon(const DaemonArgs& args) {
+  if (args.print_defaults) {
+    std::cout << Config::describeDefaults();
+    return 0;
+  }
+  // Each key is checked by the schema as the file loads (enum keys too: log.level,
+  // fetch.redirects, ...); planNode() checks what spans keys.
+  std::vector<ConfigProblem> problems;
+  auto loaded = Config::load(args.config_file, args.overrides, &problems);
+  if (!loaded.isOk()) {
+    printProblems(problems);
+    return 2;
+  }
+  const Config& cfg = loaded.value();
+  const NodePlan plan = planNode(cfg, &problems);
+  if (!problems.empty()) {
+    printProblems(problems);
+    return 2;
+  }
+  if (args.print_config) {
+    std::cout << cfg.dump();
+    return 0;
+  }
+  if (args.check) return checkOnly(cfg, plan.roles);
+  return runNode(cfg, plan);
 }
 
 }  // namespace lcc

@@ -1,4 +1,4 @@
-// queue_manager.cc — the QM's life cycle: options, open (rule 3 checks, replay, tables,
+// queue_manager.cc — the QM's life cycle: open (rule 3 checks, replay, tables,
 // the slots that opened while it was down), close, and the periodic timers. The other
 // concerns each have their own queue_manager_<concern>.cc (see README.md).
 #include "qm/queue_manager.h"
@@ -7,41 +7,7 @@
 
 #include <algorithm>
 
-#include "common/config/config.h"
-
 namespace lcc::qm {
-
-QmOptions QmOptions::fromConfig(const Config& c) {
-  QmOptions o;
-  o.queue_high = static_cast<std::uint64_t>(c.getInt("qm.queue_high"));
-  o.queue_low = static_cast<std::uint64_t>(c.getInt("qm.queue_low"));
-  o.slots = static_cast<std::int32_t>(c.getInt("qm.slots"));
-  o.slot_period = Millis(c.getInt("qm.slot_period"));
-  o.merge_interval = Millis(c.getInt("qm.merge_interval"));
-  o.bandwidth_tick = Millis(c.getInt("qm.bandwidth_tick"));
-  o.bandwidth_horizon = Millis(c.getInt("qm.bandwidth_horizon"));
-  o.provider_inflight = static_cast<std::uint32_t>(c.getInt("qm.provider_inflight"));
-  o.botm_overload_pct = static_cast<std::uint32_t>(c.getInt("qm.botm_overload_pct"));
-  o.max_retries = static_cast<std::uint32_t>(c.getInt("qm.max_retries"));
-  o.retry_delay = Millis(c.getInt("qm.retry_delay"));
-  o.provider_error_delay = Millis(c.getInt("qm.provider_error_delay"));
-  o.max_errors_kept = static_cast<std::uint32_t>(c.getInt("qm.max_errors_kept"));
-  o.age_warn = Millis(c.getInt("qm.age_warn"));
-  o.age_expire = Millis(c.getInt("qm.age_expire"));
-  o.age_check_interval = Millis(c.getInt("qm.age_check_interval"));
-  o.tombstone_keep = Millis(c.getInt("qm.tombstone_keep"));
-  o.checkpoint_interval = Millis(c.getInt("qm.checkpoint_interval"));
-  o.provider_refresh = Millis(c.getInt("qm.provider_refresh"));
-  o.checkpoint_bytes = static_cast<std::uint64_t>(c.getInt("qm.checkpoint_bytes"));
-  o.group_commit_delay = Millis(c.getInt("qm.group_commit_delay"));
-  o.max_fetch_size = static_cast<std::uint64_t>(c.getInt("qm.max_fetch_size"));
-  o.apply_chunk_ops = static_cast<std::size_t>(c.getInt("qm.apply_batch_ops"));
-  o.delete_window = static_cast<std::size_t>(c.getInt("qm.delete_window"));
-  o.delete_retry = Millis(c.getInt("qm.delete_retry"));
-  o.delete_retry_max = std::max(o.delete_retry, Millis(c.getInt("qm.delete_retry_max")));
-  o.redirects = parseRedirectPolicy(c.getString("fetch.redirects")).value_or(RedirectPolicy::kPrefix);
-  return o;
-}
 
 QueueManager::QueueManager(QmDeps deps, QmOptions options)
     : deps_(std::move(deps)),

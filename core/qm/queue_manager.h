@@ -47,52 +47,16 @@
 #include "qm/delete_manager.h"
 #include "qm/intake_set.h"
 #include "qm/orphan_sweep.h"
+#include "qm/qm_options.h"
 #include "qm/result_policy.h"
 #include "qm/scheduler.h"
 #include "qm/time_slots.h"
-
-namespace lcc {
-class Config;
-}
 
 namespace lcc::qm {
 
 // How long a Busy intake commit (no descriptor to open a journal file) waits before the next try.
 inline constexpr Millis kStoreRetry{100};
 
-struct QmOptions {
-  std::uint64_t queue_high = 10'000'000;
-  std::uint64_t queue_low = 8'000'000;
-  std::int32_t slots = 24;
-  Millis slot_period{24 * 3600 * 1000};
-  Millis merge_interval{3600 * 1000};
-  Millis bandwidth_tick{4000};
-  Millis bandwidth_horizon{3600 * 1000};
-  std::uint32_t provider_inflight = 1;
-  std::uint32_t botm_overload_pct = 150;
-  std::uint32_t max_retries = 3;
-  Millis retry_delay{60 * 1000};
-  Millis provider_error_delay{10 * 60 * 1000};
-  std::uint32_t max_errors_kept = 100;
-  Millis age_warn{90LL * 24 * 3600 * 1000};
-  Millis age_expire{180LL * 24 * 3600 * 1000};
-  Millis age_check_interval{6 * 3600 * 1000};
-  Millis tombstone_keep{30LL * 24 * 3600 * 1000};
-  Millis checkpoint_interval{2000};
-  Millis provider_refresh{2000};  // qm.provider_refresh: administrator changes read from the PIDB
-  std::uint64_t checkpoint_bytes = 64ull << 20;
-  Millis group_commit_delay{0};
-  std::uint64_t max_fetch_size = 50ull << 20;
-  std::size_t apply_chunk_ops = 1000;  // qm.apply_batch_ops: a large set or a group is applied in batches of this many ops
-  std::size_t intake_hold_urls = 4096;  // a set past this many URLs is journaled in parts as it comes
-  std::uint64_t intake_sync_bytes = 16ull << 20;  // parts journaled past this many bytes are synced (not acked)
-  std::size_t delete_window = 64;       // qm.delete_window: deletes outstanding per BOT-M link
-  Millis delete_retry{60 * 1000};       // qm.delete_retry: periodic retry and first back-off of a failed delete
-  Millis delete_retry_max{3600 * 1000};  // qm.delete_retry_max: the back-off's ceiling
-  RedirectPolicy redirects = RedirectPolicy::kPrefix;  // fetch.redirects, sent with each fetch
-
-  static QmOptions fromConfig(const Config& config);
-};
 
 // A fetch handed to a BOT-M (docs/internal-protocols.md §2 <fetch>).
 struct FetchOrder {

@@ -279,7 +279,7 @@ Status QueueManager::startApply(ApplyGroup& g, const IntakeHeader& header, Journ
   return Status::ok();
 }
 
-// Applies URLs in order (last wins per identity), committing every apply_chunk_ops.
+// Applies URLs in order (last wins per identity), committing every apply_batch_ops.
 Status QueueManager::applyUrls(ApplyGroup& g, const std::vector<UrlNotice>& urls) {
   ApplyRun& run = g.runs.back();
   const ProviderId pid = run.header.pid;
@@ -310,7 +310,7 @@ Status QueueManager::applyUrls(ApplyGroup& g, const std::vector<UrlNotice>& urls
       return s;
     }
     ++run.done;
-    if (g.txn.pendingOps() >= options_.apply_chunk_ops) LCC_RETURN_IF_ERROR(flushGroup(g));
+    if (g.txn.pendingOps() >= options_.apply_batch_ops) LCC_RETURN_IF_ERROR(flushGroup(g));
   }
   return Status::ok();
 }

@@ -57,7 +57,7 @@ Status QueueManager::mergeSlots() {
       storeFailed(s);
       return s;
     }
-    if (t.pendingOps() >= options_.apply_chunk_ops) LCC_RETURN_IF_ERROR(finishTxn(t));
+    if (t.pendingOps() >= options_.apply_batch_ops) LCC_RETURN_IF_ERROR(finishTxn(t));
   }
   t.putMeta(kMetaLastMerge, std::to_string(toUnixMillis(now)));
   LCC_RETURN_IF_ERROR(finishTxn(t));

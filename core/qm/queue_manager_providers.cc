@@ -143,7 +143,7 @@ Status QueueManager::dropQueuedRows(ProviderId pid) {
         return s;
       }
       cur = std::move(next);
-      if (t.pendingOps() >= options_.apply_chunk_ops) LCC_RETURN_IF_ERROR(finishTxn(t));
+      if (t.pendingOps() >= options_.apply_batch_ops) LCC_RETURN_IF_ERROR(finishTxn(t));
     }
     if (p.slot == kSlotNow) sched_.removeReadySet(pid, p.pset);
   }

@@ -88,9 +88,9 @@ DeleteFailureAction decideDeleteFailure(std::string_view reason, std::uint32_t f
     a.wait_for_machine = true;
     return a;
   }
-  Millis d = rules.first;
-  for (std::uint32_t k = 1; k < failures && d < rules.max; ++k) d *= 2;
-  a.retry_after = std::min(d, rules.max);
+  Millis d = rules.delete_retry;
+  for (std::uint32_t k = 1; k < failures && d < rules.delete_retry_max; ++k) d *= 2;
+  a.retry_after = std::min(d, rules.delete_retry_max);
   return a;
 }
 

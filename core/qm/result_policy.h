@@ -61,10 +61,12 @@ struct ResultEvent {
   MonoTime mono_now{};
 };
 
+// The QM's settings of the same names (QmOptions, from the qm.* keys); no defaults here:
+// they are the schema's (core/common/config/schema.cc).
 struct ResultRules {
-  std::uint32_t max_retries = 3;
-  Millis retry_delay{60 * 1000};
-  Millis provider_error_delay{10 * 60 * 1000};
+  std::uint32_t max_retries = 0;  // qm.max_retries
+  Millis retry_delay{};           // qm.retry_delay
+  Millis provider_error_delay{};  // qm.provider_error_delay
 };
 
 enum class ResultVerdict : std::uint8_t {
@@ -100,8 +102,8 @@ ResultAction decideResult(const ResultEvent& e, const ResultRules& rules);
 // tried again by itself after qm.delete_retry, doubling per failure up to
 // qm.delete_retry_max; the machine's other deletes go on.
 struct DeleteRetryRules {
-  Millis first{60 * 1000};
-  Millis max{3600 * 1000};
+  Millis delete_retry{};      // qm.delete_retry: the first back-off
+  Millis delete_retry_max{};  // qm.delete_retry_max: its ceiling
 };
 struct DeleteFailureAction {
   bool wait_for_machine = false;

@@ -3,6 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace lcc {
 namespace {
 
@@ -117,6 +122,71 @@ TEST(Config, AListOrAMapAsAKeyIsAProblemNotAnException) {
   EXPECT_FALSE(cfg->pluginOptions(cfg->getPlugin("fetcher"), kSpecs, 1, &problems).isOk());
   EXPECT_THAT(problemLines(problems),
               ::testing::Contains("o.yaml: fetcher.options: a key must be a name (got a list as a key)"));
+}
+
+// Enum keys are checked as the file loads (not by hand in lccd): a bad word is one
+// problem, `file: key: why`, naming the allowed words.
+TEST(Config, EnumKeysRefuseAnyOtherWordNamingTheAllowedOnes) {
+  const std::pair<const char*, const char*> kCases[] = {
+      {"log:\n  level: trace\n", "e.yaml: log.level: must be debug, info, warn or error (got trace)"},
+      {"fetch:\n  redirects: sideways\n", "e.yaml: fetch.redirects: must be prefix, host or none (got sideways)"},
+      {"indexnow:\n  register: on_demand\n", "e.yaml: indexnow.register: must be off or auto (got on_demand)"},
+      {"tls:\n  min_version: 1.0\n", "e.yaml: tls.min_version: must be 1.2 or 1.3 (got 1.0)"},
+      {"uns:\n  password_hash_ops: sensitive\n",
+       "e.yaml: uns.password_hash_ops: must be interactive or moderate (got sensitive)"},
+  };
+  for (const auto& [yaml, want] : kCases) {
+    std::vector<ConfigProblem> problems;
+    EXPECT_FALSE(Config::loadText(yaml, "e.yaml", {}, &problems).isOk()) << yaml;
+    EXPECT_EQ(problemLines(problems), std::vector<std::string>{want}) << yaml;
+  }
+}
+
+// Every kEnum key of the schema takes each of its words, from the file and from --set,
+// and refuses a word that is not one of them; the known enum keys are kEnum.
+TEST(Config, EnumKeysAcceptEachAllowedWord) {
+  std::set<std::string> enum_keys;
+  for (const auto& spec : Config::schema()) {
+    if (spec.type != KeyType::kEnum) continue;
+    enum_keys.insert(spec.path);
+    const std::vector<std::string> words = enumChoices(spec);
+    ASSERT_GE(words.size(), 2u) << spec.path;
+    for (const auto& word : words) {
+      std::vector<ConfigProblem> problems;
+      auto cfg = Config::loadText("", "w.yaml", {std::string(spec.path) + "=" + word}, &problems);
+      ASSERT_TRUE(cfg.isOk()) << spec.path << "=" << word << ": " << ::testing::PrintToString(problemLines(problems));
+      EXPECT_EQ(cfg->getString(spec.path), word);
+    }
+    std::vector<ConfigProblem> problems;
+    EXPECT_FALSE(Config::loadText("", "w.yaml", {std::string(spec.path) + "=nonesuch"}, &problems).isOk());
+    ASSERT_EQ(problems.size(), 1u) << spec.path;
+    EXPECT_EQ(problems[0].file, "w.yaml");
+    EXPECT_EQ(problems[0].key, spec.path);
+    EXPECT_THAT(problems[0].why, HasSubstr(words.back() + " (got nonesuch)"));
+  }
+  EXPECT_EQ(enum_keys, (std::set<std::string>{"fetch.redirects", "indexnow.register", "log.level", "tls.min_version",
+                                              "uns.password_hash_ops"}));
+}
+
+// Config::defaults() is what the schema says: each key given explicitly at its
+// default's spelling loads to the same values, and none counts as set.
+TEST(Config, DefaultsAreTheSchemasDefaults) {
+  const Config defaults = Config::defaults();
+  EXPECT_EQ(defaults.file(), "");
+  std::vector<std::string> every_key;
+  for (const auto& spec : Config::schema()) {
+    EXPECT_FALSE(defaults.isSet(spec.path)) << spec.path;
+    const bool list = spec.type == KeyType::kStringList || spec.type == KeyType::kPluginList;
+    if (std::string(spec.default_value).empty()) continue;  // "key=" would not set it
+    every_key.push_back(std::string(spec.path) + "=" + (list ? "[" : "") + spec.default_value + (list ? "]" : ""));
+  }
+  std::vector<ConfigProblem> problems;
+  auto explicit_cfg = Config::loadText("", "x.yaml", every_key, &problems);
+  ASSERT_TRUE(explicit_cfg.isOk()) << ::testing::PrintToString(problemLines(problems));
+  EXPECT_EQ(defaults.dump(), explicit_cfg->dump());
+  EXPECT_EQ(defaults.getInt("qm.max_retries"), 3);
+  EXPECT_EQ(defaults.getInt("qm.retry_delay"), 60'000);
+  EXPECT_EQ(defaults.getString("log.level"), "info");
 }
 
 }  // namespace

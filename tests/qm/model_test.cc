@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 
+#include "common/config/config.h"
 #include "qm/queue_manager.h"
 #include "qm_test_util.h"
 
@@ -39,7 +40,7 @@ std::string runHistory(const std::string& plugin, unsigned seed) {
   auto journal = Journal::open(posixEnv(), dir.file("journal"));
   EXPECT_TRUE(journal.isOk());
   RecordingBotm botm;
-  QmOptions o;
+  QmOptions o = QmOptions::fromConfig(Config::defaults());
   o.max_retries = 1000;
   o.retry_delay = Millis(0);
   o.provider_error_delay = Millis(1000);

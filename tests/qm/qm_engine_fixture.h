@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/config/config.h"
 #include "common/metrics.h"
 #include "faulty_stores.h"
 #include "support/fault_env.h"
@@ -80,7 +81,7 @@ class QmEngine : public ::testing::Test {
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<Metrics> metrics_ = std::make_unique<Metrics>();
   RecordingBotm botm_;
-  QmOptions options_;
+  QmOptions options_ = QmOptions::fromConfig(Config::defaults());
   std::unique_ptr<QueueManager> qm_;
   std::vector<bool> acks_;
   int rounds_ = 0;

@@ -145,7 +145,7 @@ TEST(QmKill, AckedSetsSurviveKill9) {
   RecordingBotm botm;
   QmDeps deps{stores.queue.get(), stores.content.get(), stores.providers.get(), j.value().get(), &clock, nullptr, &botm,
               nullptr};
-  QueueManager qm(deps, QmOptions{});
+  QueueManager qm(deps, QmOptions::fromConfig(Config::defaults()));
   ASSERT_TRUE(qm.open().isOk());
   std::size_t missing = 0;
   for (const auto& a : h.acks) {

@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "common/config/config.h"
 #include "faulty_stores.h"
 #include "qm/queue_manager.h"
 #include "qm_test_util.h"
@@ -104,7 +105,7 @@ class QmTest : public ::testing::TestWithParam<std::string> {
   SimClock clock_;
   TempDir dir_;
   FaultEnv env_{posixEnv()};
-  QmOptions options_;
+  QmOptions options_ = QmOptions::fromConfig(Config::defaults());
   std::unique_ptr<Stores> stores_;
   std::unique_ptr<Journal> journal_;
   RecordingBotm botm_;

@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 
+#include "common/config/config.h"
 #include "qm/queue_manager.h"
 #include "qm_test_util.h"
 #include "support/fault_env.h"
@@ -46,7 +47,7 @@ class World {
     ASSERT_TRUE(j.isOk());
     journal_ = std::move(j).value();
     acks_.clear();
-    QmOptions options;
+    QmOptions options = QmOptions::fromConfig(Config::defaults());
     options.checkpoint_interval = Millis(24 * 3600 * 1000);
     options.provider_refresh = Millis(24 * 3600 * 1000);
     QmDeps deps{stores_->queue.get(), stores_->content.get(), stores_->providers.get(), journal_.get(), &clock_,

@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "common/config/config.h"
 #include "common/posix_env.h"
 #include "lcc/provider_states.h"
 #include "qm/queue_manager.h"
@@ -32,7 +33,7 @@ class QmProvidersTest : public ::testing::TestWithParam<std::string> {
     deps.providers = stores_->providers.get();
     deps.clock = &clock_;
     deps.botm = &botm_;
-    QmOptions options;
+    QmOptions options = QmOptions::fromConfig(Config::defaults());
     options.checkpoint_interval = Millis(3600 * 1000);
     qm_ = std::make_unique<QueueManager>(deps, options);
     ASSERT_TRUE(qm_->open().isOk());

@@ -1,6 +1,7 @@
 // The QM engine on every storage plugin, second part: overload, full sets, quota,
 // restarts and crashes, journal corruption, ageing, QPSDB rebuilds (qm_plugin_fixture.h),
 // and the cache-crash of a store that may have lost synced writes.
+#include "common/config/config.h"
 #include "qm_plugin_fixture.h"
 
 namespace lcc::qm {
@@ -260,7 +261,7 @@ TEST(QmCacheCrash, AStoreThatMayHaveLostSyncedWritesRaisesIt) {
   auto j = Journal::open(posixEnv(), dir.file("journal"));
   ASSERT_TRUE(j.isOk());
   QmDeps deps{&lossy, stores.content.get(), stores.providers.get(), j.value().get(), &clock, nullptr, nullptr, nullptr};
-  QueueManager qm(deps, QmOptions{});
+  QueueManager qm(deps, QmOptions::fromConfig(Config::defaults()));
   ASSERT_TRUE(qm.open().isOk());
   EXPECT_TRUE(qm.cacheCrash());
   for (ProviderId p : {1u, 2u}) {

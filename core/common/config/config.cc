@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -61,6 +62,16 @@ std::string boundsText(std::int64_t min, std::int64_t max) {
   return "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
 }
 
+// "a, b or c": the allowed values of an enum key, as an error message names them.
+std::string choicesText(const std::vector<std::string>& choices) {
+  std::string out;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    if (i > 0) out += i + 1 == choices.size() ? " or " : ", ";
+    out += choices[i];
+  }
+  return out;
+}
+
 // Empty when `v` is a good host:port (net::HostPort), else why not.
 // A listen address: "" (the listener is off), host:port, or tls://host:port (a link
 // listener that runs TLS; which keys may carry it is checked with the tls.* keys).
@@ -80,7 +91,8 @@ struct Parsed {
   std::string error;  // empty when OK
 };
 
-Parsed parseValue(KeyType type, const YAML::Node* n, const char* text_default, std::int64_t min, std::int64_t max) {
+Parsed parseValue(KeyType type, const YAML::Node* n, const char* text_default, std::int64_t min, std::int64_t max,
+                  const char* choices = nullptr) {
   Parsed p;
   std::string text;
   bool from_node = n != nullptr && n->IsDefined() && !n->IsNull();
@@ -158,6 +170,15 @@ Parsed parseValue(KeyType type, const YAML::Node* n, const char* text_default, s
       }
       p.value = text;
       return p;
+    case KeyType::kEnum: {
+      const std::vector<std::string> allowed = splitComma(choices ? choices : "");
+      if (std::find(allowed.begin(), allowed.end(), text) == allowed.end()) {
+        p.error = "must be " + choicesText(allowed) + " (got " + text + ")";
+        return p;
+      }
+      p.value = text;
+      return p;
+    }
     case KeyType::kHostPort:
       if (std::string why = hostPortProblem(text); !why.empty()) {
         p.error = "must be host:port with a port up to 65535: " + why + " (got " + text + ")";
@@ -232,6 +253,8 @@ bool applyOverride(YAML::Node& root, const std::string& path, const std::string&
 
 }  // namespace
 
+std::vector<std::string> enumChoices(const KeySpec& spec) { return splitComma(spec.choices ? spec.choices : ""); }
+
 struct Config::Impl {
   std::string file;
   YAML::Node root;
@@ -252,6 +275,17 @@ Config& Config::operator=(Config&&) noexcept = default;
 Config::~Config() = default;
 
 const std::string& Config::file() const { return impl_->file; }
+
+Config Config::defaults() {
+  std::vector<ConfigProblem> problems;
+  auto loaded = loadText("", "", {}, &problems);
+  if (!loaded.isOk()) {
+    // A schema default that its own key refuses: a bug of schema.cc.
+    for (const auto& p : problems) std::fprintf(stderr, "lcc: internal error: schema default: %s\n", p.toString().c_str());
+    std::abort();
+  }
+  return std::move(loaded).value();
+}
 
 Result<Config> Config::load(const std::string& file, const std::vector<std::string>& overrides,
                             std::vector<ConfigProblem>* problems) {
@@ -412,7 +446,7 @@ Result<Config> Config::loadText(const std::string& yaml, const std::string& file
       impl->plugin_lists[spec.path] = list;
       continue;
     }
-    Parsed parsed = parseValue(spec.type, &n, spec.default_value, spec.min, spec.max);
+    Parsed parsed = parseValue(spec.type, &n, spec.default_value, spec.min, spec.max, spec.choices);
     if (!parsed.error.empty()) {
       problems->push_back({file, spec.path, parsed.error});
       continue;

@@ -24,6 +24,7 @@ enum class KeyType : std::uint8_t {
   kHostPort,    // "host:port"
   kPlugin,      // a plugin name, or {plugin: NAME, options: {...}}
   kPluginList,  // a list of kPlugin entries
+  kEnum,        // one of KeySpec::choices
 };
 
 struct KeySpec {
@@ -33,7 +34,11 @@ struct KeySpec {
   std::int64_t min;           // for kInt/kDuration/kSize (ignored when min > max)
   std::int64_t max;
   const char* help;
+  const char* choices = nullptr;  // kEnum: the allowed values, comma-separated ("off,auto")
 };
+
+// A kEnum key's allowed values, in the schema's order.
+std::vector<std::string> enumChoices(const KeySpec& spec);
 
 // A problem found while loading: printed as "file: key: why".
 struct ConfigProblem {
@@ -60,6 +65,11 @@ class Config {
   // Same from YAML text (tests); `file` is only used in messages.
   static Result<Config> loadText(const std::string& yaml, const std::string& file,
                                  const std::vector<std::string>& overrides, std::vector<ConfigProblem>* problems);
+
+  // Every key at its schema default, as from an empty file; file() is empty. Tests and
+  // benchmarks build options structs from it (QmOptions::fromConfig(Config::defaults())),
+  // so that a default lives only in schema.cc.
+  static Config defaults();
 
   Config(const Config&);
   Config& operator=(const Config&);

@@ -2,6 +2,8 @@
 // This table is the single source of defaults (Postfix's DEF_* habit); etc/lcc.yaml
 // and docs/configuration.md describe the same keys, and `lccd --print-defaults`
 // prints this table. Plugin options are declared by each plugin, not here.
+// A key whose value is one of a few words is a kEnum with its words in the last field;
+// loading refuses any other word ("file: key: must be a, b or c (got x)").
 #include "config.h"
 
 namespace lcc {
@@ -27,7 +29,7 @@ const std::vector<KeySpec>& Config::schema() {
        "descriptors of RLIMIT_NOFILE kept for the stores, journals and files: every port refuses a new "
        "connection (closed at once) when fewer would be left; at most a quarter of the limit is used"},
       // --- log ---
-      {"log.level", KeyType::kString, "info", 1, 5, "debug, info, warn or error"},
+      {"log.level", KeyType::kEnum, "info", kNoMin, kNoMax, "debug, info, warn or error", "debug,info,warn,error"},
       {"log.file", KeyType::kString, "", 0, 4096, "log file (empty: stderr); SIGHUP reopens it"},
       // --- listen ---
       {"listen.uns", KeyType::kHostPort, "127.0.0.1:7700", kNoMin, kNoMax,
@@ -52,7 +54,7 @@ const std::vector<KeySpec>& Config::schema() {
        "PEM certificate chain of this node: its TLS ports, and its client certificate on tls:// links and "
        "https:// content reads"},
       {"tls.key_file", KeyType::kString, "", 0, 4096, "PEM private key of tls.cert_file"},
-      {"tls.min_version", KeyType::kString, "1.2", 3, 3, "oldest TLS version accepted: 1.2 or 1.3"},
+      {"tls.min_version", KeyType::kEnum, "1.2", kNoMin, kNoMax, "oldest TLS version accepted: 1.2 or 1.3", "1.2,1.3"},
       {"tls.client_ca_file", KeyType::kString, "", 0, 4096,
        "PEM CAs: when set, clients of listen.uns_tls, listen.cu_tls and listen.https must show a certificate "
        "they signed (mutual TLS)"},
@@ -66,8 +68,9 @@ const std::vector<KeySpec>& Config::schema() {
       {"storage.content", KeyType::kPlugin, "storage-kyoto", kNoMin, kNoMax, "the LCC DB"},
       {"storage.providers", KeyType::kPlugin, "storage-kyoto", kNoMin, kNoMax, "the PIDB"},
       {"fetcher", KeyType::kPlugin, "fetch-curl", kNoMin, kNoMax, "the robots' fetcher"},
-      {"fetch.redirects", KeyType::kString, "prefix", 1, 6,
-       "redirects a fetch follows: prefix (under the provider's prefixes), host (same host) or none (310 otherwise)"},
+      {"fetch.redirects", KeyType::kEnum, "prefix", kNoMin, kNoMax,
+       "redirects a fetch follows: prefix (under the provider's prefixes), host (same host) or none (310 otherwise)",
+       "prefix,host,none"},
       {"exporters", KeyType::kPluginList, "cu-xml,cu-tar,cu-warc", kNoMin, kNoMax, "CU output formats"},
       {"accept_mime", KeyType::kStringList, "text/*,application/pdf,application/xml", kNoMin, kNoMax,
        "MIME patterns CPs may send (type/subtype or type/*)"},
@@ -90,8 +93,8 @@ const std::vector<KeySpec>& Config::schema() {
       {"uns.qm_ack_timeout", KeyType::kDuration, "30s", 100, kHour, "wait for the QM's ack before spooling instead"},
       {"uns.fullsets_per_period", KeyType::kInt, "3", 0, 1000000, "unsolicited full sets allowed per period"},
       {"uns.fullset_period", KeyType::kDuration, "30d", kMin, 3650 * kDay, "the full-set allowance period"},
-      {"uns.password_hash_ops", KeyType::kString, "interactive", 1, 16,
-       "Argon2id cost for passwords an administrator chooses: interactive or moderate (libsodium)"},
+      {"uns.password_hash_ops", KeyType::kEnum, "interactive", kNoMin, kNoMax,
+       "Argon2id cost for passwords an administrator chooses: interactive or moderate (libsodium)", "interactive,moderate"},
       {"uns.auth_cache_entries", KeyType::kInt, "4096", 0, 1LL << 24,
        "successful Argon2id checks remembered (per provider, dropped when the password changes); 0: none"},
       {"uns.auth_failures_per_minute", KeyType::kInt, "30", 0, 1000000,
@@ -189,8 +192,9 @@ const std::vector<KeySpec>& Config::schema() {
       // --- indexnow (served with the uns role) ---
       {"indexnow.key_ttl", KeyType::kDuration, "1h", 1000, 30 * kDay, "how long a verified IndexNow key file is trusted"},
       {"indexnow.key_timeout", KeyType::kDuration, "10s", 100, 5 * kMin, "longest wait for an IndexNow key file"},
-      {"indexnow.register", KeyType::kString, "off", 2, 4,
-       "auto: a verified site whose URLs no provider covers gets one, scoped to the key file's folder (off: 403)"},
+      {"indexnow.register", KeyType::kEnum, "off", kNoMin, kNoMax,
+       "auto: a verified site whose URLs no provider covers gets one, scoped to the key file's folder (off: 403)",
+       "off,auto"},
       {"indexnow.requests_per_minute", KeyType::kInt, "60", 0, 1000000,
        "IndexNow requests per site (scheme, host, port) per minute; more get 429 (0: no limit)"},
       {"indexnow.max_listed_refusals", KeyType::kInt, "100", 1, 10000,
