@@ -2,9 +2,9 @@
 
 #include <vector>
 
-#include "proto/sitemap.h"
+#include "sitemap/sitemap.h"
 
-namespace lcc::proto {
+namespace lcc::sitemap {
 namespace {
 
 struct Outcome {
@@ -56,4 +56,4 @@ std::string checkSitemapProperties(std::string_view data) {
   return "";
 }
 
-}  // namespace lcc::proto
+}  // namespace lcc::sitemap

@@ -1,4 +1,4 @@
-// fuzz/sitemap_properties.h — the properties of the sitemap reader (core/proto/sitemap.h),
+// fuzz/sitemap_properties.h — the properties of the sitemap reader (core/sitemap/sitemap.h),
 // checked by the libFuzzer target sitemap_fuzz and, over the seed corpus, by
 // sitemap_corpus_test.
 #pragma once
@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace lcc::proto {
+namespace lcc::sitemap {
 
 // `data` is the bytes of a sitemap file (plain or gzip). Returns "" when every
 // property holds, else which one failed:
@@ -16,4 +16,4 @@ namespace lcc::proto {
 //  - no more entries come out than the limit, no <loc> is empty or longer than its limit.
 std::string checkSitemapProperties(std::string_view data);
 
-}  // namespace lcc::proto
+}  // namespace lcc::sitemap

@@ -2,9 +2,9 @@
 // sitemaps list, as <url/> lines for `lcc cp send`, optionally only what changed.
 //
 // Sitemap indexes are followed (each listed sitemap is fetched, up to 4 deep, each at
-// most once); every file is read as a stream through proto::SitemapReader with the
-// sitemaps.org limits. The walk and the --state diff are proto::SitemapWalk and
-// proto::diffSitemaps, which the LCC's own sitemap polls use too (core/uns/sitemap_poll.h). All files are read before anything is printed: a sitemap that
+// most once); every file is read as a stream through sitemap::SitemapReader with the
+// sitemaps.org limits. The walk and the --state diff are sitemap::SitemapWalk and
+// sitemap::diffSitemaps, which the LCC's own sitemap polls use too (core/sitemap/sitemap_poll.h). All files are read before anything is printed: a sitemap that
 // cannot be read ends the command with exit 2, no output and the state file left
 // alone, so that a failed fetch never reads as "every page was deleted".
 #include <curl/curl.h>
@@ -23,9 +23,9 @@
 #include "lcc/support/time_util.h"
 #include "lcc/support/url_norm.h"
 #include "proto/cp_uns.h"
-#include "proto/sitemap.h"
-#include "proto/sitemap_state.h"
-#include "proto/sitemap_walk.h"
+#include "sitemap/sitemap.h"
+#include "sitemap/sitemap_state.h"
+#include "sitemap/sitemap_walk.h"
 
 namespace lcc::cli {
 namespace {
@@ -41,10 +41,10 @@ struct SitemapArgs {
 bool isUrl(const std::string& s) { return s.rfind("http://", 0) == 0 || s.rfind("https://", 0) == 0; }
 
 // Streams a URL's body into the reader. Empty string on success, else why not.
-std::string fetchInto(const std::string& url, proto::SitemapReader& reader) {
+std::string fetchInto(const std::string& url, sitemap::SitemapReader& reader) {
   struct Sink {
     CURL* h;
-    proto::SitemapReader* reader;
+    sitemap::SitemapReader* reader;
     long status = 0;
   };
   std::unique_ptr<CURL, void (*)(CURL*)> h(curl_easy_init(), curl_easy_cleanup);
@@ -76,7 +76,7 @@ std::string fetchInto(const std::string& url, proto::SitemapReader& reader) {
   return reader.finish() ? "" : reader.error();
 }
 
-std::string readFileInto(const std::string& path, proto::SitemapReader& reader) {
+std::string readFileInto(const std::string& path, sitemap::SitemapReader& reader) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "cannot read the file";
   char buf[65536];
@@ -88,7 +88,7 @@ std::string readFileInto(const std::string& path, proto::SitemapReader& reader) 
 }
 
 // Reads the state file; *found: whether there was one (none: the first run, everything is new).
-bool loadState(const std::string& path, proto::SitemapPages& state, bool* found, std::string* err) {
+bool loadState(const std::string& path, sitemap::SitemapPages& state, bool* found, std::string* err) {
   std::ifstream in(path, std::ios::binary);
   *found = static_cast<bool>(in);
   if (!in) return true;
@@ -98,7 +98,7 @@ bool loadState(const std::string& path, proto::SitemapPages& state, bool* found,
     *err = path + ": read error";
     return false;
   }
-  if (!proto::parseSitemapState(text.str(), state, err)) {
+  if (!sitemap::parseSitemapState(text.str(), state, err)) {
     *err = path + ": " + *err;
     return false;
   }
@@ -110,8 +110,8 @@ std::string urlPathOf(const std::string& normal) {
   return parts.isOk() ? parts.value().path : std::string("/");
 }
 
-proto::SitemapWalkOptions walkOptions() {
-  proto::SitemapWalkOptions o;
+sitemap::SitemapWalkOptions walkOptions() {
+  sitemap::SitemapWalkOptions o;
   o.max_depth = kMaxDepth;
   o.max_sitemaps = kMaxSitemaps;
   return o;
@@ -133,15 +133,15 @@ int runSitemap(const SitemapArgs& a) {
       return 2;
     }
   }
-  proto::SitemapPages old_state;
+  sitemap::SitemapPages old_state;
   bool have_state = false;
   if (!a.state_file.empty() && !loadState(a.state_file, old_state, &have_state, &err)) {
     std::cerr << "lcc cp sitemap: --state: " << err << "\n";
     return 2;
   }
   TtyProgress progress;
-  proto::SitemapWalk walk(
-      [](const std::string& source, bool top, proto::SitemapReader& reader) {
+  sitemap::SitemapWalk walk(
+      [](const std::string& source, bool top, sitemap::SitemapReader& reader) {
         // What an index lists is always fetched as a URL, never opened as a local file.
         return top && !isUrl(source) ? readFileInto(source, reader) : fetchInto(source, reader);
       },
@@ -161,7 +161,7 @@ int runSitemap(const SitemapArgs& a) {
     std::cerr << "lcc cp sitemap: " << walk.badLastmods() << " <lastmod> values are not W3C Datetimes (read as unknown)\n";
   }
   std::string out;
-  for (const auto& change : proto::diffSitemaps(old_state, have_state, walk.pages(), since)) {
+  for (const auto& change : sitemap::diffSitemaps(old_state, have_state, walk.pages(), since)) {
     std::vector<std::pair<std::string, std::string>> attrs = {{"c", change.url},
                                                               {"m", mime.forUrlPath(urlPathOf(change.url))}};
     if (change.deleted) attrs.emplace_back("op", "delete");
@@ -172,7 +172,7 @@ int runSitemap(const SitemapArgs& a) {
   if (!a.state_file.empty()) {
     std::error_code ec;
     const std::string path = std::filesystem::absolute(a.state_file, ec).string();
-    if (Status st = posixEnv()->writeFileAtomic(path, proto::formatSitemapState(walk.pages(), "lcc cp sitemap state: url lastmod")); !st.isOk()) {
+    if (Status st = posixEnv()->writeFileAtomic(path, sitemap::formatSitemapState(walk.pages(), "lcc cp sitemap state: url lastmod")); !st.isOk()) {
       std::cerr << "lcc cp sitemap: cannot write the state file: " << st.toString() << "\n";
       return 2;
     }

@@ -5,16 +5,16 @@
 #include <string_view>
 
 #include "lcc/support/time_util.h"
-#include "proto/sitemap.h"
 #include "proto/xml_reader.h"
 #include "resourcesync/resourcesync.h"
+#include "sitemap/sitemap.h"
 
 namespace lcc::resourcesync {
 namespace {
 
 std::string open(std::string_view root) {
   return std::string("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<") + std::string(root) + " xmlns=\"" +
-         std::string(proto::kSitemapNs) + "\" xmlns:rs=\"" + kRsNs + "\">\n";
+         std::string(sitemap::kSitemapNs) + "\" xmlns:rs=\"" + kRsNs + "\">\n";
 }
 
 // <rs:ln rel="REL" href="HREF"/>

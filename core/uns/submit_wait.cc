@@ -15,4 +15,17 @@ SetOutcome submitAndWait(Forwarder& forwarder, SetSubmission set, Millis wait) {
   return future.get();
 }
 
+std::function<Status(ProviderId, std::uint64_t, std::string)> partialSetSubmitter(Forwarder& forwarder) {
+  return [&forwarder](ProviderId pid, std::uint64_t count, std::string urls_xml) -> Status {
+    SetSubmission set;
+    set.pid = pid;
+    set.kind = SetKind::kPartial;
+    set.count = count;
+    set.urls_xml = std::move(urls_xml);
+    const SetOutcome o = submitAndWait(forwarder, std::move(set));
+    if (o.accepted) return Status::ok();
+    return Status::busy(std::to_string(static_cast<int>(o.code)) + " " + o.message);
+  };
+}
+
 }  // namespace lcc::uns

@@ -23,8 +23,9 @@
 #include "common/tls_config.h"
 #include "net/acceptor.h"
 #include "uns/forwarder.h"
-#include "uns/indexnow_routes.h"
-#include "uns/sitemap_poll.h"
+#include "indexnow/indexnow_routes.h"
+#include "sitemap/sitemap_poll.h"
+#include "uns/submit_wait.h"
 #include "common/cache_crash.h"
 #include "uns/uns_core.h"
 
@@ -487,8 +488,8 @@ class UnsService final : public Service {
       : server_(*node.io, optionsFor(node), node.providers,
                 node.clock, node.env, node.metrics,
                 [&node](ProviderId pid) -> std::uint64_t { return node.queued_urls ? node.queued_urls(pid) : 0; }) {
-    addIndexNowRoutes(node, server_.forwarder());
-    sitemaps_ = makeSitemapPoller(node, server_.forwarder());
+    indexnow::addIndexNowRoutes(node, partialSetSubmitter(server_.forwarder()));
+    sitemaps_ = sitemap::makeSitemapPoller(node, partialSetSubmitter(server_.forwarder()));
   }
   static UnsOptions optionsFor(const NodeContext& node) {
     UnsOptions o = unsOptionsFromConfig(*node.config, node.data_dir, node.machine_id);
@@ -513,7 +514,7 @@ class UnsService final : public Service {
 
  private:
   UnsServer server_;
-  std::unique_ptr<SitemapPoller> sitemaps_;  // providers' sitemaps (sitemap_poll.h)
+  std::unique_ptr<sitemap::SitemapPoller> sitemaps_;  // providers' sitemaps (sitemap/sitemap_poll.h)
 };
 
 }  // namespace

@@ -8,7 +8,7 @@
 
 #include "sitemap_properties.h"
 
-namespace lcc::proto {
+namespace lcc::sitemap {
 namespace {
 
 TEST(SitemapCorpusTest, EverySeedKeepsTheProperties) {
@@ -25,4 +25,4 @@ TEST(SitemapCorpusTest, EverySeedKeepsTheProperties) {
 }
 
 }  // namespace
-}  // namespace lcc::proto
+}  // namespace lcc::sitemap

@@ -1,8 +1,8 @@
-// The LCC's polls of providers' sitemaps (core/uns/sitemap_poll.h), with the fetch and
+// The LCC's polls of providers' sitemaps (core/sitemap/sitemap_poll.h), with the fetch and
 // the forwarder replaced by fakes and the simulated clock: what a poll sends (op=check,
 // op=delete, only what changed), what it skips (outside the prefixes), that a failed
 // poll changes nothing, that the state survives a restart, and when a poll is due.
-#include "uns/sitemap_poll.h"
+#include "sitemap/sitemap_poll.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include "support/temp_dir.h"
 #include "uns/uns_test_util.h"
 
-namespace lcc::uns {
+namespace lcc::sitemap {
 namespace {
 
 using ::testing::ElementsAre;
@@ -52,7 +52,7 @@ class SitemapPollTest : public ::testing::Test {
     d.clock = &clock_;
     d.env = posixEnv();
     d.metrics = &metrics_;
-    d.fetch = [this](const std::string& url, const std::vector<std::string>& prefixes, proto::SitemapReader& reader) {
+    d.fetch = [this](const std::string& url, const std::vector<std::string>& prefixes, SitemapReader& reader) {
       fetched_.push_back(url);
       EXPECT_EQ(prefixes, std::vector<std::string>{kBase + "docs/"}) << "redirects confined to the prefixes";
       auto it = files_.find(url);
@@ -65,7 +65,8 @@ class SitemapPollTest : public ::testing::Test {
                                   std::to_string(count) + "\">" + xml + "</set>");
       EXPECT_TRUE(set.isOk()) << set.status().toString() << "\n" << xml;
       if (set.isOk()) sets_.push_back(set.value());
-      return refuse_ ? SetOutcome{false, ErrorCode::kOffline, "spool full"} : SetOutcome{true, ErrorCode::kNone, ""};
+      // As the UNS answers (uns/submit_wait.h): "CODE text" when refused.
+      return refuse_ ? Status::busy(std::to_string(static_cast<int>(ErrorCode::kOffline)) + " spool full") : Status::ok();
     };
     return std::make_unique<SitemapPoller>(o, std::move(d));
   }
@@ -146,7 +147,9 @@ TEST_F(SitemapPollTest, AFailedPollChangesNothing) {
   // A refused set: the state stays, so the next poll sends the change again.
   files_[kBase + "docs/sitemap.xml"] = urlset({{kBase + "docs/a.html", ""}});
   refuse_ = true;
-  EXPECT_FALSE(p->pollProvider(*fixture_.store()->get(1).value()).isOk());
+  auto refused = p->pollProvider(*fixture_.store()->get(1).value());
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_THAT(refused.status().message(), HasSubstr("a set was refused: 130 spool full"));
   EXPECT_THAT(sent(), ElementsAre("-" + kBase + "docs/b.html"));
   refuse_ = false;
   ASSERT_TRUE(p->pollProvider(*fixture_.store()->get(1).value()).isOk());
@@ -247,4 +250,4 @@ TEST_F(SitemapPollTest, PollsWhenDueByTheClockAlsoAcrossARestart) {
 }
 
 }  // namespace
-}  // namespace lcc::uns
+}  // namespace lcc::sitemap

@@ -1,4 +1,4 @@
-// What `lcc cp sitemap --state` and the sitemap poller share (core/proto/sitemap_state.h,
+// What `lcc cp sitemap --state` and the sitemap poller share (core/sitemap/sitemap_state.h,
 // sitemap_walk.h): the state text, the diff between two reads, and the walk over a
 // sitemap tree with its skip and fail rules.
 #include <gmock/gmock.h>
@@ -6,10 +6,10 @@
 
 #include <map>
 
-#include "proto/sitemap_state.h"
-#include "proto/sitemap_walk.h"
+#include "sitemap/sitemap_state.h"
+#include "sitemap/sitemap_walk.h"
 
-namespace lcc::proto {
+namespace lcc::sitemap {
 namespace {
 
 using ::testing::HasSubstr;
@@ -135,4 +135,4 @@ TEST(SitemapWalk, LimitsOfDepthAndPages) {
 }
 
 }  // namespace
-}  // namespace lcc::proto
+}  // namespace lcc::sitemap

@@ -1,7 +1,7 @@
-// The sitemaps.org reader (core/proto/sitemap.h): what comes out of a urlset and an
+// The sitemaps.org reader (core/sitemap/sitemap.h): what comes out of a urlset and an
 // index, plain and gzip, in pieces of any size; every limit and rule refused with the
 // message a site owner can act on; W3C Datetime for lastmod.
-#include "proto/sitemap.h"
+#include "sitemap/sitemap.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 
 #include "lcc/support/time_util.h"
 
-namespace lcc::proto {
+namespace lcc::sitemap {
 namespace {
 
 using ::testing::HasSubstr;
@@ -198,4 +198,4 @@ TEST(W3cDatetimeTest, EveryProfileOfTheNoteAndNothingElse) {
 }
 
 }  // namespace
-}  // namespace lcc::proto
+}  // namespace lcc::sitemap

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "proto/sitemap.h"
-#include "proto/sitemap_state.h"
+#include "sitemap/sitemap.h"
+#include "sitemap/sitemap_state.h"
 
-namespace lcc::proto {
+namespace lcc::sitemap {
 
 struct SitemapWalkOptions {
   int max_depth = 4;                   // index → index → ...: deeper is refused
@@ -76,4 +76,4 @@ class SitemapWalk {
   std::uint64_t files_ = 0, invalid_ = 0, refused_ = 0, bad_lastmods_ = 0;
 };
 
-}  // namespace lcc::proto
+}  // namespace lcc::sitemap

@@ -1,4 +1,4 @@
-#include "proto/sitemap.h"
+#include "sitemap/sitemap.h"
 
 #include <zlib.h>
 
@@ -7,8 +7,15 @@
 #include "lcc/support/time_util.h"
 #include "proto/xml_reader.h"
 
-namespace lcc::proto {
+namespace lcc::sitemap {
 namespace {
+
+using proto::XmlAttrs;
+using proto::XmlFraming;
+using proto::XmlHandler;
+using proto::XmlLimits;
+using proto::XmlName;
+using proto::XmlReader;
 
 constexpr std::size_t kInflateChunk = 64 * 1024;
 constexpr std::size_t kMaxLastmodText = 64;
@@ -230,4 +237,4 @@ std::uint64_t SitemapReader::entries() const { return impl_->entries; }
 std::uint64_t SitemapReader::badLastmods() const { return impl_->bad_lastmods; }
 const std::string& SitemapReader::error() const { return impl_->error; }
 
-}  // namespace lcc::proto
+}  // namespace lcc::sitemap

@@ -1,4 +1,4 @@
-#include "uns/indexnow_routes.h"
+#include "indexnow/indexnow_routes.h"
 
 #include <spdlog/spdlog.h>
 
@@ -7,19 +7,18 @@
 #include "common/config/config.h"
 #include "common/fetch_wait.h"
 #include "indexnow/receiver.h"
-#include "uns/submit_wait.h"
 
-namespace lcc::uns {
+namespace lcc::indexnow {
 namespace {
 
 constexpr std::uint64_t kMaxKeyFile = 1024;  // a key is at most 128 characters
 
 }  // namespace
 
-void addIndexNowRoutes(NodeContext& node, Forwarder& forwarder) {
+void addIndexNowRoutes(NodeContext& node, SubmitSet submit) {
   if (node.http == nullptr || node.fetcher == nullptr) return;
   const Config& cfg = *node.config;
-  indexnow::ReceiverOptions o;
+  ReceiverOptions o;
   o.key_ttl = Millis(cfg.getInt("indexnow.key_ttl"));
   o.requests_per_minute = static_cast<std::uint64_t>(cfg.getInt("indexnow.requests_per_minute"));
   o.auto_register = cfg.getString("indexnow.register") == "auto";
@@ -37,7 +36,7 @@ void addIndexNowRoutes(NodeContext& node, Forwarder& forwarder) {
     return;
   }
   auto next_id = std::make_shared<std::atomic<std::uint64_t>>((3ull << 61) + 1);  // apart from robots and the RS
-  indexnow::ReceiverDeps deps;
+  ReceiverDeps deps;
   deps.providers = node.providers;
   deps.clock = node.clock;
   deps.metrics = node.metrics;
@@ -58,17 +57,12 @@ void addIndexNowRoutes(NodeContext& node, Forwarder& forwarder) {
     }
     return got.body;
   };
-  deps.submit = [&forwarder](ProviderId pid, std::uint64_t count, std::string xml) -> indexnow::Durable {
-    SetSubmission set;
-    set.pid = pid;
-    set.kind = SetKind::kPartial;
-    set.count = count;
-    set.urls_xml = std::move(xml);
-    const SetOutcome o = submitAndWait(forwarder, std::move(set));
-    if (o.accepted) return {true, ""};
-    return {false, std::to_string(static_cast<int>(o.code)) + " " + o.message};
+  deps.submit = [submit = std::move(submit)](ProviderId pid, std::uint64_t count, std::string xml) -> Durable {
+    const Status s = submit(pid, count, std::move(xml));
+    if (s.isOk()) return {true, ""};
+    return {false, s.message()};
   };
-  indexnow::addRoutes(*node.http, std::make_shared<indexnow::Receiver>(o, std::move(deps)));
+  addRoutes(*node.http, std::make_shared<Receiver>(o, std::move(deps)));
 }
 
-}  // namespace lcc::uns
+}  // namespace lcc::indexnow

@@ -21,7 +21,7 @@
 #include <string>
 #include <string_view>
 
-namespace lcc::proto {
+namespace lcc::sitemap {
 
 inline constexpr std::string_view kSitemapNs = "http://www.sitemaps.org/schemas/sitemap/0.9";
 
@@ -61,4 +61,4 @@ class SitemapReader {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace lcc::proto
+}  // namespace lcc::sitemap

@@ -1,10 +1,10 @@
-#include "proto/sitemap_walk.h"
+#include "sitemap/sitemap_walk.h"
 
 #include <vector>
 
 #include "lcc/support/url_norm.h"
 
-namespace lcc::proto {
+namespace lcc::sitemap {
 namespace {
 
 constexpr std::size_t kSamples = 20;
@@ -85,4 +85,4 @@ bool SitemapWalk::fail(const std::string& source, const std::string& why) {
   return false;
 }
 
-}  // namespace lcc::proto
+}  // namespace lcc::sitemap

@@ -1,4 +1,4 @@
-#include "uns/sitemap_poll.h"
+#include "sitemap/sitemap_poll.h"
 
 #include <pthread.h>
 #include <spdlog/spdlog.h>
@@ -11,11 +11,10 @@
 #include "lcc/support/time_util.h"
 #include "lcc/support/url_norm.h"
 #include "proto/cp_uns.h"
-#include "proto/sitemap_state.h"
-#include "proto/sitemap_walk.h"
-#include "uns/submit_wait.h"
+#include "sitemap/sitemap_state.h"
+#include "sitemap/sitemap_walk.h"
 
-namespace lcc::uns {
+namespace lcc::sitemap {
 namespace {
 
 // The state file's first line: "# lcc sitemap poll state: polled <unix ms> <sitemap URL>".
@@ -38,8 +37,8 @@ bool parseHeader(std::string_view text, WallTime* polled, std::string* sitemap) 
   return true;
 }
 
-proto::SitemapWalkOptions walkOptions(std::uint64_t max_pages) {
-  proto::SitemapWalkOptions o;
+SitemapWalkOptions walkOptions(std::uint64_t max_pages) {
+  SitemapWalkOptions o;
   o.max_pages = max_pages;
   return o;
 }
@@ -159,8 +158,8 @@ Result<SitemapPollReport> SitemapPoller::pollProvider(const ProviderRecord& p) {
   };
   const std::vector<std::string> prefixes = url::normalPrefixes(p.prefixes, 2048);
   if (!url::underAnyPrefix(p.sitemap_url, prefixes)) return failed("not under the provider's prefixes; not read");
-  proto::SitemapWalk walk(
-      [&](const std::string& source, bool, proto::SitemapReader& reader) { return deps_.fetch(source, prefixes, reader); },
+  SitemapWalk walk(
+      [&](const std::string& source, bool, SitemapReader& reader) { return deps_.fetch(source, prefixes, reader); },
       walkOptions(options_.max_pages));
   walk.setAdmit([&](const std::string& u) { return url::underAnyPrefix(u, prefixes); });
   if (!walk.read(p.sitemap_url)) return failed(walk.error());
@@ -172,12 +171,12 @@ Result<SitemapPollReport> SitemapPoller::pollProvider(const ProviderRecord& p) {
     spdlog::warn("sitemap: provider {}: {} listed URLs skipped (outside its prefixes, or not http(s) URLs), first: {}",
                  p.id, report.skipped, walk.skippedSamples().empty() ? "-" : walk.skippedSamples().front());
   }
-  proto::SitemapPages before;
+  SitemapPages before;
   bool have_before = deps_.env->exists(statePath(p.id));
   if (have_before) {
     auto text = deps_.env->readFile(statePath(p.id));
     std::string err = text.isOk() ? "" : text.status().message();
-    if (!text.isOk() || !proto::parseSitemapState(text.value(), before, &err)) {
+    if (!text.isOk() || !parseSitemapState(text.value(), before, &err)) {
       spdlog::warn("sitemap: provider {}: {}: {}; read as a first poll (nothing deleted)", p.id, statePath(p.id), err);
       before.clear();
       have_before = false;
@@ -189,7 +188,7 @@ Result<SitemapPollReport> SitemapPoller::pollProvider(const ProviderRecord& p) {
   rules.accept_mime = options_.accept_mime;
   rules.prefixes = prefixes;
   rules.max_url_length = options_.max_url_length;
-  for (const auto& c : proto::diffSitemaps(before, have_before, walk.pages())) {
+  for (const auto& c : diffSitemaps(before, have_before, walk.pages())) {
     std::vector<std::pair<std::string, std::string>> attrs = {{"c", c.url}, {"m", mime_.forUrl(c.url)}};
     if (!c.deleted) {  // a delete goes out whatever its type: what was stored before goes
       proto::UrlVerdict v = proto::validateUrl(attrs, "", p.id, rules);
@@ -210,7 +209,7 @@ Result<SitemapPollReport> SitemapPoller::pollProvider(const ProviderRecord& p) {
   }
   if (Status s = submitChanges(p, lines, report); !s.isOk()) return failed(s.message());
   const std::string header = std::string(kHeader) + std::to_string(toUnixMillis(deps_.clock->now())) + " " + p.sitemap_url;
-  if (Status s = deps_.env->writeFileAtomic(statePath(p.id), proto::formatSitemapState(walk.pages(), header)); !s.isOk()) {
+  if (Status s = deps_.env->writeFileAtomic(statePath(p.id), formatSitemapState(walk.pages(), header)); !s.isOk()) {
     return failed("the changes were sent, but the state could not be written (they are sent again): " + s.message());
   }
   sent_.inc(lines.size());
@@ -247,16 +246,15 @@ Status SitemapPoller::submitChanges(const ProviderRecord& p, const std::vector<s
     const std::size_t to = std::min(lines.size(), from + per_set);
     std::string xml;
     for (std::size_t i = from; i < to; ++i) xml += lines[i];
-    const SetOutcome o = deps_.submit(p.id, to - from, std::move(xml));
-    if (!o.accepted) {
-      return Status::busy("a set was refused: " + std::to_string(static_cast<int>(o.code)) + " " + o.message);
+    if (Status s = deps_.submit(p.id, to - from, std::move(xml)); !s.isOk()) {
+      return Status::busy("a set was refused: " + s.message());
     }
     ++report.sets;
   }
   return Status::ok();
 }
 
-std::unique_ptr<SitemapPoller> makeSitemapPoller(NodeContext& node, Forwarder& forwarder) {
+std::unique_ptr<SitemapPoller> makeSitemapPoller(NodeContext& node, SubmitSet submit) {
   if (node.fetcher == nullptr) return nullptr;
   const Config& cfg = *node.config;
   SitemapPollOptions o;
@@ -282,12 +280,12 @@ std::unique_ptr<SitemapPoller> makeSitemapPoller(NodeContext& node, Forwarder& f
   deps.metrics = node.metrics;
   deps.fetch = [&node, fetching, dir = o.state_dir, timeout](const std::string& url,
                                                              const std::vector<std::string>& prefixes,
-                                                             proto::SitemapReader& reader) -> std::string {
+                                                             SitemapReader& reader) -> std::string {
     FetchRequest req;
     req.id = fetching->next_id++;
     req.url = url;
     req.path = dir + "/fetch-" + std::to_string(req.id) + ".tmp";
-    req.max_size = proto::SitemapLimits{}.max_bytes;  // compressed or not, never more than 50 MB
+    req.max_size = SitemapLimits{}.max_bytes;  // compressed or not, never more than 50 MB
     req.redirects = RedirectPolicy::kPrefix;
     req.redirect_prefixes = prefixes;
     fetching->current = req.id;
@@ -306,15 +304,8 @@ std::unique_ptr<SitemapPoller> makeSitemapPoller(NodeContext& node, Forwarder& f
     fetching->stopping = true;
     node.fetcher->cancel(fetching->current);
   };
-  deps.submit = [&forwarder](ProviderId pid, std::uint64_t count, std::string xml) {
-    SetSubmission set;
-    set.pid = pid;
-    set.kind = SetKind::kPartial;
-    set.count = count;
-    set.urls_xml = std::move(xml);
-    return submitAndWait(forwarder, std::move(set));
-  };
+  deps.submit = std::move(submit);
   return std::make_unique<SitemapPoller>(std::move(o), std::move(deps));
 }
 
-}  // namespace lcc::uns
+}  // namespace lcc::sitemap

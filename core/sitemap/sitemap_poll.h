@@ -4,15 +4,15 @@
 //
 // One poll of a provider: its sitemap and every sitemap an index lists are fetched
 // through the node's Fetcher (its policy; redirects only under the provider's prefixes),
-// read with the rules of `lcc cp sitemap` (proto::SitemapWalk); a listed sitemap or page
+// read with the rules of `lcc cp sitemap` (SitemapWalk); a listed sitemap or page
 // outside the provider's prefixes is skipped, counted and logged. The pages are
-// compared with the last poll's (proto::diffSitemaps, the state of `cp sitemap
+// compared with the last poll's (diffSitemaps, the state of `cp sitemap
 // --state`): new or changed pages are checked as a CP's <url> would be, their type
 // guessed from the path (proto::validateUrl against accept_mime: a page refused, e.g.
 // 203, is never sent or fetched and goes to the provider's error list with its code);
 // the others go out with op="check" (a 404 or 410 removes the URL, as for IndexNow),
 // pages no longer listed with op="delete", in sets of at most
-// uns.max_set_urls, each through the forwarder and waited for (durable, as a CP's set).
+// uns.max_set_urls, each through the UNS's forwarder and waited for (durable, as a CP's set).
 // Only then is the state file <state_dir>/<pid>.state replaced: a restart does not
 // resend everything, and a failed poll (a sitemap that cannot be read, a refused set)
 // changes nothing and is tried again an interval later.
@@ -37,10 +37,13 @@
 #include "lcc/clock.h"
 #include "lcc/env.h"
 #include "lcc/provider_store.h"
-#include "proto/sitemap.h"
-#include "uns/forwarder.h"
+#include "sitemap/sitemap.h"
 
-namespace lcc::uns {
+namespace lcc::sitemap {
+
+// How a poll hands a partial set to the uns role (uns/submit_wait.h,
+// partialSetSubmitter): `count` <url/> elements for `pid`, OK once durable.
+using SubmitSet = std::function<Status(ProviderId pid, std::uint64_t count, std::string urls_xml)>;
 
 struct SitemapPollOptions {
   std::string state_dir;                        // <data_dir>/sitemap
@@ -63,12 +66,13 @@ struct SitemapPollDeps {
   // Feeds the body of `url` to `reader` and finishes it; "" on success, else why not.
   // Redirects must stay under `prefixes`.
   std::function<std::string(const std::string& url, const std::vector<std::string>& prefixes,
-                            proto::SitemapReader& reader)>
+                            SitemapReader& reader)>
       fetch;
   // Ends a fetch in flight early (stop()); may be empty.
   std::function<void()> cancel_fetch;
-  // A partial set of `count` <url/> elements for `pid`; returns once durable or refused.
-  std::function<SetOutcome(ProviderId pid, std::uint64_t count, std::string urls_xml)> submit;
+  // A partial set of `count` <url/> elements for `pid`; returns once durable (OK) or
+  // refused (the message says why: "CODE text").
+  SubmitSet submit;
 };
 
 // What one poll did (also logged).
@@ -125,7 +129,7 @@ class SitemapPoller {
 };
 
 // The poller of a node that runs the uns role: sitemaps through the node's fetcher,
-// sets through this UNS's forwarder. Null when the node has no fetcher.
-std::unique_ptr<SitemapPoller> makeSitemapPoller(NodeContext& node, Forwarder& forwarder);
+// sets through `submit` (the UNS's forwarder). Null when the node has no fetcher.
+std::unique_ptr<SitemapPoller> makeSitemapPoller(NodeContext& node, SubmitSet submit);
 
-}  // namespace lcc::uns
+}  // namespace lcc::sitemap

@@ -1,8 +1,8 @@
-#include "proto/sitemap_state.h"
+#include "sitemap/sitemap_state.h"
 
 #include "lcc/support/time_util.h"
 
-namespace lcc::proto {
+namespace lcc::sitemap {
 
 std::string formatSitemapState(const SitemapPages& pages, std::string_view header) {
   std::string text = "# ";
@@ -59,4 +59,4 @@ std::vector<SitemapChange> diffSitemaps(const SitemapPages& before, bool have_be
   return out;
 }
 
-}  // namespace lcc::proto
+}  // namespace lcc::sitemap

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-namespace lcc::proto {
+namespace lcc::sitemap {
 
 // Normal-form page URL → lastmod (seconds since the epoch; nullopt: the sitemap gives none).
 using SitemapPages = std::map<std::string, std::optional<std::int64_t>>;
@@ -41,4 +41,4 @@ struct SitemapChange {
 std::vector<SitemapChange> diffSitemaps(const SitemapPages& before, bool have_before, const SitemapPages& now,
                                         std::optional<std::int64_t> since = std::nullopt);
 
-}  // namespace lcc::proto
+}  // namespace lcc::sitemap
