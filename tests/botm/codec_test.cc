@@ -297,6 +297,40 @@ TEST(FetchResultOnTheWire, ResultBytesAreUnchangedGolden) {
   }
 }
 
+// One request (lcc::FetchRequest) on both protocols: the bytes are those the codecs
+// wrote when each hop had its own fetch struct (LinkFetch, RobotFetch; pinned from that
+// build), whole and byte by byte. The link carries md5 and no file, the robot protocol
+// a file and no md5; since is an RFC 3339 time; empty or zero fields are left out; the
+// scope keeps the prefixes that fit in kMaxScopeBytes and skips one holding a space.
+TEST(FetchRequestOnTheWire, FetchBytesAreUnchangedGolden) {
+  LinkFetch full{123, "http://www.server.com/a.htm?x=1&y=<2>", "text/html", 1714564680, 52428800,
+                 "0123456789abcdef0123456789abcdef",
+                 {RedirectPolicy::kPrefix, {"http://www.server.com/", "bad prefix/", "https://cdn.server.com/"}}};
+  LinkFetch bare{124, "http://www.server.com/b.htm", "", std::nullopt, 0, "", {RedirectPolicy::kNone, {}}};
+  LinkFetch host{125, "http://www.server.com/c.htm", "text/plain", -1, 7, "", {RedirectPolicy::kHost, {"http://x/"}}};
+  const std::string link = encodeFetch(full) + encodeFetch(bare) + encodeFetch(host);
+  EXPECT_EQ(link,
+            "<fetch id=\"123\" url=\"http://www.server.com/a.htm?x=1&amp;y=&lt;2&gt;\" mime=\"text/html\" "
+            "since=\"2024-05-01T11:58:00Z\" maxsize=\"52428800\" md5=\"0123456789abcdef0123456789abcdef\" "
+            "scope=\"http://www.server.com/ https://cdn.server.com/\"/>\n"
+            "<fetch id=\"124\" url=\"http://www.server.com/b.htm\" redirects=\"none\"/>\n"
+            "<fetch id=\"125\" url=\"http://www.server.com/c.htm\" mime=\"text/plain\" "
+            "since=\"1969-12-31T23:59:59Z\" maxsize=\"7\" redirects=\"host\" scope=\"http://x/\"/>\n");
+  RobotFetch robot{42, full.url, "/var/lib/lcc/content/00/00/2a", full.mime, full.since, full.max_size, full.scope};
+  RobotFetch robot_bare{43, bare.url, "/c/00/00/2b", "", std::nullopt, 0, bare.scope};
+  EXPECT_EQ(encodeRobotFetch(robot) + encodeRobotFetch(robot_bare),
+            "<fetch id=\"42\" url=\"http://www.server.com/a.htm?x=1&amp;y=&lt;2&gt;\" "
+            "file=\"/var/lib/lcc/content/00/00/2a\" mime=\"text/html\" since=\"2024-05-01T11:58:00Z\" "
+            "maxsize=\"52428800\" scope=\"http://www.server.com/ https://cdn.server.com/\"/>\n"
+            "<fetch id=\"43\" url=\"http://www.server.com/b.htm\" file=\"/c/00/00/2b\" redirects=\"none\"/>\n");
+  // The scope stops at the first prefix that would pass kMaxScopeBytes.
+  LinkFetch wide{126, "http://s/", "", std::nullopt, 0, "", {}};
+  for (int i = 0; i < 3; ++i) wide.scope.prefixes.push_back("http://s/" + std::string(1500, char('a' + i)) + "/");
+  const std::string wide_bytes = encodeFetch(wide);
+  EXPECT_NE(wide_bytes.find(wide.scope.prefixes[1]), std::string::npos);
+  EXPECT_EQ(wide_bytes.find(wide.scope.prefixes[2]), std::string::npos);
+}
+
 // "ok=no" never reads as a success: without a code, or with code 0, it is 140.
 TEST(FetchResultOnTheWire, AFailureWithoutACodeIsInternal) {
   const std::string bytes = encodeBotmOpen({"m1", 1, ""}) + "<result id=\"1\" ok=\"no\"/>\n" +
