@@ -489,7 +489,7 @@ TEST_F(BotmServiceTest, ContentUrlsOfChildrenReachTheQmAndServeTheFetchedFile) {
     auto f = stub();
     auto r = robot(child, *f, robots, 2);
     ASSERT_TRUE(eventually([&] { return links.capacity_ == 2; }));
-    qm_port.sendFetch(links.link_, qm::FetchOrder{77, "http://p.test/x?stub_size=4321", "text/html", std::nullopt, 0});
+    qm_port.sendFetch(links.link_, FetchRequest{.id = 77, .url = "http://p.test/x?stub_size=4321", .expected_mime = "text/html"});
     ASSERT_TRUE(eventually([&] {
       std::lock_guard<std::mutex> l(links.mu_);
       return !links.results_.empty();
