@@ -61,7 +61,7 @@ QmOptions benchQmOptions(const Args& a) {
 
 class StubBotm : public BotmPort {
  public:
-  void sendFetch(LinkId link, const FetchOrder& order) override { orders.push_back({link, order.id}); }
+  void sendFetch(LinkId link, const FetchRequest& order) override { orders.push_back({link, order.id}); }
   void sendDelete(LinkId, std::uint64_t, const std::string&, const std::string&) override {}
   void sendSweep(LinkId, std::uint64_t) override {}
   std::vector<std::pair<LinkId, std::uint64_t>> orders;

@@ -15,7 +15,7 @@ std::string encodeOne(const proto::SourceMessage& m) {
       [](const auto& v) -> std::string {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, proto::LinkSourceHello>) return proto::encodeSourceOpen(v);
-        else if constexpr (std::is_same_v<T, proto::LinkFetch>) return proto::encodeFetch(v);
+        else if constexpr (std::is_same_v<T, FetchRequest>) return proto::encodeFetch(v);
         else if constexpr (std::is_same_v<T, proto::LinkDelete>) return proto::encodeDelete(v);
         else if constexpr (std::is_same_v<T, proto::LinkSweep>) return proto::encodeSweep(v);
         else if constexpr (std::is_same_v<T, proto::LinkPing>) return proto::encodeLinkPing();

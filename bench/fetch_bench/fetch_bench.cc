@@ -92,10 +92,10 @@ int main(int argc, char** argv) {
       }
       std::string batch;
       while (sent < count && sent - done < window) {
-        proto::LinkFetch f;
+        FetchRequest f;
         f.id = ++sent;
         f.url = urls[(sent - 1) % urls.size()];
-        f.mime = "text/html";
+        f.expected_mime = "text/html";
         batch += proto::encodeFetch(f);
       }
       if (!batch.empty() && !sendAll(batch)) break;

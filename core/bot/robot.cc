@@ -93,7 +93,7 @@ void RobotCore::cancelAll() {
   for (std::uint64_t fid : ids) fetcher_.cancel(fid);
 }
 
-void RobotCore::fetch(const proto::RobotFetch& f) {
+void RobotCore::fetch(const FetchRequest& f) {
   FetchResult fail;
   fail.id = f.id;
   bool duplicate = false;
@@ -108,29 +108,23 @@ void RobotCore::fetch(const proto::RobotFetch& f) {
     reply_(fail);
     return;
   }
-  if (Status s = checkPath(f.file); !s.isOk()) {
+  if (Status s = checkPath(f.path); !s.isOk()) {
     fail.code = ErrorCode::kInternal;
     fail.message = s.message();
     if (counters_) counters_->refused++;
     reply_(fail);
     return;
   }
-  std::string dir = parentOf(f.file);
+  std::string dir = parentOf(f.path);
   if (!known_dirs_.count(dir)) {  // one stat per folder, not per fetch
     if (!env_.exists(dir)) (void)env_.createDirs(dir);
     if (known_dirs_.size() > 4096) known_dirs_.clear();
     known_dirs_.insert(std::move(dir));
   }
 
-  FetchRequest req;
+  FetchRequest req = f;  // the same request, with the fetcher's id, the temporary name and our head limit
   req.id = g_next_fetcher_id.fetch_add(1);
-  req.url = f.url;
-  req.path = tempNameFor(f.file);
-  req.expected_mime = f.mime;
-  if (f.since) req.if_modified_since = fromUnixMillis(*f.since * 1000);
-  req.max_size = f.max_size;
-  req.redirects = f.scope.redirects;
-  req.redirect_prefixes = f.scope.prefixes;
+  req.path = tempNameFor(f.path);
   req.max_response_head = opts_.max_response_head;
 
   const std::uint64_t fid = req.id;
@@ -141,7 +135,7 @@ void RobotCore::fetch(const proto::RobotFetch& f) {
   }
   in_flight_++;
   auto self = shared_from_this();
-  Status s = fetcher_.start(req, [self, fid, botm_id = f.id, file = f.file, tmp = req.path](const FetchResult& r) {
+  Status s = fetcher_.start(req, [self, fid, botm_id = f.id, file = f.path, tmp = req.path](const FetchResult& r) {
     self->finished(fid, self->store(r, botm_id, file, tmp));
   });
   if (!s.isOk()) {
@@ -294,7 +288,7 @@ void RobotSession::onData(std::string_view bytes) {
     if (auto* h = std::get_if<proto::RobotBotmHello>(&m)) {
       hello_seen_ = true;
       spdlog::info("robot {}: BOT-M {} (machine {}) accepted us", opts_.name, socket_->peer(), h->machine);
-    } else if (auto* f = std::get_if<proto::RobotFetch>(&m)) {
+    } else if (auto* f = std::get_if<FetchRequest>(&m)) {
       core_->fetch(*f);
     } else if (std::holds_alternative<proto::LinkPing>(m)) {
       socket_->send(proto::encodeLinkPong());

@@ -68,7 +68,7 @@ class RobotCore : public std::enable_shared_from_this<RobotCore> {
   using Reply = std::function<void(const FetchResult&)>;
   RobotCore(Fetcher& fetcher, Env& env, RobotOptions options, RobotCounters* counters, Reply reply);
 
-  void fetch(const proto::RobotFetch& f);
+  void fetch(const FetchRequest& f);  // f.path: the final file
   // Cancels every fetch in flight; from now on results are dropped, not replied.
   void cancelAll();
   // Fetches started and not yet finished (cancelled ones count until they finish).

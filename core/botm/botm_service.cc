@@ -255,7 +255,7 @@ class BotmService final : public Service {
     Actions a;
     ForwardActions fa;
     for (const auto& m : msgs) {
-      if (const auto* f = std::get_if<proto::LinkFetch>(&m)) {
+      if (const auto* f = std::get_if<FetchRequest>(&m)) {
         if (disp_) disp_->fetch(*f, &a);
         if (fwd_) fwd_->fetch(*f, &fa);
       } else if (const auto* d = std::get_if<proto::LinkDelete>(&m)) {

@@ -20,7 +20,7 @@ FetchResult failed(std::uint64_t id, ErrorCode code, std::string message) {
 
 // Whether a fetch from the source can wait for a slot (robots and children alike); when
 // not, its refusal goes up and it counts as rejected.
-bool admit(const proto::LinkFetch& f, bool id_in_flight, std::size_t queued, std::size_t max_queued,
+bool admit(const FetchRequest& f, bool id_in_flight, std::size_t queued, std::size_t max_queued,
            DispatchCounters* counters, std::vector<Upstream>* upstream) {
   counters->fetches++;
   if (id_in_flight) {
@@ -71,7 +71,7 @@ void Dispatcher::sourceDown() {
   queue_.swap(keep);
 }
 
-void Dispatcher::fetch(const proto::LinkFetch& f, Actions* out) {
+void Dispatcher::fetch(const FetchRequest& f, Actions* out) {
   if (!source_up_) return;
   if (!admit(f, by_source_id_.count(f.id) != 0, queue_.size(), max_queued_, &counters_, &out->upstream)) return;
   const std::uint64_t id = next_job_++;
@@ -118,14 +118,9 @@ void Dispatcher::pump(Actions* out) {
     names_in_use_.insert(*j.name);
     j.robot = best_id;
     best->jobs.insert(id);
-    proto::RobotFetch rf;
+    FetchRequest rf = j.fetch;  // the robot codec carries what the robot protocol has
     rf.id = id;
-    rf.url = j.fetch.url;
-    rf.file = pathOf(*j.name);
-    rf.mime = j.fetch.mime;
-    rf.since = j.fetch.since;
-    rf.max_size = j.fetch.max_size;
-    rf.scope = j.fetch.scope;
+    rf.path = pathOf(*j.name);
     out->to_robots.emplace_back(best_id, std::move(rf));
   }
 }
@@ -365,7 +360,7 @@ void Forwarder::announce(ForwardActions* out, std::uint64_t old_capacity, const 
   if (now != old_machines || urls != old_urls) out->upstream.push_back(proto::LinkMachines{now, urls});
 }
 
-void Forwarder::fetch(const proto::LinkFetch& f, ForwardActions* out) {
+void Forwarder::fetch(const FetchRequest& f, ForwardActions* out) {
   if (!source_up_) return;
   if (!admit(f, by_source_id_.count(f.id) != 0, queue_.size(), max_queued_, &counters_, &out->upstream)) return;
   const std::uint64_t id = next_id_++;
@@ -396,7 +391,7 @@ void Forwarder::pump(ForwardActions* out) {
     if (it == jobs_.end()) continue;
     it->second.child = best_id;
     best->jobs.insert(id);
-    proto::LinkFetch f = it->second.fetch;
+    FetchRequest f = it->second.fetch;
     f.id = id;  // our id on the child's connection
     out->fetches.emplace_back(best_id, std::move(f));
   }

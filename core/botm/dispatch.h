@@ -45,7 +45,7 @@ struct DispatchCounters {
 };
 
 struct Actions {
-  std::vector<std::pair<RobotId, proto::RobotFetch>> to_robots;
+  std::vector<std::pair<RobotId, FetchRequest>> to_robots;  // our id, path: the file
   std::vector<Upstream> upstream;
   bool empty() const { return to_robots.empty() && upstream.empty(); }
 };
@@ -58,7 +58,7 @@ class Dispatcher {
   // The url source connected (a new session) or went away.
   void sourceUp();
   void sourceDown();
-  void fetch(const proto::LinkFetch& f, Actions* out);
+  void fetch(const FetchRequest& f, Actions* out);
   void remove(const proto::LinkDelete& d, Actions* out);
   // The orphan sweep (issue 15): one <file> per content file of this machine whose
   // name no job holds (running, or waiting for another robot with its name), then
@@ -81,7 +81,7 @@ class Dispatcher {
  private:
   struct Job {
     std::uint64_t session = 0;
-    proto::LinkFetch fetch;             // fetch.id is the source's id
+    FetchRequest fetch;                 // fetch.id is the source's id
     std::optional<std::uint64_t> name;  // kept when the job is handed to another robot
     RobotId robot = 0;                  // 0: waiting in the queue
   };
@@ -113,7 +113,7 @@ class Dispatcher {
 };
 
 struct ForwardActions {
-  std::vector<std::pair<ChildId, proto::LinkFetch>> fetches;
+  std::vector<std::pair<ChildId, FetchRequest>> fetches;  // our id on the child's link
   std::vector<std::pair<ChildId, proto::LinkDelete>> deletes;
   std::vector<std::pair<ChildId, proto::LinkSweep>> sweeps;
   std::vector<Upstream> upstream;
@@ -125,7 +125,7 @@ class Forwarder {
 
   void sourceUp();
   void sourceDown();
-  void fetch(const proto::LinkFetch& f, ForwardActions* out);
+  void fetch(const FetchRequest& f, ForwardActions* out);
   void remove(const proto::LinkDelete& d, ForwardActions* out);
   // Passes the sweep to every child; their <file>s and <swept>s go up unchanged.
   void sweep(const proto::LinkSweep& s, ForwardActions* out);
@@ -154,7 +154,7 @@ class Forwarder {
  private:
   struct Job {
     std::uint64_t session = 0;
-    proto::LinkFetch fetch;  // the source's id
+    FetchRequest fetch;  // the source's id
     ChildId child = 0;
   };
   struct PendingDelete {

@@ -104,35 +104,6 @@ bool AttrParser::yes(std::string_view name) {
   const std::string* v = el.attr(name);
   return v != nullptr && (*v == "yes" || *v == "true" || *v == "1");
 }
-FetchScope AttrParser::scope() {
-  FetchScope s;
-  if (const std::string* r = el.attr("redirects"); r && !r->empty()) {
-    s.redirects = parseRedirectPolicy(*r).value_or(RedirectPolicy::kNone);
-  }
-  if (const std::string* list = el.attr("scope")) {
-    std::size_t pos = 0;
-    while (pos < list->size()) {
-      std::size_t sp = list->find(' ', pos);
-      if (sp == std::string::npos) sp = list->size();
-      if (sp > pos) s.prefixes.push_back(list->substr(pos, sp - pos));
-      pos = sp + 1;
-    }
-  }
-  return s;
-}
-
-void appendScope(std::string& out, const FetchScope& scope) {
-  if (scope.redirects != RedirectPolicy::kPrefix) appendAttr(out, "redirects", redirectPolicyName(scope.redirects));
-  std::string list;
-  for (const auto& p : scope.prefixes) {
-    if (p.empty() || p.find(' ') != std::string::npos) continue;
-    if (list.size() + 1 + p.size() > kMaxScopeBytes) break;
-    if (!list.empty()) list.push_back(' ');
-    list += p;
-  }
-  if (!list.empty()) appendAttr(out, "scope", list);
-}
-
 ErrorCode AttrParser::code(std::string_view name) {
   const std::string* v = el.attr(name);
   if (v == nullptr || v->empty()) return ErrorCode::kInternal;
@@ -203,11 +174,68 @@ FetchResult decodeResult(AttrParser& p, const RawElement& el, bool with_file) {
   return r;
 }
 
+namespace {
+// scope="PREFIX PREFIX...": the prefixes that fit in kMaxScopeBytes; one holding a space
+// (it could not be read back) or empty is skipped.
+void appendScope(std::string& out, const FetchRequest& f) {
+  if (f.redirects != RedirectPolicy::kPrefix) appendAttr(out, "redirects", redirectPolicyName(f.redirects));
+  std::string list;
+  for (const auto& p : f.redirect_prefixes) {
+    if (p.empty() || p.find(' ') != std::string::npos) continue;
+    if (list.size() + 1 + p.size() > kMaxScopeBytes) break;
+    if (!list.empty()) list.push_back(' ');
+    list += p;
+  }
+  if (!list.empty()) appendAttr(out, "scope", list);
+}
+
+void readScope(const RawElement& el, FetchRequest& f) {
+  if (const std::string* r = el.attr("redirects"); r && !r->empty()) {
+    f.redirects = parseRedirectPolicy(*r).value_or(RedirectPolicy::kNone);
+  }
+  if (const std::string* list = el.attr("scope")) {
+    std::size_t pos = 0;
+    while (pos < list->size()) {
+      std::size_t sp = list->find(' ', pos);
+      if (sp == std::string::npos) sp = list->size();
+      if (sp > pos) f.redirect_prefixes.push_back(list->substr(pos, sp - pos));
+      pos = sp + 1;
+    }
+  }
+}
+}  // namespace
+
+void appendFetch(std::string& out, const FetchRequest& f, FetchWire wire) {
+  out.append("<fetch");
+  appendAttr(out, "id", std::to_string(f.id));
+  appendAttr(out, "url", f.url);
+  if (wire == FetchWire::kRobot) appendAttr(out, "file", f.path);
+  if (!f.expected_mime.empty()) appendAttr(out, "mime", f.expected_mime);
+  if (f.if_modified_since) appendAttr(out, "since", formatRfc3339(*f.if_modified_since));
+  if (f.max_size != 0) appendAttr(out, "maxsize", std::to_string(f.max_size));
+  if (wire == FetchWire::kLink && !f.expected_md5.empty()) appendAttr(out, "md5", f.expected_md5);
+  appendScope(out, f);
+  out.append("/>\n");
+}
+
+FetchRequest decodeFetch(AttrParser& p, FetchWire wire) {
+  FetchRequest f;
+  f.id = p.reqU64("id");
+  f.url = p.reqStr("url");
+  f.expected_mime = p.str("mime");
+  f.if_modified_since = p.optTime("since");
+  f.max_size = p.optU64("maxsize");
+  readScope(p.el, f);
+  if (wire == FetchWire::kLink) f.expected_md5 = p.str("md5");
+  if (wire == FetchWire::kRobot) f.path = p.reqStr("file");
+  return f;
+}
+
 }  // namespace detail
 
 namespace {
 
-using detail::appendScope;
+using detail::appendFetch;
 using detail::AttrParser;
 using detail::RawElement;
 using detail::appendResult;
@@ -318,16 +346,9 @@ std::string encodeSourceOpen(const LinkSourceHello& hello) {
   return out;
 }
 
-std::string encodeFetch(const LinkFetch& f) {
-  std::string out = "<fetch";
-  appendAttr(out, "id", u64(f.id));
-  appendAttr(out, "url", f.url);
-  if (!f.mime.empty()) appendAttr(out, "mime", f.mime);
-  if (f.since) appendAttr(out, "since", formatRfc3339(*f.since));
-  if (f.max_size != 0) appendAttr(out, "maxsize", u64(f.max_size));
-  if (!f.md5.empty()) appendAttr(out, "md5", f.md5);
-  appendScope(out, f.scope);
-  out.append("/>\n");
+std::string encodeFetch(const FetchRequest& f) {
+  std::string out;
+  appendFetch(out, f, detail::FetchWire::kLink);
   return out;
 }
 
@@ -367,9 +388,7 @@ bool SourceStreamDecoder::feed(std::string_view bytes, std::vector<SourceMessage
         }
         if (detail::readKeepAlive(el, out)) return;
         if (el.name == "fetch") {
-          LinkFetch f;
-          detail::readFetchAttrs(p, f);
-          f.md5 = p.str("md5");
+          FetchRequest f = detail::decodeFetch(p, detail::FetchWire::kLink);
           if (p.ok) out->push_back(std::move(f));
         } else if (el.name == "delete") {
           LinkDelete d;

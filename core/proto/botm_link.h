@@ -45,28 +45,17 @@ struct LinkSourceHello {
   friend bool operator==(const LinkSourceHello&, const LinkSourceHello&) = default;
 };
 
-// source -> BOT-M: fetch a URL.
+// source -> BOT-M: fetch a URL. The message is an lcc::FetchRequest (lcc/types.h) with
+// the source's id: <fetch id url mime since maxsize md5 redirects scope>, i.e. url,
+// expected_mime, if_modified_since (an RFC 3339 time on the wire), max_size,
+// expected_md5, redirects and redirect_prefixes. path and max_response_head are not
+// carried (a BOT-M decodes them empty and 0).
 // Which redirects a fetch may follow (config fetch.redirects, decided by the QM) and,
 // for "prefix", the provider's prefixes. On the wire: redirects="host|none" (absent:
 // prefix) and scope="PREFIX PREFIX..." (space-separated, at most kMaxScopeBytes; the
-// prefixes past that are left out, so fewer redirects are followed, never more).
-struct FetchScope {
-  RedirectPolicy redirects = RedirectPolicy::kPrefix;
-  std::vector<std::string> prefixes;
-  friend bool operator==(const FetchScope&, const FetchScope&) = default;
-};
+// prefixes past that, and any holding a space, are left out, so fewer redirects are
+// followed, never more).
 inline constexpr std::size_t kMaxScopeBytes = 4000;
-
-struct LinkFetch {
-  std::uint64_t id = 0;                 // the source's id, unique on the connection
-  std::string url;
-  std::string mime;                     // declared type ("" : no check)
-  std::optional<std::int64_t> since;    // conditional fetch, seconds since the epoch
-  std::uint64_t max_size = 0;           // 0: the fetcher's own limit
-  std::string md5;                      // only when verification is configured
-  FetchScope scope;
-  friend bool operator==(const LinkFetch&, const LinkFetch&) = default;
-};
 
 // BOT-M -> source: the outcome of one fetch is an lcc::FetchResult (lcc/types.h) with
 // the source's id. ok and not unchanged: machine and filename say where the file lives.
@@ -139,7 +128,7 @@ struct LinkEnd {
 };
 
 // What a BOT-M reads (sent by a source).
-using SourceMessage = std::variant<LinkSourceHello, LinkFetch, LinkDelete, LinkPing, LinkPong, LinkEnd, LinkSweep>;
+using SourceMessage = std::variant<LinkSourceHello, FetchRequest, LinkDelete, LinkPing, LinkPong, LinkEnd, LinkSweep>;
 // What a source reads (sent by a BOT-M).
 using BotmMessage = std::variant<LinkBotmHello, FetchResult, LinkDeleted, LinkCapacity, LinkMachines, LinkPing, LinkPong,
                                  LinkEnd, LinkFile, LinkSwept>;
@@ -156,7 +145,7 @@ std::string encodeSwept(const LinkSwept& s);
 std::string encodeBotmClose();  // "</lcc:botm>"
 // Source side.
 std::string encodeSourceOpen(const LinkSourceHello& hello);
-std::string encodeFetch(const LinkFetch& f);
+std::string encodeFetch(const FetchRequest& f);
 std::string encodeDelete(const LinkDelete& d);
 std::string encodeSweep(const LinkSweep& s);
 std::string encodeSourceClose();  // "</lcc:source>"
@@ -169,9 +158,6 @@ std::string encodeLinkPong();
 XmlLimits linkLimits(std::size_t max_value_length = 8192);
 
 namespace detail {
-// Shared by the link and robot codecs.
-void appendScope(std::string& out, const FetchScope& scope);
-
 // One element of a stream: the root's opening, or one message (a child of the root).
 struct RawElement {
   std::string name;  // local name
@@ -237,7 +223,6 @@ struct AttrParser {
   std::string reqStr(std::string_view name);
   bool yes(std::string_view name);   // "yes", "true", "1"
   ErrorCode code(std::string_view name);  // absent or unknown: kInternal
-  FetchScope scope();                     // redirects and scope; an unknown policy reads as none
 };
 // <result>, the same element in the robot protocol and the BOT-M link: a FetchResult
 // on the wire. `with_file`: machine and file are written and read (the link); the
@@ -246,17 +231,13 @@ struct AttrParser {
 void appendResult(std::string& out, const FetchResult& r, bool with_file);
 FetchResult decodeResult(AttrParser& p, const RawElement& el, bool with_file);
 
-// The attributes a <fetch> has in both protocols (the link's LinkFetch, the robot's
-// RobotFetch): id, url, mime, since, maxsize and the scope.
-template <typename Fetch>
-void readFetchAttrs(AttrParser& p, Fetch& f) {
-  f.id = p.reqU64("id");
-  f.url = p.reqStr("url");
-  f.mime = p.str("mime");
-  f.since = p.optTime("since");
-  f.max_size = p.optU64("maxsize");
-  f.scope = p.scope();
-}
+// <fetch>, the same element in the robot protocol and the BOT-M link: a FetchRequest
+// on the wire. kLink writes and reads md5 and no file; kRobot file (FetchRequest::path,
+// required) and no md5. since is an RFC 3339 time on the wire (read: RFC 3339 or epoch
+// seconds); redirects and scope as kMaxScopeBytes says, an unknown policy reads as none.
+enum class FetchWire : std::uint8_t { kLink, kRobot };
+void appendFetch(std::string& out, const FetchRequest& f, FetchWire wire);
+FetchRequest decodeFetch(AttrParser& p, FetchWire wire);
 
 // <ping/> and <pong/>, which every link stream carries: appended to `out`, true when
 // `el` was one of them.

@@ -1,13 +1,11 @@
 #include "proto/robot.h"
 #include "proto/codec_util.h"
 
-#include "lcc/support/time_util.h"
 
 namespace lcc::proto {
 
 namespace {
 
-using detail::appendScope;
 using detail::AttrParser;
 using detail::RawElement;
 using detail::appendResult;
@@ -49,23 +47,13 @@ std::string encodeBotmRobotOpen(const RobotBotmHello& hello) {
   return out;
 }
 
-std::string encodeRobotFetch(const RobotFetch& f) {
+std::string encodeRobotFetch(const FetchRequest& f) {
   std::string out;
   appendRobotFetch(out, f);
   return out;
 }
 
-void appendRobotFetch(std::string& out, const RobotFetch& f) {
-  out.append("<fetch");
-  appendAttr(out, "id", std::to_string(f.id));
-  appendAttr(out, "url", f.url);
-  appendAttr(out, "file", f.file);
-  if (!f.mime.empty()) appendAttr(out, "mime", f.mime);
-  if (f.since) appendAttr(out, "since", formatRfc3339(*f.since));
-  if (f.max_size != 0) appendAttr(out, "maxsize", std::to_string(f.max_size));
-  appendScope(out, f.scope);
-  out.append("/>\n");
-}
+void appendRobotFetch(std::string& out, const FetchRequest& f) { detail::appendFetch(out, f, detail::FetchWire::kRobot); }
 
 std::string encodeBotmRobotClose() { return "</lcc:botm>\n"; }
 
@@ -109,9 +97,7 @@ bool BotmRobotStreamDecoder::feed(std::string_view bytes, std::vector<ToRobotMes
         }
         if (detail::readKeepAlive(el, out)) return;
         if (el.name == "fetch") {
-          RobotFetch f;
-          detail::readFetchAttrs(p, f);
-          f.file = p.reqStr("file");
+          FetchRequest f = detail::decodeFetch(p, detail::FetchWire::kRobot);
           if (p.ok) out->push_back(std::move(f));
         }
       },

@@ -38,16 +38,11 @@ struct RobotBotmHello {  // <lcc:botm machine>
   friend bool operator==(const RobotBotmHello&, const RobotBotmHello&) = default;
 };
 
-struct RobotFetch {  // BOT-M -> robot
-  std::uint64_t id = 0;
-  std::string url;
-  std::string file;                   // absolute path of the final file
-  std::string mime;                   // declared type ("" : no check)
-  std::optional<std::int64_t> since;  // seconds since the epoch
-  std::uint64_t max_size = 0;         // 0: the fetcher's own limit
-  FetchScope scope;                   // which redirects it may follow (botm_link.h)
-  friend bool operator==(const RobotFetch&, const RobotFetch&) = default;
-};
+// BOT-M -> robot: fetch a URL into a file. The message is an lcc::FetchRequest
+// (lcc/types.h) with the BOT-M's id: <fetch id url file mime since maxsize redirects
+// scope>, i.e. url, path (the absolute final file), expected_mime, if_modified_since,
+// max_size, redirects and redirect_prefixes, as on the BOT-M link (botm_link.h) but with
+// a file and without md5. expected_md5 and max_response_head are not carried.
 
 // robot -> BOT-M: the outcome of one fetch is an lcc::FetchResult (lcc/types.h) with
 // the BOT-M's id; machine and filename are not sent (the BOT-M knows where the file is).
@@ -59,7 +54,7 @@ struct RobotEnd {
 // What the BOT-M reads from a robot.
 using FromRobotMessage = std::variant<RobotHello, FetchResult, LinkPing, LinkPong, RobotEnd>;
 // What a robot reads from its BOT-M.
-using ToRobotMessage = std::variant<RobotBotmHello, RobotFetch, LinkPing, LinkPong, RobotEnd>;
+using ToRobotMessage = std::variant<RobotBotmHello, FetchRequest, LinkPing, LinkPong, RobotEnd>;
 
 // Robot side.
 std::string encodeRobotOpen(const RobotHello& hello);
@@ -68,8 +63,8 @@ void appendRobotResult(std::string& out, const FetchResult& r);  // the same, ap
 std::string encodeRobotClose();  // "</lcc:robot>"
 // BOT-M side.
 std::string encodeBotmRobotOpen(const RobotBotmHello& hello);
-std::string encodeRobotFetch(const RobotFetch& f);
-void appendRobotFetch(std::string& out, const RobotFetch& f);  // the same, appended
+std::string encodeRobotFetch(const FetchRequest& f);
+void appendRobotFetch(std::string& out, const FetchRequest& f);  // the same, appended
 std::string encodeBotmRobotClose();  // "</lcc:botm>"
 
 // Reads what a robot sends (used by the BOT-M).

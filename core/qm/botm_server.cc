@@ -168,17 +168,10 @@ std::uint16_t BotmServer::port() const { return impl_->acceptor ? impl_->accepto
 
 std::size_t BotmServer::connections() const { return impl_->conns.size(); }
 
-void BotmServer::sendFetch(LinkId link, const FetchOrder& order) {
+void BotmServer::sendFetch(LinkId link, const FetchRequest& order) {
   auto c = impl_->find(link);
   if (!c) return;
-  proto::LinkFetch f;
-  f.id = order.id;
-  f.url = order.url;
-  f.mime = order.mime;
-  f.since = order.since;
-  f.max_size = order.max_size;
-  f.scope = proto::FetchScope{order.redirects, order.scope};
-  c->send(proto::encodeFetch(f));
+  c->send(proto::encodeFetch(order));
 }
 
 void BotmServer::sendDelete(LinkId link, std::uint64_t id, const std::string& machine, const std::string& file) {

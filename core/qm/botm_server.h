@@ -64,7 +64,7 @@ class BotmServer final : public BotmPort {
 
   // BotmPort: thread-safe; a fetch for a link that is gone is dropped (its linkDown
   // has been or will be reported).
-  void sendFetch(LinkId link, const FetchOrder& order) override;
+  void sendFetch(LinkId link, const FetchRequest& order) override;
   void sendDelete(LinkId link, std::uint64_t id, const std::string& machine, const std::string& file) override;
   void sendSweep(LinkId link, std::uint64_t sweep) override;
 

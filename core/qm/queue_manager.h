@@ -58,22 +58,10 @@ namespace lcc::qm {
 inline constexpr Millis kStoreRetry{100};
 
 
-// A fetch handed to a BOT-M (docs/internal-protocols.md §2 <fetch>).
-struct FetchOrder {
-  std::uint64_t id = 0;
-  std::string url;
-  std::string mime;
-  std::optional<std::int64_t> since;  // seconds since the epoch
-  std::uint64_t max_size = 0;
-  RedirectPolicy redirects = RedirectPolicy::kPrefix;
-  std::vector<std::string> scope;     // the provider's prefixes, for redirects
-};
-
-
 class BotmPort {
  public:
   virtual ~BotmPort() = default;
-  virtual void sendFetch(LinkId link, const FetchOrder& order) = 0;
+  virtual void sendFetch(LinkId link, const FetchRequest& order) = 0;  // docs/internal-protocols.md §2 <fetch>
   virtual void sendDelete(LinkId link, std::uint64_t id, const std::string& machine, const std::string& file) = 0;
   // Asks the link's BOT-M(s) to list their content files (the orphan sweep).
   virtual void sendSweep(LinkId link, std::uint64_t sweep) = 0;

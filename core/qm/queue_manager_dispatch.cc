@@ -150,13 +150,13 @@ bool QueueManager::holdForRetry(ProviderId pid) {
 }
 
 bool QueueManager::sendFetch(ProviderId pid, PSetId pset, LinkId link, const std::string& key, const UrlNotice& n) {
-  FetchOrder order;
+  FetchRequest order;
   order.id = next_fetch_id_++;
   order.url = n.fetchUrl();
-  order.mime = n.key.mime;
+  order.expected_mime = n.key.mime;
   order.max_size = options_.max_fetch_size;
   order.redirects = options_.redirects;
-  if (order.redirects == RedirectPolicy::kPrefix) order.scope = providerInfo(pid).prefixes;
+  if (order.redirects == RedirectPolicy::kPrefix) order.redirect_prefixes = providerInfo(pid).prefixes;
   auto content = deps_.content->get(key);
   if (!content.isOk()) {
     storeFailed(content.status().withContext("content store"));
@@ -167,7 +167,7 @@ bool QueueManager::sendFetch(ProviderId pid, PSetId pset, LinkId link, const std
     // Conditional fetch only when the CP did not tell us the bytes changed: a
     // server's If-Modified-Since has one-second granularity and would answer 304
     // for a page rewritten within the same second.
-    order.since = content.value()->mtime;
+    order.if_modified_since = content.value()->mtime;
   }
   inflight_[order.id] = InFlight{pid, key, pset, link, n};
   inflight_keys_.insert(key);

@@ -456,8 +456,7 @@ void CurlFetcher::addTransfer(std::unique_ptr<Transfer> t) {
   }
   if (t->req.if_modified_since) {
     curl_easy_setopt(e, CURLOPT_TIMECONDITION, static_cast<long>(CURL_TIMECOND_IFMODSINCE));
-    curl_easy_setopt(e, CURLOPT_TIMEVALUE_LARGE,
-                     static_cast<curl_off_t>(toUnixMillis(*t->req.if_modified_since) / 1000));
+    curl_easy_setopt(e, CURLOPT_TIMEVALUE_LARGE, static_cast<curl_off_t>(*t->req.if_modified_since));
   }
   CURLMcode mc = curl_multi_add_handle(multi_, e);
   if (mc != CURLM_OK) {

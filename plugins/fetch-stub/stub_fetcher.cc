@@ -256,7 +256,7 @@ FetchResult StubFetcher::perform(const Fetch& f) {
     return r;
   }
   if (status < 200 || status >= 300) return fail(codeForHttp(status), "HTTP " + std::to_string(status));
-  if (d.lm && req.if_modified_since && toUnixMillis(*req.if_modified_since) / 1000 >= *d.lm) {
+  if (d.lm && req.if_modified_since && *req.if_modified_since >= *d.lm) {
     r.http_status = 304;
     r.unchanged = true;
     r.last_modified = d.lm;

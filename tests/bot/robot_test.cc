@@ -37,6 +37,19 @@ using testing::TestHttpServer;
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
 
+// A BOT-M's <fetch> to a robot: the request with its file (FetchRequest::path).
+FetchRequest robotFetch(std::uint64_t id, std::string url, std::string file, std::string mime,
+                        std::optional<std::int64_t> since, std::uint64_t max_size) {
+  FetchRequest f;
+  f.id = id;
+  f.url = std::move(url);
+  f.path = std::move(file);
+  f.expected_mime = std::move(mime);
+  f.if_modified_since = since;
+  f.max_size = max_size;
+  return f;
+}
+
 // The BOT-M side of one robot connection, with blocking calls.
 class BotmEnd {
  public:
@@ -179,7 +192,7 @@ TEST_F(RobotSessionTest, WritesThroughATemporaryNameAndRenamesOnSuccess) {
   o.content_root = content_;
   startRobot(o);
   const std::string file = content_ + "/00/00/2a";
-  end_->send(proto::encodeRobotFetch({42, server_.url("/ok/a.htm"), file, "text/html", std::nullopt, 0, {}}));
+  end_->send(proto::encodeRobotFetch(robotFetch(42, server_.url("/ok/a.htm"), file, "text/html", std::nullopt, 0)));
   auto r = end_->result(1);
   EXPECT_EQ(r.id, 42u);
   ASSERT_TRUE(r.ok()) << r.message;
@@ -208,7 +221,7 @@ TEST_F(RobotSessionTest, WithoutAHeadNothingIsWrittenAndAnOldSideFileStaysUnpair
   ASSERT_TRUE(posixEnv()->createDirs(content_ + "/00/00").isOk());
   const std::string old_head = encodeResponseHead("00000000000000000000000000000000", "HTTP/1.1 200 OK\r\n\r\n");
   ASSERT_TRUE(posixEnv()->writeFileAtomic(file + ".http", old_head).isOk());
-  end_->send(proto::encodeRobotFetch({43, server_.url("/ok/a.htm"), file, "text/html", std::nullopt, 0, {}}));
+  end_->send(proto::encodeRobotFetch(robotFetch(43, server_.url("/ok/a.htm"), file, "text/html", std::nullopt, 0)));
   auto r = end_->result(1);
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(filesIn(content_), (std::vector<std::string>{"2b", "2b.http"}));
@@ -223,7 +236,7 @@ TEST_F(RobotSessionTest, ARefusedAttributeFallsBackToTheSideFile) {
   o.content_root = content_;
   startRobot(o, &refusing_env_, &counters_);
   const std::string file = content_ + "/00/00/2c";
-  end_->send(proto::encodeRobotFetch({44, server_.url("/ok/c.htm"), file, "text/html", std::nullopt, 0, {}}));
+  end_->send(proto::encodeRobotFetch(robotFetch(44, server_.url("/ok/c.htm"), file, "text/html", std::nullopt, 0)));
   auto r = end_->result(1);
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(refusing_env_.refused.load(), 1);
@@ -250,7 +263,7 @@ TEST_F(RobotSessionTest, ALargeHeadOnTheRealFileSystems) {
   std::uint64_t id = 50;
   for (const std::string& place : places) {
     const std::string file = place + "/00/00/" + std::to_string(id);
-    end_->send(proto::encodeRobotFetch({id, server_.url("/type/" + type), file, "", std::nullopt, 0, {}}));
+    end_->send(proto::encodeRobotFetch(robotFetch(id, server_.url("/type/" + type), file, "", std::nullopt, 0)));
     auto r = end_->result(id - 49);
     ++id;
     ASSERT_TRUE(r.ok()) << place << ": " << r.message;
@@ -273,9 +286,9 @@ TEST_F(RobotSessionTest, FailuresLeaveNoFileAndUnchangedLeavesTheOldOneAlone) {
   startRobot(o);
   ASSERT_TRUE(posixEnv()->createDirs(content_ + "/00/00").isOk());
   ASSERT_TRUE(posixEnv()->writeFileAtomic(content_ + "/00/00/2", "old content").isOk());
-  end_->send(proto::encodeRobotFetch({1, server_.url("/status/404"), content_ + "/00/00/1", "text/html", std::nullopt, 0, {}}) +
-             proto::encodeRobotFetch({2, server_.url("/cond/x"), content_ + "/00/00/2", "text/html", 1714564680, 0, {}}) +
-             proto::encodeRobotFetch({3, server_.url("/chunked/200000"), content_ + "/00/00/3", "", std::nullopt, 1000, {}}));
+  end_->send(proto::encodeRobotFetch(robotFetch(1, server_.url("/status/404"), content_ + "/00/00/1", "text/html", std::nullopt, 0)) +
+             proto::encodeRobotFetch(robotFetch(2, server_.url("/cond/x"), content_ + "/00/00/2", "text/html", 1714564680, 0)) +
+             proto::encodeRobotFetch(robotFetch(3, server_.url("/chunked/200000"), content_ + "/00/00/3", "", std::nullopt, 1000)));
   std::map<std::uint64_t, FetchResult> by_id;
   for (std::size_t i = 1; i <= 3; ++i) {
     auto r = end_->result(i);
@@ -295,9 +308,9 @@ TEST_F(RobotSessionTest, RefusesFilesOutsideItsContentFolder) {
   bot::RobotOptions o;
   o.content_root = content_;
   startRobot(o);
-  end_->send(proto::encodeRobotFetch({1, server_.url("/ok/a"), dir_.path() + "/elsewhere", "", std::nullopt, 0, {}}) +
-             proto::encodeRobotFetch({2, server_.url("/ok/a"), content_ + "/../escape", "", std::nullopt, 0, {}}) +
-             proto::encodeRobotFetch({3, server_.url("/ok/a"), "relative/path", "", std::nullopt, 0, {}}));
+  end_->send(proto::encodeRobotFetch(robotFetch(1, server_.url("/ok/a"), dir_.path() + "/elsewhere", "", std::nullopt, 0)) +
+             proto::encodeRobotFetch(robotFetch(2, server_.url("/ok/a"), content_ + "/../escape", "", std::nullopt, 0)) +
+             proto::encodeRobotFetch(robotFetch(3, server_.url("/ok/a"), "relative/path", "", std::nullopt, 0)));
   for (std::size_t i = 1; i <= 3; ++i) {
     auto r = end_->result(i);
     EXPECT_FALSE(r.ok());
@@ -313,7 +326,7 @@ TEST_F(RobotSessionTest, SyncedFilesAreStoredToo) {
   o.sync_files = true;
   startRobot(o);
   const std::string file = content_ + "/01/02/10205";
-  end_->send(proto::encodeRobotFetch({7, server_.url("/ok/b"), file, "text/html", std::nullopt, 0, {}}));
+  end_->send(proto::encodeRobotFetch(robotFetch(7, server_.url("/ok/b"), file, "text/html", std::nullopt, 0)));
   auto r = end_->result(1);
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(posixEnv()->fileSize(file).value(), 10240u);
@@ -452,8 +465,8 @@ TEST(BotService, RunsTheConfiguredRobotsAgainstTheRobotPort) {
   }
   // Robots of the local BOT-M only write below its content folder.
   const std::string file = dir.path() + "/content/00/00/5";
-  robots[1]->send(proto::encodeRobotFetch({5, "http://h.test/x?stub_size=12", file, "", std::nullopt, 0, {}}) +
-                  proto::encodeRobotFetch({6, "http://h.test/x", dir.path() + "/outside", "", std::nullopt, 0, {}}));
+  robots[1]->send(proto::encodeRobotFetch(robotFetch(5, "http://h.test/x?stub_size=12", file, "", std::nullopt, 0)) +
+                  proto::encodeRobotFetch(robotFetch(6, "http://h.test/x", dir.path() + "/outside", "", std::nullopt, 0)));
   auto r5 = robots[1]->result(1);
   auto r6 = robots[1]->result(2);
   if (r5.id == 6) std::swap(r5, r6);

@@ -31,6 +31,16 @@
 namespace lcc {
 namespace {
 
+// A source's <fetch> (no size cap, no md5, redirects under the prefix rule).
+FetchRequest linkFetch(std::uint64_t id, std::string url, std::string mime, std::optional<std::int64_t> since) {
+  FetchRequest f;
+  f.id = id;
+  f.url = std::move(url);
+  f.expected_mime = std::move(mime);
+  f.if_modified_since = since;
+  return f;
+}
+
 using testing::SimClock;
 using testing::TempDir;
 using namespace std::chrono_literals;
@@ -263,8 +273,8 @@ TEST_F(BotmServiceTest, ARobotKilledMidFetchHasItsFetchRehandedWithTheSameFileAn
     auto c = FakeSource::last<proto::LinkCapacity>(ms);
     return c && c->slots == 1;
   })) << "lcc-bot did not connect";
-  source.send(proto::encodeFetch({1, "http://provider.test/a.htm?stub_delay=60s&stub_size=100", "text/html",
-                                  std::nullopt, 0, ""}));
+  source.send(proto::encodeFetch(
+      linkFetch(1, "http://provider.test/a.htm?stub_delay=60s&stub_size=100", "text/html", std::nullopt)));
   ASSERT_TRUE(eventually([&] { return node.gauge("lcc_botm_fetches_total") == 1 && node.gauge("lcc_botm_queued") == 0; }));
   ::kill(pid, SIGKILL);
   int st = 0;
@@ -315,9 +325,9 @@ TEST_F(BotmServiceTest, ResultsAndDeletesOverTheWire) {
     auto c = FakeSource::last<proto::LinkCapacity>(ms);
     return c && c->slots == 2;
   }));
-  source.send(proto::encodeFetch({10, "http://p.test/ok?stub_size=10", "text/html", std::nullopt, 0, ""}) +
-              proto::encodeFetch({11, "http://p.test/gone?stub_status=404", "text/html", std::nullopt, 0, ""}) +
-              proto::encodeFetch({12, "http://p.test/same?stub_lm=1714564680", "text/html", 1714564680, 0, ""}));
+  source.send(proto::encodeFetch(linkFetch(10, "http://p.test/ok?stub_size=10", "text/html", std::nullopt)) +
+              proto::encodeFetch(linkFetch(11, "http://p.test/gone?stub_status=404", "text/html", std::nullopt)) +
+              proto::encodeFetch(linkFetch(12, "http://p.test/same?stub_lm=1714564680", "text/html", 1714564680)));
   ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<FetchResult>(ms) == 3; }));
   std::map<std::uint64_t, FetchResult> by_id;
   for (auto& res : source.all<FetchResult>()) by_id[res.id] = res;
@@ -354,7 +364,7 @@ TEST_F(BotmServiceTest, ASweepListsContentFilesAndTheOrphanIsDeletedOverTheWire)
     auto c = FakeSource::last<proto::LinkCapacity>(ms);
     return c && c->slots == 1;
   }));
-  source.send(proto::encodeFetch({10, "http://p.test/ok?stub_size=10", "text/html", std::nullopt, 0, ""}));
+  source.send(proto::encodeFetch(linkFetch(10, "http://p.test/ok?stub_size=10", "text/html", std::nullopt)));
   ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<FetchResult>(ms) == 1; }));
   const std::string stored = source.all<FetchResult>().at(0).filename;
   const std::string orphan = "00/0f/f00";
@@ -416,7 +426,7 @@ TEST_F(BotmServiceTest, AParentForwardsToItsChildAndRoutesDeletesByMachine) {
     auto m = FakeSource::last<proto::LinkMachines>(ms);
     return c && c->slots == 2 && m && m->ids == std::vector<std::string>{"m2"};
   }));
-  source.send(proto::encodeFetch({5, "http://p.test/x?stub_size=7", "text/html", std::nullopt, 0, ""}));
+  source.send(proto::encodeFetch(linkFetch(5, "http://p.test/x?stub_size=7", "text/html", std::nullopt)));
   ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<FetchResult>(ms) == 1; }));
   auto res = source.all<FetchResult>().at(0);
   EXPECT_EQ(res.id, 5u);
@@ -489,7 +499,7 @@ TEST_F(BotmServiceTest, ContentUrlsOfChildrenReachTheQmAndServeTheFetchedFile) {
     auto f = stub();
     auto r = robot(child, *f, robots, 2);
     ASSERT_TRUE(eventually([&] { return links.capacity_ == 2; }));
-    qm_port.sendFetch(links.link_, qm::FetchOrder{77, "http://p.test/x?stub_size=4321", "text/html", std::nullopt, 0});
+    qm_port.sendFetch(links.link_, FetchRequest{.id = 77, .url = "http://p.test/x?stub_size=4321", .expected_mime = "text/html"});
     ASSERT_TRUE(eventually([&] {
       std::lock_guard<std::mutex> l(links.mu_);
       return !links.results_.empty();

@@ -48,9 +48,25 @@ FetchResult notModifiedResult(std::uint64_t id) {
   return r;
 }
 
+// A request for the tests below: what a <fetch> carries on either protocol.
+FetchRequest request(std::uint64_t id, std::string url, std::string mime, std::optional<std::int64_t> since,
+                     std::uint64_t max_size, RedirectPolicy redirects = RedirectPolicy::kPrefix,
+                     std::vector<std::string> prefixes = {}) {
+  FetchRequest f;
+  f.id = id;
+  f.url = std::move(url);
+  f.expected_mime = std::move(mime);
+  f.if_modified_since = since;
+  f.max_size = max_size;
+  f.redirects = redirects;
+  f.redirect_prefixes = std::move(prefixes);
+  return f;
+}
+
 TEST(BotmLink, SourceToBotmRoundTripInAnyChunking) {
-  LinkFetch f{123, "http://www.server.com/a.htm?x=1&y=<2>", "text/html", 1714564680, 52428800,
-              "0123456789abcdef0123456789abcdef", {RedirectPolicy::kHost, {}}};
+  FetchRequest f = request(123, "http://www.server.com/a.htm?x=1&y=<2>", "text/html", 1714564680, 52428800,
+                           RedirectPolicy::kHost);
+  f.expected_md5 = "0123456789abcdef0123456789abcdef";
   LinkDelete d{9, "m1", "00/00/2a"};
   std::string bytes = encodeSourceOpen({"qm"}) + encodeFetch(f) + encodeDelete(d) + encodeLinkPing() +
                       encodeSourceClose();
@@ -59,7 +75,7 @@ TEST(BotmLink, SourceToBotmRoundTripInAnyChunking) {
     auto msgs = feedAll<SourceStreamDecoder, SourceMessage>(dec, bytes, chunk);
     ASSERT_EQ(msgs.size(), 5u);
     EXPECT_EQ(std::get<LinkSourceHello>(msgs[0]).name, "qm");
-    EXPECT_EQ(std::get<LinkFetch>(msgs[1]), f);
+    EXPECT_EQ(std::get<FetchRequest>(msgs[1]), f);
     EXPECT_EQ(std::get<LinkDelete>(msgs[2]), d);
     EXPECT_TRUE(std::holds_alternative<LinkPing>(msgs[3]));
     EXPECT_TRUE(std::holds_alternative<LinkEnd>(msgs[4]));
@@ -114,8 +130,8 @@ TEST(BotmLink, ParsesTheDocumentedExampleWithAnotherPrefix) {
   std::vector<SourceMessage> out;
   ASSERT_TRUE(dec.feed(bytes, &out)) << dec.errorMessage();
   ASSERT_EQ(out.size(), 3u);
-  EXPECT_EQ(std::get<LinkFetch>(out[1]).id, 124u);
-  EXPECT_EQ(*std::get<LinkFetch>(out[2]).since, 1714564680);
+  EXPECT_EQ(std::get<FetchRequest>(out[1]).id, 124u);
+  EXPECT_EQ(*std::get<FetchRequest>(out[2]).if_modified_since, 1714564680);
 }
 
 TEST(BotmLink, RefusesWrongRootMissingIdsAndDoctype) {
@@ -239,14 +255,15 @@ TEST(BotmLink, AnHttpStatusOver999IsRefusedNotWrapped) {
 }
 
 TEST(RobotProtocol, RoundTripBothWays) {
-  RobotFetch f{42, "http://www.server.com/a.htm", "/var/lib/lcc/content/00/00/2a", "text/html", 1714564680, 52428800,
-               {RedirectPolicy::kPrefix, {"http://www.server.com/", "https://cdn.server.com/a/"}}};
+  FetchRequest f = request(42, "http://www.server.com/a.htm", "text/html", 1714564680, 52428800, RedirectPolicy::kPrefix,
+                           {"http://www.server.com/", "https://cdn.server.com/a/"});
+  f.path = "/var/lib/lcc/content/00/00/2a";
   std::string down = encodeBotmRobotOpen({"m1"}) + encodeRobotFetch(f) + encodeBotmRobotClose();
   BotmRobotStreamDecoder rd;
   auto msgs = feedAll<BotmRobotStreamDecoder, ToRobotMessage>(rd, down, 5);
   ASSERT_EQ(msgs.size(), 3u);
   EXPECT_EQ(std::get<RobotBotmHello>(msgs[0]).machine, "m1");
-  EXPECT_EQ(std::get<RobotFetch>(msgs[1]), f);
+  EXPECT_EQ(std::get<FetchRequest>(msgs[1]), f);
   EXPECT_TRUE(std::holds_alternative<RobotEnd>(msgs[2]));
 
   FetchResult ok = storedResult(42);
@@ -295,6 +312,63 @@ TEST(FetchResultOnTheWire, ResultBytesAreUnchangedGolden) {
     EXPECT_EQ(std::get<FetchResult>(msgs[2]).retry_after, Millis(120'000));
     EXPECT_EQ(std::get<FetchResult>(msgs[3]), same);
   }
+}
+
+// One request (lcc::FetchRequest) on both protocols: the bytes are those the codecs
+// wrote when each hop had its own fetch struct (proto::LinkFetch, proto::RobotFetch;
+// pinned from that build), whole and byte by byte. The link carries md5 and no file, the robot protocol
+// a file and no md5; since is an RFC 3339 time; empty or zero fields are left out; the
+// scope keeps the prefixes that fit in kMaxScopeBytes and skips one holding a space.
+TEST(FetchRequestOnTheWire, FetchBytesAreUnchangedGolden) {
+  FetchRequest full = request(123, "http://www.server.com/a.htm?x=1&y=<2>", "text/html", 1714564680, 52428800,
+                              RedirectPolicy::kPrefix,
+                              {"http://www.server.com/", "bad prefix/", "https://cdn.server.com/"});
+  full.expected_md5 = "0123456789abcdef0123456789abcdef";
+  full.max_response_head = 16384;  // the robot's own: no protocol carries it
+  FetchRequest bare = request(124, "http://www.server.com/b.htm", "", std::nullopt, 0, RedirectPolicy::kNone);
+  FetchRequest host = request(125, "http://www.server.com/c.htm", "text/plain", -1, 7, RedirectPolicy::kHost, {"http://x/"});
+  host.path = "/not/on/the/link";
+  const std::string link = encodeFetch(full) + encodeFetch(bare) + encodeFetch(host);
+  EXPECT_EQ(link,
+            "<fetch id=\"123\" url=\"http://www.server.com/a.htm?x=1&amp;y=&lt;2&gt;\" mime=\"text/html\" "
+            "since=\"2024-05-01T11:58:00Z\" maxsize=\"52428800\" md5=\"0123456789abcdef0123456789abcdef\" "
+            "scope=\"http://www.server.com/ https://cdn.server.com/\"/>\n"
+            "<fetch id=\"124\" url=\"http://www.server.com/b.htm\" redirects=\"none\"/>\n"
+            "<fetch id=\"125\" url=\"http://www.server.com/c.htm\" mime=\"text/plain\" "
+            "since=\"1969-12-31T23:59:59Z\" maxsize=\"7\" redirects=\"host\" scope=\"http://x/\"/>\n");
+  FetchRequest robot = full;  // md5 and the head limit stay off the robot protocol
+  robot.id = 42;
+  robot.path = "/var/lib/lcc/content/00/00/2a";
+  FetchRequest robot_bare = bare;
+  robot_bare.id = 43;
+  robot_bare.path = "/c/00/00/2b";
+  EXPECT_EQ(encodeRobotFetch(robot) + encodeRobotFetch(robot_bare),
+            "<fetch id=\"42\" url=\"http://www.server.com/a.htm?x=1&amp;y=&lt;2&gt;\" "
+            "file=\"/var/lib/lcc/content/00/00/2a\" mime=\"text/html\" since=\"2024-05-01T11:58:00Z\" "
+            "maxsize=\"52428800\" scope=\"http://www.server.com/ https://cdn.server.com/\"/>\n"
+            "<fetch id=\"43\" url=\"http://www.server.com/b.htm\" file=\"/c/00/00/2b\" redirects=\"none\"/>\n");
+  // The scope stops at the first prefix that would pass kMaxScopeBytes.
+  FetchRequest wide = request(126, "http://s/", "", std::nullopt, 0);
+  for (int i = 0; i < 3; ++i) wide.redirect_prefixes.push_back("http://s/" + std::string(1500, char('a' + i)) + "/");
+  const std::string wide_bytes = encodeFetch(wide);
+  EXPECT_NE(wide_bytes.find(wide.redirect_prefixes[1]), std::string::npos);
+  EXPECT_EQ(wide_bytes.find(wide.redirect_prefixes[2]), std::string::npos);
+  // Each side reads only its protocol's attributes: a robot takes no md5, a BOT-M no file.
+  const std::string robot_md5 = "<lcc:botm xmlns:lcc=\"http://www.lococa.org/1.0/robot\" machine=\"m1\">"
+                                "<fetch id=\"1\" url=\"http://s/\" file=\"/c/1\" md5=\"0123456789abcdef0123456789abcdef\"/>";
+  BotmRobotStreamDecoder rd;
+  std::vector<ToRobotMessage> to_robot;
+  ASSERT_TRUE(rd.feed(robot_md5, &to_robot)) << rd.errorMessage();
+  ASSERT_EQ(to_robot.size(), 2u);
+  EXPECT_EQ(std::get<FetchRequest>(to_robot[1]).path, "/c/1");
+  EXPECT_EQ(std::get<FetchRequest>(to_robot[1]).expected_md5, "");
+  const std::string link_file = encodeSourceOpen({"qm"}) + "<fetch id=\"1\" url=\"http://s/\" file=\"/c/1\" md5=\"ab\"/>";
+  SourceStreamDecoder sd;
+  std::vector<SourceMessage> to_botm;
+  ASSERT_TRUE(sd.feed(link_file, &to_botm)) << sd.errorMessage();
+  ASSERT_EQ(to_botm.size(), 2u);
+  EXPECT_EQ(std::get<FetchRequest>(to_botm[1]).path, "");
+  EXPECT_EQ(std::get<FetchRequest>(to_botm[1]).expected_md5, "ab");
 }
 
 // "ok=no" never reads as a success: without a code, or with code 0, it is 140.

@@ -12,11 +12,11 @@ namespace {
 
 using testing::TempDir;
 
-proto::LinkFetch fetchOf(std::uint64_t id, std::string url = "http://s/a.htm") {
-  proto::LinkFetch f;
+FetchRequest fetchOf(std::uint64_t id, std::string url = "http://s/a.htm") {
+  FetchRequest f;
   f.id = id;
   f.url = std::move(url);
-  f.mime = "text/html";
+  f.expected_mime = "text/html";
   f.max_size = 1000;
   return f;
 }
@@ -68,12 +68,12 @@ TEST_F(DispatcherTest, ReportsCapacityAndHandsFetchesToFreeSlotsWithNewNames) {
   for (std::uint64_t id = 100; id < 103; ++id) disp_->fetch(fetchOf(id), &b);
   ASSERT_EQ(b.to_robots.size(), 2u);  // two slots; the third waits
   EXPECT_EQ(disp_->queued(), 1u);
-  EXPECT_EQ(b.to_robots[0].second.file, content_ + "/00/00/0");
-  EXPECT_EQ(b.to_robots[1].second.file, content_ + "/00/00/1");
+  EXPECT_EQ(b.to_robots[0].second.path, content_ + "/00/00/0");
+  EXPECT_EQ(b.to_robots[1].second.path, content_ + "/00/00/1");
   EXPECT_EQ(b.to_robots[0].second.url, "http://s/a.htm");
   EXPECT_EQ(b.to_robots[0].second.max_size, 1000u);
   // A result frees a slot: the waiting fetch goes out, the result goes up.
-  writeFile(b.to_robots[0].second.file);
+  writeFile(b.to_robots[0].second.path);
   Actions c;
   disp_->robotResult(1, okResult(b.to_robots[0].second.id), &c);
   auto res = upstreamOf<FetchResult>(c.upstream);
@@ -84,7 +84,7 @@ TEST_F(DispatcherTest, ReportsCapacityAndHandsFetchesToFreeSlotsWithNewNames) {
   EXPECT_EQ(res[0].filename, "00/00/0");
   EXPECT_EQ(res[0].md5, "5d41402abc4b2a76b9719d911017c592");
   ASSERT_EQ(c.to_robots.size(), 1u);
-  EXPECT_EQ(c.to_robots[0].second.file, content_ + "/00/00/2");
+  EXPECT_EQ(c.to_robots[0].second.path, content_ + "/00/00/2");
 }
 
 TEST_F(DispatcherTest, ARobotThatDiesHasItsFetchesRehandedWithTheSameNamesAndOneResultGoesUp) {
@@ -102,7 +102,7 @@ TEST_F(DispatcherTest, ARobotThatDiesHasItsFetchesRehandedWithTheSameNamesAndOne
   disp_->robotUp(2, 4, &c);
   ASSERT_EQ(c.to_robots.size(), 1u);
   EXPECT_EQ(c.to_robots[0].first, 2u);
-  EXPECT_EQ(c.to_robots[0].second.file, first.file);
+  EXPECT_EQ(c.to_robots[0].second.path, first.path);
   EXPECT_EQ(c.to_robots[0].second.url, first.url);
   EXPECT_EQ(disp_->counters().rehanded, 1u);
   // The dead robot's late answer is ignored; robot 2's answer goes up, once.
@@ -114,7 +114,7 @@ TEST_F(DispatcherTest, ARobotThatDiesHasItsFetchesRehandedWithTheSameNamesAndOne
   auto res = upstreamOf<FetchResult>(d.upstream);
   ASSERT_EQ(res.size(), 1u);
   EXPECT_EQ(res[0].id, 7u);
-  EXPECT_EQ(res[0].filename, first.file.substr(content_.size() + 1));
+  EXPECT_EQ(res[0].filename, first.path.substr(content_.size() + 1));
 }
 
 TEST_F(DispatcherTest, FailuresAndUnchangedFreeTheNameForReuse) {
@@ -134,10 +134,10 @@ TEST_F(DispatcherTest, FailuresAndUnchangedFreeTheNameForReuse) {
   EXPECT_FALSE(res[0].ok());
   EXPECT_EQ(res[0].code, ErrorCode::kNotFound);
   EXPECT_TRUE(res[0].filename.empty());
-  EXPECT_TRUE(names_->isFree(*names_->parse(f1.file.substr(content_.size() + 1))));
+  EXPECT_TRUE(names_->isFree(*names_->parse(f1.path.substr(content_.size() + 1))));
   Actions c;
   disp_->fetch(fetchOf(2), &c);
-  EXPECT_EQ(c.to_robots.at(0).second.file, f1.file);  // reused
+  EXPECT_EQ(c.to_robots.at(0).second.path, f1.path);  // reused
   FetchResult same;
   same.id = c.to_robots[0].second.id;
   same.unchanged = true;
@@ -156,10 +156,10 @@ TEST_F(DispatcherTest, DeletesUnlinkAndFreeOwnFilesAndRefuseOthers) {
   disp_->robotUp(1, 1, &a);
   disp_->fetch(fetchOf(1), &a);
   const auto f = a.to_robots.at(0).second;
-  writeFile(f.file);
-  writeFile(f.file + ".http");  // the robot's response head (common/response_head.h)
+  writeFile(f.path);
+  writeFile(f.path + ".http");  // the robot's response head (common/response_head.h)
   disp_->robotResult(1, okResult(f.id), &a);
-  const std::string rel = f.file.substr(content_.size() + 1);
+  const std::string rel = f.path.substr(content_.size() + 1);
   Actions b;
   disp_->remove({9, "m2", rel}, &b);
   disp_->remove({10, "m1", "../../etc/passwd"}, &b);
@@ -171,8 +171,8 @@ TEST_F(DispatcherTest, DeletesUnlinkAndFreeOwnFilesAndRefuseOthers) {
   EXPECT_EQ(del[1], (proto::LinkDeleted{10, false, "bad-file"}));
   EXPECT_EQ(del[2], (proto::LinkDeleted{11, true, ""}));
   EXPECT_EQ(del[3], (proto::LinkDeleted{12, true, ""}));
-  EXPECT_FALSE(posixEnv()->exists(f.file));
-  EXPECT_FALSE(posixEnv()->exists(f.file + ".http"));
+  EXPECT_FALSE(posixEnv()->exists(f.path));
+  EXPECT_FALSE(posixEnv()->exists(f.path + ".http"));
   EXPECT_TRUE(names_->isFree(*names_->parse(rel)));
 }
 
@@ -181,7 +181,7 @@ TEST_F(DispatcherTest, AFileStillBeingFetchedCannotBeDeleted) {
   disp_->robotUp(1, 1, &a);
   disp_->fetch(fetchOf(1), &a);
   Actions b;
-  disp_->remove({1, "m1", a.to_robots.at(0).second.file.substr(content_.size() + 1)}, &b);
+  disp_->remove({1, "m1", a.to_robots.at(0).second.path.substr(content_.size() + 1)}, &b);
   EXPECT_EQ(upstreamOf<proto::LinkDeleted>(b.upstream).at(0).reason, "in-use");
 }
 
@@ -193,11 +193,11 @@ TEST_F(DispatcherTest, ASweepListsTheContentFilesNoJobHolds) {
   disp_->robotUp(1, 1, &a);
   disp_->fetch(fetchOf(1), &a);
   const auto stored = a.to_robots.at(0).second;
-  writeFile(stored.file);
+  writeFile(stored.path);
   disp_->robotResult(1, okResult(stored.id), &a);
   disp_->fetch(fetchOf(2), &a);
   const auto running = a.to_robots.at(1).second;
-  writeFile(running.file);  // a robot wrote it, its result has not come
+  writeFile(running.path);  // a robot wrote it, its result has not come
   const std::string orphan = content_ + "/" + names_->format(9000);
   writeFile(orphan);
   writeFile(orphan + ".123-1.tmp");
@@ -212,7 +212,7 @@ TEST_F(DispatcherTest, ASweepListsTheContentFilesNoJobHolds) {
     EXPECT_EQ(f.size, 5u);
     listed.insert(f.name);
   }
-  EXPECT_EQ(listed, (std::set<std::string>{stored.file.substr(content_.size() + 1), names_->format(9000)}));
+  EXPECT_EQ(listed, (std::set<std::string>{stored.path.substr(content_.size() + 1), names_->format(9000)}));
   auto swept = upstreamOf<proto::LinkSwept>(b.upstream);
   ASSERT_EQ(swept.size(), 1u);
   EXPECT_EQ(swept[0], (proto::LinkSwept{5, "m1", 2}));
@@ -227,11 +227,11 @@ TEST_F(DispatcherTest, ResultsOfALostSourceSessionAreDroppedAndTheirFilesRemoved
   disp_->sourceDown();
   EXPECT_EQ(disp_->queued(), 0u);
   disp_->sourceUp();
-  writeFile(f.file);
+  writeFile(f.path);
   Actions b;
   disp_->robotResult(1, okResult(f.id), &b);
   EXPECT_TRUE(upstreamOf<FetchResult>(b.upstream).empty());
-  EXPECT_FALSE(posixEnv()->exists(f.file));
+  EXPECT_FALSE(posixEnv()->exists(f.path));
   EXPECT_EQ(disp_->counters().stale, 1u);
 }
 
@@ -256,7 +256,7 @@ TEST_F(DispatcherTest, RestartNeverReusesANameStillReferenced) {
   disp_->robotUp(1, 8, &a);
   for (std::uint64_t i = 1; i <= 5; ++i) disp_->fetch(fetchOf(i), &a);
   for (const auto& [rid, f] : a.to_robots) {
-    writeFile(f.file);
+    writeFile(f.path);
     Actions r;
     disp_->robotResult(1, okResult(f.id), &r);
     referenced.insert(upstreamOf<FetchResult>(r.upstream).at(0).filename);
@@ -275,9 +275,9 @@ TEST_F(DispatcherTest, RestartNeverReusesANameStillReferenced) {
   again.robotUp(1, 100, &b);
   for (std::uint64_t i = 1; i <= 50; ++i) again.fetch(fetchOf(i), &b);
   ASSERT_EQ(b.to_robots.size(), 50u);
-  EXPECT_EQ(b.to_robots[0].second.file, content_ + "/" + freed);  // the free list survived
+  EXPECT_EQ(b.to_robots[0].second.path, content_ + "/" + freed);  // the free list survived
   for (const auto& [rid, f] : b.to_robots) {
-    EXPECT_EQ(referenced.count(f.file.substr(content_.size() + 1)), 0u) << f.file;
+    EXPECT_EQ(referenced.count(f.path.substr(content_.size() + 1)), 0u) << f.path;
   }
 }
 

@@ -235,7 +235,7 @@ TEST_P(FetcherContractTest, LastModifiedAndConditionalFetch) {
   EXPECT_EQ(*first.last_modified, lm);
 
   FetchRequest again = req(2, q);
-  again.if_modified_since = fromUnixMillis(lm * 1000);
+  again.if_modified_since = lm;
   ASSERT_TRUE(posixEnv()->writeFileAtomic(again.path, "stored before").isOk());
   FetchResult second = fetch(again);
   EXPECT_TRUE(second.ok()) << second.message;

@@ -25,7 +25,7 @@ struct ModelUrl {
 
 struct Outstanding {
   LinkId link;
-  FetchOrder order;
+  FetchRequest order;
   std::string key;
   std::uint64_t version;
 };
@@ -129,7 +129,7 @@ std::string runHistory(const std::string& plugin, unsigned seed) {
         std::string file = "f" + std::to_string(++file_no);
         files_made.insert(file);
         qm.onResult(f.link, okResult(f.order.id, file, 100));
-      } else if (kind < 70 && f.order.since) {
+      } else if (kind < 70 && f.order.if_modified_since) {
         FetchResult u;
         u.id = f.order.id;
         u.unchanged = true;

@@ -71,7 +71,7 @@ class RecordingBotm : public BotmPort {
  public:
   struct Fetch {
     LinkId link;
-    FetchOrder order;
+    FetchRequest order;
   };
   struct Delete {
     LinkId link;
@@ -79,7 +79,7 @@ class RecordingBotm : public BotmPort {
     std::string machine;
     std::string file;
   };
-  void sendFetch(LinkId link, const FetchOrder& order) override { fetches.push_back({link, order}); }
+  void sendFetch(LinkId link, const FetchRequest& order) override { fetches.push_back({link, order}); }
   void sendDelete(LinkId link, std::uint64_t id, const std::string& machine, const std::string& file) override {
     deletes.push_back({link, id, machine, file});
   }

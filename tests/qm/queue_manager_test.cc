@@ -138,13 +138,13 @@ TEST_P(QmTest, ConditionalFetchOnlyWhenTheCpDidNotDeclareOtherBytes) {
   submit(makeSet(1, {update(1, "http://a/1", 100)}, 1));
   auto f = botm_.takeFetches();
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_FALSE(f[0].order.since) << "nothing stored yet";
+  EXPECT_FALSE(f[0].order.if_modified_since) << "nothing stored yet";
   qm_->onResult(1, okResult(f[0].order.id, "f1", 100));
   // Only a new mt: ask the server whether it changed.
   submit(makeSet(1, {update(1, "http://a/1", 200)}, 2));
   f = botm_.takeFetches();
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].order.since, std::optional<std::int64_t>(100));
+  EXPECT_EQ(f[0].order.if_modified_since, std::optional<std::int64_t>(100));
   qm_->onResult(1, okResult(f[0].order.id, "f2", 100));
   // The CP says the bytes changed (another size): fetch unconditionally, since a
   // server's one-second Last-Modified could not tell.
@@ -153,7 +153,7 @@ TEST_P(QmTest, ConditionalFetchOnlyWhenTheCpDidNotDeclareOtherBytes) {
   submit(makeSet(1, {changed}, 3));
   f = botm_.takeFetches();
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_FALSE(f[0].order.since);
+  EXPECT_FALSE(f[0].order.if_modified_since);
 }
 
 TEST_P(QmTest, NotModifiedRefreshesWithoutReportingAChange) {

@@ -232,19 +232,35 @@ enum class RedirectPolicy : std::uint8_t {
 std::string_view redirectPolicyName(RedirectPolicy p);
 std::optional<RedirectPolicy> parseRedirectPolicy(std::string_view s);
 
+// One fetch: the single request every hop uses, as FetchResult is its answer. The QM
+// makes it and sends it to a BOT-M, a parent BOT-M forwards it, the BOT-M hands it to a
+// robot with the file it chose, the robot to its fetcher with a temporary name; the RS
+// and the UNS give theirs to a fetcher directly. Each codec converts only at its own wire
+// edge and carries only its hop's fields (docs/internal-protocols.md §2, §3: <fetch>
+// mime, since, maxsize, md5, file, redirects, scope).
 struct FetchRequest {
-  std::uint64_t id = 0;            // caller's id, echoed in the result
+  std::uint64_t id = 0;            // the sender's id, echoed in the result (each hop its own)
   std::string url;                 // http or https
-  std::string path;                // where to write the body (the robot's temporary name)
+  // Where the body goes, an absolute path. On the robot protocol the final file the BOT-M
+  // chose (`file`); for a fetcher the temporary file the robot writes and renames. The
+  // BOT-M link carries none: the leaf BOT-M chooses the name.
+  std::string path;
   std::string expected_mime;       // declared type; a mismatch is 307 (empty: no check)
-  std::optional<WallTime> if_modified_since;  // conditional fetch
+  // Conditional fetch: seconds since the epoch, as FetchResult::last_modified and
+  // ContentRecord::mtime (HTTP's If-Modified-Since has one-second granularity).
+  std::optional<std::int64_t> if_modified_since;
   std::uint64_t max_size = 0;      // 0: the fetcher's own limit
-  std::string expected_md5;        // verify when non-empty and the fetcher is so configured
+  // Verify when non-empty and the fetcher is so configured. The BOT-M link carries it,
+  // the robot protocol does not.
+  std::string expected_md5;
   RedirectPolicy redirects = RedirectPolicy::kPrefix;
   std::vector<std::string> redirect_prefixes;  // the provider's prefixes, in the URL normal form
-  // Keep the final response's status line and header lines (FetchResult::response_head)
-  // when they fit in this many bytes; 0: not kept.
+  // Robot to fetcher only (bot.max_response_head; no link carries it): keep the final
+  // response's status line and header lines (FetchResult::response_head) when they fit
+  // in this many bytes; 0: not kept.
   std::uint64_t max_response_head = 0;
+
+  friend bool operator==(const FetchRequest&, const FetchRequest&) = default;
 };
 
 // One fetch's outcome: the single record every hop uses. A fetcher fills it, the robot
