@@ -11,6 +11,7 @@ The recipes are docs/content-users.md's. Exit 77 (skipped, one line) when the en
 package is not installed.
 """
 import argparse
+import fcntl
 import os
 import re
 import shutil
@@ -169,6 +170,14 @@ def run(node, site, work, engine_class):
     push(full=True)
     wait_for("5 pages stored", lambda: int(node.query_xml().getAttribute("count")) == 5)
     mirror()
+    # For cron: a run while another holds the lock exits 3 at once; -v says what it did.
+    cu = ["cu", "mirror", mirror_dir, "--cu", f"127.0.0.1:{node.ports['cu']}", "--provider", pid]
+    with open(os.path.join(mirror_dir, ".lcc-mirror.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        r = node.lcc(*cu, check=False)
+        assert r.returncode == 3 and b"lock" in r.stderr, (r.returncode, r.stderr)
+    r = node.lcc(*cu, "-v")
+    assert re.fullmatch(rb".*: seq (\d+) -> \1, 0 changes, 0 written, 0 removed\n", r.stdout), r.stdout
     engine.reindex()
     assert engine.search("bison") == ["docs/b.html"], engine.search("bison")
     found_common = engine.search("common")
