@@ -1,10 +1,12 @@
 #include "app/cu_mirror.h"
 
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -47,6 +49,31 @@ std::string oneLine(std::string_view s) {
   }
   return out;
 }
+
+// The MD5 of what was written, as lower-case hex (the answer's `md5`).
+class Md5 {
+ public:
+  Md5() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_md5(), nullptr); }
+  ~Md5() { EVP_MD_CTX_free(ctx_); }
+  Md5(const Md5&) = delete;
+  Md5& operator=(const Md5&) = delete;
+  void update(std::string_view b) { EVP_DigestUpdate(ctx_, b.data(), b.size()); }
+  std::string hex() {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(ctx_, md, &len);
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned i = 0; i < len; ++i) {
+      out += kHex[md[i] >> 4];
+      out += kHex[md[i] & 15];
+    }
+    return out;
+  }
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
 
 // flock(2) on DIR/.lcc-mirror.lock: released by the kernel when the process ends.
 class DirLock {
@@ -91,7 +118,8 @@ class Mirror {
   Status apply(capi::AnswerReader& reader, bool full);
   Status applyOne(capi::AnswerReader& reader, const capi::AnswerRecord& r, bool full);
   Status ensureFolder(const std::string& rel);
-  Status writeFile(const std::string& rel, capi::AnswerReader& reader);
+  // OK and *matches = false when the bytes are not the record's md5 (nothing renamed).
+  Status writeFile(const std::string& rel, const std::string& md5, capi::AnswerReader& reader, bool* matches);
   Status removePath(const std::string& rel);
   Status syncTouched();
   Status sweep();
@@ -126,20 +154,29 @@ Status Mirror::ensureFolder(const std::string& rel) {
   return Status::ok();
 }
 
-Status Mirror::writeFile(const std::string& rel, capi::AnswerReader& reader) {
+Status Mirror::writeFile(const std::string& rel, const std::string& md5, capi::AnswerReader& reader,
+                         bool* matches) {
   const std::string folder = parentOf(rel);
   LCC_RETURN_IF_ERROR(ensureFolder(folder));
   const std::string part = join(join(o_.dir, folder), kPartName);
   LCC_ASSIGN_OR_RETURN(auto file, env_->openWritable(part, OpenMode::kTruncate));
+  Md5 digest;
   char buf[64 * 1024];
   for (;;) {
     LCC_ASSIGN_OR_RETURN(std::size_t n, reader.readContent(buf, sizeof buf));
     if (n == 0) break;
     LCC_RETURN_IF_ERROR(file->append(std::string_view(buf, n)));
+    digest.update(std::string_view(buf, n));
     stats_.bytes += n;
   }
-  LCC_RETURN_IF_ERROR(file->sync());
+  // A body the LCC could not read to its end comes zero-filled (docs/protocol.md §3.2):
+  // its md5 tells, and it is not kept.
+  std::string want = md5;
+  std::transform(want.begin(), want.end(), want.begin(), [](unsigned char c) { return std::tolower(c); });
+  *matches = want.empty() || digest.hex() == want;
+  if (*matches) LCC_RETURN_IF_ERROR(file->sync());
   LCC_RETURN_IF_ERROR(file->close());
+  if (!*matches) return env_->removeFile(part);
   LCC_RETURN_IF_ERROR(env_->rename(part, join(o_.dir, rel)));
   touched_.insert(folder);
   return Status::ok();
@@ -185,8 +222,15 @@ Status Mirror::applyOne(capi::AnswerReader& reader, const capi::AnswerRecord& r,
     if (full) held_.erase(*rel);
     return removePath(*rel);
   }
-  Status s = writeFile(*rel, reader);
+  bool matches = true;
+  Status s = writeFile(*rel, r.md5, reader, &matches);
   if (!s.isOk()) return s.withContext("writing " + join(o_.dir, *rel));
+  if (!matches) {
+    ++stats_.missing;
+    warn(r.url + ": content does not match its md5 " + r.md5 + "; " + *rel + " removed until a later run gets it");
+    if (full) held_.erase(*rel);
+    return removePath(*rel);
+  }
   ++stats_.written;
   if (full) held_.insert(*rel);
   return Status::ok();

@@ -34,6 +34,7 @@ struct Rec {
   std::string body;  // ignored when deleted
   bool deleted = false;
   std::string mime = "text/html";
+  std::string md5 = "";  // the md5 attribute, when not empty
 };
 
 std::string answer(std::uint64_t last_seq, const std::vector<Rec>& recs, std::uint64_t count = ~0ULL) {
@@ -46,6 +47,7 @@ std::string answer(std::uint64_t last_seq, const std::vector<Rec>& recs, std::ui
       out += " deleted=\"yes\" stored=\"2024-05-01T12:00:00Z\"/>\n";
       continue;
     }
+    if (!r.md5.empty()) out += " md5=\"" + r.md5 + "\"";
     out += " sz=\"" + std::to_string(r.body.size()) + "\" stored=\"2024-05-01T12:00:00Z\"><content encoding=\"base64\">";
     proto::Base64Encoder enc;
     enc.update(r.body.data(), r.body.size(), out);
@@ -322,6 +324,38 @@ TEST(CuMirror, ABrokenAnswerLeavesNoHalfFileAndTheCursor) {
   EXPECT_EQ(r.outcome, mirror::Outcome::kFailed);
   EXPECT_EQ(slurp(dir + "/1/127.0.0.1+8000/a.html"), "A1");
   EXPECT_EQ(slurp(dir + "/.lcc-mirror").substr(0, 22), "lcc-cu-mirror 1\nseq 1\n");
+}
+
+// Content that is not the record's md5 (a body the LCC zero-filled) is not kept: the old
+// copy goes too, the run says so and exits 1, and the cursor moves (a later change of
+// that URL, or --full, brings it).
+TEST(CuMirror, ContentThatIsNotItsMd5IsNotKept) {
+  testing::TempDir tmp;
+  const std::string dir = tmp.file("m");
+  int turn = 0;
+  FakeCu cu([&](const std::string&) {
+    if (turn++ == 0) {
+      return answer(2, {{1, kHost + "/a.html", "A1", false, "text/html", "1d8e1e2d4cfb0b8bb3d85a3bb6e4b5a1"},
+                        {2, kHost + "/b.html", "hello", false, "text/html", "5D41402ABC4B2A76B9719D911017C592"}});
+    }
+    return answer(3, {{3, kHost + "/b.html", std::string(5, '\0'), false, "text/html", "5d41402abc4b2a76b9719d911017c592"}});
+  });
+  std::vector<std::string> warnings;
+  mirror::Options o;
+  o.dir = dir;
+  o.endpoint = cu.endpoint();
+  o.timeout_ms = 20000;
+  mirror::Callbacks cb;
+  cb.warn = [&](const std::string& m) { warnings.push_back(m); };
+  auto r = mirror::runMirror(o, posixEnv(), cb);
+  EXPECT_EQ(r.outcome, mirror::Outcome::kFailed);
+  EXPECT_EQ(filesUnder(dir + "/1"), (std::set<std::string>{"127.0.0.1+8000/b.html"}));  // md5 of "hello", any case
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("a.html: content does not match its md5"), std::string::npos) << warnings[0];
+  r = mirror::runMirror(o, posixEnv(), cb);
+  EXPECT_EQ(r.outcome, mirror::Outcome::kFailed);
+  EXPECT_EQ(r.stats.to_seq, 3u);
+  EXPECT_TRUE(filesUnder(dir + "/1").empty()) << "zero-filled content kept, or the old copy left";
 }
 
 TEST(CuMirror, AStoreWhoseSeqWentBackIsTakenAgain) {
