@@ -4,6 +4,11 @@
 // the answer is complete) or to stdout; progress (bytes, records) on stderr when
 // stderr is a terminal. Exit 0: answered; 1: query_rejected or the answer broke off;
 // 2: usage or connection error.
+//
+// lcc cu mirror DIR — keeps DIR equal to what the LCC holds (cu_mirror.h); for cron and
+// timers: quiet unless -v or a problem. Exit 0: done; 1: refused, broke off, a file
+// could not be written or content was missing; 2: usage or no connection; 3: another
+// run holds DIR's lock.
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,9 +17,11 @@
 #include <iostream>
 
 #include "app/cli.h"
+#include "app/cu_mirror.h"
 #include "app/progress.h"
 #include "capi/cu_client.h"
 #include "common/config/config.h"
+#include "common/posix_env.h"
 #include "lcc/support/time_util.h"
 #include "net/host_port.h"
 #include "proto/cu_query.h"
@@ -48,6 +55,28 @@ std::string defaultCu(const Globals& g, bool tls) {
   if (listen.empty()) return tls ? "(listen.cu_tls is off; give --cu)" : "(listen.cu is off; give --cu)";
   auto hp = net::HostPort::parse(listen);
   return hp.isOk() ? hp->reachable().toString() : listen;  // a bad one is reported by parseEndpoint
+}
+
+// The CU port (--cu, else the configuration's) and its TLS context; false after
+// printing why.
+bool resolveCu(const Globals& g, const std::string& cu, const TlsArgs& tls_args, const char* who,
+               capi::Endpoint* endpoint, net::TlsContextPtr* tls) {
+  auto ep = capi::parseEndpoint(cu.empty() ? defaultCu(g, tls_args.tls) : cu);
+  if (!ep.isOk()) {
+    std::cerr << who << ": " << ep.status().message() << "\n";
+    return false;
+  }
+  if (tls_args.tls) ep->tls = true;
+  if (ep->tls) {
+    auto made = tlsContext(tls_args);
+    if (!made.isOk()) {
+      std::cerr << who << ": " << made.status().message() << "\n";
+      return false;
+    }
+    *tls = made.value();
+  }
+  *endpoint = *ep;
+  return true;
 }
 
 // Counts "<url " in a stream whose chunks may split the token.
@@ -88,21 +117,9 @@ int runQuery(const Globals& g, const CuArgs& a) {
     std::cerr << "lcc cu query: " << e->message << "\n";
     return 2;
   }
-  auto ep = capi::parseEndpoint(a.cu.empty() ? defaultCu(g, a.tls.tls) : a.cu);
-  if (!ep.isOk()) {
-    std::cerr << "lcc cu query: " << ep.status().message() << "\n";
-    return 2;
-  }
+  capi::Endpoint endpoint;
   net::TlsContextPtr tls;
-  if (a.tls.tls) ep->tls = true;
-  if (ep->tls) {
-    auto made = tlsContext(a.tls);
-    if (!made.isOk()) {
-      std::cerr << "lcc cu query: " << made.status().message() << "\n";
-      return 2;
-    }
-    tls = made.value();
-  }
+  if (!resolveCu(g, a.cu, a.tls, "lcc cu query", &endpoint, &tls)) return 2;
 
   const std::string part = a.out.empty() ? std::string() : a.out + ".part";
   std::ofstream file;
@@ -123,7 +140,7 @@ int runQuery(const Globals& g, const CuArgs& a) {
   auto progressLine = [&] {
     return std::to_string(bytes) + " bytes" + (q.format == "xml" ? ", " + std::to_string(urls.count()) + " records" : "");
   };
-  Status s = capi::rawQuery(*ep, q, a.timeout_s * 1000, [&](std::string_view b) -> Status {
+  Status s = capi::rawQuery(endpoint, q, a.timeout_s * 1000, [&](std::string_view b) -> Status {
     if (bytes < 512) {
       head.append(b.substr(0, 512));
       if (head.find("query_rejected") != std::string::npos) rejected = true;
@@ -165,10 +182,79 @@ int runQuery(const Globals& g, const CuArgs& a) {
   return 0;
 }
 
+struct MirrorArgs {
+  std::string dir;
+  std::string cu;
+  std::vector<std::uint32_t> providers;
+  std::vector<std::string> mimes, prefixes;
+  bool full = false;
+  bool verbose = false;
+  std::uint64_t batch = 10000;
+  int timeout_s = 60;
+  TlsArgs tls;
+};
+
+int runMirror(const Globals& g, const MirrorArgs& a) {
+  mirror::Options o;
+  o.dir = a.dir;
+  o.providers = a.providers;
+  o.mimes = a.mimes;
+  o.prefixes = a.prefixes;
+  o.full = a.full;
+  o.batch = a.batch;
+  o.timeout_ms = a.timeout_s * 1000;
+  if (!resolveCu(g, a.cu, a.tls, "lcc cu mirror", &o.endpoint, &o.tls)) return 2;
+  constexpr int kWarningsShown = 20;
+  int warnings = 0;
+  TtyProgress progress;
+  auto line = [](const mirror::Stats& s) {
+    return std::to_string(s.records) + " changes, " + std::to_string(s.written) + " written, " +
+           std::to_string(s.removed) + " removed";
+  };
+  mirror::Callbacks cb;
+  cb.warn = [&](const std::string& m) {
+    if (++warnings <= kWarningsShown) std::cerr << "lcc cu mirror: " << m << "\n";
+  };
+  cb.progress = [&](const mirror::Stats& s) { progress.update([&] { return line(s); }); };
+  const mirror::Report r = mirror::runMirror(o, posixEnv(), cb);
+  progress.done(line(r.stats));
+  if (warnings > kWarningsShown) {
+    std::cerr << "lcc cu mirror: " << (warnings - kWarningsShown) << " more problems not shown\n";
+  }
+  if (r.outcome == mirror::Outcome::kOk && a.verbose) {
+    std::cout << a.dir << ": seq " << r.stats.from_seq << " -> " << r.stats.to_seq << ", " << line(r.stats)
+              << (r.stats.full ? ", full resync: " + r.stats.why_full : std::string()) << "\n";
+  }
+  if (r.outcome == mirror::Outcome::kOk) return 0;
+  std::cerr << "lcc cu mirror: " << a.dir << ": " << r.message << "\n";
+  switch (r.outcome) {
+    case mirror::Outcome::kLocked: return 3;
+    case mirror::Outcome::kNoConnection: return 2;
+    default: return 1;
+  }
+}
+
+void addMirrorCommand(CLI::App* cu, Globals& g) {
+  auto args = std::make_shared<MirrorArgs>();
+  auto* m = cu->add_subcommand("mirror", "keep DIR equal to what the LCC holds (incremental, for cron)");
+  m->add_option("DIR", args->dir, "the mirror folder (its cursor is DIR/.lcc-mirror)")->required();
+  m->add_option("--cu", args->cu, "the CU port, as for cu query");
+  addTlsOptions(m, args->tls);
+  m->add_option("--provider", args->providers, "only this provider (repeatable)");
+  m->add_option("--mime", args->mimes, "MIME pattern, e.g. text/* (repeatable)");
+  m->add_option("--prefix", args->prefixes, "URL prefix (repeatable)");
+  m->add_flag("--full", args->full, "a full resync: fetch everything, remove what the LCC no longer holds");
+  m->add_option("--batch", args->batch, "records per answer; the cursor moves after each (default 10000)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1000000}));
+  m->add_option("--timeout", args->timeout_s, "seconds to wait for the server (default 60)");
+  m->add_flag("-v,--verbose", args->verbose, "print what the run did");
+  m->callback([&g, args] { g.exit_code = runMirror(g, *args); });
+}
+
 }  // namespace
 
 void addCuCommands(CLI::App& app, Globals& g) {
-  auto* cu = app.add_subcommand("cu", "content user: query what the LCC holds");
+  auto* cu = app.add_subcommand("cu", "content user: query or mirror what the LCC holds");
   cu->require_subcommand(1);
   auto args = std::make_shared<CuArgs>();
   auto* q = cu->add_subcommand("query", "run a query on the CU port; the answer goes to -o FILE or stdout");
@@ -188,6 +274,7 @@ void addCuCommands(CLI::App& app, Globals& g) {
   q->add_option("-o,--output", args->out, "write the answer to FILE (default: stdout)");
   q->add_option("--timeout", args->timeout_s, "seconds to wait for the server (default 60)");
   q->callback([&g, args] { g.exit_code = runQuery(g, *args); });
+  addMirrorCommand(cu, g);
 }
 
 }  // namespace lcc::cli
