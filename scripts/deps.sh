@@ -18,6 +18,7 @@ packages=(
   nodejs wget        # warcio reads the WARC answer; wget --warc-file for comparison (tests/e2e/warc_test.py)
   strace             # the ack-after-sync audit (tests/reliability/ack_after_sync_audit.py)
   libpq-dev postgresql  # storage-postgres (libpq) and the private server of its tests (initdb, pg_ctl, psql)
+  python3-aiosmtpd   # the SMTP server of tests/e2e/mail_test.py (mail to site owners, issue 29)
 )
 # warcio (npm), the independent WARC reader of tests/e2e/warc_test.py, in a fixed folder.
 npm_prefix=/usr/local/lib/lcc-npm
