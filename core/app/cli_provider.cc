@@ -106,6 +106,20 @@ void addProviderSetCommand(CLI::App* provider, Globals& g, const RunFn& run, con
   });
 }
 
+// lcc provider show ID: the provider, and "mail" (addLastMails).
+void addProviderShowCommand(CLI::App* provider, Globals& g, const RunFn& run, const std::shared_ptr<std::uint32_t>& id) {
+  auto* show = provider->add_subcommand("show", "everything about one provider (JSON), and the last mail of each event");
+  show->add_option("ID", *id, "provider id")->required();
+  show->callback([run, id, &g] {
+    run("GET", "/admin/providers/" + std::to_string(*id), "", [id, &g](const http::ClientResponse& r) {
+      json j = parseBody(r);
+      addLastMails(g, *id, j);
+      std::cout << j.dump(2) << "\n";
+      return 0;
+    });
+  });
+}
+
 }  // namespace
 
 void addProviderCommands(CLI::App& app, Globals& g) {
@@ -153,16 +167,7 @@ void addProviderCommands(CLI::App& app, Globals& g) {
 
   auto id = std::make_shared<std::uint32_t>(0);
   auto idPath = [id] { return "/admin/providers/" + std::to_string(*id); };
-  auto* show = provider->add_subcommand("show", "everything about one provider (JSON), and the last mail of each event");
-  show->add_option("ID", *id, "provider id")->required();
-  show->callback([run, idPath, id, &g] {
-    run("GET", idPath(), "", [id, &g](const http::ClientResponse& r) {
-      json j = parseBody(r);
-      addLastMails(g, *id, j);
-      std::cout << j.dump(2) << "\n";
-      return 0;
-    });
-  });
+  addProviderShowCommand(provider, g, run, id);
 
   auto purge = std::make_shared<bool>(false);
   auto* remove = provider->add_subcommand("remove", "remove a provider: its queued URLs are not fetched");

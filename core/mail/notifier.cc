@@ -8,9 +8,9 @@ namespace lcc::mail {
 
 using nlohmann::json;
 
-Notifier::Notifier(ProviderStore& providers, Mailer& mailer, Clock& clock, Env& env, NotifierOptions options,
-                   MissingSource missing)
-    : providers_(providers), mailer_(mailer), clock_(clock), env_(env), options_(std::move(options)),
+Notifier::Notifier(ProviderStore& providers, std::shared_ptr<Mailer> mailer, Clock& clock, Env& env,
+                   NotifierOptions options, MissingSource missing)
+    : providers_(providers), mailer_(std::move(mailer)), clock_(clock), env_(env), options_(std::move(options)),
       policy_(options_.policy), missing_(std::move(missing)) {}
 
 void Notifier::load() {
@@ -53,10 +53,10 @@ void Notifier::saveLocked() {
 }
 
 std::size_t Notifier::check() {
-  if (!mailer_.enabled()) return 0;
+  if (!mailer_->enabled()) return 0;
   std::vector<ProviderRecord> records;
   Status s = providers_.scan([&](const ProviderRecord& p) {
-    if (p.state != ProviderState::kPending) records.push_back(p);
+    records.push_back(p);  // pending ones too: their registration mail is kept (the policy skips them)
     return true;
   });
   if (!s.isOk()) {
@@ -100,7 +100,7 @@ std::size_t Notifier::check() {
 
 void Notifier::queue(ProviderId id, MailEvent event, const std::string& key, MailMessage msg) {
   std::weak_ptr<Notifier> weak = weak_from_this();
-  Status s = mailer_.send(std::move(msg), [weak, id, event, key](const MailOutcome& out) {
+  Status s = mailer_->send(std::move(msg), [weak, id, event, key](const MailOutcome& out) {
     if (auto self = weak.lock()) self->record(id, event, key, out);
   });
   if (!s.isOk()) record(id, event, key, MailOutcome{false, s.message(), 0});
@@ -108,13 +108,13 @@ void Notifier::queue(ProviderId id, MailEvent event, const std::string& key, Mai
 
 Status Notifier::sendNow(ProviderId id, MailEvent event, MailMessage msg) {
   LCC_RETURN_IF_ERROR(checkAddress(msg.to));
-  if (!mailer_.enabled()) return Status::notSupported("this LCC sends no mail (mail.relay is empty)");
+  if (!mailer_->enabled()) return Status::notSupported("this LCC sends no mail (mail.relay is empty)");
   {
     std::lock_guard<std::mutex> lock(mu_);
     in_flight_.insert({id, event});
   }
   std::weak_ptr<Notifier> weak = weak_from_this();
-  Status s = mailer_.send(std::move(msg), [weak, id, event](const MailOutcome& out) {
+  Status s = mailer_->send(std::move(msg), [weak, id, event](const MailOutcome& out) {
     if (auto self = weak.lock()) self->record(id, event, "", out);
   });
   if (!s.isOk()) record(id, event, "", MailOutcome{false, s.message(), 0});
@@ -159,7 +159,7 @@ void Notifier::start(std::function<void(std::function<void()>)> post) {
 
 void Notifier::scheduleCheck() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (stopped_ || !mailer_.enabled()) return;
+  if (stopped_ || !mailer_->enabled()) return;
   std::weak_ptr<Notifier> weak = weak_from_this();
   timer_ = clock_.schedule(options_.check_interval, [weak] {
     auto self = weak.lock();

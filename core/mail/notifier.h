@@ -31,7 +31,7 @@ class Notifier : public std::enable_shared_from_this<Notifier> {
  public:
   // Providers whose secret file re-verification found missing (the RS's knowledge).
   using MissingSource = std::function<std::map<ProviderId, SecretMissing>()>;
-  Notifier(ProviderStore& providers, Mailer& mailer, Clock& clock, Env& env, NotifierOptions options,
+  Notifier(ProviderStore& providers, std::shared_ptr<Mailer> mailer, Clock& clock, Env& env, NotifierOptions options,
            MissingSource missing = {});
 
   // Reads the state file (none: nothing mailed yet; unreadable or corrupt: logged,
@@ -46,7 +46,7 @@ class Notifier : public std::enable_shared_from_this<Notifier> {
   Status sendNow(ProviderId id, MailEvent event, MailMessage msg);
   // {"suspended": {"at", "result": "sent"|"failed"|"queued", "error"}...} for `lcc provider show`.
   nlohmann::json lastMails(ProviderId id) const;
-  bool enabled() const { return mailer_.enabled(); }
+  bool enabled() const { return mailer_->enabled(); }
 
  private:
   void scheduleCheck();
@@ -56,7 +56,7 @@ class Notifier : public std::enable_shared_from_this<Notifier> {
   void saveLocked();
 
   ProviderStore& providers_;
-  Mailer& mailer_;
+  std::shared_ptr<Mailer> mailer_;
   Clock& clock_;
   Env& env_;
   NotifierOptions options_;

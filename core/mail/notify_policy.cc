@@ -41,9 +41,9 @@ std::optional<Condition> quotaCondition(const ProviderRecord& p, std::uint32_t p
 std::vector<Condition> conditions(const ProviderRecord& p, const SecretMissing* missing, std::uint32_t percent) {
   std::vector<Condition> out;
   if (p.state == ProviderState::kSuspended) {
-    const std::string why = p.state_reason.empty() ? "by an administrator" : p.state_reason;
+    const std::string why = p.state_reason.empty() ? " by an administrator." : ": " + p.state_reason;
     out.push_back({MailEvent::kSuspended, p.state_reason.empty() ? "administrator" : p.state_reason, "suspended",
-                   "Your provider is suspended: " + why +
+                   "Your provider is suspended" + why +
                        "\nIts notifications are refused (error 111) until it is active again. If the secret file "
                        "was the reason, put it back and verify again on the registration page.\n"});
   }
@@ -63,6 +63,14 @@ std::vector<Condition> conditions(const ProviderRecord& p, const SecretMissing* 
                        formatRfc3339(missing->suspend_at) + ".\n"});
   }
   return out;
+}
+
+// "2 days", "6 hours", "30 minutes".
+std::string interval(Millis d) {
+  const std::int64_t minutes = d.count() / 60000;
+  if (minutes % 1440 == 0) return std::to_string(minutes / 1440) + (minutes == 1440 ? " day" : " days");
+  if (minutes % 60 == 0) return std::to_string(minutes / 60) + (minutes == 60 ? " hour" : " hours");
+  return std::to_string(minutes) + (minutes == 1 ? " minute" : " minutes");
 }
 
 }  // namespace
@@ -112,8 +120,8 @@ NotifyDecision NotifyPolicy::decide(const std::vector<ProviderRecord>& providers
       msg.to = p.contact;
       msg.subject = "LCC provider " + std::to_string(p.id) + ": " + c->subject;
       msg.body = c->body + "\nProvider " + std::to_string(p.id) + ", prefixes:\n" + prefixes(p) +
-                 "\nThis mail is sent by the LCC at most once every " +
-                 std::to_string(options_.min_interval.count() / 60000) + " minutes for each kind of event.\n";
+                 "\nThe LCC tells each kind of event once while it lasts, and at most once every " +
+                 interval(options_.min_interval) + ".\n";
       d.send.push_back({p.id, e, c->key, std::move(msg)});
     }
   }

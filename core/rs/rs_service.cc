@@ -463,7 +463,7 @@ http::Response verifyAnswer(const http::Request& req, Registrar& reg) {
 // (docs/design-decisions.md, "Mail to site owners").
 class RsService final : public Service {
  public:
-  RsService(std::shared_ptr<Registrar> reg, std::unique_ptr<mail::Mailer> mailer,
+  RsService(std::shared_ptr<Registrar> reg, std::shared_ptr<mail::Mailer> mailer,
             std::shared_ptr<mail::Notifier> notifier, boost::asio::io_context* io)
       : reg_(std::move(reg)), mailer_(std::move(mailer)), notifier_(std::move(notifier)), io_(io) {}
   std::string_view name() const override { return "rs"; }
@@ -495,7 +495,7 @@ class RsService final : public Service {
 
  private:
   std::shared_ptr<Registrar> reg_;
-  std::unique_ptr<mail::Mailer> mailer_;
+  std::shared_ptr<mail::Mailer> mailer_;
   std::shared_ptr<mail::Notifier> notifier_;
   boost::asio::io_context* io_;
 };
@@ -552,7 +552,7 @@ Result<ServicePtr> makeRsService(NodeContext& node) {
   o.metrics = node.metrics;
   LCC_RETURN_IF_ERROR(node.env->createDirs(o.work_dir, DirOptions{.private_dir = true}));
   LCC_ASSIGN_OR_RETURN(mail::MailerOptions mo, mailerOptions(cfg, node.metrics));
-  auto mailer = std::make_unique<mail::Mailer>(*node.clock, std::move(mo));
+  auto mailer = std::make_shared<mail::Mailer>(*node.clock, std::move(mo));
   mail::NotifierOptions no;
   no.state_path = o.work_dir + "/mail-state.json";
   no.check_interval = Millis(cfg.getInt("mail.check_interval"));
@@ -560,7 +560,7 @@ Result<ServicePtr> makeRsService(NodeContext& node) {
   no.policy.quota_warn_percent = static_cast<std::uint32_t>(cfg.getInt("mail.quota_warn_percent"));
   // The registrar tells the notifier which secret files are missing; it is made first.
   auto reg_slot = std::make_shared<std::weak_ptr<Registrar>>();
-  auto notifier = std::make_shared<mail::Notifier>(*node.providers, *mailer, *node.clock, *node.env, std::move(no),
+  auto notifier = std::make_shared<mail::Notifier>(*node.providers, mailer, *node.clock, *node.env, std::move(no),
                                                    [reg_slot] {
                                                      auto r = reg_slot->lock();
                                                      return r ? r->secretsMissing()
@@ -571,7 +571,7 @@ Result<ServicePtr> makeRsService(NodeContext& node) {
   *reg_slot = reg;
   registerRsRoutes(*node.http, reg);
   registerMailRoutes(*node.http, notifier, *node.env, node.data_dir + "/admin.token", cfg.getBool("http.admin_remote"));
-  return ServicePtr(new RsService(reg, std::move(mailer), notifier, node.io));
+  return ServicePtr(new RsService(reg, mailer, notifier, node.io));
 }
 
 }  // namespace lcc::rs

@@ -155,10 +155,13 @@ class MailerTest : public rs::testing_rs::RsTest {};
 TEST_F(MailerTest, AnUnreachableRelayDelaysNothingAndIsRetriedThenGivenUp) {
   SilentRelay relay;
   Metrics metrics;
-  Mailer mailer(clock_, {.relay = relay.url(), .from = "lcc@example.net", .timeout = Millis(300), .retries = 2,
-                         .retry_delay = Millis(60000), .queue_size = 4, .metrics = &metrics});
+  auto mailer_ptr = std::make_shared<Mailer>(clock_, MailerOptions{.relay = relay.url(), .from = "lcc@example.net",
+                                                                  .timeout = Millis(300), .retries = 2,
+                                                                  .retry_delay = Millis(60000), .queue_size = 4,
+                                                                  .metrics = &metrics});
+  Mailer& mailer = *mailer_ptr;
   mailer.start();
-  auto notifier = std::make_shared<Notifier>(*store_, mailer, clock_, *posixEnv(),
+  auto notifier = std::make_shared<Notifier>(*store_, mailer_ptr, clock_, *posixEnv(),
                                              NotifierOptions{.state_path = dir_.file("mail-state.json")});
   options_.notifier = notifier;
   rs::testing_rs::ScriptedFetcher fetcher;
@@ -198,20 +201,22 @@ TEST_F(MailerTest, AnUnreachableRelayDelaysNothingAndIsRetriedThenGivenUp) {
 
 TEST_F(MailerTest, TheNotifierRemembersWhatItMailedAcrossARestart) {
   SilentRelay relay;
-  Mailer mailer(clock_, {.relay = relay.url(), .timeout = Millis(300), .retries = 0, .queue_size = 4});
+  auto mailer_ptr = std::make_shared<Mailer>(
+      clock_, MailerOptions{.relay = relay.url(), .timeout = Millis(300), .retries = 0, .queue_size = 4});
+  Mailer& mailer = *mailer_ptr;
   mailer.start();
   ProviderRecord p = provider(0);
   p.state = ProviderState::kSuspended;
   auto id = store_->create(p);
   ASSERT_TRUE(id.isOk());
   const NotifierOptions o{.state_path = dir_.file("mail-state.json"), .policy = {.min_interval = kDay}};
-  auto first = std::make_shared<Notifier>(*store_, mailer, clock_, *posixEnv(), o);
+  auto first = std::make_shared<Notifier>(*store_, mailer_ptr, clock_, *posixEnv(), o);
   EXPECT_EQ(first->check(), 1u);
   EXPECT_EQ(first->check(), 0u) << "still in flight";
   ASSERT_TRUE(testing::waitFor([&] { return mailer.held() == 0; }));
   EXPECT_EQ(first->lastMails(id.value())["suspended"]["result"], "failed");
   // A new notifier (a restart) reads the file: the failed mail waits mail.min_interval.
-  auto second = std::make_shared<Notifier>(*store_, mailer, clock_, *posixEnv(), o);
+  auto second = std::make_shared<Notifier>(*store_, mailer_ptr, clock_, *posixEnv(), o);
   second->load();
   EXPECT_EQ(second->lastMails(id.value())["suspended"]["result"], "failed");
   EXPECT_EQ(second->check(), 0u);
