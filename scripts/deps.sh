@@ -19,6 +19,7 @@ packages=(
   strace             # the ack-after-sync audit (tests/reliability/ack_after_sync_audit.py)
   libpq-dev postgresql  # storage-postgres (libpq) and the private server of its tests (initdb, pg_ctl, psql)
   htdig swish++      # search engines fed by `lcc cu mirror` (tests/cu_engines/engines_test.py)
+  python3-aiosmtpd   # the SMTP server of tests/e2e/mail_test.py (mail to site owners, issue 29)
 )
 # warcio (npm), the independent WARC reader of tests/e2e/warc_test.py, in a fixed folder.
 npm_prefix=/usr/local/lib/lcc-npm

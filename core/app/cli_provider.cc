@@ -1,6 +1,7 @@
 // lcc provider add|list|show|set|suspend|resume|remove|want-full-set — through the admin API
 // (core/http/admin_api.h) of the daemon.
 #include <iostream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "app/cli.h"
@@ -36,6 +37,22 @@ void printList(const json& body) {
                 p.value("fullset_wanted", false) ? "full" : "-", prefixes.c_str());
   }
   std::printf("%zu provider(s)\n", arr.size());
+}
+
+// "mail": the last mail of each event to the owner (GET /admin/mail/<id>, served by
+// the rs role); left out when this node runs no rs role.
+void addLastMails(Globals& g, std::uint32_t id, json& provider) {
+  auto endpoint = adminEndpoint(g);
+  if (!endpoint.isOk()) return;
+  std::ostringstream quiet;  // a node without the rs role answers 404: no "mail" then
+  (void)http::runAdminCommand(g.config_file, endpoint.value(), "GET", "/admin/mail/" + std::to_string(id), "",
+                              [&provider](const http::ClientResponse& r) {
+                                json m = parseBody(r);
+                                if (m.contains("mail")) provider["mail"] = m["mail"];
+                                if (m.contains("enabled")) provider["mail_enabled"] = m["enabled"];
+                                return 0;
+                              },
+                              quiet);
 }
 
 using RunFn = std::function<void(const std::string&, const std::string&, const std::string&,
@@ -89,6 +106,20 @@ void addProviderSetCommand(CLI::App* provider, Globals& g, const RunFn& run, con
   });
 }
 
+// lcc provider show ID: the provider, and "mail" (addLastMails).
+void addProviderShowCommand(CLI::App* provider, Globals& g, const RunFn& run, const std::shared_ptr<std::uint32_t>& id) {
+  auto* show = provider->add_subcommand("show", "everything about one provider (JSON), and the last mail of each event");
+  show->add_option("ID", *id, "provider id")->required();
+  show->callback([run, id, &g] {
+    run("GET", "/admin/providers/" + std::to_string(*id), "", [id, &g](const http::ClientResponse& r) {
+      json j = parseBody(r);
+      addLastMails(g, *id, j);
+      std::cout << j.dump(2) << "\n";
+      return 0;
+    });
+  });
+}
+
 }  // namespace
 
 void addProviderCommands(CLI::App& app, Globals& g) {
@@ -136,14 +167,7 @@ void addProviderCommands(CLI::App& app, Globals& g) {
 
   auto id = std::make_shared<std::uint32_t>(0);
   auto idPath = [id] { return "/admin/providers/" + std::to_string(*id); };
-  auto* show = provider->add_subcommand("show", "everything about one provider (JSON)");
-  show->add_option("ID", *id, "provider id")->required();
-  show->callback([run, idPath] {
-    run("GET", idPath(), "", [](const http::ClientResponse& r) {
-      std::cout << parseBody(r).dump(2) << "\n";
-      return 0;
-    });
-  });
+  addProviderShowCommand(provider, g, run, id);
 
   auto purge = std::make_shared<bool>(false);
   auto* remove = provider->add_subcommand("remove", "remove a provider: its queued URLs are not fetched");

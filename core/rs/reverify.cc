@@ -3,7 +3,10 @@
 // no redirect off the prefix). A file that is gone (HTTP 404/410) or holds something
 // else suspends the provider with the reason; a fetch that fails otherwise is tried
 // again at each sweep and suspends only after rs.reverify_failures failures in a row
-// (docs/design-decisions.md, "Re-verification").
+// (docs/design-decisions.md, "Re-verification"). With rs.reverify_grace, a file that
+// is gone first only warns (the notifier mails the owner); the provider is suspended
+// once it has been gone that long (issue 29).
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "lcc/support/time_util.h"
@@ -38,11 +41,20 @@ std::size_t Registrar::reverifyDue() {
   if (options_.reverify_interval.count() <= 0) return 0;
   const WallTime now = clock_.now();
   std::vector<ProviderId> due;
+  std::set<ProviderId> active;
   Status s = providers_.scan([&](const ProviderRecord& p) {
     if (dueForReverify(p, now)) due.push_back(p.id);
+    if (p.state == ProviderState::kActive) active.insert(p.id);
     return true;
   });
   if (!s.isOk()) spdlog::warn("rs: re-verification scan: {}", s.toString());
+  if (s.isOk()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Suspended or removed meanwhile: the grace of a missing file no longer runs.
+    if (std::erase_if(missing_since_, [&](const auto& kv) { return active.count(kv.first) == 0; }) > 0) {
+      saveMissingLocked();
+    }
+  }
   std::size_t queued = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -131,10 +143,19 @@ void Registrar::reverified(const ProviderRecord& rec, const SecretFetch& got) {
   }
   switch (verdict) {
     case ReverifyVerdict::kConfirmed: break;
-    case ReverifyVerdict::kGone:
+    case ReverifyVerdict::kGone: {
+      const WallTime since = options_.reverify_grace.count() > 0 ? noteMissing(rec.id, now) : now;
+      if (now < since + options_.reverify_grace) {
+        // Still active and due: fetched again at each sweep; the owner is mailed.
+        spdlog::warn("rs: provider {}: the secret file {} is gone ({}); suspended at {} unless it is back", rec.id,
+                     rec.secret_url, fetchOutcome(got.result), formatRfc3339(since + options_.reverify_grace));
+        return;
+      }
       reason = std::string(kReverifyReasonStart) + formatRfc3339(now) + ": the secret file " + rec.secret_url + " is gone (" +
-               fetchOutcome(got.result) + ")";
+               fetchOutcome(got.result) + ")" +
+               (options_.reverify_grace.count() > 0 ? " since " + formatRfc3339(since) : std::string());
       break;
+    }
     case ReverifyVerdict::kChanged:
       reason = std::string(kReverifyReasonStart) + formatRfc3339(now) + ": the file " + rec.secret_url +
                " no longer holds the provider's secret";
@@ -168,6 +189,7 @@ void Registrar::reverified(const ProviderRecord& rec, const SecretFetch& got) {
     }
     return;
   }
+  if (verdict != ReverifyVerdict::kUnreachable) forgetMissing(rec.id);  // back, changed or suspended
   if (reason.empty()) {
     if (reverified_) reverified_->inc();
     spdlog::info("rs: provider {}: re-verified ({})", rec.id, rec.secret_url);
@@ -179,6 +201,49 @@ void Registrar::reverified(const ProviderRecord& rec, const SecretFetch& got) {
   }
   if (reverify_suspended_) reverify_suspended_->inc();
   spdlog::warn("rs: provider {} suspended: {}", rec.id, reason);
+}
+
+WallTime Registrar::noteMissing(ProviderId id, WallTime now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, added] = missing_since_.emplace(id, now);
+  if (added) saveMissingLocked();
+  return it->second;
+}
+
+void Registrar::forgetMissing(ProviderId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (missing_since_.erase(id) > 0) saveMissingLocked();
+}
+
+std::map<ProviderId, mail::SecretMissing> Registrar::secretsMissing() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<ProviderId, mail::SecretMissing> out;
+  for (const auto& [id, since] : missing_since_) out[id] = {since, since + options_.reverify_grace};
+  return out;
+}
+
+void Registrar::saveMissingLocked() {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [id, since] : missing_since_) j[std::to_string(id)] = toUnixMillis(since);
+  const std::string path = options_.work_dir + "/reverify-missing.json";
+  Status s = env_.writeFileAtomic(path, j.dump() + "\n");
+  if (!s.isOk()) spdlog::warn("rs: could not write {}: {} (a restart starts the grace again)", path, s.toString());
+}
+
+void Registrar::loadMissing() {
+  const std::string path = options_.work_dir + "/reverify-missing.json";
+  if (options_.work_dir.empty() || !env_.exists(path)) return;
+  auto text = env_.readFile(path);
+  auto j = text.isOk() ? nlohmann::json::parse(text.value(), nullptr, false) : nlohmann::json();
+  if (!j.is_object()) {
+    spdlog::warn("rs: {} is unreadable or not JSON; the grace of missing secret files starts again", path);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, ms] : j.items()) {
+    const auto pid = static_cast<ProviderId>(std::strtoull(id.c_str(), nullptr, 10));
+    if (pid != 0 && ms.is_number_integer()) missing_since_[pid] = fromUnixMillis(ms.get<std::int64_t>());
+  }
 }
 
 }  // namespace lcc::rs

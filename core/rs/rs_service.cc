@@ -63,13 +63,21 @@ AddressLimiter::Decision Registrar::admitRegistration(const std::string& address
 }
 
 Result<Registration> Registrar::registerProvider(const std::string& prefix_in, const std::string& contact_in,
-                                                 const std::string& address, Millis* retry_after) {
+                                                 const std::string& address, Millis* retry_after,
+                                                 bool mail_credentials) {
   auto prefix = normalizePrefix(http::trimSpace(prefix_in));
   if (!prefix.isOk()) return Status::invalidArgument("prefix: " + prefix.status().message());
   std::string contact = http::trimSpace(contact_in);
   if (contact.size() > 256) return Status::invalidArgument("contact: longer than 256 characters");
   for (unsigned char c : contact) {
-    if (c < 0x20 || c == 0x7f) return Status::invalidArgument("contact: contains a control character");
+    if (c < 0x20 || c == 0x7f) {
+      return Status::invalidArgument("contact: contains a control character (CR, LF, tab...): refused");
+    }
+  }
+  if (mail_credentials) {
+    if (Status a = mail::checkAddress(contact); !a.isOk()) {
+      return Status::invalidArgument("contact: to mail you the credentials it must be an e-mail address: " + a.message());
+    }
   }
   sweepExpired();  // lazily: expired registrations do not count against the limits
   // One registration at a time: the limits are counted and the record made together.
@@ -103,6 +111,15 @@ Result<Registration> Registrar::registerProvider(const std::string& prefix_in, c
   LCC_ASSIGN_OR_RETURN(reg.id, providers_.create(rec));
   spdlog::info("rs: registration {} for {} (expires {})", reg.id, reg.prefix, formatRfc3339(reg.expires));
   if (registered_) registered_->inc();
+  if (mail_credentials) {
+    // Queued only: the mail thread sends it; this answer does not wait.
+    Status m = options_.notifier
+                   ? options_.notifier->sendNow(reg.id, mail::MailEvent::kRegistration,
+                                                mail::registrationMail(contact, reg.id, reg.password, reg.secret,
+                                                                       reg.secret_url, reg.expires))
+                   : Status::notSupported("this LCC sends no mail (mail.relay is empty)");
+    reg.mail = m.isOk() ? "queued" : "not sent: " + m.message();
+  }
   return reg;
 }
 
@@ -285,6 +302,7 @@ std::size_t Registrar::sweepExpired() {
 }
 
 void Registrar::startSweeping(std::function<void(std::function<void()>)> post) {
+  loadMissing();
   {
     std::lock_guard<std::mutex> lock(mu_);
     post_ = std::move(post);
@@ -354,7 +372,9 @@ std::string formPage(const RsOptions& o) {
                   " hours.</p>\n"
                   "<form method=\"post\" action=\"/register\">\n"
                   "<p><label>URL prefix <input name=\"prefix\" size=\"60\" placeholder=\"http://www.example.com/docs/\"></label></p>\n"
-                  "<p><label>Contact (e-mail) <input name=\"contact\" size=\"40\"></label></p>\n"
+                  "<p><label>Contact (e-mail) <input name=\"contact\" size=\"40\"></label> "
+                  "<label><input type=\"checkbox\" name=\"mail\" value=\"1\"> mail me the id, password and "
+                  "secret</label></p>\n"
                   "<p><button type=\"submit\">Register</button></p>\n</form>\n"
                   "<h2>Step two: verify</h2>\n"
                   "<form method=\"post\" action=\"/register/verify\">\n"
@@ -377,7 +397,9 @@ http::Response registerAnswer(const http::Request& req, Registrar& reg) {
     return busy;
   }
   Millis retry_after{0};
-  auto r = reg.registerProvider(req.param("prefix"), req.param("contact"), req.remote_ip, &retry_after);
+  const std::string want_mail = req.param("mail");
+  auto r = reg.registerProvider(req.param("prefix"), req.param("contact"), req.remote_ip, &retry_after,
+                                want_mail == "1" || want_mail == "yes" || want_mail == "on" || want_mail == "true");
   if (!r.isOk() && r.status().code() == StatusCode::kBusy && retry_after.count() > 0) {
     // rs.max_pending_per_ip or rs.max_pending_per_host: until the oldest of those expires.
     const std::int64_t seconds = std::max<std::int64_t>(1, (retry_after.count() + 999) / 1000);
@@ -393,17 +415,17 @@ http::Response registerAnswer(const http::Request& req, Registrar& reg) {
   }
   const Registration& g = r.value();
   if (wantsJson(req)) {
-    return http::Response::json(200, json{{"ok", true},
-                                          {"id", g.id},
-                                          {"prefix", g.prefix},
-                                          {"secret", g.secret},
-                                          {"secret_file", g.secret_file},
-                                          {"secret_url", g.secret_url},
-                                          {"password", g.password},
-                                          {"expires", formatRfc3339(g.expires)}}
-                                         .dump() +
-                                         "\n");
+    json j{{"ok", true},         {"id", g.id},         {"prefix", g.prefix},     {"secret", g.secret},
+           {"secret_file", g.secret_file}, {"secret_url", g.secret_url}, {"password", g.password},
+           {"expires", formatRfc3339(g.expires)}};
+    if (!g.mail.empty()) j["mail"] = g.mail;
+    return http::Response::json(200, j.dump() + "\n");
   }
+  const std::string mailed = g.mail.empty() ? "" : "<p id=\"mail\">Mail of these credentials: " + http::htmlEscape(g.mail) + "</p>\n";
+  const std::string keep = reg.options().reverify_interval.count() <= 0
+                               ? "Once verified, the file is no longer needed."
+                               : "Keep the file there afterwards: it is fetched again from time to time, and a "
+                                 "provider whose file is gone or changed is suspended.";
   std::string e = http::htmlEscape(formatRfc3339(g.expires));
   return http::Response::html(
       200, page("Registration step one done",
@@ -414,9 +436,7 @@ http::Response registerAnswer(const http::Request& req, Registrar& reg) {
                     http::htmlEscape(g.secret_file) + "</code>:</p>\n<pre id=\"secret\">" +
                     http::htmlEscape(g.secret) + "</pre>\n<p>so that it can be fetched from <code id=\"secret_url\">" +
                     http::htmlEscape(g.secret_url) + "</code>, then verify before <b id=\"expires\">" + e +
-                    "</b>; unverified registrations are removed then. Keep the file there afterwards: "
-                    "it is fetched again from time to time, and a provider whose file is gone or changed "
-                    "is suspended.</p>\n"
+                    "</b>; unverified registrations are removed then. " + keep + "</p>\n" + mailed +
                     "<form method=\"post\" action=\"/register/verify\">\n"
                     "<input type=\"hidden\" name=\"id\" value=\"" + std::to_string(g.id) + "\">\n"
                     "<p><label>Password <input name=\"password\" type=\"password\"></label> "
@@ -439,28 +459,44 @@ http::Response verifyAnswer(const http::Request& req, Registrar& reg) {
                                                   "<p>" + http::htmlEscape(v.reason) + "</p>\n"));
 }
 
+// The role: the registrar, and the mailer and notifier that tell site owners
+// (docs/design-decisions.md, "Mail to site owners").
 class RsService final : public Service {
  public:
-  RsService(std::shared_ptr<Registrar> reg, boost::asio::io_context* io) : reg_(std::move(reg)), io_(io) {}
+  RsService(std::shared_ptr<Registrar> reg, std::shared_ptr<mail::Mailer> mailer,
+            std::shared_ptr<mail::Notifier> notifier, boost::asio::io_context* io)
+      : reg_(std::move(reg)), mailer_(std::move(mailer)), notifier_(std::move(notifier)), io_(io) {}
   std::string_view name() const override { return "rs"; }
   Status start() override {
     boost::asio::io_context* io = io_;
-    reg_->startSweeping([io](std::function<void()> fn) {
+    auto post = [io](std::function<void()> fn) {
       if (io) boost::asio::post(*io, std::move(fn));
       else fn();
-    });
+    };
+    reg_->startSweeping(post);
+    mailer_->start();
+    notifier_->load();
+    notifier_->start(post);
     return Status::ok();
   }
-  void stop() override { reg_->stop(); }
+  void stop() override {
+    notifier_->stop();
+    reg_->stop();
+    mailer_->stop();
+  }
   void status(nlohmann::json& out) const override {
     out["secret_file"] = reg_->options().secret_file;
     out["secret_ttl_s"] = reg_->options().secret_ttl.count() / 1000;
     out["reverify_interval_s"] = reg_->options().reverify_interval.count() / 1000;
     out["reverify_pending"] = reg_->reverifyPending();
+    out["mail"] = mailer_->enabled();
+    out["mail_held"] = mailer_->held();
   }
 
  private:
   std::shared_ptr<Registrar> reg_;
+  std::shared_ptr<mail::Mailer> mailer_;
+  std::shared_ptr<mail::Notifier> notifier_;
   boost::asio::io_context* io_;
 };
 
@@ -471,7 +507,7 @@ void registerRsRoutes(http::Router& router, std::shared_ptr<Registrar> registrar
     if (wantsJson(req)) {
       return http::Response::json(200, json{{"secret_file", r->options().secret_file},
                                             {"secret_ttl_s", r->options().secret_ttl.count() / 1000},
-                                            {"fields", {"prefix", "contact"}}}
+                                            {"fields", {"prefix", "contact", "mail"}}}
                                            .dump() +
                                            "\n");
     }
@@ -509,14 +545,33 @@ Result<ServicePtr> makeRsService(NodeContext& node) {
   o.register_tracked_addresses = static_cast<std::uint64_t>(cfg.getInt("rs.register_tracked_addresses"));
   o.reverify_interval = Millis(cfg.getInt("rs.reverify_interval"));
   o.reverify_failures = static_cast<std::uint64_t>(cfg.getInt("rs.reverify_failures"));
+  o.reverify_grace = Millis(cfg.getInt("rs.reverify_grace"));
   if (!node.passwords) return Status::invalidArgument("the rs role needs the password key");
   o.passwords = node.passwords;
   o.work_dir = node.data_dir + "/rs";
   o.metrics = node.metrics;
   LCC_RETURN_IF_ERROR(node.env->createDirs(o.work_dir, DirOptions{.private_dir = true}));
+  LCC_ASSIGN_OR_RETURN(mail::MailerOptions mo, mailerOptions(cfg, node.metrics));
+  auto mailer = std::make_shared<mail::Mailer>(*node.clock, std::move(mo));
+  mail::NotifierOptions no;
+  no.state_path = o.work_dir + "/mail-state.json";
+  no.check_interval = Millis(cfg.getInt("mail.check_interval"));
+  no.policy.min_interval = Millis(cfg.getInt("mail.min_interval"));
+  no.policy.quota_warn_percent = static_cast<std::uint32_t>(cfg.getInt("mail.quota_warn_percent"));
+  // The registrar tells the notifier which secret files are missing; it is made first.
+  auto reg_slot = std::make_shared<std::weak_ptr<Registrar>>();
+  auto notifier = std::make_shared<mail::Notifier>(*node.providers, mailer, *node.clock, *node.env, std::move(no),
+                                                   [reg_slot] {
+                                                     auto r = reg_slot->lock();
+                                                     return r ? r->secretsMissing()
+                                                              : std::map<ProviderId, mail::SecretMissing>{};
+                                                   });
+  o.notifier = notifier;
   auto reg = std::make_shared<Registrar>(*node.providers, *node.fetcher, *node.clock, *node.env, std::move(o));
+  *reg_slot = reg;
   registerRsRoutes(*node.http, reg);
-  return ServicePtr(new RsService(reg, node.io));
+  registerMailRoutes(*node.http, notifier, *node.env, node.data_dir + "/admin.token", cfg.getBool("http.admin_remote"));
+  return ServicePtr(new RsService(reg, mailer, notifier, node.io));
 }
 
 }  // namespace lcc::rs

@@ -14,6 +14,7 @@
 #include "common/password.h"
 #include "common/service.h"
 #include "http/http_server.h"
+#include "mail/notifier.h"
 
 namespace lcc::rs {
 
@@ -32,11 +33,14 @@ struct RsOptions {
   std::uint64_t max_pending_per_host = 10;  // rs.max_pending_per_host: per host of the prefix (0: no limit)
   std::uint64_t register_per_minute = 10;          // rs.register_per_minute (0: no limit)
   std::uint64_t register_tracked_addresses = 10000;  // rs.register_tracked_addresses
-  Millis reverify_interval{7LL * 24 * 3600 * 1000};  // rs.reverify_interval (0: never)
+  Millis reverify_interval{0};                       // rs.reverify_interval (0: never)
+  Millis reverify_grace{7LL * 24 * 3600 * 1000};     // rs.reverify_grace: gone this long, then suspended
   std::uint64_t reverify_failures = 24;              // rs.reverify_failures
   std::shared_ptr<const PasswordHasher> passwords;  // <data_dir>/auth.key
   std::string work_dir;  // fetched secret files land here for a moment (<data_dir>/rs)
   Metrics* metrics = nullptr;  // lcc_rs_* counters when set
+  // Mails step one's credentials when asked (null or off: none are sent).
+  std::shared_ptr<mail::Notifier> notifier;
 };
 
 // Step one's answer.
@@ -48,6 +52,7 @@ struct Registration {
   std::string secret_url;   // prefix + secret_file: where the RS will look
   std::string password;
   WallTime expires{};
+  std::string mail;  // asked for: "queued", or why it is not sent; "" when not asked
 };
 
 // Step two's answer.
@@ -98,8 +103,11 @@ class Registrar : public std::enable_shared_from_this<Registrar> {
   // address, or rs.max_pending_per_host of the prefix's host, are waiting. When
   // rs.max_pending are waiting, the oldest gives way (is removed; Busy only when that
   // fails).
+  // `mail_credentials`: the registrant asked for the credentials by mail; the contact
+  // must then be an e-mail address (mail::checkAddress; InvalidArgument otherwise).
   Result<Registration> registerProvider(const std::string& prefix, const std::string& contact,
-                                        const std::string& address = "", Millis* retry_after = nullptr);
+                                        const std::string& address = "", Millis* retry_after = nullptr,
+                                        bool mail_credentials = false);
   // Step two: fetch the secret now and activate the provider when it matches. Also
   // for a provider that re-verification suspended: it is active again once its file
   // holds the secret once more.
@@ -112,6 +120,12 @@ class Registrar : public std::enable_shared_from_this<Registrar> {
   std::size_t reverifyDue();
   // Re-verifications queued or running now.
   std::size_t reverifyPending() const;
+  // Active providers whose secret file re-verification found gone, within
+  // rs.reverify_grace (the notifier mails their owners). Kept in
+  // <work_dir>/reverify-missing.json so a restart does not restart the grace.
+  std::map<ProviderId, mail::SecretMissing> secretsMissing() const;
+  // Reads that file (startSweeping does).
+  void loadMissing();
   // Starts the periodic sweep on the clock; `post` runs the sweep off the clock thread.
   void startSweeping(std::function<void(std::function<void()>)> post);
   // Stops the sweep and cancels verifications in flight.
@@ -136,6 +150,10 @@ class Registrar : public std::enable_shared_from_this<Registrar> {
   // The outcome of one re-verification: confirm, count a failure, or suspend.
   void reverified(const ProviderRecord& rec, const SecretFetch& got);
   void finishReverify(ProviderId id);
+  // The first time the secret file was found gone (now, and saved, the first time).
+  WallTime noteMissing(ProviderId id, WallTime now);
+  void forgetMissing(ProviderId id);
+  void saveMissingLocked();
 
   ProviderStore& providers_;
   Fetcher& fetcher_;
@@ -154,6 +172,7 @@ class Registrar : public std::enable_shared_from_this<Registrar> {
   std::set<ProviderId> reverify_pending_;           // queued or running
   std::size_t reverify_running_ = 0;
   std::map<ProviderId, std::uint64_t> reverify_failures_;  // unreachable rounds in a row
+  std::map<ProviderId, WallTime> missing_since_;           // secret file gone, within rs.reverify_grace
   Counter* registered_ = nullptr;
   Counter* verified_ = nullptr;
   Counter* verify_failed_ = nullptr;
@@ -177,6 +196,15 @@ std::string prefixHost(std::string_view prefix);
 // GET/POST /register, POST /register/verify (HTML, or JSON with format=json or
 // Accept: application/json).
 void registerRsRoutes(http::Router& router, std::shared_ptr<Registrar> registrar);
+
+// GET /admin/mail/<id>: the last mail of each event to the provider's owner
+// ({"id", "mail": {...}}), for `lcc provider show`; the admin API's token and peer
+// rules (rs_mail.cc).
+void registerMailRoutes(http::Router& router, std::shared_ptr<mail::Notifier> notifier, Env& env,
+                        std::string token_file, bool allow_remote);
+// The mail.* keys (mail.relay empty: a mailer that sends nothing). InvalidArgument
+// for a relay that is not smtp:// or smtps:// or a bad mail.from.
+Result<mail::MailerOptions> mailerOptions(const Config& cfg, Metrics* metrics);
 
 // Builds the role from the node's config, stores and plugins.
 Result<ServicePtr> makeRsService(NodeContext& node);

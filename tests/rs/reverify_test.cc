@@ -69,6 +69,7 @@ class ReverifyTest : public RsTest {
     options_.reverify_interval = kDay;
     options_.sweep_interval = Millis(10 * kMinute);
     options_.reverify_failures = 2;
+    options_.reverify_grace = Millis(0);  // suspended at once; the grace has its own tests
     options_.metrics = &metrics_;
   }
   // Registers `folder` on the site and verifies it.
@@ -248,6 +249,56 @@ TEST_F(ReverifyTest, NothingIsFetchedWithoutASecretOrWhenTurnedOff) {
   ASSERT_TRUE(eventually([&] { return reg->reverifyPending() == 0; }));
   EXPECT_EQ(site_.fetches("/off/lococa-secret.txt"), 2);
   EXPECT_EQ(stored(g.id).state, ProviderState::kActive);
+}
+
+// Issue 29: a secret file that is gone first only warns (the notifier mails the owner
+// from secretsMissing()); the provider is suspended once rs.reverify_grace passed, and
+// the grace survives a restart of the RS.
+TEST_F(ReverifyTest, AGoneSecretFileSuspendsOnlyAfterTheGrace) {
+  options_.reverify_grace = 2 * kDay;
+  Registrar* reg = &start();
+  auto g = activate(*reg, "/grace/");
+  auto back = activate(*reg, "/back/");
+  reg->startSweeping(nullptr);
+  site_.remove("/grace/lococa-secret.txt");
+  site_.remove("/back/lococa-secret.txt");
+  const WallTime first = clock_.now() + kDay;
+  advanceAndSettle(*reg, kDay);
+  EXPECT_EQ(stored(g.id).state, ProviderState::kActive) << "within the grace";
+  auto missing = reg->secretsMissing();
+  ASSERT_EQ(missing.count(g.id), 1u);
+  EXPECT_EQ(missing[g.id].since, first);
+  EXPECT_EQ(missing[g.id].suspend_at, first + 2 * kDay);
+  EXPECT_EQ(login(g).code, ErrorCode::kNone);
+  // The file comes back for one of them: the warning ends.
+  site_.serve("/back/lococa-secret.txt", {200, back.secret + "\n"});
+  advanceAndSettle(*reg, Millis(10 * kMinute));
+  EXPECT_EQ(reg->secretsMissing().count(back.id), 0u);
+  EXPECT_EQ(reg->secretsMissing().count(g.id), 1u);
+  // A new RS (a restart) keeps the time the file was first found gone.
+  reg->stop();
+  reg_ = makeRegistrar(*fetcher_);
+  reg = reg_.get();
+  reg->startSweeping(nullptr);
+  EXPECT_EQ(reg->secretsMissing()[g.id].since, first);
+  advanceAndSettle(*reg, kDay);
+  EXPECT_EQ(stored(g.id).state, ProviderState::kActive) << "one day of two";
+  advanceAndSettle(*reg, kDay);
+  ProviderRecord p = stored(g.id);
+  EXPECT_EQ(p.state, ProviderState::kSuspended);
+  EXPECT_NE(p.state_reason.find("is gone"), std::string::npos) << p.state_reason;
+  EXPECT_NE(p.state_reason.find("since"), std::string::npos) << p.state_reason;
+  EXPECT_TRUE(reg->secretsMissing().empty());
+  EXPECT_EQ(stored(back.id).state, ProviderState::kActive);
+}
+
+TEST_F(ReverifyTest, ReverificationIsOffByDefault) {
+  EXPECT_EQ(RsOptions{}.reverify_interval.count(), 0);
+  std::vector<ConfigProblem> problems;
+  auto cfg = Config::loadText("roles: [rs]\n", "test.yaml", {}, &problems);
+  ASSERT_TRUE(cfg.isOk()) << cfg.status().toString();
+  EXPECT_EQ(cfg.value().getInt("rs.reverify_interval"), 0);
+  EXPECT_EQ(cfg.value().getInt("rs.reverify_grace"), 7 * kDay.count());
 }
 
 TEST(ReverifyVerdict, OnlyADefiniteAnswerSuspendsAtOnce) {
