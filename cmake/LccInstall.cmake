@@ -113,6 +113,7 @@ set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 # the build type has: -g with RelWithDebInfo) go to lcc-dbgsym_<version>_<arch>.ddeb,
 # found by build id (/usr/lib/debug/.build-id/).
 set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
+set(CPACK_POST_BUILD_SCRIPTS ${CMAKE_SOURCE_DIR}/cmake/deb/fix_dbgsym.cmake)
 set(_lcc_conffiles ${CMAKE_BINARY_DIR}/deb/conffiles)
 file(WRITE ${_lcc_conffiles} "/etc/lcc/lcc.yaml\n")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
