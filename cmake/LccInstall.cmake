@@ -22,8 +22,9 @@ file(GLOB _lcc_docs ${CMAKE_SOURCE_DIR}/docs/*.md)
 install(FILES ${_lcc_docs} DESTINATION share/doc/lcc/docs)
 foreach(_p IN LISTS _lcc_plugins)
   get_target_property(_dir ${_p} SOURCE_DIR)
+  get_filename_component(_name ${_dir} NAME)  # plugins/<name>, the .so's stem
   if(EXISTS ${_dir}/README.md)
-    install(FILES ${_dir}/README.md DESTINATION share/doc/lcc/plugins/${_p})
+    install(FILES ${_dir}/README.md DESTINATION share/doc/lcc/plugins/${_name})
   endif()
 endforeach()
 
