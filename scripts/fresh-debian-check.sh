@@ -49,6 +49,7 @@ fi
 mirror=${LCC_FRESH_MIRROR:-http://deb.debian.org/debian}
 security=${mirror%/debian}/debian-security
 work=${LCC_FRESH_DIR:-$(mktemp -d /var/tmp/lcc-fresh.XXXXXX)}
+mkdir -p "$work"
 rootfs=$work/root
 debroot=$work/deb-root
 mounted=()
