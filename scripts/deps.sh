@@ -98,15 +98,14 @@ apt_install() {
   done
 }
 
-missing=()
-for p in "${wanted[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+# What is missing, from one dpkg-query for all the packages.
+mapfile -t missing < <(comm -23 <(printf '%s\n' "${wanted[@]}" | sort -u) \
+  <(dpkg-query -W -f='${Package} ${Status}\n' "${wanted[@]}" 2>/dev/null |
+    awk '$2 == "install" && $3 == "ok" && $4 == "installed" { print $1 }' | sort -u))
 if [ ${#missing[@]} -eq 0 ]; then
   install_npm
   exit 0
 fi
-mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 if [ "$(id -u)" -ne 0 ]; then
   echo "missing Debian packages: ${missing[*]}" >&2
   echo "run as root, or: sudo apt-get install ${missing[*]}" >&2

@@ -80,6 +80,7 @@ deb_install_check() {  # deb_install_check FILE.deb
   cp "$deb" "$debroot/tmp/"
   bind /proc /proc "$debroot"
   bind /dev /dev "$debroot"
+  bind /dev/pts /dev/pts "$debroot"
   chroot "$debroot" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
     DEBIAN_FRONTEND=noninteractive bash -c '
       set -e
