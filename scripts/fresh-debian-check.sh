@@ -83,7 +83,7 @@ deb_install_check() {  # deb_install_check FILE.deb
   bind /dev/pts /dev/pts "$debroot"
   chroot "$debroot" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
     DEBIAN_FRONTEND=noninteractive bash -c '
-      set -e
+      set -eo pipefail
       apt-get update -qq
       apt-get install -y -q --no-install-recommends "/tmp/$1" 2>&1 | tee /tmp/apt.log | tail -n 3
       if grep -E "^(W|E): |[Ww]arning" /tmp/apt.log; then echo "apt or a maintainer script warned (above)"; exit 1; fi
