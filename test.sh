@@ -5,7 +5,11 @@
 # everything passed. .ci/run calls exactly this.
 set -euo pipefail
 cd "$(dirname "$0")"
-./scripts/deps.sh
+./scripts/deps.sh --test
+# A build folder ./run.sh made has the tests off: turn them on.
+if grep -q '^LCC_BUILD_TESTS:BOOL=OFF' build/CMakeCache.txt 2>/dev/null; then
+  cmake -S . -B build -DLCC_BUILD_TESTS=ON >/dev/null
+fi
 ./scripts/build.sh
 status=0
 (cd build && ctest --output-on-failure --no-tests=error -j "$(nproc)" "$@") || status=$?

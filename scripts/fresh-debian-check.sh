@@ -4,8 +4,16 @@
 #
 # It makes a minimal bookworm root with mmdebstrap, puts a clean clone of this
 # repository's HEAD in it (committed work only: what a user would clone), and runs
-# `./test.sh` there in a chroot. Exit status: 0 only if the suite passed there;
-# 1 if it failed; 2 if the check could not run on this machine (said in one line).
+# `./test.sh` there in a chroot. When the suite passed it packages the build there
+# (cpack -G DEB) and installs the .deb, as an operator would, in a second fresh root:
+# `apt-get install ./lcc_<version>_<arch>.deb`, then `lccd --version`, `lcc --version`,
+# `lcc-bot --version` and `lccd -c /etc/lcc/lcc.yaml --check` there.
+# Exit status: 0 only if the suite passed and the .deb installed and ran; 1 if not;
+# 2 if the check could not run on this machine (said in one line).
+#
+#   scripts/fresh-debian-check.sh --deb FILE.deb
+#                         the install step only: a fresh root, FILE.deb installed with
+#                         apt and run there (about a minute; no build, no tests).
 #
 # Environment:
 #   LCC_FRESH_DIR=DIR     where to build the root (default: a new folder in /var/tmp;
@@ -18,6 +26,13 @@
 # Extra arguments go to ctest inside the root, as with ./test.sh.
 set -euo pipefail
 
+deb_only=""
+if [ "${1:-}" = --deb ]; then
+  [ -f "${2:-}" ] || { echo "usage: scripts/fresh-debian-check.sh --deb FILE.deb" >&2; exit 2; }
+  deb_only=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+  shift 2
+fi
+
 say() { echo "fresh-debian-check: $*" >&2; }
 cannot() { say "cannot run here: $*"; exit 2; }
 
@@ -29,12 +44,14 @@ if ! command -v mmdebstrap >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null ||
     cannot "mmdebstrap is not installed and could not be installed"
 fi
-git -C "$src" rev-parse HEAD >/dev/null 2>&1 || cannot "$src is not a git checkout"
+[ -n "$deb_only" ] || git -C "$src" rev-parse HEAD >/dev/null 2>&1 || cannot "$src is not a git checkout"
 
 mirror=${LCC_FRESH_MIRROR:-http://deb.debian.org/debian}
 security=${mirror%/debian}/debian-security
 work=${LCC_FRESH_DIR:-$(mktemp -d /var/tmp/lcc-fresh.XXXXXX)}
+mkdir -p "$work"
 rootfs=$work/root
+debroot=$work/deb-root
 mounted=()
 
 cleanup() {
@@ -43,19 +60,57 @@ cleanup() {
   if [ "${LCC_FRESH_KEEP:-0}" != 1 ]; then rm -rf "$work"; else say "root kept in $rootfs"; fi
 }
 trap cleanup EXIT
-bind() {  # bind HOST_PATH ROOT_PATH [mount options]
-  mkdir -p "$rootfs$2"
-  mount --bind "$1" "$rootfs$2"
-  mounted+=("$rootfs$2")
+bind() {  # bind HOST_PATH ROOT_PATH [ROOT]
+  local root=${3:-$rootfs}
+  mkdir -p "$root$2"
+  mount --bind "$1" "$root$2"
+  mounted+=("$root$2")
+}
+make_root() {  # make_root DIR [extra packages]: a minbase Debian 12 root
+  mmdebstrap --variant=minbase ${2:+--include=$2} --quiet bookworm "$1" \
+    "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \
+    "deb $security bookworm-security main" || cannot "mmdebstrap failed (no Debian mirror reachable?)"
+}
+# The operator's install: a fresh minbase root (no build dependencies), the .deb
+# installed with apt (which fetches its dependencies), then the programs run there.
+deb_install_check() {  # deb_install_check FILE.deb
+  local deb=$1 rc=0
+  say "installing $(basename "$deb") with apt in a fresh Debian 12 root ($debroot)"
+  make_root "$debroot"
+  cp "$deb" "$debroot/tmp/"
+  bind /proc /proc "$debroot"
+  bind /dev /dev "$debroot"
+  bind /dev/pts /dev/pts "$debroot"
+  chroot "$debroot" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+    DEBIAN_FRONTEND=noninteractive bash -c '
+      set -eo pipefail
+      apt-get update -qq
+      apt-get install -y -q --no-install-recommends "/tmp/$1" 2>&1 | tee /tmp/apt.log | tail -n 3
+      if grep -E "^(W|E): |[Ww]arning" /tmp/apt.log; then echo "apt or a maintainer script warned (above)"; exit 1; fi
+      dpkg-query -W -f="\${Status}\n" lcc | grep -qx "install ok installed"
+      apt-get -s -f install | grep -q "^0 upgraded, 0 newly installed, 0 to remove" ||
+        { echo "apt-get -f install would change what is installed:"; apt-get -s -f install; exit 1; }
+      for p in lccd lcc lcc-bot; do $p --version | head -n 3; done
+      lccd -c /etc/lcc/lcc.yaml --check | tail -n 3
+      test "$(stat -c %U:%a /var/lib/lcc)" = lcc:750
+    ' deb-check "$(basename "$deb")" || rc=$?
+  if [ $rc -eq 0 ]; then say "the .deb installed and ran in a fresh root"; else say "the .deb install FAILED (exit $rc)"; fi
+  return $rc
 }
 
 started=$(date +%s)
+if [ -n "$deb_only" ]; then
+  set +e
+  deb_install_check "$deb_only"
+  rc=$?
+  set -e
+  say "total $(($(date +%s) - started)) s"
+  if [ $rc -eq 0 ]; then say "PASSED"; exit 0; else say "FAILED"; exit 1; fi
+fi
 say "making a Debian 12 root in $rootfs"
 # minbase: essential packages and apt only. ca-certificates and git are what a user
 # has to clone the repository; everything the build needs must come from deps.sh.
-mmdebstrap --variant=minbase --include=ca-certificates,git --quiet bookworm "$rootfs" \
-  "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \
-  "deb $security bookworm-security main" || cannot "mmdebstrap failed (no Debian mirror reachable?)"
+make_root "$rootfs" ca-certificates,git
 rooted=$(date +%s)
 
 git clone --quiet --no-local "$src" "$rootfs/src/lcc"
@@ -92,6 +147,17 @@ chroot "$rootfs" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin L
 rc=$?
 set -e
 finished=$(date +%s)
-say "root in $((rooted - started)) s; deps, build and tests in $((finished - rooted)) s; total $((finished - started)) s"
+say "root in $((rooted - started)) s; deps, build and tests in $((finished - rooted)) s"
+if [ $rc -eq 0 ]; then
+  say "tests passed; packaging the build (cpack -G DEB)"
+  set +e
+  chroot "$rootfs" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+    bash -c 'cd /src/lcc/build && cpack -G DEB -B /src/deb >/src/cpack.log 2>&1 || { tail -n 20 /src/cpack.log; exit 1; }'
+  rc=$?
+  debs=("$rootfs"/src/deb/lcc_*.deb)
+  if [ $rc -eq 0 ] && [ -f "${debs[0]}" ]; then deb_install_check "${debs[0]}"; rc=$?; else rc=1; fi
+  set -e
+fi
+say "total $(($(date +%s) - started)) s"
 if [ $rc -eq 0 ]; then say "PASSED"; else say "FAILED (exit $rc)"; rc=1; fi
 exit $rc

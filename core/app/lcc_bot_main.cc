@@ -17,6 +17,7 @@
 #include <iostream>
 #include <spdlog/spdlog.h>
 
+#include "app/version_text.h"
 #include "bot/robot.h"
 #include "net/host_port.h"
 #include "common/tls_config.h"
@@ -70,6 +71,8 @@ int main(int argc, char** argv) {
   bool allow_private = false, sync_files = false;
   std::uint64_t max_response_head = 16 * 1024;
   CLI::App app{"lcc-bot — an LCC robot: fetches what its BOT-M asks (docs/protocol.md §4)"};
+  app.set_version_flag("--version", [] { return lcc::versionText("lcc-bot"); },
+                       "print the version, git commit, plugin ABI and libraries, exit 0");
   auto* c_opt = app.add_option("--connect", connect, "BOT-M robot port to connect to (HOST:PORT)");
   auto* l_opt = app.add_option("--listen", listen, "wait for one connection on PORT or HOST:PORT (127.0.0.1 by default)");
   c_opt->excludes(l_opt);

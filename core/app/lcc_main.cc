@@ -2,11 +2,14 @@
 #include <iostream>
 
 #include "app/cli.h"
+#include "app/version_text.h"
 
 int main(int argc, char** argv) {
   lcc::cli::Globals g;
   CLI::App app{"lcc — talk to a Local Content Cache"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", [] { return lcc::versionText("lcc"); },
+                       "print the version, git commit, plugin ABI and libraries, exit 0");
   app.add_option("--config", g.config_file, "lccd configuration, to find the HTTP port and admin token");
   app.add_option("--http", g.http, "the daemon's HTTP port, HOST:PORT (overrides --config; with --tls its HTTPS port)");
   // --tls --ca --cert --key: the admin commands (provider, status, botm) over HTTPS,

@@ -3,10 +3,13 @@
 #include <iostream>
 
 #include "app/daemon.h"
+#include "app/version_text.h"
 
 int main(int argc, char** argv) {
   lcc::DaemonArgs args;
   CLI::App app{"lccd — the Local Content Cache daemon"};
+  app.set_version_flag("--version", [] { return lcc::versionText("lccd"); },
+                       "print the version, git commit, plugin ABI and libraries, exit 0");
   app.add_option("-c,--config", args.config_file, "configuration file (etc/lcc.yaml)");
   app.add_flag("--check", args.check, "validate the config and every plugin it names, print the plan, exit 0 or 2");
   app.add_option("--set", args.overrides, "override a key: --set node.data_dir=/srv/lcc")->take_all();

@@ -24,10 +24,19 @@ function(expected_files prefix etc out_var)
     ${prefix}lib/liblcc_client.so ${prefix}lib/liblcc_client.so.1 ${prefix}lib/liblcc_client.so.1.0.0
     ${prefix}lib/systemd/system/lccd.service
     ${etc}lcc/lcc.yaml
-    ${prefix}share/doc/lcc/LICENSE ${prefix}share/doc/lcc/README.md)
+    ${prefix}share/doc/lcc/LICENSE ${prefix}share/doc/lcc/README.md
+    ${prefix}share/doc/lcc/copyright ${prefix}share/doc/lcc/changelog.gz)
   file(GLOB plugins RELATIVE ${BUILD_DIR}/plugins ${BUILD_DIR}/plugins/*.so)
   foreach(p IN LISTS plugins)
     list(APPEND list ${prefix}lib/lcc/plugins/${p})
+    # README's table: each plugin's README.md.
+    string(REGEX REPLACE "\\.so$" "" name ${p})
+    list(APPEND list ${prefix}share/doc/lcc/plugins/${name}/README.md)
+  endforeach()
+  # README's table: the configs for several machines (etc/examples/).
+  file(GLOB examples RELATIVE ${SOURCE_DIR}/etc/examples ${SOURCE_DIR}/etc/examples/*.yaml)
+  foreach(e IN LISTS examples)
+    list(APPEND list ${prefix}share/doc/lcc/examples/${e})
   endforeach()
   file(GLOB docs RELATIVE ${SOURCE_DIR}/docs ${SOURCE_DIR}/docs/*.md)
   foreach(d IN LISTS docs)
@@ -52,4 +61,25 @@ function(expect_in what text want)
   if(at EQUAL -1)
     message(FATAL_ERROR "${what}: no '${want}' in:\n${text}")
   endif()
+endfunction()
+
+# `<bin>/<program> --version` of lccd, lcc and lcc-bot: exit 0, and the lines name the
+# program and version, the commit the build was configured at (COMMIT) and the plugin
+# ABI of core/include/lcc/plugin.h.
+function(expect_versions bin)
+  file(STRINGS ${SOURCE_DIR}/core/include/lcc/plugin.h abi REGEX "#define LCC_PLUGIN_ABI_(MAJOR|MINOR) ")
+  string(REGEX MATCH "MAJOR ([0-9]+)u" _ "${abi}")
+  set(major ${CMAKE_MATCH_1})
+  string(REGEX MATCH "MINOR ([0-9]+)u" _ "${abi}")
+  set(minor ${CMAKE_MATCH_1})
+  if(major STREQUAL "" OR minor STREQUAL "" OR NOT COMMIT MATCHES "^[0-9a-f]+$|^unknown")
+    message(FATAL_ERROR "test setup: ABI '${major}.${minor}' or COMMIT '${COMMIT}' not found")
+  endif()
+  foreach(program lccd lcc lcc-bot)
+    run_or_fail("${program} --version" ${bin}/${program} --version)
+    foreach(want "${program} ${VERSION}\n" "commit: ${COMMIT}\n" "plugin ABI: ${major}.${minor} (API hash "
+                 "libraries (built with): " "OpenSSL")
+      expect_in("${program} --version" "${LAST_OUTPUT}" "${want}")
+    endforeach()
+  endforeach()
 endfunction()

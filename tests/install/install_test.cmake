@@ -1,7 +1,8 @@
 # cmake --install into a temporary prefix installs exactly the programs, the client
 # library, the plugins, the production config, the systemd unit and the docs; the
 # installed lccd --check accepts the installed config, whose plugin_dir is the
-# installed plugin folder.
+# installed plugin folder; so do the installed examples; the installed programs'
+# --version names the version, the commit and the plugin ABI.
 include(${CMAKE_CURRENT_LIST_DIR}/install_common.cmake)
 set(prefix ${WORK}/install-prefix)
 file(REMOVE_RECURSE ${prefix})
@@ -25,5 +26,12 @@ endforeach()
 run_or_fail("installed lccd --check" ${prefix}/bin/lccd -c ${prefix}/etc/lcc/lcc.yaml --check)
 expect_in("lccd --check" "${LAST_OUTPUT}" "plugin storage-kyoto")
 expect_in("lccd --check" "${LAST_OUTPUT}" "${prefix}/lib/lcc/plugins/fetch-curl.so")
+file(GLOB examples ${prefix}/share/doc/lcc/examples/*.yaml)
+foreach(e IN LISTS examples)
+  file(READ ${e} cfg)
+  expect_in("${e}" "${cfg}" "plugin_dir: ${prefix}/lib/lcc/plugins")
+  run_or_fail("installed lccd --check ${e}" ${prefix}/bin/lccd -c ${e} --check)
+endforeach()
+expect_versions(${prefix}/bin)
 file(REMOVE_RECURSE ${prefix})
 message(STATUS "install layout: ok (${prefix})")
