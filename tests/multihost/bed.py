@@ -248,6 +248,8 @@ class Bed:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, self._on_signal)
         sh(["ip", "netns", "add", self.hub])
+        for key in ("all", "default"):
+            sh(["ip", "netns", "exec", self.hub, "sysctl", "-q", "-w", f"net.ipv6.conf.{key}.disable_ipv6=1"])
         sh(["ip", "-n", self.hub, "link", "add", "br0", "type", "bridge"])
         sh(["ip", "-n", self.hub, "link", "set", "br0", "up"])
         sh(["ip", "-n", self.hub, "link", "set", "lo", "up"])
@@ -268,6 +270,10 @@ class Bed:
         assert name not in self.hosts
         host = Host(self, name, addr)
         sh(["ip", "netns", "add", host.ns])
+        # IPv4 only: no link-local IPv6 address, so no router solicitation or DAD packet
+        # leaves on its own (the hosts send only what their processes send).
+        for key in ("all", "default"):
+            sh(["ip", "netns", "exec", host.ns, "sysctl", "-q", "-w", f"net.ipv6.conf.{key}.disable_ipv6=1"])
         sh(["ip", "-n", self.hub, "link", "add", host.hub_end, "type", "veth", "peer", "name", "eth0",
             "netns", host.ns])
         sh(["ip", "-n", self.hub, "link", "set", host.hub_end, "master", "br0"])

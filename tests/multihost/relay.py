@@ -16,6 +16,7 @@ It prints `relay listening on HOST:PORT` once it accepts, and one line per drop.
 import argparse
 import asyncio
 import random
+import socket
 import sys
 import time
 
@@ -85,6 +86,11 @@ class Relay:
             print(f"relay: cannot reach {self.args.target}: {e!r}", flush=True)
             c_writer.close()
             return
+
+        for w in (c_writer, t_writer):  # the relay's own delay only: no Nagle / delayed-ACK stalls
+            sock = w.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def close_both():
             for w in (c_writer, t_writer):
