@@ -320,9 +320,11 @@ def main():
         bed.dump_logs()
         raise
     finally:
+        t_down = time.monotonic()
         bed.close()
         if not os.environ.get("LCC_MULTIHOST_KEEP"):
             shutil.rmtree(bed.workdir, ignore_errors=True)
+        print(f"torn down in {time.monotonic() - t_down:.1f} s", flush=True)
     took = time.monotonic() - start
     if problems:
         for p in problems:
