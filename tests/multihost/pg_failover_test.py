@@ -18,6 +18,7 @@ The goals of issue 27 §3, asserted:
 
 The bounded run (ctest multihost_pg_failover: 8 senders, 8 URLs a set) takes about a
 minute; `--senders 64 --urls 16 --after 4` is issue 27's "64 concurrent lcc cp send".
+`--db-delay-ms D --db-drop p`: lccd reaches PostgreSQL through relay.py on a host wan.
 Exit 77 with one line when namespaces, etcd, Patroni or PostgreSQL are missing.
 """
 import argparse
@@ -35,7 +36,7 @@ import bed as bedlib  # noqa: E402
 import pgcluster  # noqa: E402
 
 ADDR = {"etcd": "10.231.0.10", "db1": "10.231.0.21", "db2": "10.231.0.22", "lcc1": "10.231.0.31",
-        "cp": "10.231.0.41", "web": "10.231.0.51"}
+        "cp": "10.231.0.41", "web": "10.231.0.51", "wan": "10.231.0.61"}
 UNS_PORT, WEB_PORT = 7700, 8080
 INTAKE_GOAL = 30.0  # seconds from the new leader to the first acked set (issue 27 §3)
 STORE_STALL = 15.0  # acked URLs still missing when none was stored for this long: lost
@@ -53,11 +54,16 @@ def args_parse():
     ap.add_argument("--urls", type=int, default=8, help="URLs in each set")
     ap.add_argument("--before", type=int, default=2, help="acked sets per sender before the cut")
     ap.add_argument("--after", type=int, default=2, help="acked sets per sender after the new leader")
+    ap.add_argument("--db-delay-ms", type=float, default=0.0,
+                    help="lccd reaches db1/db2 through relay.py on host wan, each chunk this much later")
+    ap.add_argument("--db-drop", type=float, default=0.0, help="and the relay drops a chunk with this probability")
     ap.add_argument("--no-cut", action="store_true",
                     help="control run: the same sends and checks with no cut (shows the checks can pass)")
     a = ap.parse_args()
     if not (1 <= a.senders <= 64 and 1 <= a.urls <= 200 and 1 <= a.before <= 20 and 1 <= a.after <= 20):
         ap.error("--senders 1..64, --urls 1..200, --before/--after 1..20")
+    if not (0 <= a.db_delay_ms <= 1000 and 0 <= a.db_drop <= 0.5):
+        ap.error("--db-delay-ms 0..1000, --db-drop 0..0.5")
     return a
 
 
@@ -186,6 +192,26 @@ def acked_all(out, n):
     return bool(m) and int(m.group(1)) == n and int(m.group(2)) == n
 
 
+def db_conninfo(a, bed, cl):
+    """The DSN lccd uses: straight to db1,db2, or through a relay per database on host
+    wan (latency and loss between lccd and PostgreSQL) when --db-delay-ms/--db-drop."""
+    if not a.db_delay_ms and not a.db_drop:
+        return cl.conninfo()
+    wan = bed.add_host("wan", ADDR["wan"])
+    ports = []
+    for i, h in enumerate(cl.db_hosts):
+        port = 15432 + i
+        relay = wan.spawn(f"relay-{h.name}", bedlib.relay_argv(f"{wan.addr}:{port}", f"{h.addr}:5432",
+                                                              delay_ms=a.db_delay_ms, drop=a.db_drop, seed=i + 1,
+                                                              lifetime=600, max_conns=5000))
+        bedlib.wait_until(f"relay to {h.name}", lambda: relay.alive() and "listening" in relay.log_tail(), timeout=15)
+        ports.append(str(port))
+    print(f"lccd reaches PostgreSQL through relays on wan: +{a.db_delay_ms:g} ms each way, drop {a.db_drop:g}",
+          flush=True)
+    return (f"host={','.join([wan.addr] * len(ports))} port={','.join(ports)} user=postgres dbname=postgres "
+            "connect_timeout=3 target_session_attrs=read-write")
+
+
 def setup(a, bed):
     cl = pgcluster.PgCluster(bed, bed.add_host("etcd", ADDR["etcd"]),
                              [bed.add_host("db1", ADDR["db1"]), bed.add_host("db2", ADDR["db2"])])
@@ -199,7 +225,7 @@ def setup(a, bed):
     print(f"cluster up in {time.monotonic() - t0:.1f} s, leader {cl.leader().name}", flush=True)
     bedlib.wait_until("the site", lambda: srv.alive() and cp.http_get(f"http://{ADDR['web']}:{WEB_PORT}/")[0] == 200,
                       timeout=15)
-    lccd = Lccd(a, bed, lcc1, f"{cl.conninfo()} {PG_TIMEOUTS}")
+    lccd = Lccd(a, bed, lcc1, f"{db_conninfo(a, bed, cl)} {PG_TIMEOUTS}")
     lccd.start()
     senders = [Sender(i, lccd, cp, site, a.urls) for i in range(a.senders)]
     for s in senders:
