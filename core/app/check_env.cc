@@ -32,7 +32,7 @@ std::string bindProblem(const std::string& listen, std::uint16_t* port) {
   std::string why = "cannot listen: " + ec.message();
   if (ec == boost::asio::error::address_in_use) why += " (another program listens there)";
   if (ec == boost::asio::error::access_denied) why += " (a port below 1024 needs root or CAP_NET_BIND_SERVICE)";
-  if (ec == boost::asio::error::address_not_available) why += " (no interface of this machine has that address)";
+  if (ec == boost::system::errc::address_not_available) why += " (no interface of this machine has that address)";
   return why;
 }
 

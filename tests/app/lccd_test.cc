@@ -338,16 +338,16 @@ TEST_F(LccdProcessTest, PrintConfigShowsEffectiveValuesWithoutStarting) {
 
 // ---------------------------------------------------------------- errors that say what to do (issue 30 §3)
 
-struct Run {
+struct RunResult {
   int code = -1;  // the exit code; -1: killed or over the deadline; 126: could not change user
   std::string output;
 };
 
 // Runs `program` with `args` to its end (20 s at most, then killed), in folder `cwd`
 // (empty: this one), as user `uid` (-1: as we are), stdout and stderr together.
-Run runToEnd(const std::string& program, const std::vector<std::string>& args, const std::string& out_file,
+RunResult runToEnd(const std::string& program, const std::vector<std::string>& args, const std::string& out_file,
              const std::string& cwd = "", int uid = -1) {
-  Run r;
+  RunResult r;
   const pid_t pid = ::fork();
   if (pid == 0) {
     int fd = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -381,7 +381,7 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 
 class LccdErrorsTest : public LccdProcessTest {
  protected:
-  Run lccd(std::vector<std::string> args, int uid = -1) {
+  RunResult lccd(std::vector<std::string> args, int uid = -1) {
     args.insert(args.begin(), {"-c", config_});
     return runToEnd(lccd_, args, dir_.file("run.log"), "", uid);
   }
@@ -403,7 +403,7 @@ TEST_F(LccdErrorsTest, ASecondLccdOnTheSameDataFolderIsToldWhichProcessHoldsIt) 
   start();
   ASSERT_TRUE(pollUntil([&] { return httpUp() || !running(); })) << log();
   ASSERT_TRUE(running()) << log();
-  const Run second = lccd({"--set", "listen.http=127.0.0.1:" + std::to_string(freePort())});
+  const RunResult second = lccd({"--set", "listen.http=127.0.0.1:" + std::to_string(freePort())});
   EXPECT_EQ(second.code, 3) << second.output;
   EXPECT_TRUE(has(second.output, "data folder " + data_dir_ + " (node.data_dir) is in use by lccd pid " +
                                      std::to_string(pid_) + " (started 20"))
@@ -426,7 +426,7 @@ TEST_F(LccdErrorsTest, AReadOnlyDataFolderSaysWhoMustWriteIt) {
   const bool root = ::geteuid() == 0;
   fs::permissions(data_dir_, fs::perms(root ? 0755 : 0555), fs::perm_options::replace);
   openToOthers();
-  const Run r = lccd({}, root ? nobody() : -1);
+  const RunResult r = lccd({}, root ? nobody() : -1);
   fs::permissions(data_dir_, fs::perms(0700), fs::perm_options::replace);
   if (r.code == 126) GTEST_SKIP() << "cannot run lccd as nobody here: " << r.output;
   EXPECT_EQ(r.code, 1) << r.output;
@@ -436,7 +436,7 @@ TEST_F(LccdErrorsTest, AReadOnlyDataFolderSaysWhoMustWriteIt) {
   EXPECT_TRUE(has(r.output, "or choose another node.data_dir")) << r.output;
 
   // --check finds it too, as that user.
-  const Run check = lccd({"--check"}, root ? nobody() : -1);
+  const RunResult check = lccd({"--check"}, root ? nobody() : -1);
   EXPECT_EQ(check.code, 2) << check.output;
   EXPECT_TRUE(has(check.output, config_ + ": node.data_dir: the data folder " + data_dir_ + " (node.data_dir) cannot be written"))
       << check.output;
@@ -453,13 +453,13 @@ TEST_F(LccdErrorsTest, CheckFindsAPortInUse) {
   socklen_t len = sizeof a;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   const std::string busy = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
-  const Run r = lccd({"--check", "--set", "listen.http=" + busy});
+  const RunResult r = lccd({"--check", "--set", "listen.http=" + busy});
   ::close(fd);
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "--set: listen.http: " + busy + ": cannot listen: Address already in use")) << r.output;
   EXPECT_TRUE(has(r.output, "choose another address for listen.http")) << r.output;
   // Free again: it passes.
-  const Run ok = lccd({"--check", "--set", "listen.http=" + busy});
+  const RunResult ok = lccd({"--check", "--set", "listen.http=" + busy});
   EXPECT_EQ(ok.code, 0) << ok.output;
 }
 
@@ -468,7 +468,7 @@ TEST_F(LccdErrorsTest, CheckFindsAPortInUse) {
 TEST_F(LccdErrorsTest, CheckBeforeARestartNotesTheRunningLccd) {
   start();
   ASSERT_TRUE(pollUntil([&] { return httpUp() || !running(); })) << log();
-  const Run r = lccd({"--check"});
+  const RunResult r = lccd({"--check"});
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(has(r.output, "note: data folder " + data_dir_ + " (node.data_dir) is in use by lccd pid " +
                                 std::to_string(pid_)))
@@ -481,7 +481,7 @@ TEST_F(LccdErrorsTest, CheckBeforeARestartNotesTheRunningLccd) {
 // A bad --set is blamed on --set (not on the file), an enum names its words, and an
 // unknown key gets the nearest one.
 TEST_F(LccdErrorsTest, SetProblemsNameSetTheAllowedWordsAndTheNearestKey) {
-  const Run r = lccd({"--check", "--set", "log.level=warning", "--set", "node.dat_dir=/srv/lcc"});
+  const RunResult r = lccd({"--check", "--set", "log.level=warning", "--set", "node.dat_dir=/srv/lcc"});
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "--set: log.level: must be debug, info, warn or error (got warning)")) << r.output;
   EXPECT_TRUE(has(r.output, "--set: node.dat_dir: unknown key; did you mean node.data_dir?")) << r.output;
@@ -497,7 +497,7 @@ TEST_F(LccdErrorsTest, LccStatusElsewhereSaysWhichConfigAndPath) {
   std::ofstream(relative_config) << "node:\n  data_dir: ./data\nlisten:\n  http: 127.0.0.1:" << port_ << "\n";
   const std::string elsewhere = dir_.path() + "/elsewhere";
   fs::create_directories(elsewhere);
-  const Run r = runToEnd(lcc, {"--config", relative_config, "status"}, dir_.file("lcc.log"), elsewhere);
+  const RunResult r = runToEnd(lcc, {"--config", relative_config, "status"}, dir_.file("lcc.log"), elsewhere);
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "cannot read the admin token " + elsewhere + "/data/admin.token: No such file")) << r.output;
   EXPECT_TRUE(has(r.output, "lcc read the config " + relative_config + ", whose node.data_dir is ./data, a path "
@@ -518,7 +518,7 @@ TEST_F(LccdErrorsTest, CpSendRefusedAtInitSaysWhatToDo) {
   start();
   ASSERT_TRUE(pollUntil([&] { return httpUp() || !running(); })) << log();
   ASSERT_TRUE(running()) << log();
-  const Run r = runToEnd(lcc, {"cp", "send", "--uns", uns, "--id", "7", "--password", "wrong"}, dir_.file("lcc.log"));
+  const RunResult r = runToEnd(lcc, {"cp", "send", "--uns", uns, "--id", "7", "--password", "wrong"}, dir_.file("lcc.log"));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_TRUE(has(r.output, "init rejected 110: ")) << r.output;
   EXPECT_TRUE(has(r.output, "lcc cp send: the UNS knows no provider with this --id and --password")) << r.output;
