@@ -190,7 +190,8 @@ ServiceFactory factoryFor(const std::string& role) {
 // Start order: the QM listens before BOT-Ms and UNSes connect; robots after BOT-M.
 const std::vector<std::string> kStartOrder = {"qm", "botm", "bot", "uns", "cu", "rs"};
 
-int checkOnly(const Config& cfg, const std::set<std::string>& roles) {
+// `environment`: also bind the listen addresses and test node.data_dir (not --config-only).
+int checkOnly(const Config& cfg, const std::set<std::string>& roles, bool environment) {
   // Instantiate every plugin against a scratch data folder, so that a plugin whose
   // factory fails or throws is caught here and not at start.
   char tmpl[] = "/tmp/lccd-check-XXXXXX";
@@ -211,7 +212,7 @@ int checkOnly(const Config& cfg, const std::set<std::string>& roles) {
   std::error_code ec;
   std::filesystem::remove_all(scratch, ec);
   std::vector<std::string> notes;
-  checkEnvironment(cfg, roles, &problems, &notes);  // the ports free, node.data_dir writable
+  if (environment) checkEnvironment(cfg, roles, &problems, &notes);  // the ports free, node.data_dir writable
   if (!problems.empty()) {
     printProblems(problems);
     return 2;
@@ -564,7 +565,7 @@ int runDaemon(const DaemonArgs& args) {
     std::cout << cfg.dump();
     return 0;
   }
-  if (args.check) return checkOnly(cfg, plan.roles);
+  if (args.check) return checkOnly(cfg, plan.roles, !args.config_only);
   return runNode(cfg, plan);
 }
 

@@ -11,6 +11,7 @@ struct DaemonArgs {
   std::string config_file;
   std::vector<std::string> overrides;  // --set key.path=value
   bool check = false;                  // --check: validate, print the plan, exit 0 or 2
+  bool config_only = false;            // --config-only: --check without the ports and data folder
   bool print_defaults = false;
   bool print_config = false;           // --print-config: every key's effective value, exit 0
 };
