@@ -87,7 +87,10 @@ void checkEnvironment(const Config& cfg, const std::set<std::string>& roles, std
     problems->push_back({cfg.sourceOf("node.data_dir"), "node.data_dir", s.message()});
   }
   const std::optional<DataDirHolder> holder = dataDirHolder(data_dir);
-  if (holder) notes->push_back("note: " + inUseMessage(data_dir, *holder) + " (fine before a restart of that lccd)");
+  if (holder) {
+    notes->push_back("note: " + holderText(data_dir, *holder) +
+                     ": fine for a check before restarting it; a second lccd beside it would exit 3");
+  }
   for (const auto& [role, key] : listenKeys()) {
     if (!role.empty() && !roles.count(role)) continue;
     const std::string listen = cfg.getString(key);

@@ -103,15 +103,18 @@ std::optional<DataDirHolder> dataDirHolder(const std::string& data_dir) {
   return h;
 }
 
-std::string inUseMessage(const std::string& data_dir, const DataDirHolder& h) {
+std::string holderText(const std::string& data_dir, const DataDirHolder& h) {
   std::string who = h.pid > 0 ? "lccd pid " + std::to_string(h.pid) : "another lccd (pid not visible here)";
   std::string about;
   if (!h.started.empty()) about += "started " + h.started;
   if (!h.config.empty()) about += std::string(about.empty() ? "" : ", ") + "config " + h.config;
   if (!about.empty()) who += " (" + about + ")";
+  return "data folder " + data_dir + " (node.data_dir) is in use by " + who;
+}
+
+std::string inUseMessage(const std::string& data_dir, const DataDirHolder& h) {
   const std::string stop = h.pid > 0 ? "stop it (systemctl stop lccd, or kill " + std::to_string(h.pid) + ")" : "stop it";
-  return "data folder " + data_dir + " (node.data_dir) is in use by " + who + "; " + stop +
-         ", or give this lccd another node.data_dir";
+  return holderText(data_dir, h) + "; " + stop + ", or give this lccd another node.data_dir";
 }
 
 Status checkDataDirWritable(const std::string& data_dir) {

@@ -41,7 +41,9 @@ class DataDirLock {
 // Who holds the lock of `data_dir` now; nullopt when nobody does (or there is no lock file).
 std::optional<DataDirHolder> dataDirHolder(const std::string& data_dir);
 
-// "data folder X is in use by lccd pid N (started T, config C); stop it ... or choose another node.data_dir"
+// "data folder X (node.data_dir) is in use by lccd pid N (started T, config C)"
+std::string holderText(const std::string& data_dir, const DataDirHolder& holder);
+// holderText() and what to do: "; stop it (...), or give this lccd another node.data_dir"
 std::string inUseMessage(const std::string& data_dir, const DataDirHolder& holder);
 
 // OK when this process can make and remove a file in `data_dir`, or, when `data_dir`
