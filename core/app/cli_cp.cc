@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "app/cli.h"
+#include "app/cp_hints.h"
 #include "common/mime_map.h"
 #include "app/progress.h"
 #include "common/md5.h"
@@ -272,6 +273,7 @@ int runSend(const SendArgs& a) {
         for (auto& r : replies.feed(std::string_view(buf, n))) {
           if (r.kind == proto::CpReply::Kind::kInitRejected) {
             std::cout << "init rejected " << static_cast<unsigned>(r.code) << ": " << r.message << "\n";
+            std::cerr << "lcc cp send: " << initRejectionHint(static_cast<unsigned>(r.code), r.message, a.uns) << "\n";
             return 1;
           }
           if (r.kind == proto::CpReply::Kind::kInitAccepted) {
@@ -307,6 +309,7 @@ int runSend(const SendArgs& a) {
     return 0;
   }
   std::cout << "rejected " << static_cast<unsigned>(result->code) << ": " << result->message << "\n";
+  std::cerr << "lcc cp send: " << setRejectionHint(static_cast<unsigned>(result->code)) << "\n";
   return 1;
 }
 

@@ -1,4 +1,6 @@
 #include "app/daemon.h"
+#include "app/check_env.h"
+#include "app/data_dir_lock.h"
 #include "app/node_monitor.h"
 
 #include <pthread.h>
@@ -26,6 +28,7 @@
 #include "common/service.h"
 #include "common/system_clock.h"
 #include "common/tls_config.h"
+#include "lcc/support/time_util.h"
 #include "cu/cu_service.h"
 #include "http/admin_api.h"
 #include "http/http_server.h"
@@ -103,7 +106,7 @@ bool openPlugins(const Config& cfg, PluginRegistry& reg, const Needs& needs, Ope
     // Option problems were already added with their key paths.
     if (problems->size() == before || s.code() != StatusCode::kInvalidArgument ||
         s.message() != "plugin options have problems") {
-      problems->push_back({cfg.file(), ref.key, s.message()});
+      problems->push_back({cfg.sourceOf(ref.key), ref.key, s.message()});
     }
   };
   auto openOne = [&](auto&& make, const PluginRef& ref, auto* slot) {
@@ -137,7 +140,7 @@ bool openPlugins(const Config& cfg, PluginRegistry& reg, const Needs& needs, Ope
       openOne([&](const PluginRef& r) { return reg.makeExporter(cfg, r, problems); }, ref, &e);
       if (e) {
         if (!formats.insert(std::string(e->format())).second) {
-          problems->push_back({cfg.file(), ref.key, "a second exporter for format " + std::string(e->format())});
+          problems->push_back({cfg.sourceOf(ref.key), ref.key, "a second exporter for format " + std::string(e->format())});
         }
         out->exporters.push_back(std::move(e));
       }
@@ -187,7 +190,8 @@ ServiceFactory factoryFor(const std::string& role) {
 // Start order: the QM listens before BOT-Ms and UNSes connect; robots after BOT-M.
 const std::vector<std::string> kStartOrder = {"qm", "botm", "bot", "uns", "cu", "rs"};
 
-int checkOnly(const Config& cfg, const std::set<std::string>& roles) {
+// `environment`: also bind the listen addresses and test node.data_dir (not --config-only).
+int checkOnly(const Config& cfg, const std::set<std::string>& roles, bool environment) {
   // Instantiate every plugin against a scratch data folder, so that a plugin whose
   // factory fails or throws is caught here and not at start.
   char tmpl[] = "/tmp/lccd-check-XXXXXX";
@@ -207,11 +211,14 @@ int checkOnly(const Config& cfg, const std::set<std::string>& roles) {
   opened.close();
   std::error_code ec;
   std::filesystem::remove_all(scratch, ec);
+  std::vector<std::string> notes;
+  if (environment) checkEnvironment(cfg, roles, &problems, &notes);  // the ports free, node.data_dir writable
   if (!problems.empty()) {
     printProblems(problems);
     return 2;
   }
   std::cout << cfg.file() << ": configuration is valid\n";
+  for (const auto& n : notes) std::cout << n << "\n";
   std::cout << "data_dir: " << Config::absolutePath(cfg.getString("node.data_dir"))
             << "  machine_id: " << cfg.getString("node.machine_id") << "\n";
   std::cout << "roles:";
@@ -219,10 +226,7 @@ int checkOnly(const Config& cfg, const std::set<std::string>& roles) {
     if (roles.count(r)) std::cout << " " << r;
   }
   std::cout << "\n";
-  for (const auto& [key, name] : std::vector<std::pair<std::string, std::string>>{
-           {"uns", "listen.uns"}, {"uns", "listen.uns_tls"}, {"qm", "listen.qm"}, {"botm", "listen.botm"},
-           {"botm", "listen.robots"}, {"cu", "listen.cu"}, {"cu", "listen.cu_tls"}, {"", "listen.http"},
-           {"", "listen.https"}}) {
+  for (const auto& [key, name] : listenKeys()) {
     if (!key.empty() && !roles.count(key)) continue;
     const std::string v = cfg.getString(name);
     std::cout << "listen " << name.substr(7) << ": " << (v.empty() ? "off" : v) << "\n";
@@ -246,48 +250,61 @@ NodePlan planNode(const Config& cfg, std::vector<ConfigProblem>* problems) {
   NodePlan plan;
   for (const auto& r : cfg.getList("roles")) {
     if (std::find(kKnownRoles.begin(), kKnownRoles.end(), r) == kKnownRoles.end()) {
-      problems->push_back({cfg.file(), "roles", "unknown role " + r + " (known: uns, qm, botm, bot, cu, rs)"});
+      problems->push_back({cfg.sourceOf("roles"), "roles", "unknown role " + r + " (known: uns, qm, botm, bot, cu, rs)"});
     }
     plan.roles.insert(r);
   }
   if (cfg.getInt("qm.queue_low") >= cfg.getInt("qm.queue_high")) {
-    problems->push_back({cfg.file(), "qm.queue_low", "must be below qm.queue_high (got " +
+    problems->push_back({cfg.sourceOf("qm.queue_low"), "qm.queue_low", "must be below qm.queue_high (got " +
                                                          std::to_string(cfg.getInt("qm.queue_low")) + ")"});
   }
   // Content reads across machines (docs/configuration.md): cu.content_urls, botm.content_url.
   std::vector<std::string> url_problems;
   plan.static_content_urls = parseContentUrls(cfg.getList("cu.content_urls"), &url_problems);
-  for (const auto& why : url_problems) problems->push_back({cfg.file(), "cu.content_urls", why});
+  for (const auto& why : url_problems) problems->push_back({cfg.sourceOf("cu.content_urls"), "cu.content_urls", why});
   if (auto u = botm::contentUrlFromConfig(cfg, true); !u.isOk()) {
-    problems->push_back({cfg.file(), "botm.content_url", u.status().message()});
+    problems->push_back({cfg.sourceOf("botm.content_url"), "botm.content_url", u.status().message()});
   }
   // Only the ports for people's clients may be off ("").
   for (const char* key : {"listen.qm", "listen.botm", "listen.robots"}) {
-    if (cfg.getString(key).empty()) problems->push_back({cfg.file(), key, "cannot be off (empty): other roles connect here"});
+    if (cfg.getString(key).empty()) problems->push_back({cfg.sourceOf(key), key, "cannot be off (empty): other roles connect here"});
   }
   plan.tls = NodeTls::fromConfig(cfg, problems);  // tls.*, listen.*_tls, tls:// links
   return plan;
 }
 
-// Logging, the descriptor reserve, node.data_dir and its admin token; false: logged, exit 1.
-bool prepareNode(const Config& cfg, Env& env, const std::string& data_dir) {
+// Logging, the descriptor reserve, node.data_dir (writable, and locked for this process
+// in `*lock`) and its admin token. 0, or the exit code (logged): 1, or kExitDataDirInUse.
+int prepareNode(const Config& cfg, Env& env, const std::string& data_dir, DataDirLock* lock) {
   if (Status s = initLogging(cfg.getString("log.level"), cfg.getString("log.file")); !s.isOk()) {
     std::cerr << "lccd: " << s.message() << "\n";
-    return false;
+    return 1;
   }
   // Every port refuses a connection when fewer than this would be left (issue 25).
   auto& budget = net::DescriptorBudget::process();
   const std::size_t reserve = budget.setReserve(static_cast<std::size_t>(cfg.getInt("net.reserved_descriptors")));
   spdlog::info("net: {} descriptors (RLIMIT_NOFILE), {} kept for the stores", budget.limit(), reserve);
+  if (Status s = checkDataDirWritable(data_dir); !s.isOk()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
   if (Status s = env.createDirs(data_dir, DirOptions{.private_dir = true}); !s.isOk()) {
     spdlog::error("node.data_dir: {}", s.message());
-    return false;
+    return 1;
   }
+  // Before any store opens its files: a second lccd here is told who holds the folder.
+  SystemClock clock;
+  auto locked = DataDirLock::acquire(data_dir, formatRfc3339(clock.now()), Config::absolutePath(cfg.file()));
+  if (!locked.isOk()) {
+    spdlog::error("{}", locked.status().message());
+    return locked.status().isBusy() ? kExitDataDirInUse : 1;
+  }
+  *lock = std::move(locked).value();
   if (Status s = ensureAdminToken(env, data_dir); !s.isOk()) {
     spdlog::error("{}", s.message());
-    return false;
+    return 1;
   }
-  return true;
+  return 0;
 }
 
 void warnUncleanStores(const OpenedPlugins& opened) {
@@ -486,7 +503,8 @@ int serveNode(const Config& cfg, const NodePlan& plan, NodeContext& node, Metric
 int runNode(const Config& cfg, const NodePlan& plan) {
   Env* env = posixEnv();
   const std::string data_dir = Config::absolutePath(cfg.getString("node.data_dir"));
-  if (!prepareNode(cfg, *env, data_dir)) return 1;
+  DataDirLock data_dir_lock;  // held until lccd returns, after every store is closed
+  if (const int rc = prepareNode(cfg, *env, data_dir, &data_dir_lock); rc != 0) return rc;
   // The registry (and so every plugin library) outlives every plugin object, and the
   // io_context and its threads (serveNode).
   SystemClock clock;
@@ -547,7 +565,7 @@ int runDaemon(const DaemonArgs& args) {
     std::cout << cfg.dump();
     return 0;
   }
-  if (args.check) return checkOnly(cfg, plan.roles);
+  if (args.check) return checkOnly(cfg, plan.roles, !args.config_only);
   return runNode(cfg, plan);
 }
 

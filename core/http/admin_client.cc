@@ -5,7 +5,10 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -29,6 +32,28 @@ Status targetFrom(const std::string& hp, const std::string& what, AdminTarget* o
   out->host = target.host;
   out->port = target.portString();
   return Status::ok();
+}
+
+// Why the token at `path` (<node.data_dir>/admin.token of `config_file`) cannot be read,
+// saying which config was read and how the path was made from it, and what to do.
+Status adminTokenProblem(const std::string& config_file, const std::string& data_dir, const std::string& path,
+                         int err) {
+  std::string why = "cannot read the admin token " + path + ": " + std::strerror(err) + ". lcc read the config " +
+                    Config::absolutePath(config_file) + ", whose node.data_dir is " + data_dir;
+  const bool relative = !data_dir.empty() && data_dir.front() != '/';
+  if (relative) {
+    std::error_code ec;
+    why += ", a path relative to the current folder (" + std::filesystem::current_path(ec).string() + ")";
+  }
+  why += "; ";
+  if (err == EACCES) {
+    why += "run lcc as the user running lccd (or root)";
+  } else if (relative) {
+    why += "run lcc in the folder lccd runs in, or give --config a config with an absolute node.data_dir";
+  } else {
+    why += "is lccd running with this config? (it writes the token at start)";
+  }
+  return Status::invalidArgument(why + ", or set LCC_ADMIN_TOKEN");
 }
 
 }  // namespace
@@ -69,10 +94,7 @@ Result<AdminTarget> resolveAdminTarget(const std::string& config_file, const Adm
   } else if (cfg) {
     const std::string path = Config::absolutePath(cfg->getString("node.data_dir")) + "/admin.token";
     std::ifstream in(path);
-    if (!in) {
-      return Status::invalidArgument("cannot read the admin token " + path +
-                                     " (run lcc as the user running lccd, or set LCC_ADMIN_TOKEN)");
-    }
+    if (!in) return adminTokenProblem(config_file, cfg->getString("node.data_dir"), path, errno);
     std::stringstream ss;
     ss << in.rdbuf();
     t.token = trimSpace(ss.str());

@@ -12,11 +12,14 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <poll.h>
+#include <grp.h>
+#include <pwd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <vector>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -331,6 +334,195 @@ TEST_F(LccdProcessTest, PrintConfigShowsEffectiveValuesWithoutStarting) {
   EXPECT_NE(text.find("\nuns.max_depth = 12\n"), std::string::npos) << text;     // --set
   EXPECT_NE(text.find("\nuns.idle_timeout = "), std::string::npos) << text;       // a default
   EXPECT_FALSE(fs::exists(data_dir_));
+}
+
+// ---------------------------------------------------------------- errors that say what to do (issue 30 §3)
+
+struct RunResult {
+  int code = -1;  // the exit code; -1: killed or over the deadline; 126: could not change user
+  std::string output;
+};
+
+// Runs `program` with `args` to its end (20 s at most, then killed), in folder `cwd`
+// (empty: this one), as user `uid` (-1: as we are), stdout and stderr together.
+RunResult runToEnd(const std::string& program, const std::vector<std::string>& args, const std::string& out_file,
+             const std::string& cwd = "", int uid = -1) {
+  RunResult r;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    int fd = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    int in = ::open("/dev/null", O_RDONLY);
+    ::dup2(in, 0);
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(125);
+    if (uid >= 0 && (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0)) {
+      std::fprintf(stderr, "setuid failed: %s\n", std::strerror(errno));
+      ::_exit(126);
+    }
+    std::vector<char*> argv{const_cast<char*>(program.c_str())};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(program.c_str(), argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  const bool ended = pollUntil([&] { return ::waitpid(pid, &status, WNOHANG) == pid; });
+  if (!ended) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  r.code = ended && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.output = slurp(out_file);
+  return r;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+class LccdErrorsTest : public LccdProcessTest {
+ protected:
+  RunResult lccd(std::vector<std::string> args, int uid = -1) {
+    args.insert(args.begin(), {"-c", config_});
+    return runToEnd(lccd_, args, dir_.file("run.log"), "", uid);
+  }
+  // The uid of "nobody", to run lccd as a user that may not write a root-owned folder.
+  static int nobody() {
+    const passwd* pw = ::getpwnam("nobody");
+    return pw != nullptr ? static_cast<int>(pw->pw_uid) : 65534;
+  }
+  // Lets another user read the config and plugins (the test folder is private).
+  void openToOthers() {
+    for (const auto& p : {dir_.path(), dir_.path() + "/plugins"}) fs::permissions(p, fs::perms(0755), fs::perm_options::replace);
+    fs::permissions(config_, fs::perms(0644), fs::perm_options::replace);
+  }
+};
+
+// A second lccd on the same data folder: exit 3, naming the lccd that holds it, when it
+// started and its config, and what to do; the first one is not disturbed.
+TEST_F(LccdErrorsTest, ASecondLccdOnTheSameDataFolderIsToldWhichProcessHoldsIt) {
+  start();
+  ASSERT_TRUE(pollUntil([&] { return httpUp() || !running(); })) << log();
+  ASSERT_TRUE(running()) << log();
+  const RunResult second = lccd({"--set", "listen.http=127.0.0.1:" + std::to_string(freePort())});
+  EXPECT_EQ(second.code, 3) << second.output;
+  EXPECT_TRUE(has(second.output, "data folder " + data_dir_ + " (node.data_dir) is in use by lccd pid " +
+                                     std::to_string(pid_) + " (started 20"))
+      << second.output;
+  EXPECT_TRUE(has(second.output, "config " + config_ + ")")) << second.output;
+  EXPECT_TRUE(has(second.output, "or give this lccd another node.data_dir")) << second.output;
+  EXPECT_TRUE(running()) << log();
+  EXPECT_TRUE(httpUp());
+  ::kill(pid_, SIGTERM);
+  EXPECT_EQ(waitExit(), 0) << log();
+  // Once it stopped, the folder is free again.
+  start();
+  ASSERT_TRUE(pollUntil([&] { return httpUp() || !running(); })) << log();
+  EXPECT_TRUE(running()) << log();
+}
+
+// A data folder lccd's user may not write: the folder, the user, and what to do.
+TEST_F(LccdErrorsTest, AReadOnlyDataFolderSaysWhoMustWriteIt) {
+  fs::create_directories(data_dir_);
+  const bool root = ::geteuid() == 0;
+  fs::permissions(data_dir_, fs::perms(root ? 0755 : 0555), fs::perm_options::replace);
+  openToOthers();
+  const RunResult r = lccd({}, root ? nobody() : -1);
+  fs::permissions(data_dir_, fs::perms(0700), fs::perm_options::replace);
+  if (r.code == 126) GTEST_SKIP() << "cannot run lccd as nobody here: " << r.output;
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "the data folder " + data_dir_ + " (node.data_dir) cannot be written by user ")) << r.output;
+  EXPECT_TRUE(has(r.output, "Permission denied")) << r.output;
+  EXPECT_TRUE(has(r.output, "chown -R ")) << r.output;
+  EXPECT_TRUE(has(r.output, "or choose another node.data_dir")) << r.output;
+
+  // --check finds it too, as that user.
+  const RunResult check = lccd({"--check"}, root ? nobody() : -1);
+  EXPECT_EQ(check.code, 2) << check.output;
+  EXPECT_TRUE(has(check.output, config_ + ": node.data_dir: the data folder " + data_dir_ + " (node.data_dir) cannot be written"))
+      << check.output;
+}
+
+// --check binds each listen address: a port another program holds is a problem.
+TEST_F(LccdErrorsTest, CheckFindsAPortInUse) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string busy = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  const RunResult r = lccd({"--check", "--set", "listen.http=" + busy});
+  ::close(fd);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "--set: listen.http: " + busy + ": cannot listen: Address already in use")) << r.output;
+  EXPECT_TRUE(has(r.output, "choose another address for listen.http")) << r.output;
+  // Free again: it passes.
+  const RunResult ok = lccd({"--check", "--set", "listen.http=" + busy});
+  EXPECT_EQ(ok.code, 0) << ok.output;
+}
+
+// --check while this config's lccd runs (before a restart): its ports and data folder
+// are in use by that very lccd, which is a note, not a problem.
+TEST_F(LccdErrorsTest, CheckBeforeARestartNotesTheRunningLccd) {
+  start();
+  ASSERT_TRUE(pollUntil([&] { return httpUp() || !running(); })) << log();
+  const RunResult r = lccd({"--check"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "note: data folder " + data_dir_ + " (node.data_dir) is in use by lccd pid " +
+                                std::to_string(pid_)))
+      << r.output;
+  EXPECT_TRUE(has(r.output, "note: listen.http 127.0.0.1:" + std::to_string(port_) + ": in use by the running lccd pid " +
+                                std::to_string(pid_)))
+      << r.output;
+}
+
+// A bad --set is blamed on --set (not on the file), an enum names its words, and an
+// unknown key gets the nearest one.
+TEST_F(LccdErrorsTest, SetProblemsNameSetTheAllowedWordsAndTheNearestKey) {
+  const RunResult r = lccd({"--check", "--set", "log.level=warning", "--set", "node.dat_dir=/srv/lcc"});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "--set: log.level: must be debug, info, warn or error (got warning)")) << r.output;
+  EXPECT_TRUE(has(r.output, "--set: node.dat_dir: unknown key; did you mean node.data_dir?")) << r.output;
+  EXPECT_FALSE(has(r.output, config_ + ": ")) << "nothing is blamed on the file:\n" << r.output;
+}
+
+// `lcc status` in another folder, with a config whose node.data_dir is relative: it says
+// which config it read, the path it made, and why that path is where it looked.
+TEST_F(LccdErrorsTest, LccStatusElsewhereSaysWhichConfigAndPath) {
+  const std::string lcc = std::string(LCC_BIN_DIR) + "/lcc";
+  if (!fs::exists(lcc)) GTEST_SKIP() << lcc << " is not built";
+  const std::string relative_config = dir_.file("relative.yaml");
+  std::ofstream(relative_config) << "node:\n  data_dir: ./data\nlisten:\n  http: 127.0.0.1:" << port_ << "\n";
+  const std::string elsewhere = dir_.path() + "/elsewhere";
+  fs::create_directories(elsewhere);
+  const RunResult r = runToEnd(lcc, {"--config", relative_config, "status"}, dir_.file("lcc.log"), elsewhere);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "cannot read the admin token " + elsewhere + "/data/admin.token: No such file")) << r.output;
+  EXPECT_TRUE(has(r.output, "lcc read the config " + relative_config + ", whose node.data_dir is ./data, a path "
+                            "relative to the current folder (" + elsewhere + ")"))
+      << r.output;
+  EXPECT_TRUE(has(r.output, "run lcc in the folder lccd runs in")) << r.output;
+}
+
+// `lcc cp send` refused at init with 110: the line, then what the provider can do.
+TEST_F(LccdErrorsTest, CpSendRefusedAtInitSaysWhatToDo) {
+  const std::string lcc = std::string(LCC_BIN_DIR) + "/lcc";
+  if (!fs::exists(lcc)) GTEST_SKIP() << lcc << " is not built";
+  std::string yaml = slurp(config_);
+  yaml.replace(yaml.find("roles: []"), 9, "roles: [uns]");
+  const std::string uns = "127.0.0.1:" + std::to_string(freePort());
+  yaml.replace(yaml.find("listen:\n"), 8, "listen:\n  uns: " + uns + "\n  qm: 127.0.0.1:" + std::to_string(freePort()) + "\n");
+  std::ofstream(config_, std::ios::trunc) << yaml;
+  start();
+  ASSERT_TRUE(pollUntil([&] { return httpUp() || !running(); })) << log();
+  ASSERT_TRUE(running()) << log();
+  const RunResult r = runToEnd(lcc, {"cp", "send", "--uns", uns, "--id", "7", "--password", "wrong"}, dir_.file("lcc.log"));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "init rejected 110: ")) << r.output;
+  EXPECT_TRUE(has(r.output, "lcc cp send: the UNS knows no provider with this --id and --password")) << r.output;
+  EXPECT_TRUE(has(r.output, "http://127.0.0.1:WEB-PORT/register")) << r.output;
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "common/config/config.h"
+#include "common/config/suggest.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -160,12 +161,83 @@ TEST(Config, EnumKeysAcceptEachAllowedWord) {
     std::vector<ConfigProblem> problems;
     EXPECT_FALSE(Config::loadText("", "w.yaml", {std::string(spec.path) + "=nonesuch"}, &problems).isOk());
     ASSERT_EQ(problems.size(), 1u) << spec.path;
-    EXPECT_EQ(problems[0].file, "w.yaml");
+    EXPECT_EQ(problems[0].file, "--set") << "a bad --set is blamed on --set, not on the file";
     EXPECT_EQ(problems[0].key, spec.path);
     EXPECT_THAT(problems[0].why, HasSubstr(words.back() + " (got nonesuch)"));
   }
   EXPECT_EQ(enum_keys, (std::set<std::string>{"fetch.redirects", "indexnow.register", "log.level", "tls.min_version",
                                               "uns.password_hash_ops"}));
+}
+
+// A problem in a --set is blamed on --set, not on the file (issue 30 §3); the file's own
+// problems still name the file.
+TEST(Config, ProblemsOfASetAreBlamedOnSet) {
+  std::vector<ConfigProblem> problems;
+  auto cfg = Config::loadText("uns:\n  max_depth: deep\n", "etc/lcc.yaml",
+                              {"log.level=warning", "node.dat_dir=/srv/lcc", "nod.data_dir=/x", "roles=uns"},
+                              &problems);
+  EXPECT_FALSE(cfg.isOk());
+  EXPECT_THAT(problemLines(problems),
+              ::testing::UnorderedElementsAre(
+                  "--set: log.level: must be debug, info, warn or error (got warning)",
+                  "--set: node.dat_dir: unknown key; did you mean node.data_dir?",
+                  "--set: nod: unknown key; did you mean node?", "--set: roles: must be a list (got uns)",
+                  HasSubstr("etc/lcc.yaml: uns.max_depth: must be an integer")));
+
+  // A plugin's option given by --set.
+  problems.clear();
+  cfg = Config::loadText("fetcher: fetch-curl\n", "etc/lcc.yaml", {"fetcher.options.timeout=forever"}, &problems);
+  ASSERT_TRUE(cfg.isOk()) << ::testing::PrintToString(problemLines(problems));
+  static const OptionSpec kSpecs[] = {{"timeout", OptionType::kDuration, "30s", 1, 3600000, "total timeout"}};
+  EXPECT_FALSE(cfg->pluginOptions(cfg->getPlugin("fetcher"), kSpecs, 1, &problems).isOk());
+  EXPECT_THAT(problemLines(problems), ::testing::ElementsAre(HasSubstr("--set: fetcher.options.timeout: must be a duration")));
+  EXPECT_EQ(cfg->sourceOf("fetcher.options.timeout"), "--set");
+  EXPECT_EQ(cfg->sourceOf("fetcher"), "etc/lcc.yaml") << "the file names the plugin; --set only its option";
+}
+
+// An unknown key gets the nearest key of the schema (a typo, or a key in the wrong
+// section); a name near nothing gets no guess.
+TEST(Config, UnknownKeysGetDidYouMean) {
+  std::vector<ConfigProblem> problems;
+  auto cfg = Config::loadText(
+      "node:\n  dat_dir: /x\nlog:\n  levle: info\nuns:\n  machine_id: m\nlisten:\n  htpp: 127.0.0.1:1\n"
+      "zzzzzz: 1\nstorage:\n  queue: {plugin: storage-kyoto, optoins: {}}\n",
+      "t.yaml", {}, &problems);
+  EXPECT_FALSE(cfg.isOk());
+  EXPECT_THAT(problemLines(problems),
+              ::testing::UnorderedElementsAre("t.yaml: node.dat_dir: unknown key; did you mean node.data_dir?",
+                                              "t.yaml: log.levle: unknown key; did you mean log.level?",
+                                              "t.yaml: uns.machine_id: unknown key; did you mean node.machine_id?",
+                                              "t.yaml: listen.htpp: unknown key; did you mean listen.http?",
+                                              "t.yaml: zzzzzz: unknown key",
+                                              "t.yaml: storage.queue.optoins: unknown key; did you mean options?"));
+  problems.clear();
+  cfg = Config::loadText("fetcher:\n  plugin: fetch-curl\n  options:\n    max_szie: 1\n", "o.yaml", {}, &problems);
+  ASSERT_TRUE(cfg.isOk());
+  static const OptionSpec kSpecs[] = {{"max_size", OptionType::kSize, "50MiB", 1, 1LL << 40, "cap"}};
+  EXPECT_FALSE(cfg->pluginOptions(cfg->getPlugin("fetcher"), kSpecs, 1, &problems).isOk());
+  EXPECT_THAT(problemLines(problems),
+              ::testing::ElementsAre(
+                  "o.yaml: fetcher.options.max_szie: unknown option of plugin fetch-curl; did you mean max_size?"));
+}
+
+// Config::load of a file that is not there names the absolute path it tried and why.
+TEST(Config, AMissingFileIsNamedWithItsAbsolutePath) {
+  std::vector<ConfigProblem> problems;
+  EXPECT_FALSE(Config::load("no/such/lcc.yaml", {}, &problems).isOk());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(problems[0].toString(), HasSubstr("no/such/lcc.yaml: cannot open the file (" +
+                                                Config::absolutePath("no/such/lcc.yaml") +
+                                                "): No such file or directory"));
+}
+
+TEST(Suggest, EditDistanceCountsASwapOnce) {
+  EXPECT_EQ(editDistance("level", "levle"), 1u);
+  EXPECT_EQ(editDistance("", "abc"), 3u);
+  EXPECT_EQ(editDistance("data_dir", "dat_dir"), 1u);
+  EXPECT_EQ(editDistance("kitten", "sitting"), 3u);
+  EXPECT_EQ(closestName("ab", {"xy"}), std::nullopt);
+  EXPECT_EQ(closestName("abcdef.x", {"zzzzzz.x", "yyyyyy.x"}), std::nullopt) << "two sections have it: no guess";
 }
 
 // Config::defaults() is what the schema says: each key given explicitly at its

@@ -71,7 +71,7 @@ if(unstripped)
 endif()
 expect_versions(${root}/usr/bin)
 
-run_or_fail("extracted lccd --check" ${root}/usr/bin/lccd -c ${root}/etc/lcc/lcc.yaml --check
+run_or_fail("extracted lccd --check" ${root}/usr/bin/lccd -c ${root}/etc/lcc/lcc.yaml --check --config-only
   --set storage.plugin_dir=${root}/usr/lib/lcc/plugins)
 expect_in("lccd --check" "${LAST_OUTPUT}" "${root}/usr/lib/lcc/plugins/storage-kyoto.so")
 file(REMOVE_RECURSE ${work})

@@ -218,7 +218,7 @@ class LccdCheckTest : public PluginAbiTest {
         << extra;
     return file;
   }
-  ProcessRun check(const std::string& file) { return runCommand(lccd() + " -c " + file + " --check"); }
+  ProcessRun check(const std::string& file) { return runCommand(lccd() + " -c " + file + " --check --config-only"); }
 
   // A broken plugin named as the fetcher: exit 2 and exactly one line, naming it.
   void expectOneLine(const std::string& name, const std::string& why) {

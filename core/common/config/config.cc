@@ -3,7 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -11,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/config/suggest.h"
 #include "lcc/support/time_util.h"
 #include "net/host_port.h"
 
@@ -262,7 +265,34 @@ struct Config::Impl {
   std::map<std::string, std::pair<PluginRef, YAML::Node>> plugins;  // key -> (ref, options node)
   std::map<std::string, std::vector<std::pair<PluginRef, YAML::Node>>> plugin_lists;
   std::set<std::string> given;
+  std::vector<std::string> set_paths;  // the key paths --set gave
+  YAML::Node original;                 // the file as written, before --set
+
+  // Where a problem at `path` comes from: "--set" when a --set gave that key, a value
+  // holding it, or made the section it is in; else the file.
+  std::string sourceOf(const std::string& path) const;
 };
+
+std::string Config::Impl::sourceOf(const std::string& path) const {
+  auto inOriginal = [&](const std::string& p) {
+    YAML::Node cur = original;
+    std::size_t start = 0;
+    for (;;) {
+      const auto dot = p.find('.', start);
+      if (!cur.IsMap()) return false;
+      YAML::Node next = cur[p.substr(start, dot == std::string::npos ? std::string::npos : dot - start)];
+      if (!next.IsDefined()) return false;
+      if (dot == std::string::npos) return true;
+      cur.reset(next);
+      start = dot + 1;
+    }
+  };
+  for (const auto& set : set_paths) {
+    if (set == path || path.rfind(set + ".", 0) == 0) return "--set";
+    if (set.rfind(path + ".", 0) == 0 && !inOriginal(path)) return "--set";
+  }
+  return file;
+}
 
 Config::Config(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Config::Config(const Config& o) : impl_(std::make_unique<Impl>(*o.impl_)) {}
@@ -275,6 +305,7 @@ Config& Config::operator=(Config&&) noexcept = default;
 Config::~Config() = default;
 
 const std::string& Config::file() const { return impl_->file; }
+std::string Config::sourceOf(const std::string& path) const { return impl_->sourceOf(path); }
 
 Config Config::defaults() {
   std::vector<ConfigProblem> problems;
@@ -291,7 +322,10 @@ Result<Config> Config::load(const std::string& file, const std::vector<std::stri
                             std::vector<ConfigProblem>* problems) {
   std::FILE* f = std::fopen(file.c_str(), "rb");
   if (f == nullptr) {
-    problems->push_back({file, "", "cannot open the file"});
+    const int err = errno;
+    std::string where = Config::absolutePath(file);
+    where = where == file ? "" : " (" + where + ")";
+    problems->push_back({file, "", "cannot open the file" + where + ": " + std::strerror(err)});
     return Status::invalidArgument("cannot open " + file);
   }
   std::string text;
@@ -318,6 +352,7 @@ Result<Config> Config::loadText(const std::string& yaml, const std::string& file
     problems->push_back({file, "", "the top level must be a map of keys"});
     return Status::invalidArgument("config has problems");
   }
+  impl->original = YAML::Clone(impl->root);
   for (const auto& ov : overrides) {
     auto eq = ov.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -325,6 +360,7 @@ Result<Config> Config::loadText(const std::string& yaml, const std::string& file
       continue;
     }
     std::string why;
+    impl->set_paths.push_back(ov.substr(0, eq));
     if (!applyOverride(impl->root, ov.substr(0, eq), ov.substr(eq + 1), &why)) {
       problems->push_back({"--set", ov.substr(0, eq), why});
     }
@@ -333,18 +369,22 @@ Result<Config> Config::loadText(const std::string& yaml, const std::string& file
   // Index the schema, and the map paths that are sections (prefixes of keys).
   std::map<std::string, const KeySpec*> by_path;
   std::set<std::string> sections;
+  std::vector<std::string> names;  // keys and sections, for "did you mean"
   for (const auto& spec : schema()) {
     by_path[spec.path] = &spec;
+    names.emplace_back(spec.path);
     std::string p = spec.path;
     for (auto dot = p.find('.'); dot != std::string::npos; dot = p.find('.', dot + 1)) sections.insert(p.substr(0, dot));
   }
+  names.insert(names.end(), sections.begin(), sections.end());
+  const Impl& source = *impl;
 
   // Walk the document: every leaf must be a schema key.
   std::function<void(const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& node, const std::string& prefix) {
     for (const auto& kv : node) {
       const std::optional<std::string> name = keyText(kv.first);
       if (!name) {
-        problems->push_back({file, prefix, notAKey(kv.first)});
+        problems->push_back({source.sourceOf(prefix), prefix, notAKey(kv.first)});
         continue;
       }
       const std::string& key = *name;
@@ -358,11 +398,11 @@ Result<Config> Config::loadText(const std::string& yaml, const std::string& file
         if (kv.second.IsMap()) {
           walk(kv.second, path);
         } else if (!kv.second.IsNull()) {
-          problems->push_back({file, path, "must be a map of keys (got " + scalarText(kv.second) + ")"});
+          problems->push_back({source.sourceOf(path), path, "must be a map of keys (got " + scalarText(kv.second) + ")"});
         }
         continue;
       }
-      problems->push_back({file, path, "unknown key"});
+      problems->push_back({source.sourceOf(path), path, "unknown key" + didYouMean(path, names)});
     }
   };
   walk(impl->root, "");
@@ -392,24 +432,30 @@ Result<Config> Config::loadText(const std::string& yaml, const std::string& file
     if (n.IsMap()) {
       for (const auto& kv : n) {
         auto k = keyText(kv.first);
-        if (!k) problems->push_back({file, key, notAKey(kv.first)});
-        else if (*k != "plugin" && *k != "options") problems->push_back({file, key + "." + *k, "unknown key"});
+        if (!k) {
+          problems->push_back({source.sourceOf(key), key, notAKey(kv.first)});
+        } else if (*k != "plugin" && *k != "options") {
+          problems->push_back({source.sourceOf(key + "." + *k), key + "." + *k,
+                               "unknown key" + didYouMean(*k, {"plugin", "options"})});
+        }
       }
       if (!n["plugin"] || !n["plugin"].IsScalar()) {
-        problems->push_back({file, key + ".plugin", "missing: the plugin's name"});
+        problems->push_back({source.sourceOf(key + ".plugin"), key + ".plugin", "missing: the plugin's name"});
         return false;
       }
       out->first.plugin = n["plugin"].Scalar();
       if (n["options"]) {
         if (!n["options"].IsMap() && !n["options"].IsNull()) {
-          problems->push_back({file, key + ".options", "must be a map (got " + scalarText(n["options"]) + ")"});
+          problems->push_back({source.sourceOf(key + ".options"), key + ".options",
+                               "must be a map (got " + scalarText(n["options"]) + ")"});
           return false;
         }
         out->second = n["options"];
       }
       return true;
     }
-    problems->push_back({file, key, "must be a plugin name or {plugin: NAME, options: {...}} (got " + scalarText(n) + ")"});
+    problems->push_back({source.sourceOf(key), key,
+                         "must be a plugin name or {plugin: NAME, options: {...}} (got " + scalarText(n) + ")"});
     return false;
   };
 
@@ -429,7 +475,7 @@ Result<Config> Config::loadText(const std::string& yaml, const std::string& file
       std::vector<std::pair<PluginRef, YAML::Node>> list;
       if (n.IsDefined() && !n.IsNull()) {
         if (!n.IsSequence()) {
-          problems->push_back({file, spec.path, "must be a list of plugins (got " + scalarText(n) + ")"});
+          problems->push_back({source.sourceOf(spec.path), spec.path, "must be a list of plugins (got " + scalarText(n) + ")"});
         } else {
           std::size_t i = 0;
           for (const auto& item : n) {
@@ -448,7 +494,7 @@ Result<Config> Config::loadText(const std::string& yaml, const std::string& file
     }
     Parsed parsed = parseValue(spec.type, &n, spec.default_value, spec.min, spec.max, spec.choices);
     if (!parsed.error.empty()) {
-      problems->push_back({file, spec.path, parsed.error});
+      problems->push_back({source.sourceOf(spec.path), spec.path, parsed.error});
       continue;
     }
     impl->values[spec.path] = std::move(parsed.value);
@@ -522,13 +568,17 @@ Result<OptionsView> Config::pluginOptions(const PluginRef& ref, const OptionSpec
   const std::size_t before = problems->size();
   const std::string base = ref.key + ".options";
   std::map<std::string, OptionValue, std::less<>> values;
-  std::set<std::string> known;
-  for (std::size_t i = 0; i < count; ++i) known.insert(specs[i].name);
+  std::vector<std::string> known;
+  for (std::size_t i = 0; i < count; ++i) known.emplace_back(specs[i].name);
   if (options.IsDefined() && options.IsMap()) {
     for (const auto& kv : options) {
       auto k = keyText(kv.first);
-      if (!k) problems->push_back({impl_->file, base, notAKey(kv.first)});
-      else if (known.count(*k) == 0) problems->push_back({impl_->file, base + "." + *k, "unknown option of plugin " + ref.plugin});
+      if (!k) {
+        problems->push_back({impl_->sourceOf(base), base, notAKey(kv.first)});
+      } else if (std::find(known.begin(), known.end(), *k) == known.end()) {
+        problems->push_back({impl_->sourceOf(base + "." + *k), base + "." + *k,
+                             "unknown option of plugin " + ref.plugin + didYouMean(*k, known)});
+      }
     }
   }
   for (std::size_t i = 0; i < count; ++i) {
@@ -537,7 +587,7 @@ Result<OptionsView> Config::pluginOptions(const PluginRef& ref, const OptionSpec
     if (options.IsDefined() && options.IsMap()) n = options[s.name];
     Parsed parsed = parseValue(fromOptionType(s.type), &n, s.default_value, s.min, s.max);
     if (!parsed.error.empty()) {
-      problems->push_back({impl_->file, base + "." + s.name, parsed.error});
+      problems->push_back({impl_->sourceOf(base + "." + s.name), base + "." + s.name, parsed.error});
       continue;
     }
     values[s.name] = std::move(parsed.value);

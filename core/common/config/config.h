@@ -78,6 +78,9 @@ class Config {
   ~Config();
 
   const std::string& file() const;
+  // Where the value at `path` was given, for a problem line: "--set" when a --set
+  // gave it (or a value or section holding it), else file().
+  std::string sourceOf(const std::string& path) const;
 
   // Typed access to schema keys. Asking for a key that is not in the schema, or with
   // the wrong type, is a programming error (aborts with a message).
