@@ -27,6 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeline_test import DEADLINE, Node, Site, e2e_args, run_guarded, tar_contents, wait_for  # noqa: E402
+from progress_test import painted_states, run_on_tty  # noqa: E402
 
 
 def add_provider(node, prefix, *settings):
@@ -46,14 +47,15 @@ class Provider:
         self.pid, self.password = add_provider(node, prefix or self.base, *settings)
         self.state = os.path.join(os.path.dirname(site.root), f"{name}.state")
 
-    def argv(self, uns=None):
-        return ["cp", "sync", self.dir, "--base-url", self.base, "--state", self.state,
+    def argv(self, uns=None, source=None):
+        return ["cp", "sync", *(source or [self.dir, "--base-url", self.base]), "--state", self.state,
                 "--uns", uns or f"127.0.0.1:{self.node.ports['uns']}", "--id", self.pid, "--password", self.password]
 
-    def sync(self, *extra, expect=0):
-        r = self.node.lcc(*self.argv(), *extra, check=False)
+    def sync(self, *extra, expect=0, source=None):
+        r = self.node.lcc(*self.argv(source=source), *extra, check=False)
         out, err = r.stdout.decode(), r.stderr.decode()
         assert r.returncode == expect, f"exit {r.returncode}, expected {expect}\n{out}\n{err}"
+        assert "\r" not in err, err  # no progress line when stderr is not a terminal
         return out
 
     def stored(self):
@@ -96,6 +98,42 @@ def changes_and_full_sets(node, site):
     assert summary(out) == "full set (wanted: admin): sent 2 urls (2 updates, 0 deletes), accepted 2", out
     assert "full" not in provider_line(node, p.pid).split(), provider_line(node, p.pid)  # the request is cleared
     assert summary(p.sync()) == "partial set: sent 0 urls (0 updates, 0 deletes)"
+
+
+def sitemap_source(node, site):
+    # The same, read from a sitemap: pages by lastmod.
+    p = Provider(node, site, "m")
+    def write_sitemap(pages):
+        site.write("m/sitemap.xml", ('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">' + "".join(
+            f"<url><loc>{p.base}{name}</loc><lastmod>{day}</lastmod></url>" for name, day in pages) + "</urlset>").encode())
+    for name in ("p1.html", "p2.html", "p3.html"):
+        site.write(f"m/{name}", f"<p>{name}</p>\n".encode())
+    write_sitemap([("p1.html", "2024-05-01"), ("p2.html", "2024-05-01"), ("p3.html", "2024-05-01")])
+    source = ["--sitemap", f"{p.base}sitemap.xml"]
+    out = p.sync(source=source)
+    assert summary(out) == "full set (wanted: first-connect): sent 3 urls (3 updates, 0 deletes), accepted 3", out
+    assert summary(p.sync(source=source)) == "partial set: sent 0 urls (0 updates, 0 deletes)"
+    site.write("m/p1.html", b"<p>p1 again</p>\n")
+    later = time.time() + 60  # past the Last-Modified of the first fetch
+    os.utime(os.path.join(p.dir, "p1.html"), (later, later))
+    write_sitemap([("p1.html", "2024-06-01"), ("p2.html", "2024-05-01")])
+    out = p.sync(source=source)
+    assert summary(out) == "partial set: sent 2 urls (1 updates, 1 deletes), accepted 2", out
+    wait_for("the sitemap's change and delete applied", lambda: settled(node) and p.stored() == {
+        p.base + "p1.html": b"<p>p1 again</p>\n", p.base + "p2.html": b"<p>p2.html</p>\n"})
+
+
+def progress_on_a_terminal(node, site):
+    p = Provider(node, site, "t")
+    for i in range(5):
+        site.write(f"t/f{i}.html", f"<p>{i}</p>\n".encode())
+    rc, out, err = run_on_tty([os.path.join(node.bin, "lcc"), "--config", node.config, *p.argv()],
+                              dict(os.environ, LCC_PROGRESS_INTERVAL_MS="0"))
+    assert rc == 0, (rc, out, err)
+    states = painted_states(err)
+    assert any(st.startswith("scanned 5 of 5 files, 5 new or changed") for st in states), states
+    assert "sent 5 urls" in states, states
+    assert summary(out.decode()).startswith("full set (wanted: first-connect): sent 5 urls"), out
 
 
 def provider_line(node, pid):
@@ -237,6 +275,8 @@ def try_later(args, work, site):
 def run(args, work, node, site):
     node.start()
     changes_and_full_sets(node, site)
+    sitemap_source(node, site)
+    progress_on_a_terminal(node, site)
     held_back(node, site)
     refused(node, site)
     send_exit_codes(node, site)
