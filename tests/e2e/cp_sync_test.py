@@ -5,7 +5,8 @@ A real lccd (accept_mime [text/*]: no PDFs) and a site served by Python's http.s
 on 127.0.0.1:
   - a provider's first sync sends everything (the LCC wants a full set at a first
     connection), the second sends nothing, a changed and a deleted file go as an
-    update and a delete, and `provider want-full-set` gets a full set;
+    update and a delete, and `provider want-full-set` gets a full set; the same
+    from a sitemap (`--sitemap`); on a terminal, the scan and send progress lines;
   - a .pdf is held back before sending (the MIME list init answered) and counted:
     exit 4 with the summary; the files quota init answered holds back the files past
     it (206) the same way;
