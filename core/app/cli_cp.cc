@@ -103,13 +103,18 @@ class InputReader : public proto::XmlHandler {
 };
 
 struct SendArgs {
-  std::string uns, id, password, urlprefix, file = "-";
+  std::string uns, id, password, password_file, urlprefix, file = "-";
   bool full = false;
   TlsArgs tls;
 };
 
 // The whole exchange. Returns the exit code (docs/commands.md, cli_cp_session.h).
 int runSend(const SendArgs& a) {
+  std::string password, err;
+  if (!cpPassword(a.password, a.password_file, password, &err)) {
+    std::cerr << "lcc cp send: " << err << "\n";
+    return kCpExitUsage;
+  }
   std::istream* in = &std::cin;
   std::ifstream file;
   if (a.file != "-") {
@@ -145,7 +150,7 @@ int runSend(const SendArgs& a) {
   CpExchange x;
   x.uns = a.uns;
   x.id = a.id;
-  x.password = a.password;
+  x.password = password;
   x.tls = a.tls;
   x.on_init = [&](const proto::CpReply& r) {
     full = a.full || input.full().value_or(false);
@@ -248,7 +253,7 @@ void addCpCommands(CLI::App& app, Globals& g) {
   send->add_option("--uns", send_args->uns, "the UNS, HOST:PORT (or tls://HOST:PORT)")->required();
   addTlsOptions(send, send_args->tls);
   send->add_option("--id", send_args->id, "provider id")->required();
-  send->add_option("--password", send_args->password, "provider password")->required();
+  addPasswordOptions(send, send_args->password, send_args->password_file);
   send->add_flag("--full", send_args->full, "this is a full set (everything the provider has)");
   send->add_option("--urlprefix", send_args->urlprefix, "put before every URL that has no scheme");
   send->add_option("file", send_args->file, "input file, or - for standard input")->default_val("-");

@@ -4,6 +4,8 @@
 #include <poll.h>
 
 #include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -202,6 +204,34 @@ class Exchange {
 }  // namespace
 
 CpOutcome runCpExchange(const CpExchange& x) { return Exchange(x).run(); }
+
+bool cpPassword(const std::string& password, const std::string& file, std::string& out, std::string* err) {
+  if (password.empty() == file.empty()) {
+    *err = "give --password or --password-file (one of them)";
+    return false;
+  }
+  if (file.empty()) {
+    out = password;
+    return true;
+  }
+  std::ifstream in(file);
+  if (!in) {
+    *err = "--password-file: cannot read " + file + ": " + std::strerror(errno);
+    return false;
+  }
+  std::getline(in, out);
+  if (!out.empty() && out.back() == '\r') out.pop_back();
+  if (out.empty()) {
+    *err = "--password-file: " + file + " has no password on its first line";
+    return false;
+  }
+  return true;
+}
+
+void addPasswordOptions(CLI::App* command, std::string& password, std::string& file) {
+  command->add_option("--password", password, "provider password (seen by other local users in the process list)");
+  command->add_option("--password-file", file, "read the provider password from the first line of FILE");
+}
 
 std::string describeUrl(const proto::UrlError& e) {
   std::string out = "error " + std::to_string(static_cast<unsigned>(e.code));

@@ -54,6 +54,11 @@ struct CpOutcome {
 // always did). Failures are printed on standard error.
 CpOutcome runCpExchange(const CpExchange& x);
 
+// --password or --password-file (its first line), exactly one: false with *err otherwise.
+bool cpPassword(const std::string& password, const std::string& file, std::string& out, std::string* err);
+// Adds --password and --password-file to a command.
+void addPasswordOptions(CLI::App* command, std::string& password, std::string& file);
+
 // "error CODE URL (MIME): message".
 std::string describeUrl(const proto::UrlError& e);
 // The counts per code, as "202: 3, 203: 1".

@@ -28,7 +28,7 @@ constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
 constexpr std::size_t kListedHeld = 20;  // held-back URLs named one per line; the rest counted
 
 struct SyncArgs {
-  std::string uns, id, password, state_file, dir, base_url, sitemap, mime_map;
+  std::string uns, id, password, password_file, state_file, dir, base_url, sitemap, mime_map;
   bool full = false;
   int retries = 3;
   double retry_delay = 30;
@@ -124,6 +124,7 @@ class Sync {
   // Lock, state, source. -1: go on; else the exit code.
   int prepare() {
     std::string err;
+    if (!cpPassword(a_.password, a_.password_file, password_, &err)) return fail(err);
     if (!a_.mime_map.empty() && !mime_.load(a_.mime_map, &err)) return fail("--mime-map: " + err);
     if (a_.dir.empty() == a_.sitemap.empty()) return fail("give a folder (DIR --base-url URL) or --sitemap, not both");
     if (!a_.dir.empty()) {
@@ -234,7 +235,7 @@ class Sync {
     x.tool = "lcc cp sync";
     x.uns = a_.uns;
     x.id = a_.id;
-    x.password = a_.password;
+    x.password = password_;
     x.tls = a_.tls;
     x.on_init = [this](const proto::CpReply& r) {
       CpSetPlan p = plan(r);
@@ -289,7 +290,7 @@ class Sync {
 
   const SyncArgs& a_;
   MimeMap mime_;
-  std::string base_;
+  std::string password_, base_;
   RunLock lock_;
   ScanState old_files_, now_files_;
   sitemap::SitemapPages old_pages_, now_pages_;
@@ -316,7 +317,7 @@ void addCpSyncCommand(CLI::App& cp, Globals& g) {
   cmd->add_option("--state", a->state_file, "what the LCC took, between runs (FILE.lock keeps runs apart)")->required();
   cmd->add_option("--uns", a->uns, "the UNS, HOST:PORT (or tls://HOST:PORT)")->required();
   cmd->add_option("--id", a->id, "provider id")->required();
-  cmd->add_option("--password", a->password, "provider password")->required();
+  addPasswordOptions(cmd, a->password, a->password_file);
   cmd->add_option("--mime-map", a->mime_map, "mime.types-style file: 'type/subtype ext ...'");
   cmd->add_flag("--full", a->full, "send a full set even if the LCC did not ask for one (uses an allowance)");
   cmd->add_option("--retries", a->retries, "tries after the first when the UNS says try later (120, 130)")

@@ -223,7 +223,18 @@ def lock(node, site):
         first.kill()
         first.wait()
         silent.close()
-    p.sync()  # the lock went with the first run
+    # The lock went with the first run. The password from a file (not in the process list):
+    pw_file = os.path.join(os.path.dirname(p.state), "d.password")
+    with open(pw_file, "w") as f:
+        f.write(p.password + "\n")
+    argv = p.argv()
+    i = argv.index("--password")
+    argv[i:i + 2] = ["--password-file", pw_file]
+    r = node.lcc(*argv, check=False)
+    assert r.returncode == 0, (r.returncode, r.stdout.decode(), r.stderr.decode())
+    assert summary(r.stdout.decode()).startswith("full set (wanted: first-connect): sent 1 urls"), r.stdout.decode()
+    r = node.lcc(*argv, "--password", "x", check=False)
+    assert r.returncode == 2 and "give --password or --password-file (one of them)" in r.stderr.decode(), r
 
 
 def hold_session(node, pid, password):
