@@ -108,6 +108,32 @@ struct SendArgs {
   TlsArgs tls;
 };
 
+// Prints the end of `cp send` and gives its exit code.
+int sendResult(const CpOutcome& o, bool partial_but_wanted, const std::string& wanted_reason) {
+  switch (o.kind) {
+    case CpOutcome::Kind::kFailed:
+      return kCpExitUsage;
+    case CpOutcome::Kind::kInitRejected:
+      return kCpExitRejected;
+    case CpOutcome::Kind::kSetRejected:
+      std::cout << "rejected " << static_cast<unsigned>(o.code) << ": " << o.message << "\n";
+      return kCpExitRejected;
+    default:
+      break;
+  }
+  std::cout << "accepted " << o.received << " of " << o.sent << " urls\n";
+  if (!o.refused.empty()) {
+    std::uint64_t n = 0;
+    for (const auto& [code, count] : o.refused) n += count;
+    std::cout << "refused " << n << " urls (" << codeSummary(o.refused) << ")\n";
+  }
+  if (partial_but_wanted) {
+    std::cout << "full set wanted (" << wanted_reason
+              << "): this set was partial; send everything with --full (lcc cp sync does it by itself)\n";
+  }
+  return o.refused.empty() ? kCpExitOk : kCpExitRefused;
+}
+
 // The whole exchange. Returns the exit code (docs/commands.md, cli_cp_session.h).
 int runSend(const SendArgs& a) {
   std::string password, err;
@@ -168,29 +194,8 @@ int runSend(const SendArgs& a) {
     return true;
   };
   x.on_refused = [](const proto::UrlError& e) { std::cout << describeUrl(e) << "\n"; };
-  CpOutcome o = runCpExchange(x);
-  switch (o.kind) {
-    case CpOutcome::Kind::kFailed:
-      return kCpExitUsage;
-    case CpOutcome::Kind::kInitRejected:
-      return kCpExitRejected;
-    case CpOutcome::Kind::kSetRejected:
-      std::cout << "rejected " << static_cast<unsigned>(o.code) << ": " << o.message << "\n";
-      return kCpExitRejected;
-    default:
-      break;
-  }
-  std::cout << "accepted " << o.received << " of " << o.sent << " urls\n";
-  if (!o.refused.empty()) {
-    std::uint64_t n = 0;
-    for (const auto& [code, count] : o.refused) n += count;
-    std::cout << "refused " << n << " urls (" << codeSummary(o.refused) << ")\n";
-  }
-  if (wanted && !full) {
-    std::cout << "full set wanted (" << wanted_reason
-              << "): this set was partial; send everything with --full (lcc cp sync does it by itself)\n";
-  }
-  return o.refused.empty() ? kCpExitOk : kCpExitRefused;
+  const CpOutcome o = runCpExchange(x);  // sets `full` and `wanted`
+  return sendResult(o, wanted && !full, wanted_reason);
 }
 
 // ---------------------------------------------------------------------------

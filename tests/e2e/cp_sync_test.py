@@ -184,6 +184,7 @@ def refused(node, site):
 
 def send_exit_codes(node, site):
     p = Provider(node, site, "s", prefix=f"{site.base}s/pub/")
+    site.write("s/pub/ok.html", b"<p>ok</p>\n")
     # A refused URL is exit 4 with a summary (it was exit 0).
     uns = f"127.0.0.1:{node.ports['uns']}"
     r = node.lcc("cp", "send", "--uns", uns, "--id", p.pid, "--password", p.password, "-", check=False,
