@@ -126,7 +126,7 @@ class Sync {
     std::string err;
     if (!cpPassword(a_.password, a_.password_file, password_, &err)) return fail(err);
     if (!a_.mime_map.empty() && !mime_.load(a_.mime_map, &err)) return fail("--mime-map: " + err);
-    if (a_.dir.empty() == a_.sitemap.empty()) return fail("give a folder (DIR --base-url URL) or --sitemap, not both");
+    if (a_.dir.empty() == a_.sitemap.empty()) return fail("give a folder (DIR --base-url URL) or --sitemap: one of them");
     if (!a_.dir.empty()) {
       base_ = scanBaseUrl(a_.base_url);
       if (base_.empty()) return fail("--base-url must be an http or https URL (got " + a_.base_url + ")");
