@@ -37,6 +37,7 @@ void addProviderCommands(CLI::App& app, Globals& g);  // cli_provider.cc
 void addStatusCommand(CLI::App& app, Globals& g);     // cli_status.cc
 void addCpCommands(CLI::App& app, Globals& g);        // cli_cp.cc
 void addCpSitemapCommand(CLI::App& cp, Globals& g);   // cli_sitemap.cc, under `lcc cp`
+void addCpSyncCommand(CLI::App& cp, Globals& g);      // cli_cp_sync.cc, under `lcc cp`
 void addCuCommands(CLI::App& app, Globals& g);        // cli_cu.cc
 void addBotmCommands(CLI::App& app, Globals& g);      // cli_botm.cc
 

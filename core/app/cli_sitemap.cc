@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "app/cli.h"
+#include "app/cli_cp_sources.h"
 #include "common/mime_map.h"
 #include "app/progress.h"
 #include "common/posix_env.h"
@@ -87,24 +88,6 @@ std::string readFileInto(const std::string& path, sitemap::SitemapReader& reader
   return reader.finish() ? "" : reader.error();
 }
 
-// Reads the state file; *found: whether there was one (none: the first run, everything is new).
-bool loadState(const std::string& path, sitemap::SitemapPages& state, bool* found, std::string* err) {
-  std::ifstream in(path, std::ios::binary);
-  *found = static_cast<bool>(in);
-  if (!in) return true;
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    *err = path + ": read error";
-    return false;
-  }
-  if (!sitemap::parseSitemapState(text.str(), state, err)) {
-    *err = path + ": " + *err;
-    return false;
-  }
-  return true;
-}
-
 std::string urlPathOf(const std::string& normal) {
   auto parts = url::splitNormalUrl(normal);
   return parts.isOk() ? parts.value().path : std::string("/");
@@ -135,44 +118,22 @@ int runSitemap(const SitemapArgs& a) {
   }
   sitemap::SitemapPages old_state;
   bool have_state = false;
-  if (!a.state_file.empty() && !loadState(a.state_file, old_state, &have_state, &err)) {
+  if (!a.state_file.empty() && !loadSitemapState(a.state_file, old_state, &have_state, &err)) {
     std::cerr << "lcc cp sitemap: --state: " << err << "\n";
     return 2;
   }
-  TtyProgress progress;
-  sitemap::SitemapWalk walk(
-      [](const std::string& source, bool top, sitemap::SitemapReader& reader) {
-        // What an index lists is always fetched as a URL, never opened as a local file.
-        return top && !isUrl(source) ? readFileInto(source, reader) : fetchInto(source, reader);
-      },
-      walkOptions());
-  auto line = [&walk] {
-    return "read " + std::to_string(walk.files()) + " sitemaps, " + std::to_string(walk.pages().size()) + " pages";
-  };
-  walk.setProgress([&] { progress.update(line); });
-  if (!walk.read(a.source)) {
-    std::cerr << "lcc cp sitemap: " << walk.error() << "\n";
+  sitemap::SitemapPages pages;
+  if (!readSitemaps("lcc cp sitemap", a.source, pages, &err)) {
+    std::cerr << "lcc cp sitemap: " << err << "\n";
     return 2;
   }
-  progress.done(line());
-  for (const auto& sample : walk.skippedSamples()) std::cerr << "lcc cp sitemap: skipped " << sample << "\n";
-  if (walk.invalid() > 0) std::cerr << "lcc cp sitemap: " << walk.invalid() << " URLs skipped (not valid http(s) URLs)\n";
-  if (walk.badLastmods() > 0) {
-    std::cerr << "lcc cp sitemap: " << walk.badLastmods() << " <lastmod> values are not W3C Datetimes (read as unknown)\n";
-  }
   std::string out;
-  for (const auto& change : sitemap::diffSitemaps(old_state, have_state, walk.pages(), since)) {
-    std::vector<std::pair<std::string, std::string>> attrs = {{"c", change.url},
-                                                              {"m", mime.forUrlPath(urlPathOf(change.url))}};
-    if (change.deleted) attrs.emplace_back("op", "delete");
-    else if (change.lastmod) attrs.emplace_back("mt", formatRfc3339(*change.lastmod));
-    out += proto::encodeUrlElement(attrs);
+  for (const auto& change : sitemap::diffSitemaps(old_state, have_state, pages, since)) {
+    out += proto::encodeUrlElement(sitemapAttrs(mime, change));
   }
   std::cout << out << std::flush;
   if (!a.state_file.empty()) {
-    std::error_code ec;
-    const std::string path = std::filesystem::absolute(a.state_file, ec).string();
-    if (Status st = posixEnv()->writeFileAtomic(path, sitemap::formatSitemapState(walk.pages(), "lcc cp sitemap state: url lastmod")); !st.isOk()) {
+    if (Status st = saveSitemapState(a.state_file, pages); !st.isOk()) {
       std::cerr << "lcc cp sitemap: cannot write the state file: " << st.toString() << "\n";
       return 2;
     }
@@ -181,6 +142,63 @@ int runSitemap(const SitemapArgs& a) {
 }
 
 }  // namespace
+
+bool readSitemaps(const std::string& tool, const std::string& source, sitemap::SitemapPages& pages, std::string* err) {
+  TtyProgress progress;
+  sitemap::SitemapWalk walk(
+      [](const std::string& from, bool top, sitemap::SitemapReader& reader) {
+        // What an index lists is always fetched as a URL, never opened as a local file.
+        return top && !isUrl(from) ? readFileInto(from, reader) : fetchInto(from, reader);
+      },
+      walkOptions());
+  auto line = [&walk] {
+    return "read " + std::to_string(walk.files()) + " sitemaps, " + std::to_string(walk.pages().size()) + " pages";
+  };
+  walk.setProgress([&] { progress.update(line); });
+  if (!walk.read(source)) {
+    *err = walk.error();
+    return false;
+  }
+  progress.done(line());
+  for (const auto& sample : walk.skippedSamples()) std::cerr << tool << ": skipped " << sample << "\n";
+  if (walk.invalid() > 0) std::cerr << tool << ": " << walk.invalid() << " URLs skipped (not valid http(s) URLs)\n";
+  if (walk.badLastmods() > 0) {
+    std::cerr << tool << ": " << walk.badLastmods() << " <lastmod> values are not W3C Datetimes (read as unknown)\n";
+  }
+  pages = walk.pages();
+  return true;
+}
+
+// Reads the state file; *found: whether there was one (none: the first run, everything is new).
+bool loadSitemapState(const std::string& path, sitemap::SitemapPages& state, bool* found, std::string* err) {
+  std::ifstream in(path, std::ios::binary);
+  *found = static_cast<bool>(in);
+  if (!in) return true;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    *err = path + ": read error";
+    return false;
+  }
+  if (!sitemap::parseSitemapState(text.str(), state, err)) {
+    *err = path + ": " + *err;
+    return false;
+  }
+  return true;
+}
+
+Status saveSitemapState(const std::string& path, const sitemap::SitemapPages& pages) {
+  std::error_code ec;
+  return posixEnv()->writeFileAtomic(std::filesystem::absolute(path, ec).string(),
+                                     sitemap::formatSitemapState(pages, "lcc cp sitemap state: url lastmod"));
+}
+
+proto::UrlAttrs sitemapAttrs(const MimeMap& mime, const sitemap::SitemapChange& change) {
+  proto::UrlAttrs attrs = {{"c", change.url}, {"m", mime.forUrlPath(urlPathOf(change.url))}};
+  if (change.deleted) attrs.emplace_back("op", "delete");
+  else if (change.lastmod) attrs.emplace_back("mt", formatRfc3339(*change.lastmod));
+  return attrs;
+}
 
 void addCpSitemapCommand(CLI::App& cp, Globals& g) {
   auto args = std::make_shared<SitemapArgs>();

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "common/run_lock.h"
 #include "member_path.h"  // plugins/cu-tar: the same paths as a tar.gz answer
 #include "proto/cu_query.h"
 
@@ -73,27 +73,6 @@ class Md5 {
 
  private:
   EVP_MD_CTX* ctx_;
-};
-
-// flock(2) on DIR/.lcc-mirror.lock: released by the kernel when the process ends.
-class DirLock {
- public:
-  ~DirLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  // OK; Busy when another process holds it; IOError otherwise.
-  Status acquire(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd_ < 0) return Status::ioError(path + ": " + std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      if (errno == EWOULDBLOCK) return Status::busy(path + ": another run holds the lock");
-      return Status::ioError(path + ": " + std::strerror(errno));
-    }
-    return Status::ok();
-  }
-
- private:
-  int fd_ = -1;
 };
 
 // The end of one answer.
@@ -416,7 +395,7 @@ Report runMirror(const Options& o, Env* env, const Callbacks& cb) {
     return rep;
   };
   if (Status s = env->createDirs(o.dir); !s.isOk()) return fail(Outcome::kNoConnection, s.message());
-  DirLock lock;
+  RunLock lock;
   if (Status s = lock.acquire(join(o.dir, kLockName)); !s.isOk()) {
     return fail(s.code() == StatusCode::kBusy ? Outcome::kLocked : Outcome::kNoConnection, s.message());
   }

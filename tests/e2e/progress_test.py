@@ -21,14 +21,9 @@ import threading
 FILES = 40
 
 
-def run_scan(lcc, root, state, on_tty):
-    """Runs `lcc cp scan`; returns (stdout bytes, stderr text)."""
-    cmd = [lcc, "cp", "scan", root, "--base-url", "http://127.0.0.1:1/site/", "--state", state]
-    env = dict(os.environ, LCC_PROGRESS_INTERVAL_MS="0")
-    if not on_tty:
-        p = subprocess.run(cmd, env=env, capture_output=True, timeout=60)
-        assert p.returncode == 0, p.stderr
-        return p.stdout, p.stderr.decode()
+def run_on_tty(cmd, env):
+    """Runs cmd with stderr on a pseudo-terminal; returns (exit code, stdout bytes,
+    what the terminal showed, "\r\n" read back as "\n")."""
     master, slave = os.openpty()
     seen = bytearray()
 
@@ -49,9 +44,21 @@ def run_scan(lcc, root, state, on_tty):
     out, _ = p.communicate(timeout=60)
     reader.join(timeout=10)
     os.close(master)
-    assert p.returncode == 0, seen.decode(errors="replace")
     # The terminal turns "\n" into "\r\n" on output.
-    return out, seen.decode().replace("\r\n", "\n")
+    return p.returncode, out, seen.decode(errors="replace").replace("\r\n", "\n")
+
+
+def run_scan(lcc, root, state, on_tty):
+    """Runs `lcc cp scan`; returns (stdout bytes, stderr text)."""
+    cmd = [lcc, "cp", "scan", root, "--base-url", "http://127.0.0.1:1/site/", "--state", state]
+    env = dict(os.environ, LCC_PROGRESS_INTERVAL_MS="0")
+    if not on_tty:
+        p = subprocess.run(cmd, env=env, capture_output=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return p.stdout, p.stderr.decode()
+    rc, out, err = run_on_tty(cmd, env)
+    assert rc == 0, err
+    return out, err
 
 
 def painted_states(err):

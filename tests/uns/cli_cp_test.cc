@@ -58,10 +58,11 @@ TEST_F(CliCpTest, SendUrlLinesPrintsErrorsThenAccepted) {
             "<url c=\"b.htm\" m=\"text/html\" op=\"delete\"/>\n");
   ProgramRun r = lcc("cp send --uns 127.0.0.1:" + std::to_string(h.port()) +
                   " --id 1 --password s3cret --urlprefix http://www.server.com/ " + dir_.file("urls.txt"));
-  EXPECT_EQ(r.code, 0) << r.out;
+  // A refused URL: exit 4 and the count per code (issue 29; it was exit 0).
+  EXPECT_EQ(r.code, 4) << r.out;
   EXPECT_NE(r.out.find("error 203 http://www.server.com/logo.gif (image/gif): mime type not accepted\n"), std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("accepted 2 of 3 urls\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("accepted 2 of 3 urls\nrefused 1 urls (203: 1)\n"), std::string::npos) << r.out;
   // The provider's fetch errors reported at init are shown too.
   EXPECT_NE(r.out.find("fetch errors since the last connection: 2"), std::string::npos) << r.out;
   ASSERT_TRUE(qm.waitApplied(1));
