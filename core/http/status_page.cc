@@ -369,7 +369,7 @@ std::string renderStatusPage(const StatusPageInput& in) {
 }
 
 void registerStatusPage(Router& router, StatusPageSources src) {
-  router.addExact("GET", "/", [src = std::move(src)](const Request&) {
+  router.addExact("GET", "/", [src](const Request&) {
     StatusPageInput in;
     in.machine_id = src.machine_id;
     in.roles = src.roles;

@@ -217,11 +217,11 @@ Result<SitemapPollReport> SitemapPoller::pollOnce(const ProviderRecord& p, int* 
   polls_.inc();
   auto failed = [&](const std::string& why) {
     failures_.inc();
-    spdlog::warn("sitemap: provider {}: {}: {} (tried again with back-off)", p.id, p.sitemap_url, why);
+    spdlog::warn("sitemap: provider {}: {} (tried again with back-off)", p.id, why);
     return Status::busy(why);
   };
   const std::vector<std::string> prefixes = url::normalPrefixes(p.prefixes, 2048);
-  if (!url::underAnyPrefix(p.sitemap_url, prefixes)) return failed("not under the provider's prefixes; not read");
+  if (!url::underAnyPrefix(p.sitemap_url, prefixes)) return failed(p.sitemap_url + ": not under the provider's prefixes; not read");
   SitemapWalk walk(
       [&](const std::string& source, bool, SitemapReader& reader) {
         int status = 0;
