@@ -106,9 +106,9 @@ void addProviderSetCommand(CLI::App* provider, Globals& g, const RunFn& run, con
   });
 }
 
-// lcc provider show ID: the provider, and "mail" (addLastMails).
+// lcc provider show ID: the provider (with "sitemap_poll", from the daemon), and "mail" (addLastMails).
 void addProviderShowCommand(CLI::App* provider, Globals& g, const RunFn& run, const std::shared_ptr<std::uint32_t>& id) {
-  auto* show = provider->add_subcommand("show", "everything about one provider (JSON), and the last mail of each event");
+  auto* show = provider->add_subcommand("show", "everything about one provider (JSON): its sitemap polls (sitemap_poll), the last mail of each event");
   show->add_option("ID", *id, "provider id")->required();
   show->callback([run, id, &g] {
     run("GET", "/admin/providers/" + std::to_string(*id), "", [id, &g](const http::ClientResponse& r) {

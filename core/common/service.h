@@ -38,6 +38,13 @@ class Router;
 
 // Everything a role may use. Pointers the role does not need may be null: the daemon
 // opens only the stores and plugins that the configured roles need.
+// A provider's fetches as the QM counts them (NodeContext::provider_fetches).
+struct ProviderFetchRate {
+  std::uint64_t fetched = 0;   // results since lccd started: stored or unchanged
+  std::uint64_t failed = 0;    // results since lccd started: failed (with an error code)
+  double per_minute = 0;       // results per minute over about the last 10 minutes
+};
+
 struct NodeContext {
   const Config* config = nullptr;
   PluginRegistry* plugins = nullptr;
@@ -59,6 +66,14 @@ struct NodeContext {
   // Set by the QM when it runs in this process: URLs of a provider still queued
   // (init_accepted "processing"). Empty when there is no QM here.
   std::function<std::uint64_t(ProviderId)> queued_urls;
+  // Set by the QM when it runs in this process: a provider's fetches since the start and
+  // its recent rate (the status page's provider page). Empty when there is no QM here.
+  std::function<ProviderFetchRate(ProviderId)> provider_fetches;
+  // Set by the uns role when it polls sitemaps (sitemap/sitemap_poll.h): a provider's
+  // poll state as JSON (null: never polled), and "poll it now" (the admin API's `set
+  // --sitemap`). Empty on a node without the uns role.
+  std::function<nlohmann::json(ProviderId)> sitemap_poll_state;
+  std::function<void(ProviderId)> sitemap_poll_now;
   // Where each machine's content can be read over HTTP (common/content_locator.h):
   // static cu.content_urls entries, plus what the QM here learns from its BOT-Ms.
   ContentLocator* content_locator = nullptr;

@@ -126,7 +126,10 @@ struct Admin {
       auto rec = ctx.providers->get(pid);
       if (!rec.isOk()) return jsonError(503, "provider store: " + rec.status().message());
       if (!rec.value()) return jsonError(404, "no provider " + tail);
-      return Response::json(200, providerToJson(*rec.value()).dump(2) + "\n");
+      json out = providerToJson(*rec.value());
+      // How its sitemap polls go (the uns role on this node): the last failure with its HTTP status.
+      if (ctx.sitemap_poll_state && !rec.value()->sitemap_url.empty()) out["sitemap_poll"] = ctx.sitemap_poll_state(pid);
+      return Response::json(200, out.dump(2) + "\n");
     }
     if (req.method == "DELETE") {
       if (!action.empty()) return jsonError(404, "no such admin resource");
@@ -319,6 +322,12 @@ void registerNodeRoutes(NodeContext& node, const SampleRing* samples) {
   ctx.options.default_quota_bytes = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_bytes"));
   ctx.options.passwords = node.passwords;
   ctx.options.sitemap_min_interval = Millis(cfg.getInt("sitemap.min_interval"));
+  ctx.sitemap_poll_state = [&node](ProviderId pid) {
+    return node.sitemap_poll_state ? node.sitemap_poll_state(pid) : nlohmann::json();
+  };
+  ctx.sitemap_poll_now = [&node](ProviderId pid) {
+    if (node.sitemap_poll_now) node.sitemap_poll_now(pid);
+  };
   const auto roles = cfg.getList("roles");
   ctx.options.qm_reads_providers = std::find(roles.begin(), roles.end(), "qm") != roles.end();
   registerAdminRoutes(*node.http, std::move(ctx));
@@ -329,11 +338,20 @@ void registerNodeRoutes(NodeContext& node, const SampleRing* samples) {
   page.providers = node.providers;
   page.queued_urls = node.queued_urls;
   page.ring = samples;
+  page.listed_per_kind = static_cast<std::size_t>(cfg.getInt("http.status_providers"));
+  // The QM and the uns role set these before (the roles are made first); read at each request.
+  page.provider_fetches = [&node](ProviderId pid) {
+    return node.provider_fetches ? node.provider_fetches(pid) : ProviderFetchRate{};
+  };
+  page.sitemap_state = [&node](ProviderId pid) {
+    return node.sitemap_poll_state ? node.sitemap_poll_state(pid) : nlohmann::json();
+  };
   if (node.clock != nullptr && node.metrics != nullptr) {
     page.sample_now = [clock = node.clock, metrics = node.metrics] {
       return sampleFromMetrics(toUnixMillis(clock->now()), metrics->snapshot());
     };
     page.now_unix_ms = [clock = node.clock] { return toUnixMillis(clock->now()); };
+    page.started_unix_ms = toUnixMillis(node.clock->now());  // lccd registers its routes at its start
   }
   registerStatusPage(*node.http, std::move(page));
 }

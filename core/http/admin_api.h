@@ -8,7 +8,8 @@
 //   POST   /admin/providers                     prefix=URL (repeatable), priority, bandwidth,
 //                                               password (optional): 201 {"id","password"}
 //   GET    /admin/providers                     {"providers": [provider...]}
-//   GET    /admin/providers/<id>                provider (everything but the hash)
+//   GET    /admin/providers/<id>                provider (everything but the hash), with
+//                                               "sitemap_poll" when it has a sitemap
 //   DELETE /admin/providers/<id>[?purge=1]      202 {"removed", "purge", "content", "state"}
 //                                               (the QM drops the queued URLs, purge: content too)
 //   POST   /admin/providers/<id>/suspend|resume {"id", "state"}
@@ -58,6 +59,10 @@ struct AdminContext {
   Clock* clock = nullptr;
   const Router* router = nullptr;  // to answer /admin/status from GET /status
   AdminOptions options;
+  // The uns role's sitemap poller (NodeContext): a provider's poll state for GET
+  // /admin/providers/<id> ("sitemap_poll"), and "poll now" after a `set` with `sitemap`.
+  std::function<nlohmann::json(ProviderId)> sitemap_poll_state;
+  std::function<void(ProviderId)> sitemap_poll_now;
 };
 
 // Registers GET / (the status page, status_page.h, charts from `samples` when not

@@ -180,6 +180,8 @@ Response adminSetProvider(const AdminContext& ctx, ProviderId pid, const Request
   if (!s.isOk()) return storeRefusal(s, pid);
   spdlog::info("admin: provider {} changed from {}{}", pid, req.remote_ip,
                change.password_hash ? " (new password)" : "");
+  // A sitemap set, even the same URL again, is read now (not at its next interval).
+  if (change.sitemap_url && !after.sitemap_url.empty() && ctx.sitemap_poll_now) ctx.sitemap_poll_now(pid);
   return Response::json(200, providerToJson(after).dump(2) + "\n");
 }
 

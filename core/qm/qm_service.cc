@@ -144,6 +144,9 @@ class QmService final : public Service, public BotmLinkHandler {
   }
 
   std::uint64_t queuedUrls(ProviderId pid) const { return qm_ ? qm_->queued(pid) : 0; }
+  ProviderFetchRate fetchRate(ProviderId pid) const {
+    return qm_ ? qm_->fetchRate(pid, toUnixMillis(node_.clock->now())) : ProviderFetchRate{};
+  }
 
  private:
   // POST /admin/botm/sweep (`lcc botm sweep`): starts an orphan sweep of every BOT-M
@@ -249,6 +252,7 @@ Result<ServicePtr> makeQmService(NodeContext& node) {
   auto svc = std::make_unique<QmService>(node);
   QmService* raw = svc.get();
   node.queued_urls = [raw](ProviderId pid) { return raw->queuedUrls(pid); };
+  node.provider_fetches = [raw](ProviderId pid) { return raw->fetchRate(pid); };
   return ServicePtr(std::move(svc));
 }
 

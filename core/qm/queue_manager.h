@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "lcc/support/journal.h"
+#include "common/fetch_rate.h"
 #include "common/metrics.h"
 #include "lcc/clock.h"
 #include "lcc/content_store.h"
@@ -146,6 +147,8 @@ class QueueManager {
   // --- state ---
   std::uint64_t queued() const { return queued_total_; }
   std::uint64_t queued(ProviderId pid) const;  // thread-safe (the UNS asks it)
+  // A provider's results since the start and their recent rate (thread-safe; the status page).
+  ProviderFetchRate fetchRate(ProviderId pid, std::int64_t unix_ms) const { return rates_.get(pid, unix_ms); }
   std::uint64_t inFlight() const { return inflight_.size(); }
   bool overloaded() const { return overloaded_; }
   bool cacheCrash() const { return cache_crash_; }
@@ -304,6 +307,7 @@ class QueueManager {
   mutable std::mutex queued_mu_;  // guards queued_ (writes on the QM thread, reads anywhere)
   std::unordered_map<ProviderId, std::uint64_t> queued_;
   std::unordered_map<ProviderId, std::uint64_t> unapplied_urls_;  // acked, not yet applied (queued_mu_)
+  FetchRates rates_;  // results by provider (fetchRate)
   std::unordered_map<ProviderId, ProviderInfo> provider_info_;
   std::unordered_map<ProviderId, std::optional<std::uint64_t>> claimed_;  // metaClaimedKey, read lazily (nullopt: none kept)
   std::unordered_set<ProviderId> removed_;  // removed by refreshProviders(): held, late rows dropped

@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "lcc/support/time_util.h"
+
 namespace lcc::qm {
 
 void QueueManager::onResult(LinkId link, const FetchResult& o) {
@@ -101,6 +103,8 @@ Status QueueManager::handleResult(const InFlight& f, const FetchResult& o) {
   const ResultAction a =
       decideResult(ev, ResultRules{options_.max_retries, options_.retry_delay, options_.provider_error_delay});
   countResult(o, a);
+  rates_.record(f.pid, a.verdict != ResultVerdict::kGoneAtSite && (o.ok() ? a.code : o.code) != ErrorCode::kNone,
+                toUnixMillis(deps_.clock->now()));
   if (ev.has_file) {
     // The BOT-M handed this name out again, so it freed it: an FSMDB delete still
     // waiting for it (its first execution's answer was lost) is stale and would

@@ -94,32 +94,73 @@ void SitemapPoller::run() {
   pthread_setname_np(pthread_self(), "lcc-sitemap");
   const std::shared_ptr<Wake> wake = wake_;
   for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(wake->mu);
+      if (wake->stopping) return;
+      wake->woken = false;  // a pollSoon() from now on wakes the wait below
+    }
     pollDue();
-    std::unique_lock<std::mutex> lock(wake->mu);
-    if (wake->stopping) return;
-    wake->woken = false;
-    wake->timer = deps_.clock->schedule(options_.check_interval, [wake] {
-      std::lock_guard<std::mutex> l(wake->mu);
-      wake->woken = true;
-      wake->cv.notify_all();
-    });
-    wake->cv.wait(lock, [&] { return wake->woken || wake->stopping; });
-    if (wake->stopping) return;
+    TimerId timer = 0;
+    bool stopping = false;
+    {
+      std::unique_lock<std::mutex> lock(wake->mu);
+      if (!wake->woken && !wake->stopping) {
+        wake->timer = deps_.clock->schedule(nextWake(), [wake] {
+          std::lock_guard<std::mutex> l(wake->mu);
+          wake->woken = true;
+          wake->cv.notify_all();
+        });
+        wake->cv.wait(lock, [&] { return wake->woken || wake->stopping; });
+      }
+      timer = std::exchange(wake->timer, 0);
+      stopping = wake->stopping;
+    }
+    if (timer != 0) deps_.clock->cancel(timer);  // woken early: the timer is not needed
+    if (stopping) return;
   }
+}
+
+void SitemapPoller::pollSoon(ProviderId pid) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    track(pid).soon = true;
+  }
+  std::lock_guard<std::mutex> lock(wake_->mu);
+  wake_->woken = true;
+  wake_->cv.notify_all();
+}
+
+Millis SitemapPoller::nextWake() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (earliest_retry_ == WallTime{}) return options_.check_interval;
+  const auto until = std::chrono::duration_cast<Millis>(earliest_retry_ - deps_.clock->now());
+  return std::clamp(until, Millis(100), options_.check_interval);
 }
 
 std::string SitemapPoller::statePath(ProviderId pid) const {
   return options_.state_dir + "/" + std::to_string(pid) + ".state";
 }
 
+std::string SitemapPoller::failedPath(ProviderId pid) const {
+  return options_.state_dir + "/" + std::to_string(pid) + ".failed";
+}
+
 SitemapPoller::Track& SitemapPoller::track(ProviderId pid) {
   Track& t = tracks_[pid];
   if (t.loaded) return t;
   t.loaded = true;
-  if (!deps_.env->exists(statePath(pid))) return t;
-  auto text = deps_.env->readFile(statePath(pid));
-  if (!text.isOk() || !parseHeader(text.value(), &t.last, &t.url)) {
-    spdlog::warn("sitemap: provider {}: {} has no poll time; polling now", pid, statePath(pid));
+  loadFailure(pid, t.state);
+  if (deps_.env->exists(statePath(pid))) {
+    auto text = deps_.env->readFile(statePath(pid));
+    if (!text.isOk() || !parseHeader(text.value(), &t.last, &t.url)) {
+      spdlog::warn("sitemap: provider {}: {} has no poll time; polling now", pid, statePath(pid));
+    }
+    t.state.last_success = t.last;
+    if (t.state.sitemap.empty()) t.state.sitemap = t.url;
+  }
+  if (t.state.failures > 0) {  // the back-off goes on from the last failed attempt
+    t.last = t.state.last_attempt;
+    t.url = t.state.sitemap;
   }
   return t;
 }
@@ -134,32 +175,60 @@ void SitemapPoller::pollDue() {
     spdlog::warn("sitemap: reading the providers: {}", s.toString());
     return;
   }
+  forgetOthers(candidates);
   for (const auto& p : candidates) {
     {
       std::lock_guard<std::mutex> lock(wake_->mu);
       if (wake_->stopping) return;
     }
     const WallTime now = deps_.clock->now();
-    Track& t = track(p.id);
     const Millis interval = p.sitemap_interval.count() > 0 ? p.sitemap_interval : options_.default_interval;
-    if (t.url == p.sitemap_url && t.last != WallTime{} && now < t.last + interval) continue;
-    t.last = now;
-    t.url = p.sitemap_url;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Track& t = track(p.id);
+      // Failing: the back-off's time; else an interval after the last attempt.
+      const WallTime due = t.state.failures > 0 ? t.state.next_poll : t.last + interval;
+      if (!t.soon && t.url == p.sitemap_url && t.last != WallTime{} && now < due) continue;
+      t.soon = false;
+      t.last = now;
+      t.url = p.sitemap_url;
+    }
     (void)pollProvider(p);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  earliest_retry_ = WallTime{};
+  for (const auto& p : candidates) {
+    const Track& t = tracks_[p.id];
+    if (t.state.failures > 0 && (earliest_retry_ == WallTime{} || t.state.next_poll < earliest_retry_)) {
+      earliest_retry_ = t.state.next_poll;
+    }
   }
 }
 
 Result<SitemapPollReport> SitemapPoller::pollProvider(const ProviderRecord& p) {
+  const WallTime started = deps_.clock->now();
+  int http_status = 0;
+  Result<SitemapPollReport> r = pollOnce(p, &http_status);
+  recordOutcome(p, started, r, http_status);
+  return r;
+}
+
+Result<SitemapPollReport> SitemapPoller::pollOnce(const ProviderRecord& p, int* http_status) {
   polls_.inc();
   auto failed = [&](const std::string& why) {
     failures_.inc();
-    spdlog::warn("sitemap: provider {}: {}: {} (tried again in an interval)", p.id, p.sitemap_url, why);
+    spdlog::warn("sitemap: provider {}: {} (tried again with back-off)", p.id, why);
     return Status::busy(why);
   };
   const std::vector<std::string> prefixes = url::normalPrefixes(p.prefixes, 2048);
-  if (!url::underAnyPrefix(p.sitemap_url, prefixes)) return failed("not under the provider's prefixes; not read");
+  if (!url::underAnyPrefix(p.sitemap_url, prefixes)) return failed(p.sitemap_url + ": not under the provider's prefixes; not read");
   SitemapWalk walk(
-      [&](const std::string& source, bool, SitemapReader& reader) { return deps_.fetch(source, prefixes, reader); },
+      [&](const std::string& source, bool, SitemapReader& reader) {
+        int status = 0;
+        std::string why = deps_.fetch(source, prefixes, reader, &status);
+        if (!why.empty()) *http_status = status;
+        return why;
+      },
       walkOptions(options_.max_pages));
   walk.setAdmit([&](const std::string& u) { return url::underAnyPrefix(u, prefixes); });
   if (!walk.read(p.sitemap_url)) return failed(walk.error());
@@ -261,6 +330,7 @@ std::unique_ptr<SitemapPoller> makeSitemapPoller(NodeContext& node, SubmitSet su
   o.state_dir = node.data_dir + "/sitemap";
   o.default_interval = Millis(cfg.getInt("sitemap.default_interval"));
   o.check_interval = Millis(cfg.getInt("sitemap.check_interval"));
+  o.retry_min = Millis(cfg.getInt("sitemap.retry_min"));
   o.max_pages = static_cast<std::uint64_t>(cfg.getInt("sitemap.max_pages"));
   o.max_set_urls = static_cast<std::uint64_t>(cfg.getInt("uns.max_set_urls"));
   o.accept_mime = cfg.getList("accept_mime");
@@ -280,7 +350,7 @@ std::unique_ptr<SitemapPoller> makeSitemapPoller(NodeContext& node, SubmitSet su
   deps.metrics = node.metrics;
   deps.fetch = [&node, fetching, dir = o.state_dir, timeout](const std::string& url,
                                                              const std::vector<std::string>& prefixes,
-                                                             SitemapReader& reader) -> std::string {
+                                                             SitemapReader& reader, int* http_status) -> std::string {
     FetchRequest req;
     req.id = fetching->next_id++;
     req.url = url;
@@ -294,8 +364,8 @@ std::unique_ptr<SitemapPoller> makeSitemapPoller(NodeContext& node, SubmitSet su
     if (!got.isOk()) return got.status().message();
     const FetchResult& r = got.value().result;
     if (!r.ok()) {
-      return "fetch code " + std::to_string(static_cast<int>(r.code)) +
-             (r.http_status != 0 ? ", HTTP " + std::to_string(r.http_status) : "") + (r.message.empty() ? "" : ": " + r.message);
+      *http_status = r.http_status;
+      return fetchFailureText(static_cast<int>(r.code), r.http_status, r.message);
     }
     if (!reader.feed(got.value().body)) return reader.error();
     return reader.finish() ? "" : reader.error();

@@ -15,10 +15,15 @@
 // uns.max_set_urls, each through the UNS's forwarder and waited for (durable, as a CP's set).
 // Only then is the state file <state_dir>/<pid>.state replaced: a restart does not
 // resend everything, and a failed poll (a sitemap that cannot be read, a refused set)
-// changes nothing and is tried again an interval later.
+// changes nothing. A failed poll is tried again after retry_min, doubled at each further
+// failure up to the provider's interval; the failure (the HTTP status when there was
+// one) is kept in <state_dir>/<pid>.failed until a poll succeeds, so the status page,
+// `lcc provider show` and the back-off survive a restart. pollSoon() (the admin API's
+// `set --sitemap`, even with the same URL) polls a provider at the next wake.
 // THREADS: one thread (lcc-sitemap) polls, one provider after the other; it wakes every
-// check_interval (a Clock timer). pollDue() and pollProvider() may be called directly
-// (tests) when the thread is not running.
+// check_interval, or sooner for a retry due (a Clock timer). pollDue() and
+// pollProvider() may be called directly (tests) when the thread is not running.
+// pollSoon(), providerStatus() and status() may be called from any thread.
 #pragma once
 
 #include <condition_variable>
@@ -26,6 +31,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -49,6 +56,7 @@ struct SitemapPollOptions {
   std::string state_dir;                        // <data_dir>/sitemap
   Millis default_interval{6 * 3600 * 1000};     // sitemap.default_interval
   Millis check_interval{60 * 1000};             // sitemap.check_interval
+  Millis retry_min{60 * 1000};                  // sitemap.retry_min: first retry of a failed poll
   std::uint64_t max_pages = 1'000'000;          // sitemap.max_pages
   std::uint64_t max_set_urls = 1'000'000;       // uns.max_set_urls
   // What a page must pass, as a CP's <url> (accept_mime, uns.max_url_length), its type
@@ -63,10 +71,11 @@ struct SitemapPollDeps {
   Clock* clock = nullptr;
   Env* env = nullptr;
   Metrics* metrics = nullptr;
-  // Feeds the body of `url` to `reader` and finishes it; "" on success, else why not.
-  // Redirects must stay under `prefixes`.
+  // Feeds the body of `url` to `reader` and finishes it; "" on success, else why not
+  // ("HTTP 404", "connection refused (306)": fetchFailureText), with *http_status set
+  // when the site answered with an HTTP status. Redirects must stay under `prefixes`.
   std::function<std::string(const std::string& url, const std::vector<std::string>& prefixes,
-                            SitemapReader& reader)>
+                            SitemapReader& reader, int* http_status)>
       fetch;
   // Ends a fetch in flight early (stop()); may be empty.
   std::function<void()> cancel_fetch;
@@ -85,6 +94,26 @@ struct SitemapPollReport {
   std::uint64_t sets = 0;      // partial sets submitted
 };
 
+// How a provider's polls go, for the status page and `lcc provider show`.
+struct SitemapPollState {
+  std::string sitemap;            // the URL of the last attempt
+  WallTime last_attempt{};        // {}: none since the start (and no failure kept)
+  WallTime last_success{};        // from the state file at first
+  std::uint64_t failures = 0;     // failed polls in a row (0: the last one succeeded)
+  WallTime failing_since{};       // the first of them
+  std::string error;              // the last failure: "<sitemap URL>: HTTP 404"
+  int http_status = 0;            // its HTTP status, 0 when there was no HTTP answer
+  WallTime next_poll{};           // when it is due again
+  std::optional<SitemapPollReport> last_report;  // the last successful poll (since the start)
+};
+
+// The JSON of a poll state: {"sitemap", "ok", "failures", "failing_since", "error",
+// "http_status", "last_attempt", "last_success", "next_poll", "last"}; times RFC 3339.
+nlohmann::json sitemapPollStateJson(const SitemapPollState& s);
+// What a failed fetch says: "HTTP 404" (with the fetcher's detail when it adds one),
+// else "connection refused (306)"; never the internal code with the HTTP status.
+std::string fetchFailureText(int code, int http_status, const std::string& message);
+
 class SitemapPoller {
  public:
   SitemapPoller(SitemapPollOptions options, SitemapPollDeps deps);
@@ -100,17 +129,37 @@ class SitemapPoller {
   void pollDue();
   // Polls `p` now. OK once its changes are durable and its state is written.
   Result<SitemapPollReport> pollProvider(const ProviderRecord& p);
+  // Polls `pid` at the next wake (now, when the thread waits), due or not.
+  void pollSoon(ProviderId pid);
+  // The state of `pid`'s polls; nullopt when it was never polled nor failed.
+  std::optional<SitemapPollState> providerStatus(ProviderId pid);
+  // GET /status → uns.sitemap: {"providers": polled, "failing": N, "failures": [the
+  // `max_listed` failing longest, each {"id", ...sitemapPollStateJson}]}.
+  void status(nlohmann::json& out, std::size_t max_listed = 20);
+  // When pollDue() wants the next wake: the earliest retry due, at most check_interval.
+  Millis nextWake() const;
 
  private:
   struct Track {
     bool loaded = false;
+    bool soon = false;   // pollSoon()
     WallTime last{};     // the last attempt (from the state file at first)
     std::string url;     // the sitemap URL of the last attempt
+    SitemapPollState state;
   };
   struct Wake;
   void run();
-  Track& track(ProviderId pid);
+  Track& track(ProviderId pid);  // under mu_
   std::string statePath(ProviderId pid) const;
+  std::string failedPath(ProviderId pid) const;
+  // Records the outcome of a poll of `p` begun at `started` (the back-off, the .failed file).
+  void recordOutcome(const ProviderRecord& p, WallTime started, const Result<SitemapPollReport>& r, int http_status);
+  // The failure kept in failedPath(pid), if any, into `s` (under mu_).
+  void loadFailure(ProviderId pid, SitemapPollState& s);
+  // Drops the tracks (and the kept failures) of providers no longer polled (under no lock).
+  void forgetOthers(const std::vector<ProviderRecord>& candidates);
+  // One poll; *http_status: the HTTP status of a failed fetch.
+  Result<SitemapPollReport> pollOnce(const ProviderRecord& p, int* http_status);
   Status submitChanges(const ProviderRecord& p, const std::vector<std::string>& lines, SitemapPollReport& report);
   // The refused pages into the provider's error list, as the QM records a fetch error.
   void recordRefusals(ProviderId pid, const std::vector<FetchErrorEntry>& refused);
@@ -118,7 +167,9 @@ class SitemapPoller {
   SitemapPollOptions options_;
   SitemapPollDeps deps_;
   MimeMap mime_;
-  std::map<ProviderId, Track> tracks_;  // the polling thread's (or the test's) only
+  mutable std::mutex mu_;               // guards tracks_ (held briefly, never during a poll)
+  std::map<ProviderId, Track> tracks_;
+  WallTime earliest_retry_{};           // under mu_: the earliest next_poll of a failing provider
   std::shared_ptr<Wake> wake_;
   std::thread thread_;
   Counter& polls_;

@@ -490,6 +490,13 @@ class UnsService final : public Service {
                 [&node](ProviderId pid) -> std::uint64_t { return node.queued_urls ? node.queued_urls(pid) : 0; }) {
     indexnow::addIndexNowRoutes(node, partialSetSubmitter(server_.forwarder()));
     sitemaps_ = sitemap::makeSitemapPoller(node, partialSetSubmitter(server_.forwarder()));
+    if (sitemap::SitemapPoller* poller = sitemaps_.get()) {  // the admin API and the status page
+      node.sitemap_poll_state = [poller](ProviderId pid) {
+        auto s = poller->providerStatus(pid);
+        return s ? sitemap::sitemapPollStateJson(*s) : nlohmann::json();
+      };
+      node.sitemap_poll_now = [poller](ProviderId pid) { poller->pollSoon(pid); };
+    }
   }
   static UnsOptions optionsFor(const NodeContext& node) {
     UnsOptions o = unsOptionsFromConfig(*node.config, node.data_dir, node.machine_id);
@@ -510,7 +517,10 @@ class UnsService final : public Service {
     if (sitemaps_) sitemaps_->stop();  // first: a poll waits for the forwarder's answers
     server_.stop();
   }
-  void status(nlohmann::json& out) const override { server_.status(out); }
+  void status(nlohmann::json& out) const override {
+    server_.status(out);
+    if (sitemaps_) sitemaps_->status(out["sitemap"]);
+  }
 
  private:
   UnsServer server_;

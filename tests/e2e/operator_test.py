@@ -8,12 +8,17 @@ fails (404). Then:
   - GET /metrics passes `promtool check metrics` without a single warning, counters
     end in _total and fetch errors carry a code label;
   - headless Chromium renders GET /: the figures in the DOM equal /admin/status, the
-    charts are SVGs with drawn lines; a screenshot is kept in the build folder;
+    charts are SVGs with drawn lines and time ticks; a screenshot is kept in the build folder;
+  - issue 30 §4: a provider's sitemap that answers 404 is polled at once when set (and
+    again when set again), shows in `lcc provider show` and in the page's problem list
+    as "HTTP 404"; the page's provider table links to the provider's page, which Chromium
+    renders with its recent errors, fetch rate and the failing sitemap (screenshot too);
   - `lcc botm sweep` deletes a content file nothing references and reports its bytes.
 A tool that is not installed (promtool from Debian `prometheus`, Debian `chromium`)
 makes its part fail: scripts/deps.sh installs both.
 """
 import argparse
+import html
 import html.parser
 import json
 import os
@@ -90,9 +95,29 @@ class Dom(html.parser.HTMLParser):
         super().__init__()
         self.figures, self.codes, self.charts = {}, {}, []
         self.in_code = None
+        self.problems, self.links, self.titled = [], {}, 0
+        self.in_problems, self.in_li, self.in_link = False, False, None
+
+    def handle_endtag(self, tag):
+        if tag == "li" and self.in_li:
+            self.in_li = False
+        if tag == "div":
+            self.in_problems = False
+        if tag == "a":
+            self.in_link = None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
+        if a.get("id") == "problems":
+            self.in_problems = True
+        if tag == "li" and self.in_problems:
+            self.in_li = True
+            self.problems.append("")
+        if tag == "a" and a.get("href", "").startswith("/provider/"):
+            self.in_link = a["href"]
+            self.links[self.in_link] = ""
+        if a.get("class") == "fig" and a.get("title"):
+            self.titled += 1
         if "data-key" in a and "data-value" in a:
             self.figures[a["data-key"]] = a["data-value"]
         if "data-code" in a:
@@ -103,6 +128,10 @@ class Dom(html.parser.HTMLParser):
             self.charts[-1]["lines"].append(a.get("points", ""))
 
     def handle_data(self, data):
+        if self.in_li:
+            self.problems[-1] += data
+        if self.in_link is not None:
+            self.links[self.in_link] += data
         if self.in_code is not None:
             self.codes[self.in_code] = int(data)
             self.in_code = None
@@ -121,7 +150,45 @@ def chromium(args_list, url):
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def check_page(lcc, artifacts):
+def sitemap_poll(lcc):
+    return json.loads(lcc.lcc("provider", "show", "1").stdout).get("sitemap_poll") or {}
+
+
+def set_failing_sitemap(lcc, site):
+    """The provider's sitemap answers 404: `set` polls it at once (sitemap.check_interval
+    and sitemap.retry_min are a minute: only the poll-now reaches it within 20 s), the
+    failure says "HTTP 404", and setting the same URL again polls again."""
+    sitemap = f"{site.base}docs/sitemap.xml"
+    lcc.lcc("provider", "set", "1", "--sitemap", sitemap)
+    wait_for("the sitemap polled at once", lambda: sitemap_poll(lcc).get("failures", 0) >= 1, timeout=20)
+    poll = sitemap_poll(lcc)
+    assert poll["ok"] is False and poll["http_status"] == 404, poll
+    assert poll["error"] == f"{sitemap}: HTTP 404", poll
+    lcc.lcc("provider", "set", "1", "--sitemap", sitemap)
+    wait_for("the same sitemap polled again at once", lambda: sitemap_poll(lcc).get("failures", 0) >= 2, timeout=20)
+    problems = lcc.status()["uns"]["sitemap"]
+    assert problems["failing"] == 1 and problems["failures"][0]["id"] == 1, problems
+    return sitemap
+
+
+def check_provider_page(lcc, site, dom, sitemap, artifacts):
+    href = [h for h, text in dom.links.items() if text.startswith("#1 ")]
+    assert href == ["/provider/1"] and dom.links[href[0]] == f"#1 {site.base}", dom.links
+    url = f"http://127.0.0.1:{lcc.ports['http']}{href[0]}"
+    r = chromium(["--dump-dom"], url)
+    page = r.stdout.decode()
+    assert r.returncode == 0 and "<h1>Provider 1</h1>" in page, f"{r.returncode}\n{r.stderr.decode()}\n{page}"
+    assert f"Failing: {sitemap}: HTTP 404" in page, page
+    assert re.search(r'id="rate">[0-9.]+<', page) and re.search(r'id="queued">0<', page), page
+    p = json.loads(lcc.lcc("provider", "show", "1").stdout)
+    for e in p["errors"]:
+        assert html.escape(e["url"], quote=False) in page, (e, page)
+    shot = os.path.join(artifacts, "provider_page.png")
+    r = chromium([f"--screenshot={shot}", "--window-size=1280,1000", "--hide-scrollbars"], url)
+    assert r.returncode == 0 and os.path.getsize(shot) > 10000, f"screenshot: {r.stderr.decode()}"
+
+
+def check_page(lcc, site, sitemap, artifacts):
     url = f"http://127.0.0.1:{lcc.ports['http']}/"
     r = chromium(["--dump-dom"], url)
     dom_text = r.stdout.decode()
@@ -143,6 +210,13 @@ def check_page(lcc, artifacts):
     for c in dom.charts:
         assert c["points"] >= 1, dom.charts
     assert any(c["lines"] and len(c["lines"][0].split()) >= 2 for c in dom.charts), dom.charts
+    assert re.search(r'<line class="tick"[^>]*>(</line>)?<text[^>]*>\d\d:\d0</text>', dom_text), "no time ticks"
+    assert "start again at each restart" in dom_text
+    assert dom.titled == len(dom.figures) and 'title="updates not fetched' in dom_text, dom.titled
+    want = f"Provider 1: its sitemap cannot be read: {sitemap}: HTTP 404"
+    assert any(p.startswith(want) for p in dom.problems), dom.problems
+    assert not any("fetch code" in p for p in dom.problems), dom.problems
+    check_provider_page(lcc, site, dom, sitemap, artifacts)
     shot = os.path.join(artifacts, "status_page.png")
     r = chromium([f"--screenshot={shot}", "--window-size=1280,1500", "--hide-scrollbars"], url)
     assert r.returncode == 0 and os.path.getsize(shot) > 10000, f"screenshot: {r.stderr.decode()}"
@@ -183,7 +257,8 @@ def main():
         fetch_site(lcc, site, work)
         check_status_cli(lcc)
         check_metrics(lcc)
-        check_page(lcc, args.artifacts)
+        sitemap = set_failing_sitemap(lcc, site)
+        check_page(lcc, site, sitemap, args.artifacts)
         check_botm_sweep(lcc)
         lcc.stop()
     run_with_site_and_node(args, "operator", body)

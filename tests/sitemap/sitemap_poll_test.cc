@@ -18,6 +18,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using nlohmann::json;
 
 const std::string kBase = "http://site.example/";
 
@@ -47,16 +48,22 @@ class SitemapPollTest : public ::testing::Test {
     SitemapPollOptions o;
     o.state_dir = dir_.path();
     o.max_set_urls = max_set_urls;
+    o.check_interval = Millis(10 * 60 * 1000);
+    o.retry_min = Millis(60 * 1000);
     SitemapPollDeps d;
     d.providers = fixture_.store();
     d.clock = &clock_;
     d.env = posixEnv();
     d.metrics = &metrics_;
-    d.fetch = [this](const std::string& url, const std::vector<std::string>& prefixes, SitemapReader& reader) {
+    d.fetch = [this](const std::string& url, const std::vector<std::string>& prefixes, SitemapReader& reader,
+                     int* http_status) {
       fetched_.push_back(url);
       EXPECT_EQ(prefixes, std::vector<std::string>{kBase + "docs/"}) << "redirects confined to the prefixes";
       auto it = files_.find(url);
-      if (it == files_.end()) return std::string("fetch code 301, HTTP 404");
+      if (it == files_.end()) {
+        *http_status = 404;
+        return fetchFailureText(static_cast<int>(ErrorCode::kNotFound), 404, "");
+      }
       if (!reader.feed(it->second)) return reader.error();
       return reader.finish() ? std::string() : reader.error();
     };
@@ -247,6 +254,102 @@ TEST_F(SitemapPollTest, PollsWhenDueByTheClockAlsoAcrossARestart) {
   const auto before = fetched_.size();
   restarted->pollDue();
   EXPECT_EQ(fetched_.size(), before);
+}
+
+// Issue 30 §4: a failed poll says what the site answered ("HTTP 404", not the
+// internal code), is tried again after 1 min, 2, 4, ... up to the interval (not an
+// interval later), keeps its failure across a restart, and clears it once a poll works.
+TEST_F(SitemapPollTest, AFailedPollIsRetriedWithBackOffAndSaysTheHttpStatus) {
+  auto p = poller();
+  p->pollDue();  // no sitemap file: 404
+  ASSERT_EQ(fetched_.size(), 1u);
+  auto st = p->providerStatus(1);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->failures, 1u);
+  EXPECT_EQ(st->http_status, 404);
+  EXPECT_EQ(st->error, kBase + "docs/sitemap.xml: HTTP 404");
+  EXPECT_EQ(st->next_poll, st->last_attempt + Millis(60 * 1000));
+  EXPECT_EQ(p->nextWake(), Millis(60 * 1000)) << "woken for the retry, not at check_interval (10 min)";
+  std::vector<std::int64_t> waits;  // seconds between the attempts
+  WallTime last = st->last_attempt;
+  for (int i = 0; i < 9; ++i) {
+    const std::size_t before = fetched_.size();
+    const Millis wait = std::chrono::duration_cast<Millis>(p->providerStatus(1)->next_poll - clock_.now());
+    clock_.advance(wait - Millis(1000));
+    p->pollDue();
+    EXPECT_EQ(fetched_.size(), before) << "not before its retry";
+    clock_.advance(Millis(1000));
+    p->pollDue();
+    ASSERT_EQ(fetched_.size(), before + 1) << "retried when due";
+    waits.push_back(std::chrono::duration_cast<Millis>(clock_.now() - last).count() / 1000);
+    last = clock_.now();
+  }
+  EXPECT_THAT(waits, ElementsAre(60, 120, 240, 480, 960, 1920, 3600, 3600, 3600)) << "doubling up to the interval";
+  json out;
+  p->status(out);
+  EXPECT_EQ(out["failing"], 1);
+  ASSERT_EQ(out["failures"].size(), 1u);
+  EXPECT_EQ(out["failures"][0]["id"], 1);
+  EXPECT_EQ(out["failures"][0]["http_status"], 404);
+  EXPECT_EQ(out["failures"][0]["failures"], 10);
+  EXPECT_EQ(out["failures"][0]["ok"], false);
+  // A restart keeps the failure, and its back-off.
+  auto restarted = poller();
+  const std::size_t before = fetched_.size();
+  restarted->pollDue();
+  EXPECT_EQ(fetched_.size(), before) << "the back-off goes on after a restart";
+  ASSERT_TRUE(restarted->providerStatus(1));
+  EXPECT_EQ(restarted->providerStatus(1)->failures, 10u);
+  EXPECT_EQ(restarted->providerStatus(1)->http_status, 404);
+  // Fixed: the next poll works, the failure goes (from the disk too).
+  files_[kBase + "docs/sitemap.xml"] = urlset({{kBase + "docs/a.html", ""}});
+  clock_.advance(Millis(3600 * 1000));
+  restarted->pollDue();
+  ASSERT_EQ(fetched_.size(), before + 1);
+  EXPECT_EQ(restarted->providerStatus(1)->failures, 0u);
+  EXPECT_EQ(restarted->providerStatus(1)->last_report->pages, 1u);
+  EXPECT_FALSE(posixEnv()->exists(dir_.path() + "/1.failed"));
+  EXPECT_EQ(restarted->nextWake(), Millis(10 * 60 * 1000));
+  restarted->status(out);
+  EXPECT_EQ(out["failing"], 0);
+}
+
+TEST_F(SitemapPollTest, SettingTheSameSitemapAgainPollsNow) {
+  files_[kBase + "docs/sitemap.xml"] = urlset({{kBase + "docs/a.html", ""}});
+  auto p = poller();
+  p->pollDue();
+  ASSERT_EQ(fetched_.size(), 1u);
+  clock_.advance(Millis(60 * 1000));
+  p->pollDue();
+  EXPECT_EQ(fetched_.size(), 1u) << "not due for an hour";
+  p->pollSoon(1);  // what `lcc provider set 1 --sitemap <the same URL>` does
+  p->pollDue();
+  EXPECT_EQ(fetched_.size(), 2u) << "polled at once";
+  p->pollDue();
+  EXPECT_EQ(fetched_.size(), 2u) << "once";
+}
+
+TEST_F(SitemapPollTest, AProviderNoLongerPolledIsNoLongerFailing) {
+  auto p = poller();
+  p->pollDue();
+  ASSERT_EQ(p->providerStatus(1)->failures, 1u);
+  ASSERT_TRUE(posixEnv()->exists(dir_.path() + "/1.failed"));
+  ASSERT_TRUE(fixture_.store()->modify(1, [](ProviderRecord& r) {
+                r.sitemap_url.clear();
+                return Status::ok();
+              }).isOk());
+  p->pollDue();
+  EXPECT_FALSE(p->providerStatus(1));
+  EXPECT_FALSE(posixEnv()->exists(dir_.path() + "/1.failed"));
+  json out;
+  p->status(out);
+  EXPECT_EQ(out["failing"], 0);
+}
+
+TEST(SitemapFetchFailureText, NamesTheHttpStatusOrTheReason) {
+  EXPECT_EQ(fetchFailureText(301, 404, ""), "HTTP 404");
+  EXPECT_EQ(fetchFailureText(303, 503, "HTTP 503"), "HTTP 503");
+  EXPECT_EQ(fetchFailureText(306, 0, "connection refused"), "connection failed after retries (306): connection refused");
 }
 
 }  // namespace

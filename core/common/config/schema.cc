@@ -209,6 +209,8 @@ const std::vector<KeySpec>& Config::schema() {
       {"sitemap.fetch_timeout", KeyType::kDuration, "2m", 1000, kHour, "longest fetch of one sitemap file"},
       {"sitemap.max_pages", KeyType::kInt, "1000000", 1, 2500000000LL,
        "most pages in one provider's sitemaps, indexes followed; more fails the poll"},
+      {"sitemap.retry_min", KeyType::kDuration, "1m", 1000, kDay,
+       "first retry of a failed sitemap poll; doubled at each failure up to the provider's interval"},
       // --- resourcesync (served by the cu role) ---
       {"resourcesync.base_url", KeyType::kString, "", 0, 300,
        "http(s)://host[:port] put before the ResourceSync documents' own URLs (empty: http://<listen.http>)"},
@@ -252,6 +254,8 @@ const std::vector<KeySpec>& Config::schema() {
       {"mail.quota_warn_percent", KeyType::kInt, "90", 1, 100, "quota use (files or bytes, percent) from which the owner is mailed"},
       // --- http ---
       {"http.admin_remote", KeyType::kBool, "false", kNoMin, kNoMax, "allow the admin API from non-loopback peers"},
+      {"http.status_providers", KeyType::kInt, "10", 1, 100,
+       "providers the status page names per list (largest backlog, most errors, suspended, full set wanted, sitemap failing)"},
       {"http.max_body", KeyType::kSize, "4MiB", 1024, kGiB, "largest request body (an IndexNow list of 10,000 URLs)"},
       {"http.idle_timeout", KeyType::kDuration, "30s", 100, kDay, "keep-alive and read timeout"},
       {"http.max_connections", KeyType::kInt, "256", 1, 1000000, "HTTP connections at once (more: the longest idle one is closed, else 503)"},
