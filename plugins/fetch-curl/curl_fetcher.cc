@@ -287,8 +287,9 @@ size_t onHeader(char* data, size_t size, size_t nmemb, void* user) {
     }
   } else if (line.size() > 12 && iequals(line.substr(0, 12), "retry-after:")) {
     t->retry_after = parseRetryAfter(line.substr(12), static_cast<std::int64_t>(::time(nullptr)));
-  } else if (line.size() > 5 && iequals(line.substr(0, 5), "etag:")) {
-    t->etag = parseEtag(line.substr(5)).value_or(std::string());  // one not valid is not kept
+  } else if (!t->checked && line.size() > 5 && iequals(line.substr(0, 5), "etag:")) {
+    // The head's, not a trailer's; one that is not valid is not kept.
+    t->etag = parseEtag(line.substr(5)).value_or(std::string());
   }
   keepHeadLine(t, line);
   return n;
