@@ -99,10 +99,14 @@ def proc_stat(pid):
 
 
 def run_lcc(args, work, site_root, web_port, providers, total, perf):
+    # The providers stand for sites on as many hosts; here they share one web server,
+    # whose host would otherwise allow one fetch at a time (qm.host_inflight).
     node = Node(args, work, extra=f"""bot:
   robots: {args.robots}
   slots: {args.slots}
   max_response_head: {args.head}
+qm:
+  host_inflight: {max(1, min(providers, 1000))}
 """)
     node.start()
     sends = []

@@ -157,6 +157,7 @@ FetchResult RobotCore::store(const FetchResult& r, std::uint64_t botm_id, const 
   out.id = botm_id;
   out.http_status = r.http_status;
   out.retry_after = r.retry_after;
+  if (r.ok()) out.etag = r.etag;  // stored or unchanged: a failure below clears it
   if (r.ok() && r.unchanged) {
     out.unchanged = true;
     if (out.http_status == 0) out.http_status = 304;
@@ -177,6 +178,7 @@ FetchResult RobotCore::store(const FetchResult& r, std::uint64_t botm_id, const 
       out.last_modified = r.last_modified;
     } else {
       (void)env_.removeFile(tmp);
+      out.etag.clear();
       out.code = ErrorCode::kInternal;
       out.message = "storing the file failed: " + st.message();
     }

@@ -207,6 +207,7 @@ void Dispatcher::robotResult(RobotId robot, const FetchResult& r, Actions* out) 
   up.id = j.fetch.id;
   up.http_status = r.http_status;
   up.retry_after = r.retry_after;
+  if (r.ok()) up.etag = r.etag;
   if (r.ok() && !r.unchanged) {
     if (stale) {
       counters_.stale++;

@@ -100,6 +100,15 @@ std::string AttrParser::reqStr(std::string_view name) {
   }
   return *v;
 }
+std::string AttrParser::etag(std::string_view name) {
+  const std::string* v = el.attr(name);
+  if (v == nullptr) return {};
+  if (!isValidEtag(*v)) {
+    bad(name, "not an entity tag (1 to " + std::to_string(kMaxEtagBytes) + " bytes of printable ASCII)");
+    return {};
+  }
+  return *v;
+}
 bool AttrParser::yes(std::string_view name) {
   const std::string* v = el.attr(name);
   return v != nullptr && (*v == "yes" || *v == "true" || *v == "1");
@@ -133,6 +142,7 @@ void appendResult(std::string& out, const FetchResult& r, bool with_file) {
     if (!r.md5.empty()) appendAttr(out, "md5", r.md5);
     if (r.last_modified) appendAttr(out, "mt", formatRfc3339(*r.last_modified));
   }
+  if (r.ok() && !r.etag.empty()) appendAttr(out, "etag", r.etag);
   if (r.retry_after) {
     appendAttr(out, "retry_after",
                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(*r.retry_after).count()));
@@ -162,6 +172,7 @@ FetchResult decodeResult(AttrParser& p, const RawElement& el, bool with_file) {
   r.size = p.optU64("sz");
   r.md5 = p.str("md5");
   r.last_modified = p.optTime("mt");
+  r.etag = p.etag("etag");
   if (auto s = p.optI64("retry_after")) {
     constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max() / 1000;
     r.retry_after = std::chrono::seconds(std::clamp(*s, -kMax, kMax));
@@ -212,6 +223,7 @@ void appendFetch(std::string& out, const FetchRequest& f, FetchWire wire) {
   if (wire == FetchWire::kRobot) appendAttr(out, "file", f.path);
   if (!f.expected_mime.empty()) appendAttr(out, "mime", f.expected_mime);
   if (f.if_modified_since) appendAttr(out, "since", formatRfc3339(*f.if_modified_since));
+  if (!f.if_none_match.empty()) appendAttr(out, "etag", f.if_none_match);
   if (f.max_size != 0) appendAttr(out, "maxsize", std::to_string(f.max_size));
   if (wire == FetchWire::kLink && !f.expected_md5.empty()) appendAttr(out, "md5", f.expected_md5);
   appendScope(out, f);
@@ -224,6 +236,7 @@ FetchRequest decodeFetch(AttrParser& p, FetchWire wire) {
   f.url = p.reqStr("url");
   f.expected_mime = p.str("mime");
   f.if_modified_since = p.optTime("since");
+  f.if_none_match = p.etag("etag");
   f.max_size = p.optU64("maxsize");
   readScope(p.el, f);
   if (wire == FetchWire::kLink) f.expected_md5 = p.str("md5");

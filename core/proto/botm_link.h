@@ -221,6 +221,7 @@ struct AttrParser {
   std::optional<std::int64_t> optTime(std::string_view name);  // RFC 3339 or epoch seconds
   std::string str(std::string_view name);
   std::string reqStr(std::string_view name);
+  std::string etag(std::string_view name);  // absent: ""; present and not isValidEtag(): bad()
   bool yes(std::string_view name);   // "yes", "true", "1"
   ErrorCode code(std::string_view name);  // absent or unknown: kInternal
 };
@@ -228,6 +229,7 @@ struct AttrParser {
 // on the wire. `with_file`: machine and file are written and read (the link); the
 // robot protocol has neither. retry_after is whole seconds on the wire (truncated),
 // read back clamped to what Millis holds; a failure read without a code is kInternal.
+// etag (FetchResult::etag) is written on a success (stored or unchanged) when not empty.
 void appendResult(std::string& out, const FetchResult& r, bool with_file);
 FetchResult decodeResult(AttrParser& p, const RawElement& el, bool with_file);
 
@@ -235,6 +237,7 @@ FetchResult decodeResult(AttrParser& p, const RawElement& el, bool with_file);
 // on the wire. kLink writes and reads md5 and no file; kRobot file (FetchRequest::path,
 // required) and no md5. since is an RFC 3339 time on the wire (read: RFC 3339 or epoch
 // seconds); redirects and scope as kMaxScopeBytes says, an unknown policy reads as none.
+// etag (FetchRequest::if_none_match) is written on both wires when not empty.
 enum class FetchWire : std::uint8_t { kLink, kRobot };
 void appendFetch(std::string& out, const FetchRequest& f, FetchWire wire);
 FetchRequest decodeFetch(AttrParser& p, FetchWire wire);

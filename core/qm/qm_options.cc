@@ -18,6 +18,7 @@ QmOptions QmOptions::fromConfig(const Config& c) {
   o.bandwidth_tick = Millis(c.getInt("qm.bandwidth_tick"));
   o.bandwidth_horizon = Millis(c.getInt("qm.bandwidth_horizon"));
   o.provider_inflight = static_cast<std::uint32_t>(c.getInt("qm.provider_inflight"));
+  o.host_inflight = static_cast<std::uint32_t>(c.getInt("qm.host_inflight"));
   o.botm_overload_pct = static_cast<std::uint32_t>(c.getInt("qm.botm_overload_pct"));
   o.max_retries = static_cast<std::uint32_t>(c.getInt("qm.max_retries"));
   o.retry_delay = Millis(c.getInt("qm.retry_delay"));

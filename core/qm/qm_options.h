@@ -27,6 +27,7 @@ struct QmOptions {
   Millis bandwidth_tick{};                // qm.bandwidth_tick
   Millis bandwidth_horizon{};             // qm.bandwidth_horizon
   std::uint32_t provider_inflight = 0;    // qm.provider_inflight
+  std::uint32_t host_inflight = 0;        // qm.host_inflight
   std::uint32_t botm_overload_pct = 0;    // qm.botm_overload_pct
   std::uint32_t max_retries = 0;          // qm.max_retries
   Millis retry_delay{};                   // qm.retry_delay

@@ -14,7 +14,7 @@ QueueManager::QueueManager(QmDeps deps, QmOptions options)
       options_(options),
       slots_(options.slots, options.slot_period),
       sched_(*deps_.clock, SchedulerOptions{options.provider_inflight, options.botm_overload_pct,
-                                            options.bandwidth_tick, options.bandwidth_horizon}),
+                                            options.bandwidth_tick, options.bandwidth_horizon, options.host_inflight}),
       links_(options.botm_overload_pct),
       deletes_(options.delete_window, DeleteRetryRules{options.delete_retry, options.delete_retry_max}),
       alive_(std::make_shared<bool>(true)) {}

@@ -198,6 +198,7 @@ class QueueManager {
     PSetId pset = 0;
     LinkId link = 0;
     UrlNotice notice;
+    std::string host;  // politenessHost() of the fetch URL: its fetch counts there
   };
   struct ProviderInfo {
     std::int32_t priority = 0;
@@ -255,7 +256,8 @@ class QueueManager {
   Walk walkReadySet(ProviderId pid, PSetId pset, WallTime now, TimeSlot cur_slot);
   bool holdForRetry(ProviderId pid);  // the head row is bad and its retry time has not come
   // false: the content store failed (routed); nothing was sent
-  bool sendFetch(ProviderId pid, PSetId pset, LinkId link, const std::string& key, const UrlNotice& n);
+  bool sendFetch(ProviderId pid, PSetId pset, LinkId link, const std::string& key, const UrlNotice& n,
+                 const std::string& host);
   Status moveProviderToSlot(ProviderId pid, Millis delay);
   // results (queue_manager_result.cc; the decision is result_policy.h)
   Status handleResult(const InFlight& f, const FetchResult& o);

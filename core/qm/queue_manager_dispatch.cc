@@ -36,6 +36,7 @@ void QueueManager::linkDown(LinkId link) {
   for (auto it = inflight_.begin(); it != inflight_.end();) {
     if (it->second.link == link) {
       sched_.lost(it->second.pid);
+      sched_.hostDone(it->second.host);
       inflight_keys_.erase(it->second.key);
       it = inflight_.erase(it);
     } else {
@@ -133,9 +134,16 @@ QueueManager::Walk QueueManager::walkReadySet(ProviderId pid, PSetId pset, WallT
       return s.isOk() ? Walk::kRestart : Walk::kStop;
     }
     if (e.bad_count > 0 && holdForRetry(pid)) return failed_.isOk() ? Walk::kDone : Walk::kStop;
+    std::string host = politenessHost(e.notice.fetchUrl());
+    if (!sched_.hostHasRoom(host)) {
+      // qm.host_inflight fetches are out on its host (maybe for other providers): the
+      // provider waits for one of them to end, its row keeps its place.
+      sched_.waitForHost(pid, host);
+      return Walk::kDone;
+    }
     auto link = links_.pick();
     if (!link) return Walk::kStop;
-    return sendFetch(pid, pset, *link, cur, e.notice) ? Walk::kDone : Walk::kStop;
+    return sendFetch(pid, pset, *link, cur, e.notice, host) ? Walk::kDone : Walk::kStop;
   }
   return Walk::kNext;  // every row of this set is in flight: try the next set
 }
@@ -149,7 +157,8 @@ bool QueueManager::holdForRetry(ProviderId pid) {
   return true;
 }
 
-bool QueueManager::sendFetch(ProviderId pid, PSetId pset, LinkId link, const std::string& key, const UrlNotice& n) {
+bool QueueManager::sendFetch(ProviderId pid, PSetId pset, LinkId link, const std::string& key, const UrlNotice& n,
+                             const std::string& host) {
   FetchRequest order;
   order.id = next_fetch_id_++;
   order.url = n.fetchUrl();
@@ -162,17 +171,17 @@ bool QueueManager::sendFetch(ProviderId pid, PSetId pset, LinkId link, const std
     storeFailed(content.status().withContext("content store"));
     return false;
   }
-  if (content.value() && !content.value()->deleted && content.value()->mtime &&
-      !declaresOtherContent(n, *content.value())) {
+  if (content.value() && !content.value()->deleted && !declaresOtherContent(n, *content.value())) {
     // Conditional fetch only when the CP did not tell us the bytes changed: a
     // server's If-Modified-Since has one-second granularity and would answer 304
-    // for a page rewritten within the same second.
+    // for a page rewritten within the same second (and a weak ETag may not change).
     order.if_modified_since = content.value()->mtime;
+    order.if_none_match = content.value()->etag;
   }
-  inflight_[order.id] = InFlight{pid, key, pset, link, n};
+  inflight_[order.id] = InFlight{pid, key, pset, link, n, host};
   inflight_keys_.insert(key);
   links_.fetchSent(link);
-  sched_.dispatched(pid);
+  sched_.dispatched(pid, host);
   ++stats_.dispatched;
   deps_.botm->sendFetch(link, order);
   return true;

@@ -19,6 +19,7 @@ void QueueManager::onResult(LinkId link, const FetchResult& o) {
   inflight_.erase(it);
   inflight_keys_.erase(f.key);
   links_.fetchEnded(f.link);
+  sched_.hostDone(f.host);  // whatever the result does: the host has room again
   if (failed_.isOk()) {
     FetchResult checked = o;
     if (checked.ok() && !checked.unchanged && checked.filename.empty()) {
@@ -58,13 +59,17 @@ ContentRecord fetchedRecord(const UrlNotice& n, const FetchResult& o, WallTime n
   r.declared_mtime = n.mtime;
   r.declared_size = n.size;
   r.declared_md5 = n.md5;
+  r.etag = o.etag;
   return r;
 }
 
 // A 304: the content did not change; only a change a content user can see (view
 // tag, browse or fetch URL) takes a new seq.
-ContentRecord refreshedRecord(StoreTxn& t, ContentRecord r, const UrlNotice& n, WallTime now) {
+// A 304 that names an ETag replaces the one kept (RFC 9110 §15.4.5: it describes the
+// stored response); one without keeps it.
+ContentRecord refreshedRecord(StoreTxn& t, ContentRecord r, const UrlNotice& n, const FetchResult& o, WallTime now) {
   if (!visibleToContentUsersEqual(r, n)) r.seq = t.nextSeq();
+  if (!o.etag.empty()) r.etag = o.etag;
   r.refreshed = now;
   r.view_tag = n.view_tag;
   r.browse = n.browse;
@@ -178,7 +183,7 @@ Status QueueManager::writeResult(StoreTxn& t, const InFlight& f, const FetchResu
       LCC_RETURN_IF_ERROR(storeContent(t, fetchedRecord(f.notice, o, now)));
       break;
     case ResultVerdict::kRefreshed:
-      t.putContent(refreshedRecord(t, *old, f.notice, now));
+      t.putContent(refreshedRecord(t, *old, f.notice, o, now));
       break;
     case ResultVerdict::kRetryLater:
       // To the end of its set, marked bad; tried again after qm.retry_delay.

@@ -2,10 +2,21 @@
 
 #include <algorithm>
 
+#include "lcc/support/url_norm.h"
+
 namespace lcc::qm {
+
+std::string politenessHost(std::string_view url) {
+  auto parts = url::splitNormalUrl(url);
+  if (!parts.isOk()) return std::string(url);
+  const auto& p = parts.value();
+  const std::uint16_t port = p.port != 0 ? p.port : (p.scheme == "https" ? 443 : 80);
+  return p.host + ":" + std::to_string(port);
+}
 
 Scheduler::Scheduler(Clock& clock, SchedulerOptions options) : clock_(clock), options_(options) {
   if (options_.provider_inflight == 0) options_.provider_inflight = 1;
+  if (options_.host_inflight == 0) options_.host_inflight = 1;
   if (options_.bandwidth_tick.count() <= 0) options_.bandwidth_tick = Millis(1);
   if (options_.bandwidth_horizon < options_.bandwidth_tick) options_.bandwidth_horizon = options_.bandwidth_tick;
   std::size_t n = static_cast<std::size_t>((options_.bandwidth_horizon.count() + options_.bandwidth_tick.count() - 1) /
@@ -21,7 +32,8 @@ void Scheduler::reindex(ProviderId pid, Provider& p) {
     eligible_.erase(*p.indexed);
     p.indexed.reset();
   }
-  bool ok = !p.ready.empty() && !p.delayed_until && !p.blocked && !p.held && p.in_flight < options_.provider_inflight;
+  bool ok = !p.ready.empty() && !p.delayed_until && !p.blocked && !p.held && p.waiting_host.empty() &&
+            p.in_flight < options_.provider_inflight;
   if (ok) {
     IndexKey k{-static_cast<std::int64_t>(p.priority), *p.ready.begin(), pid};
     eligible_.insert(k);
@@ -58,6 +70,7 @@ void Scheduler::addReadySet(ProviderId pid, PSetId pset) {
   Provider& p = get(pid);
   p.ready.insert(pset);
   p.blocked = false;
+  stopWaiting(pid, p);
   reindex(pid, p);
 }
 
@@ -91,11 +104,53 @@ std::optional<ProviderId> Scheduler::pick() const {
   return std::get<2>(*eligible_.begin());
 }
 
-void Scheduler::dispatched(ProviderId pid) {
+void Scheduler::dispatched(ProviderId pid, const std::string& host) {
   Provider& p = get(pid);
   p.in_flight += 1;
   in_flight_ += 1;
+  hosts_[host].in_flight += 1;
   reindex(pid, p);
+}
+
+bool Scheduler::hostHasRoom(const std::string& host) const { return hostInFlight(host) < options_.host_inflight; }
+
+std::uint32_t Scheduler::hostInFlight(const std::string& host) const {
+  auto it = hosts_.find(host);
+  return it == hosts_.end() ? 0 : it->second.in_flight;
+}
+
+void Scheduler::waitForHost(ProviderId pid, const std::string& host) {
+  Provider& p = get(pid);
+  if (p.waiting_host == host) return;
+  stopWaiting(pid, p);
+  p.waiting_host = host;
+  hosts_[host].waiting.push_back(pid);
+  reindex(pid, p);
+}
+
+void Scheduler::stopWaiting(ProviderId pid, Provider& p) {
+  if (p.waiting_host.empty()) return;
+  auto it = hosts_.find(p.waiting_host);
+  p.waiting_host.clear();
+  if (it == hosts_.end()) return;
+  auto& w = it->second.waiting;
+  w.erase(std::remove(w.begin(), w.end(), pid), w.end());
+  if (it->second.in_flight == 0 && w.empty()) hosts_.erase(it);
+}
+
+void Scheduler::hostDone(const std::string& host) {
+  auto it = hosts_.find(host);
+  if (it == hosts_.end()) return;
+  if (it->second.in_flight > 0) it->second.in_flight -= 1;
+  std::vector<ProviderId> waiting;  // all released: pick() gives the free slot to the best of them
+  waiting.swap(it->second.waiting);
+  if (it->second.in_flight == 0) hosts_.erase(it);
+  for (ProviderId pid : waiting) {
+    auto pit = providers_.find(pid);
+    if (pit == providers_.end() || pit->second.waiting_host != host) continue;
+    pit->second.waiting_host.clear();
+    reindex(pid, pit->second);
+  }
 }
 
 void Scheduler::blocked(ProviderId pid) {

@@ -18,12 +18,20 @@
 // flight is capped at capacity × qm.botm_overload_pct / 100. Because every free
 // fetch slot goes to the best eligible provider, a provider being fetched is "put
 // back" as soon as a higher-priority one is waiting.
+// Hosts: providers on one host share its politeness. At most qm.host_inflight
+// fetches are out per host (politenessHost(): the fetch URL's host and port), whatever
+// the number of providers fetching from it. The owner asks hostHasRoom() for the row it
+// would send; when the host is full the provider waits for it (waitForHost()) and is
+// eligible again when a fetch on that host ends (hostDone()). Memory: one record per
+// host with fetches out or providers waiting.
 // THREADS: one owner thread (the QM strand).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -38,7 +46,15 @@ struct SchedulerOptions {
   std::uint32_t overload_pct = 150;
   Millis bandwidth_tick{4000};
   Millis bandwidth_horizon{3600 * 1000};
+  std::uint32_t host_inflight = 1;  // qm.host_inflight
 };
+
+// The host whose politeness a fetch of `url` uses: "host:port" of the URL in normal
+// form (url_norm.h), with the scheme's default port written out, so http://a/ and
+// http://a:80/ are one host and https://a/ (443) another. A URL that is not in normal
+// form is its own host. Not the resolved address: the QM resolves nothing (the robots
+// do, on other machines), and a lookup per dispatch would block the QM's thread.
+std::string politenessHost(std::string_view url);
 
 class Scheduler {
  public:
@@ -69,10 +85,22 @@ class Scheduler {
   // The provider that should get the next free fetch slot, or nullopt when the cap is
   // reached or nobody is eligible.
   std::optional<ProviderId> pick() const;
-  void dispatched(ProviderId pid);
+  void dispatched(ProviderId pid, const std::string& host);
   // The provider had nothing to hand out (every ready URL already in flight): not
   // eligible again until one of its fetches ends or a set arrives.
   void blocked(ProviderId pid);
+
+  // --- hosts ---
+  // Whether a fetch on `host` may go out now (fewer than host_inflight out on it).
+  bool hostHasRoom(const std::string& host) const;
+  // The provider's next row is on `host`, which is full: not eligible until a fetch on
+  // that host ends (or, as for blocked(), a set arrives).
+  void waitForHost(ProviderId pid, const std::string& host);
+  // A fetch on `host` ended (a result came, or its link went down): every provider
+  // waiting for the host is eligible again.
+  void hostDone(const std::string& host);
+  std::uint32_t hostInFlight(const std::string& host) const;
+  std::size_t hostCount() const { return hosts_.size(); }  // hosts with fetches out or waiters
 
   // --- outcomes ---
   enum class After { kReady, kDelayed, kBeyondHorizon };
@@ -118,10 +146,16 @@ class Scheduler {
     std::optional<MonoTime> retry_at;
     Millis beyond{0};
     std::optional<IndexKey> indexed;
+    std::string waiting_host;  // non-empty: waits for that host (waitForHost)
+  };
+  struct Host {
+    std::uint32_t in_flight = 0;
+    std::vector<ProviderId> waiting;  // each at most once (Provider::waiting_host)
   };
 
   Provider& get(ProviderId pid);
   void reindex(ProviderId pid, Provider& p);
+  void stopWaiting(ProviderId pid, Provider& p);  // leaves its host's waiting list
 
   Clock& clock_;
   SchedulerOptions options_;
@@ -129,6 +163,7 @@ class Scheduler {
   std::uint64_t in_flight_ = 0;
   std::unordered_map<ProviderId, Provider> providers_;
   std::set<IndexKey> eligible_;
+  std::unordered_map<std::string, Host> hosts_;
   // The wheel: bucket i holds (pid, generation) due at wheel_base_ + i × tick.
   std::vector<std::vector<std::pair<ProviderId, std::uint64_t>>> wheel_;
   std::size_t wheel_pos_ = 0;

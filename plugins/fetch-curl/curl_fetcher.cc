@@ -58,37 +58,6 @@ FetchResult failure(std::uint64_t id, ErrorCode code, int http, std::string mess
 
 }  // namespace
 
-ErrorCode classifyHttpStatus(long s, bool conditional) {
-  if (s == 404 || s == 410) return ErrorCode::kNotFound;
-  if (s == 401 || s == 403) return ErrorCode::kAccessDenied;
-  if (s >= 500 && s <= 599) return ErrorCode::kServerError;
-  if (s == 429) return ErrorCode::kServerError;
-  if (s == 304 && conditional) return ErrorCode::kNone;
-  return ErrorCode::kHttpOther;
-}
-
-std::string baseMime(std::string_view ct) {
-  auto semi = ct.find(';');
-  if (semi != std::string_view::npos) ct = ct.substr(0, semi);
-  while (!ct.empty() && std::isspace(static_cast<unsigned char>(ct.front()))) ct.remove_prefix(1);
-  while (!ct.empty() && std::isspace(static_cast<unsigned char>(ct.back()))) ct.remove_suffix(1);
-  std::string out(ct);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::optional<std::int64_t> parseRetryAfter(std::string_view v, std::int64_t now_unix) {
-  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
-  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
-  if (v.empty()) return std::nullopt;
-  bool digits = v.size() <= 12;
-  for (char c : v) digits = digits && std::isdigit(static_cast<unsigned char>(c));
-  if (digits) return std::stoll(std::string(v));
-  time_t t = curl_getdate(std::string(v).c_str(), nullptr);
-  if (t < 0) return std::nullopt;
-  return t > now_unix ? static_cast<std::int64_t>(t) - now_unix : 0;
-}
-
 // ---- the file side -------------------------------------------------------------
 struct CurlFetcher::Sink {
   Env* env = nullptr;
@@ -244,6 +213,13 @@ struct CurlFetcher::Transfer {
   bool head_done = false;     // the empty line was seen: later lines are trailers
   bool head_over = false;     // larger than req.max_response_head: not kept
   std::optional<FetchResult> immediate;  // refused before any transfer (bad URL)
+  std::string etag;           // this response's ETag when parseEtag() took it
+  curl_slist* headers = nullptr;  // If-None-Match (CURLOPT_HTTPHEADER); freed with the transfer
+
+  Transfer() = default;
+  Transfer(const Transfer&) = delete;
+  Transfer& operator=(const Transfer&) = delete;
+  ~Transfer() { curl_slist_free_all(headers); }
 };
 
 namespace {
@@ -304,12 +280,16 @@ size_t onHeader(char* data, size_t size, size_t nmemb, void* user) {
   std::string_view line(data, n);
   if (line.size() >= 5 && line.substr(0, 5) == "HTTP/") {
     t->retry_after.reset();  // a new response (after a redirect, or past a 1xx)
+    t->etag.clear();
     if (!t->checked) {       // not a trailer line sent after the body
       t->head.clear();
       t->head_done = t->head_over = false;
     }
   } else if (line.size() > 12 && iequals(line.substr(0, 12), "retry-after:")) {
     t->retry_after = parseRetryAfter(line.substr(12), static_cast<std::int64_t>(::time(nullptr)));
+  } else if (!t->checked && line.size() > 5 && iequals(line.substr(0, 5), "etag:")) {
+    // The head's, not a trailer's; one that is not valid is not kept.
+    t->etag = parseEtag(line.substr(5)).value_or(std::string());
   }
   keepHeadLine(t, line);
   return n;
@@ -375,6 +355,9 @@ Status CurlFetcher::start(const FetchRequest& request, FetchDone done) {
                            std::string("invalid URL: ") + curl_url_strerror(uc));
   } else if (!iequals(scheme, "http") && !iequals(scheme, "https")) {
     t->immediate = failure(request.id, ErrorCode::kInvalidUrl, 0, std::string("scheme not allowed: ") + scheme);
+  } else if (!request.if_none_match.empty() && !isValidEtag(request.if_none_match)) {
+    // It would go into a request header: never one with CR, LF or other control bytes.
+    t->immediate = failure(request.id, ErrorCode::kInternal, 0, "If-None-Match is not a valid entity tag");
   }
   curl_free(scheme);
   curl_url_cleanup(u);
@@ -458,6 +441,10 @@ void CurlFetcher::addTransfer(std::unique_ptr<Transfer> t) {
     curl_easy_setopt(e, CURLOPT_TIMECONDITION, static_cast<long>(CURL_TIMECOND_IFMODSINCE));
     curl_easy_setopt(e, CURLOPT_TIMEVALUE_LARGE, static_cast<curl_off_t>(*t->req.if_modified_since));
   }
+  if (!t->req.if_none_match.empty()) {  // checked by start()
+    t->headers = curl_slist_append(nullptr, ("If-None-Match: " + t->req.if_none_match).c_str());
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+  }
   CURLMcode mc = curl_multi_add_handle(multi_, e);
   if (mc != CURLM_OK) {
     FetchResult r = failure(t->req.id, ErrorCode::kInternal, 0, std::string("curl: ") + curl_multi_strerror(mc));
@@ -490,6 +477,7 @@ CurlFetcher::Hop CurlFetcher::redirect(Transfer* t, int code, FetchResult* refus
   t->mime.clear();
   t->refused.clear();
   t->retry_after.reset();
+  t->etag.clear();
   t->head.clear();
   t->head_done = t->head_over = false;
   t->current_url = std::move(v.url);
@@ -522,7 +510,7 @@ void CurlFetcher::complete(Transfer* t, int code) {
   long status = 0;
   curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
   const long redirects = t->hops;
-  const bool conditional = t->req.if_modified_since.has_value();
+  const bool conditional = t->req.if_modified_since.has_value() || !t->req.if_none_match.empty();
   const int http = static_cast<int>(status);
   const std::uint64_t id = t->req.id;
 
@@ -536,6 +524,7 @@ void CurlFetcher::complete(Transfer* t, int code) {
     if (conditional && (status == 304 || unmet)) {
       r.unchanged = true;
       r.http_status = 304;
+      r.etag = std::move(t->etag);
     } else if (status >= 200 && status <= 299) {
       if (t->mime_mismatch) {
         r = failure(id, ErrorCode::kMimeMismatch, http, "returned type " + t->mime + ", declared " + t->req.expected_mime);
@@ -544,6 +533,7 @@ void CurlFetcher::complete(Transfer* t, int code) {
         curl_off_t ft = -1;
         curl_easy_getinfo(e, CURLINFO_FILETIME_T, &ft);
         if (ft >= 0) r.last_modified = static_cast<std::int64_t>(ft);
+        r.etag = std::move(t->etag);
         if (t->head_done) r.response_head = std::move(t->head);
       }
     } else {

@@ -40,6 +40,10 @@ ErrorCode classifyHttpStatus(long status, bool conditional);
 std::string baseMime(std::string_view content_type);
 // Retry-After: delta seconds or an HTTP date (relative to now_unix); nullopt if unparsable.
 std::optional<std::int64_t> parseRetryAfter(std::string_view value, std::int64_t now_unix);
+// ETag: the header value without surrounding white space (and line end) when it is
+// an entity tag the LCC keeps (lcc::isValidEtag: at most kMaxEtagBytes of printable
+// ASCII, no CR, LF or other control character); nullopt otherwise.
+std::optional<std::string> parseEtag(std::string_view value);
 
 class CurlFetcher final : public Fetcher {
  public:

@@ -244,6 +244,9 @@ FetchResult StubFetcher::perform(const Fetch& f) {
     r.message = std::move(message);
     return r;
   };
+  if (!req.if_none_match.empty() && !isValidEtag(req.if_none_match)) {
+    return fail(ErrorCode::kInternal, "If-None-Match is not a valid entity tag");  // as fetch-curl
+  }
   if (d.code) {
     r.http_status = d.status.value_or(0);
     return fail(*d.code, std::string(errorCodeMessage(*d.code)));
@@ -253,13 +256,19 @@ FetchResult StubFetcher::perform(const Fetch& f) {
   if (status == 304) {
     r.unchanged = true;
     r.last_modified = d.lm;
+    r.etag = d.etag.value_or(std::string());
     return r;
   }
   if (status < 200 || status >= 300) return fail(codeForHttp(status), "HTTP " + std::to_string(status));
-  if (d.lm && req.if_modified_since && *req.if_modified_since >= *d.lm) {
+  // If-None-Match decides when both are sent (RFC 9110 §13.2.2); a request naming an
+  // ETag the URL does not have is a change even when If-Modified-Since would say 304.
+  const bool match = !req.if_none_match.empty() ? d.etag && req.if_none_match == *d.etag
+                                                 : d.lm && req.if_modified_since && *req.if_modified_since >= *d.lm;
+  if (match) {
     r.http_status = 304;
     r.unchanged = true;
     r.last_modified = d.lm;
+    r.etag = d.etag.value_or(std::string());
     return r;
   }
   r.mime = lowerMime(d.mime ? *d.mime : (req.expected_mime.empty() ? options_.default_mime : req.expected_mime));
@@ -293,6 +302,7 @@ FetchResult StubFetcher::perform(const Fetch& f) {
   r.size = size;
   r.md5 = d.md5 ? *d.md5 : md5.hex();
   r.last_modified = d.lm;
+  r.etag = d.etag.value_or(std::string());
   if (options_.verify_md5 && !req.expected_md5.empty()) {
     std::string want = req.expected_md5;
     for (char& c : want) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

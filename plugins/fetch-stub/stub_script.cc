@@ -120,6 +120,7 @@ void Directives::overlay(const Directives& o) {
   if (o.size) size = o.size;
   if (o.mime) mime = o.mime;
   if (o.lm) lm = o.lm;
+  if (o.etag) etag = o.etag;
   if (o.retry_after) retry_after = o.retry_after;
   if (o.hang) hang = o.hang;
   if (o.md5) md5 = o.md5;
@@ -154,6 +155,9 @@ Status applyDirective(std::string_view name, std::string_view value, Directives*
     auto n = parseStubTime(value);
     if (!n) return bad("an RFC 3339 time or seconds since the epoch");
     d->lm = *n;
+  } else if (name == "etag") {
+    if (!isValidEtag(value)) return bad("an entity tag (1-256 bytes of printable ASCII)");
+    d->etag = v;
   } else if (name == "retry_after") {
     auto n = parseUnsigned(value);
     if (!n) return bad("seconds");

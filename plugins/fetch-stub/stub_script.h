@@ -27,6 +27,7 @@ struct Directives {
   std::optional<std::uint64_t> size;      // body bytes
   std::optional<std::string> mime;        // Content-Type returned
   std::optional<std::int64_t> lm;         // Last-Modified, seconds since the epoch
+  std::optional<std::string> etag;        // ETag (lcc::isValidEtag)
   std::optional<Millis> retry_after;
   std::optional<bool> hang;               // never finishes until cancelled or stopped
   std::optional<std::string> md5;         // report this MD5 instead of the real one

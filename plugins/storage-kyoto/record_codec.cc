@@ -178,6 +178,7 @@ std::string encodeContent(const ContentRecord& c) {
   w.optU64(c.declared_size);
   w.str(c.declared_md5);
   w.varint(c.created_seq);
+  w.str(c.etag);
   return w.take();
 }
 
@@ -205,8 +206,10 @@ std::optional<ContentRecord> decodeContent(std::string_view key, std::string_vie
   c.declared_mtime = r.optS64();
   c.declared_size = r.optU64();
   c.declared_md5 = r.str();
-  // created_seq came after format 1: a row written before it ends here (0, unknown).
+  // created_seq and then etag came after format 1: a row written before one ends
+  // before it (created_seq 0, unknown; etag empty, none).
   if (r.ok() && !r.done()) c.created_seq = r.varint();
+  if (r.ok() && !r.done()) c.etag = r.str();
   if (!r.done()) return std::nullopt;
   return c;
 }

@@ -9,14 +9,14 @@ constexpr std::int64_t kScanChunk = 512;  // rows per read round trip
 
 #define LCC_LCC_COLS                                                                                       \
   "key, seq, deleted, view_tag, browse, fetch_url, mtime, size, md5, machine, filename, stored, refreshed, " \
-  "declared_mtime, declared_size, declared_md5, created_seq, pid"
+  "declared_mtime, declared_size, declared_md5, created_seq, pid, etag"
 
 PgParams recordParams(const std::string& key, const ContentRecord& r) {
   PgParams p;
   p.bytes(key).u64(r.seq).i64(r.deleted ? 1 : 0).bytes(r.view_tag).optBytes(r.browse).bytes(r.fetch);
   p.optI64(r.mtime).u64(r.size).bytes(r.md5).bytes(r.machine).bytes(r.filename).i64(toUnixMillis(r.stored));
   p.i64(toUnixMillis(r.refreshed)).optI64(r.declared_mtime).optU64(r.declared_size).bytes(r.declared_md5);
-  p.u64(r.created_seq).i64(r.key.pid);
+  p.u64(r.created_seq).i64(r.key.pid).bytes(r.etag);
   return p;
 }
 
@@ -42,6 +42,7 @@ std::optional<ContentRecord> recordFromRow(const PgResult& res, int i) {
   if (!res.isNull(i, 14)) r.declared_size = res.u64(i, 14);
   r.declared_md5 = res.bytes(i, 15);
   r.created_seq = res.u64(i, 16);
+  r.etag = res.bytes(i, 18);
   return r;
 }
 
@@ -168,10 +169,10 @@ Status PgContentStore::putRecord(const ContentRecord& put, std::int64_t* rows, s
     LCC_RETURN_IF_ERROR(conn_->run(
         "UPDATE lcc SET seq=$2, deleted=$3, view_tag=$4, browse=$5, fetch_url=$6, mtime=$7, size=$8, md5=$9, "
         "machine=$10, filename=$11, stored=$12, refreshed=$13, declared_mtime=$14, declared_size=$15, "
-        "declared_md5=$16, created_seq=$17, pid=$18 WHERE key=$1", recordParams(key, r)).status());
+        "declared_md5=$16, created_seq=$17, pid=$18, etag=$19 WHERE key=$1", recordParams(key, r)).status());
   } else {
     LCC_RETURN_IF_ERROR(conn_->run("INSERT INTO lcc (" LCC_LCC_COLS ") VALUES "
-                                   "($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)",
+                                   "($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)",
                                    recordParams(key, r)).status());
     ++*rows;
   }

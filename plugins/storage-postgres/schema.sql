@@ -91,6 +91,9 @@ CREATE TABLE IF NOT EXISTS lcc (
   created_seq    bigint NOT NULL
 );
 CREATE INDEX IF NOT EXISTS lcc_by_pid ON lcc (pid, key);
+-- etag (ContentRecord::etag, '': none) came after the first release: a schema made
+-- before it gains the column here, its rows reading as no ETag.
+ALTER TABLE lcc ADD COLUMN IF NOT EXISTS etag bytea NOT NULL DEFAULT ''::bytea;
 
 -- PIDB. An identity column: ids from 1, never reused (a sequence never goes back).
 -- prefixes and errors: the byte lists of list_codec.h.

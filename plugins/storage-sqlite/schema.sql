@@ -68,8 +68,9 @@ CREATE TABLE fsmdb (
 -- @section content
 -- LCC DB: one row per stored URL. seq is the rowid, so the table itself is the
 -- change-sequence order (scanSince is a range scan); the UNIQUE key index serves
--- get() and the provider key range (scanProvider). created_seq came after format 1
--- was released: sqlite_content_store.cc adds it to an older file when it opens one.
+-- get() and the provider key range (scanProvider). created_seq and etag came after
+-- format 1 was released: sqlite_content_store.cc adds them to an older file when it
+-- opens one (ALTER TABLE), so the format number stays 1.
 CREATE TABLE lcc (
   seq            INTEGER PRIMARY KEY,
   key            BLOB NOT NULL UNIQUE,
@@ -87,7 +88,8 @@ CREATE TABLE lcc (
   declared_mtime INTEGER,
   declared_size  INTEGER,
   declared_md5   TEXT NOT NULL,
-  created_seq    INTEGER NOT NULL DEFAULT 0  -- ContentRecord::created_seq (0: unknown)
+  created_seq    INTEGER NOT NULL DEFAULT 0,  -- ContentRecord::created_seq (0: unknown)
+  etag           TEXT NOT NULL DEFAULT ''     -- ContentRecord::etag ('': none)
 ) STRICT;
 
 -- @section providers

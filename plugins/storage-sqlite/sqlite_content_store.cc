@@ -9,7 +9,7 @@ constexpr std::int64_t kScanChunk = 512;  // rows per short read transaction
 
 #define LCC_LCC_COLS                                                                                   \
   "key, seq, deleted, view_tag, browse, fetch, mtime, size, md5, machine, filename, stored, refreshed, " \
-  "declared_mtime, declared_size, declared_md5, created_seq"
+  "declared_mtime, declared_size, declared_md5, created_seq, etag"
 
 // Binds without copies: `key` and `r` outlive the statement's use.
 void bindRecord(Stmt& st, const std::string& key, const ContentRecord& r) {
@@ -30,6 +30,7 @@ void bindRecord(Stmt& st, const std::string& key, const ContentRecord& r) {
   st.bindOptU64(15, r.declared_size);
   st.bindTextRef(16, r.declared_md5);
   st.bindU64(17, r.created_seq);
+  st.bindTextRef(18, r.etag);
 }
 
 std::optional<ContentRecord> recordFromRow(const Stmt& st) {
@@ -54,6 +55,7 @@ std::optional<ContentRecord> recordFromRow(const Stmt& st) {
   if (!st.isNull(14)) r.declared_size = st.colU64(14);
   r.declared_md5 = st.colText(15);
   r.created_seq = st.colU64(16);
+  r.etag = st.colText(17);
   return r;
 }
 
@@ -78,7 +80,7 @@ class SqliteContentStore::Reader {
 Result<ContentStore*> SqliteContentStore::open(const HostContext& host, const StoreOptions& opts) {
   StoreOpenInfo info;
   LCC_ASSIGN_OR_RETURN(auto db, SqliteDb::openWriter(host, opts, StoreKind::kContent, &info));
-  LCC_RETURN_IF_ERROR(addCreatedSeqColumn(*db).withContext(db->path() + ": adding the created_seq column"));
+  LCC_RETURN_IF_ERROR(addLaterColumns(*db));
   LCC_ASSIGN_OR_RETURN(std::int64_t rows, db->getCounter("rows"));
   LCC_ASSIGN_OR_RETURN(std::int64_t max_seq, db->getCounter("max_seq"));
   return new SqliteContentStore(host, opts, std::move(db), std::move(info), rows, max_seq);
@@ -156,13 +158,28 @@ Status SqliteContentStore::apply(const ContentBatch& batch) {
   return Status::ok();
 }
 
-// A content file made before created_seq existed gets the column (0: unknown).
-Status SqliteContentStore::addCreatedSeqColumn(SqliteDb& db) {
-  LCC_ASSIGN_OR_RETURN(auto st, db.stmt("SELECT 1 FROM pragma_table_info('lcc') WHERE name = 'created_seq'"));
-  LCC_ASSIGN_OR_RETURN(bool has, st->step());
-  st.reset();
-  if (has) return Status::ok();
-  return db.exec("ALTER TABLE lcc ADD COLUMN created_seq INTEGER NOT NULL DEFAULT 0");
+// A content file made before created_seq (or etag) existed gets the column (0: unknown;
+// '': no ETag kept).
+Status SqliteContentStore::addLaterColumns(SqliteDb& db) {
+  struct Later {
+    const char* name;
+    const char* check;
+    const char* alter;
+  };
+  static constexpr Later kLater[] = {
+      {"created_seq", "SELECT 1 FROM pragma_table_info('lcc') WHERE name = 'created_seq'",
+       "ALTER TABLE lcc ADD COLUMN created_seq INTEGER NOT NULL DEFAULT 0"},
+      {"etag", "SELECT 1 FROM pragma_table_info('lcc') WHERE name = 'etag'",
+       "ALTER TABLE lcc ADD COLUMN etag TEXT NOT NULL DEFAULT ''"},
+  };
+  for (const Later& c : kLater) {
+    LCC_ASSIGN_OR_RETURN(auto st, db.stmt(c.check));
+    LCC_ASSIGN_OR_RETURN(bool has, st->step());
+    st.reset();
+    if (has) continue;
+    LCC_RETURN_IF_ERROR(db.exec(c.alter).withContext(db.path() + ": adding the " + c.name + " column"));
+  }
+  return Status::ok();
 }
 
 Status SqliteContentStore::putRecord(const ContentRecord& put, std::int64_t* rows, std::int64_t* max_seq) {
@@ -200,7 +217,7 @@ Status SqliteContentStore::putRecord(const ContentRecord& put, std::int64_t* row
   ContentRecord r = put;
   r.created_seq = held_live ? held_created : r.seq;
   LCC_ASSIGN_OR_RETURN(auto ins, db_->stmt("INSERT INTO lcc(" LCC_LCC_COLS ") VALUES"
-                                           "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)"));
+                                           "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)"));
   bindRecord(*ins, key, r);
   LCC_RETURN_IF_ERROR(ins->run());
   *max_seq = std::max(*max_seq, static_cast<std::int64_t>(r.seq));

@@ -52,7 +52,7 @@ class SqliteContentStore final : public ContentStore {
 
   Status applyOps(const ContentBatch& batch, std::int64_t* rows, std::int64_t* max_seq);
   Status putRecord(const ContentRecord& put, std::int64_t* rows, std::int64_t* max_seq);
-  static Status addCreatedSeqColumn(SqliteDb& db);
+  static Status addLaterColumns(SqliteDb& db);  // created_seq, etag: to a file made before them
   Status writable() const;
   void corruptRow(const std::string& what);
 

@@ -411,5 +411,70 @@ TEST(RobotProtocol, RefusesZeroSlotsAndFetchWithoutFile) {
   EXPECT_EQ(r.error(), ErrorCode::kMalformed);
 }
 
+// ETags (issue 29 §5): one optional attribute `etag` on <fetch> (if_none_match) and on an
+// ok="yes" <result> (etag, also with unchanged), on both protocols, XML-escaped, read
+// back equal; absent when empty (the golden bytes above). A value that is not an
+// entity tag (lcc::isValidEtag) is a malformed stream.
+TEST(EtagOnTheWire, CrossesBothProtocolsBothWays) {
+  FetchResult ok = storedResult(123, "m1", "00/00/7b");
+  ok.etag = "W/\"5e-<61a2>\"";
+  FetchResult same = notModifiedResult(125);
+  same.etag = "\"5e-61a2\"";
+  EXPECT_EQ(encodeResult(same), "<result id=\"125\" ok=\"yes\" http=\"304\" unchanged=\"yes\" "
+                                "etag=\"&quot;5e-61a2&quot;\"/>\n");
+  FetchResult bad = failedResult(124, ErrorCode::kServerError, 503, "busy");
+  bad.etag = "\"x\"";
+  EXPECT_EQ(encodeResult(bad).find("etag"), std::string::npos) << "a failure carries no ETag";
+  const std::string link = encodeBotmOpen({"m1", 1, ""}) + encodeResult(ok) + encodeResult(same);
+  for (std::size_t chunk : {link.size(), std::size_t{1}}) {
+    BotmStreamDecoder dec;
+    auto msgs = feedAll<BotmStreamDecoder, BotmMessage>(dec, link, chunk);
+    ASSERT_EQ(msgs.size(), 3u);
+    EXPECT_EQ(std::get<FetchResult>(msgs[1]), ok);
+    EXPECT_EQ(std::get<FetchResult>(msgs[2]), same);
+  }
+  RobotStreamDecoder rd;
+  std::vector<FromRobotMessage> from_robot;
+  ok.machine.clear();
+  ok.filename.clear();
+  ASSERT_TRUE(rd.feed("<lcc:robot xmlns:lcc=\"http://www.lococa.org/1.0/robot\" slots=\"1\">" +
+                          encodeRobotResult(ok) + encodeRobotResult(same), &from_robot)) << rd.errorMessage();
+  ASSERT_EQ(from_robot.size(), 3u);
+  EXPECT_EQ(std::get<FetchResult>(from_robot[1]), ok);
+  EXPECT_EQ(std::get<FetchResult>(from_robot[2]), same);
+
+  FetchRequest f = request(7, "http://www.server.com/b.htm", "text/html", 1714564680, 0);
+  f.if_none_match = "\"5e-61a2\"";
+  EXPECT_NE(encodeFetch(f).find(" etag=\"&quot;5e-61a2&quot;\""), std::string::npos) << encodeFetch(f);
+  SourceStreamDecoder sd;
+  std::vector<SourceMessage> to_botm;
+  ASSERT_TRUE(sd.feed(encodeSourceOpen({"qm"}) + encodeFetch(f), &to_botm)) << sd.errorMessage();
+  ASSERT_EQ(to_botm.size(), 2u);
+  EXPECT_EQ(std::get<FetchRequest>(to_botm[1]), f);
+  f.path = "/c/00/00/07";
+  BotmRobotStreamDecoder brd;
+  std::vector<ToRobotMessage> to_robot;
+  ASSERT_TRUE(brd.feed(encodeBotmRobotOpen({"m1"}) + encodeRobotFetch(f), &to_robot)) << brd.errorMessage();
+  ASSERT_EQ(to_robot.size(), 2u);
+  EXPECT_EQ(std::get<FetchRequest>(to_robot[1]), f);
+}
+
+TEST(EtagOnTheWire, AValueThatIsNotAnEntityTagIsMalformed) {
+  const std::string bad[] = {"\"a&#10;b\"", "\"a&#13;\"", "\"a&#1;\"", "", "\"caf\xc3\xa9\"",
+                             "\"" + std::string(kMaxEtagBytes, 'x') + "\""};
+  for (const std::string& v : bad) {
+    BotmStreamDecoder dec;
+    std::vector<BotmMessage> out;
+    EXPECT_FALSE(dec.feed(encodeBotmOpen({"m1", 1, ""}) + "<result id=\"1\" ok=\"yes\" unchanged=\"yes\" etag=\"" +
+                              v + "\"/>\n", &out)) << v;
+    EXPECT_EQ(dec.error(), ErrorCode::kMalformed) << v;
+    BotmRobotStreamDecoder rd;
+    std::vector<ToRobotMessage> to_robot;
+    EXPECT_FALSE(rd.feed(encodeBotmRobotOpen({"m1"}) + "<fetch id=\"1\" url=\"http://a/\" file=\"/c/1\" etag=\"" + v +
+                             "\"/>", &to_robot)) << v;
+    EXPECT_EQ(rd.error(), ErrorCode::kMalformed) << v;
+  }
+}
+
 }  // namespace
 }  // namespace lcc::proto

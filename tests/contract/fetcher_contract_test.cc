@@ -330,6 +330,92 @@ TEST_P(FetcherContractTest, ManyFetchesAtOnceEachDoneOnce) {
   EXPECT_EQ(fetcher_->inFlight(), 0u);
 }
 
+// ETags (issue 29 §5): the response's ETag is in the result (also of a 304); a request
+// with if_none_match equal to it gets 304 `unchanged` and the file is left alone; one
+// naming another ETag is fetched. No Last-Modified here: only the ETag can make a 304.
+TEST_P(FetcherContractTest, KeepsTheEtagAndIfNoneMatchMakesA304) {
+  server_.handle("/etag", [](const testing::HttpTestRequest& q) {
+    HttpTestResponse r;
+    r.headers = {{"ETag", "\"v1\""}};
+    if (q.header("if-none-match") == "\"v1\"") {
+      r.status = 304;
+      return r;
+    }
+    r.headers.emplace_back("Content-Type", "text/html");
+    r.body = "fresh";
+    return r;
+  });
+  const std::string q = "/etag?stub_etag=%22v1%22&stub_size=5";
+  FetchResult first = fetch(req(1, q));
+  ASSERT_TRUE(first.ok()) << first.message;
+  EXPECT_FALSE(first.unchanged);
+  EXPECT_EQ(first.etag, "\"v1\"");
+
+  FetchRequest again = req(2, q);
+  again.if_none_match = "\"v1\"";
+  ASSERT_TRUE(posixEnv()->writeFileAtomic(again.path, "stored before").isOk());
+  FetchResult second = fetch(again);
+  EXPECT_TRUE(second.ok()) << second.message;
+  EXPECT_TRUE(second.unchanged);
+  EXPECT_EQ(second.http_status, 304);
+  EXPECT_EQ(second.etag, "\"v1\"");
+  EXPECT_EQ(fileOf(again.path), "stored before") << "a 304 leaves the file alone";
+
+  FetchRequest other = req(3, q);
+  other.if_none_match = "\"v0\"";
+  FetchResult third = fetch(other);
+  ASSERT_TRUE(third.ok()) << third.message;
+  EXPECT_FALSE(third.unchanged) << "another ETag is a change";
+  EXPECT_EQ(third.size, 5u);
+  if (networked()) {
+    auto reqs = server_.requests();
+    ASSERT_EQ(reqs.size(), 3u);
+    EXPECT_EQ(reqs[0].header("if-none-match"), "");
+    EXPECT_EQ(reqs[1].header("if-none-match"), "\"v1\"");
+    EXPECT_EQ(reqs[2].header("if-none-match"), "\"v0\"");
+  }
+}
+
+// An if_none_match that could not go into a header as it is (CR, LF, a control byte, too
+// long) ends the fetch with 140 and nothing is sent: no header injection.
+TEST_P(FetcherContractTest, RefusesAnIfNoneMatchThatIsNotAnEntityTag) {
+  server_.serve("/inm", body(200, "text/html", "fresh"));
+  const std::string bad[] = {"\"a\"\r\nX-Injected: 1", "\"a\nb\"", std::string("\"a\x01\""),
+                             "\"" + std::string(kMaxEtagBytes, 'x') + "\""};
+  std::uint64_t id = 0;
+  for (const std::string& v : bad) {
+    FetchRequest r = req(++id, "/inm?stub_size=5");
+    r.if_none_match = v;
+    FetchResult got = fetch(r);
+    EXPECT_EQ(got.code, ErrorCode::kInternal) << v;
+    EXPECT_NE(got.message.find("If-None-Match"), std::string::npos) << got.message;
+  }
+  if (networked()) EXPECT_EQ(server_.requests().size(), 0u) << "nothing reached the server";
+}
+
+// A hostile ETag (too long, a control byte, a lone CR, bytes above 0x7E) is not kept;
+// the fetch itself succeeds. White space around a good one is not part of it.
+TEST_P(FetcherContractTest, AnEtagThatIsNotAnEntityTagIsNotKept) {
+  if (!networked()) GTEST_SKIP() << "a header a real server sends";
+  const std::pair<std::string, std::string> cases[] = {
+      {"\"" + std::string(kMaxEtagBytes, 'x') + "\"", ""},
+      {std::string("\"a\x01b\""), ""},
+      {"\"a\rb\"", ""},
+      {"\"caf\xc3\xa9\"", ""},
+      {"\"" + std::string(kMaxEtagBytes - 2, 'y') + "\"", "\"" + std::string(kMaxEtagBytes - 2, 'y') + "\""},
+      {"  W/\"ok\"\t", "W/\"ok\""},
+  };
+  std::uint64_t id = 0;
+  for (const auto& [sent, kept] : cases) {
+    HttpTestResponse r = body(200, "text/html", "fresh");
+    r.headers.emplace_back("ETag", sent);
+    server_.serve("/hostile", r);
+    FetchResult got = fetch(req(++id, "/hostile"));
+    ASSERT_TRUE(got.ok()) << got.message;
+    EXPECT_EQ(got.etag, kept) << sent.size() << " bytes sent";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fetchers, FetcherContractTest, ::testing::ValuesIn(fetcherPlugins()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string n = info.param;

@@ -89,6 +89,7 @@ inline ContentRecord record(ProviderId pid, const std::string& url, ChangeSeq se
   r.declared_size = 4000;
   r.declared_md5 = "fedcba9876543210fedcba9876543210";
   r.created_seq = seq;  // what the store sets for a new URL (content_created_test.cc)
+  r.etag = "W/\"etag-" + std::to_string(seq) + "\"";
   return r;
 }
 

@@ -291,7 +291,8 @@ TEST_P(QmTest, BotmCapacityTimesOverloadIsTheInFlightCap) {
   options_.botm_overload_pct = 150;
   ASSERT_TRUE(start().isOk());
   for (ProviderId p = 1; p <= 3; ++p) {
-    submit(makeSet(p, {update(p, "http://x/" + std::to_string(p))}, p));
+    // Each on a host of its own: one host would allow one fetch (qm.host_inflight).
+    submit(makeSet(p, {update(p, "http://x" + std::to_string(p) + "/1")}, p));
   }
   qm_->linkUp(1, "m1", 2);
   EXPECT_EQ(botm_.takeFetches().size(), 3u);

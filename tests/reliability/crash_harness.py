@@ -212,9 +212,10 @@ class Deployment:
         if mode == "all":
             self.qm = self.uns = CrashNode(args, work, "lccd", ["uns"] + qm_roles)
         elif mode in REMOTE:
-            # 4 fetches per provider at once: each robot has several in flight when it dies
+            # 4 fetches per provider at once (the providers share the test site's host:
+            # qm.host_inflight too): each robot has several in flight when it dies
             self.qm = self.uns = CrashNode(args, work, "central", ["uns", "qm", "cu", "rs"], machine="mA",
-                                           qm="  provider_inflight: 4\n")
+                                           qm="  provider_inflight: 4\n  host_inflight: 4\n")
             source = (f"botm:\n  source: 127.0.0.1:{self.qm.ports['botm']}\n  reconnect_min: 50ms\n"
                       "  reconnect_max: 500ms\n")
             self.botm = CrashNode(args, work, "botm", ["botm", "bot"], source, machine="mB",

@@ -167,7 +167,7 @@ class Soak:
     def make_nodes(self):
         a = self.args
         uns = (f"uns:\n  fullsets_per_period: 1000000\n  fullset_period: 1m\n")
-        tuning = ("qm:\n  provider_refresh: 500ms\n  provider_inflight: 8\n  retry_delay: 5s\n"
+        tuning = ("qm:\n  provider_refresh: 500ms\n  provider_inflight: 8\n  host_inflight: 8\n  retry_delay: 5s\n"
                   f"bot:\n  robots: 2\n  slots: 8\n")
         if a.mode == "all":
             self.qm = self.uns = Node(a, self.work, "lccd", extra=uns + tuning)

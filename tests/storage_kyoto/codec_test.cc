@@ -2,7 +2,8 @@
 // ends after `created`) still decodes, with an empty reason, and one written before the
 // sitemap fields (it ends after the reason) with no sitemap; both round-trip.
 // Likewise a content row written before created_seq (it ends after declared_md5)
-// decodes with created_seq 0 (unknown).
+// decodes with created_seq 0 (unknown), and one written before the etag (it ends after
+// created_seq) with no etag.
 #include <gtest/gtest.h>
 
 #include "record_codec.h"
@@ -91,17 +92,38 @@ TEST(KyotoContentCodec, TheCreatedSeqRoundTrips) {
 TEST(KyotoContentCodec, ARowFromBeforeTheCreatedSeqDecodesAsUnknown) {
   ContentRecord c = content();
   c.created_seq = 0;
-  std::string row = encodeContent(c);  // created_seq 0 is one byte: the varint 0
-  ASSERT_EQ(row.back(), '\0');
-  row.pop_back();
+  std::string row = encodeContent(c);  // created_seq 0 and the empty etag: one byte each, 0
+  ASSERT_EQ(row.substr(row.size() - 2), std::string(2, '\0'));
+  row.resize(row.size() - 2);
   auto back = decodeContent(encodeUrlKey(c.key), row);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(*back, c);
   EXPECT_FALSE(decodeContent(encodeUrlKey(c.key), encodeContent(c) + "x").has_value()) << "trailing bytes";
   c.created_seq = 300;
   std::string cut = encodeContent(c);
-  cut.pop_back();
+  cut.resize(cut.size() - 2);  // the empty etag and the last byte of created_seq
   EXPECT_FALSE(decodeContent(encodeUrlKey(c.key), cut).has_value()) << "a cut inside the created_seq";
+}
+
+TEST(KyotoContentCodec, TheEtagRoundTripsAndARowFromBeforeItHasNone) {
+  ContentRecord c = content();
+  c.created_seq = 300;
+  c.etag = "W/\"5e-61a2\"";
+  auto back = decodeContent(encodeUrlKey(c.key), encodeContent(c));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, c);
+  // A row written before the etag ends after created_seq.
+  ContentRecord old = c;
+  old.etag.clear();
+  std::string row = encodeContent(old);
+  ASSERT_EQ(row.back(), '\0');
+  row.pop_back();
+  back = decodeContent(encodeUrlKey(c.key), row);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, old);
+  std::string cut = encodeContent(c);
+  cut.pop_back();
+  EXPECT_FALSE(decodeContent(encodeUrlKey(c.key), cut).has_value()) << "a cut inside the etag";
 }
 
 }  // namespace

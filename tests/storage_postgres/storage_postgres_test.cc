@@ -103,6 +103,40 @@ TEST_F(StoragePostgresTest, AStoreOfAnotherPluginOrFormatIsRefused) {
       << q.status().toString();
 }
 
+// A schema made before ContentRecord::etag gains the column when a store opens: its rows
+// read with no ETag and take one afterwards.
+TEST_F(StoragePostgresTest, AnOlderSchemaGainsTheEtagColumn) {
+  const std::string psql = "/usr/bin/psql";
+  if (access(psql.c_str(), X_OK) != 0) GTEST_SKIP() << "psql not installed (apt install postgresql-client)";
+  auto reg = registry();
+  ContentRecord r;
+  r.key = {1, "http://old.example/a", "text/html"};
+  r.seq = 1;
+  {
+    auto c = reg->makeContentStore(kPlugin, options(*reg));
+    ASSERT_TRUE(c.isOk()) << c.status().toString();
+    ContentBatch b;
+    b.put(r);
+    ASSERT_TRUE(c.value()->apply(b).isOk());
+    ASSERT_TRUE(c.value()->close().isOk());
+  }
+  const std::string cmd = psql + " -q '" + conninfo_ + "' -c \"ALTER TABLE " + schema_ + ".lcc DROP COLUMN etag\"";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto c = reg->makeContentStore(kPlugin, options(*reg));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  auto got = c.value()->get(encodeUrlKey(r.key));
+  ASSERT_TRUE(got.isOk() && got.value().has_value()) << got.status().toString();
+  EXPECT_EQ(got.value()->etag, "");
+  r.seq = 2;
+  r.etag = "W/\"5e-61a2\"";
+  ContentBatch b;
+  b.put(r);
+  ASSERT_TRUE(c.value()->apply(b).isOk());
+  got = c.value()->get(encodeUrlKey(r.key));
+  ASSERT_TRUE(got.isOk() && got.value().has_value());
+  EXPECT_EQ(got.value()->etag, r.etag);
+  EXPECT_TRUE(c.value()->close().isOk());
+}
 
 // --- the server restarts under open stores -------------------------------------------
 

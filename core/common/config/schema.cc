@@ -113,6 +113,7 @@ const std::vector<KeySpec>& Config::schema() {
       {"qm.bandwidth_horizon", KeyType::kDuration, "1h", kSec, 7 * kDay,
        "longest bandwidth delay; beyond it the set moves to a time slot"},
       {"qm.provider_inflight", KeyType::kInt, "1", 1, 1000, "URLs of one provider fetched at once"},
+      {"qm.host_inflight", KeyType::kInt, "1", 1, 1000, "URLs of one host (host:port) fetched at once, all providers together"},
       {"qm.botm_overload_pct", KeyType::kInt, "150", 100, 10000, "percent of the BOT-M's capacity kept in flight"},
       {"qm.max_retries", KeyType::kInt, "3", 0, 1000, "retries of a URL before its error is final"},
       {"qm.retry_delay", KeyType::kDuration, "1m", 0, 7 * kDay, "delay before a bad URL is tried again"},

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -147,6 +148,9 @@ struct ContentRecord {
   // a put is ignored. 0: unknown (a record written before stores kept it). ResourceSync's
   // Change List says `created` for a record whose created_seq is above its `since`.
   ChangeSeq created_seq = 0;
+  // The ETag of the response stored or last confirmed (FetchResult::etag), sent back as
+  // If-None-Match; empty: none. At most kMaxEtagBytes, isValidEtag().
+  std::string etag;
 
   friend bool operator==(const ContentRecord&, const ContentRecord&) = default;
 };
@@ -221,6 +225,20 @@ struct ProviderRecord {
 // ---------------------------------------------------------------------------
 // Fetching (docs/protocol.md §4; Fetcher).
 
+// An entity tag as the LCC keeps it (ETag of a response, If-None-Match of a request):
+// the header value without surrounding white space, 1 to kMaxEtagBytes bytes of
+// printable ASCII (0x21-0x7E and the space; no control character, no CR or LF, no
+// byte above 0x7E: it crosses XML links and goes back into a request header). A
+// response's ETag that is not valid is not kept; the fetch is still stored.
+inline constexpr std::size_t kMaxEtagBytes = 256;
+inline bool isValidEtag(std::string_view v) {
+  if (v.empty() || v.size() > kMaxEtagBytes || v.front() == ' ' || v.back() == ' ') return false;
+  for (char c : v) {
+    if (c < 0x20 || c > 0x7E) return false;
+  }
+  return true;
+}
+
 // Which redirects a fetch follows (config fetch.redirects); any other ends it with 310.
 enum class RedirectPolicy : std::uint8_t {
   kPrefix = 0,  // a target under one of FetchRequest::redirect_prefixes (none given: no redirect)
@@ -249,6 +267,9 @@ struct FetchRequest {
   // Conditional fetch: seconds since the epoch, as FetchResult::last_modified and
   // ContentRecord::mtime (HTTP's If-Modified-Since has one-second granularity).
   std::optional<std::int64_t> if_modified_since;
+  // Conditional fetch: the stored ETag (ContentRecord::etag), sent as If-None-Match;
+  // empty: none. A 304 to either condition is FetchResult::unchanged.
+  std::string if_none_match;
   std::uint64_t max_size = 0;      // 0: the fetcher's own limit
   // Verify when non-empty and the fetcher is so configured. The BOT-M link carries it,
   // the robot protocol does not.
@@ -278,6 +299,7 @@ struct FetchResult {
   std::string md5;
   std::optional<std::int64_t> last_modified;  // seconds since the epoch (as ContentRecord::mtime)
   bool unchanged = false;                // 304: nothing was written
+  std::string etag;                      // the response's ETag (also of a 304), isValidEtag(); empty: none
   std::optional<Millis> retry_after;     // from a 429/503
   std::string message;                   // short English detail for errors
   // The final response's status line and header lines as received, ending with the
