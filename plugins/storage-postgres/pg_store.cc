@@ -11,17 +11,32 @@ namespace {
 // rare, and CREATE ... IF NOT EXISTS is not safe against a concurrent create.
 constexpr const char* kCreateLock = "SELECT pg_advisory_xact_lock(7633261757)";
 
-Status checkIdentity(PgConn& c, StoreKind kind, StoreOpenInfo* info) {
+// Format 1 had no 'rows' counter (the content store counted at open, in memory);
+// format 2 keeps it in lcc_store, written in every apply's transaction.
+Status upgradeFrom1(PgConn& c, StoreKind kind) {
+  if (kind == StoreKind::kContent) {
+    LCC_RETURN_IF_ERROR(c.run("INSERT INTO lcc_store (store, name, value) SELECT 'content', 'rows', count(*)::text "
+                              "FROM lcc ON CONFLICT (store, name) DO NOTHING", PgParams()).status());
+  }
+  return c.run("UPDATE lcc_store SET value = $2 WHERE store = $1 AND name = 'format'",
+               PgParams().text(storeName(kind)).text(std::to_string(kFormatVersion)))
+      .status();
+}
+
+// Checks plugin and format; `writer`: creates the identity rows of a new store,
+// upgrades format 1 and clears the clean-shutdown flag (a reader changes nothing).
+Status checkIdentity(PgConn& c, StoreKind kind, bool writer, StoreOpenInfo* info) {
   LCC_ASSIGN_OR_RETURN(PgResult rows, c.run("SELECT name, value FROM lcc_store WHERE store = $1 AND "
                                             "name IN ('plugin', 'format', 'clean_shutdown')",
                                             PgParams().text(storeName(kind))));
   const std::string where = c.what() + ": table lcc_store";
   if (rows.rows() == 0) {
+    if (!writer) return Status::notFound(where + ": no " + std::string(storeName(kind)) + " store in this schema yet");
     info->created = true;
     info->clean_shutdown = true;
     const char* sql =
         "INSERT INTO lcc_store (store, name, value) VALUES ($1, 'plugin', $2), ($1, 'format', $3), "
-        "($1, 'clean_shutdown', '0'), ($1, 'max_seq', '0'), ($1, 'sync_count', '0')";
+        "($1, 'clean_shutdown', '0'), ($1, 'max_seq', '0'), ($1, 'rows', '0'), ($1, 'sync_count', '0')";
     auto r = c.run(sql, PgParams().text(storeName(kind)).text(kPluginName).text(std::to_string(kFormatVersion)));
     return r.status();
   }
@@ -34,12 +49,18 @@ Status checkIdentity(PgConn& c, StoreKind kind, StoreOpenInfo* info) {
     return Status::invalidArgument(where + ": the " + storeName(kind) + " store was made by '" + plugin +
                                    "', not by storage-postgres");
   }
-  if (format != std::to_string(kFormatVersion)) {
+  const bool old = format == "1";
+  if (format != std::to_string(kFormatVersion) && !old) {
     return Status::notSupported(where + ": format " + format + ", this storage-postgres reads format " +
-                                std::to_string(kFormatVersion) + " only");
+                                std::to_string(kFormatVersion) + " (and upgrades format 1) only");
   }
   info->created = false;
   info->clean_shutdown = clean == "1";
+  if (!writer) {
+    if (old) return Status::notSupported(where + ": format 1: open it once with a writer to upgrade it");
+    return Status::ok();
+  }
+  if (old) LCC_RETURN_IF_ERROR(upgradeFrom1(c, kind));
   return c.run("UPDATE lcc_store SET value = '0' WHERE store = $1 AND name = 'clean_shutdown'",
                PgParams().text(storeName(kind)))
       .status();
@@ -57,7 +78,7 @@ const char* storeName(StoreKind kind) {
 }
 
 Result<std::unique_ptr<PgConn>> connectStore(const StoreOptions& opts, StoreKind kind) {
-  return PgConn::connect(opts.conninfo, opts.schema, opts.connect_timeout_ms,
+  return PgConn::connect(opts.conninfo, opts.schema, opts.connect_timeout_ms, !opts.read_only,
                          std::string(kPluginName) + ": " + storeName(kind) + " store (schema " + opts.schema + ")");
 }
 
@@ -66,11 +87,16 @@ Result<std::unique_ptr<PgConn>> openStore(const StoreOptions& opts, StoreKind ki
   info->engine = "postgres";
   info->persistent = true;
   info->may_have_lost_synced = false;
+  if (opts.read_only) {
+    // A reader (maybe on a standby, where nothing can be written): check only.
+    LCC_RETURN_IF_ERROR(checkIdentity(*c, kind, false, info));
+    return c;
+  }
   LCC_RETURN_IF_ERROR(c->begin(true));
   Status s = c->exec(kCreateLock);
   if (s.isOk()) s = c->exec("CREATE SCHEMA IF NOT EXISTS " + quoteIdent(opts.schema));
   if (s.isOk()) s = c->exec(kSchemaSql).withContext("creating the tables");
-  if (s.isOk()) s = checkIdentity(*c, kind, info);
+  if (s.isOk()) s = checkIdentity(*c, kind, true, info);
   if (!s.isOk()) {
     c->rollback();
     return s;

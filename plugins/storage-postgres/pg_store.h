@@ -13,7 +13,7 @@
 namespace lcc::plugins::postgres {
 
 inline constexpr const char* kPluginName = "storage-postgres";
-inline constexpr int kFormatVersion = 1;
+inline constexpr int kFormatVersion = 2;  // 2: lcc_store 'rows' (content); 1 is upgraded at open
 
 enum class StoreKind { kQueue, kContent, kProviders };
 const char* storeName(StoreKind kind);  // "queue", "content", "providers"
@@ -24,7 +24,8 @@ Result<std::unique_ptr<PgConn>> connectStore(const StoreOptions& opts, StoreKind
 
 // Connects and, in one transaction under an advisory lock: creates the schema and its
 // tables when absent, checks this store's identity rows (plugin, format), reports the
-// previous clean-shutdown flag in `info` and clears it.
+// previous clean-shutdown flag in `info` and clears it. With opts.read_only: connects
+// and checks the identity rows only (no writes: it may be a standby).
 Result<std::unique_ptr<PgConn>> openStore(const StoreOptions& opts, StoreKind kind, StoreOpenInfo* info);
 
 // lcc_store values of this store (numbers as decimal text).

@@ -1,5 +1,5 @@
 #!/bin/sh
-# pg_server.sh start|stop|restart|kill DIR — a private PostgreSQL server for the tests
+# pg_server.sh start|stop|restart|halt|kill DIR — a private PostgreSQL server for the tests
 # (the ctest fixture lcc_pg_server). It listens only on a unix socket in DIR (no TCP),
 # with fsync on and synchronous_commit on, and trusts the local user. `start` prints the
 # libpq conninfo; the tests get it as LCC_TEST_PG_CONNINFO ("host=DIR port=5432
@@ -8,8 +8,8 @@
 # as root: as root the server runs as the user `postgres` (DIR is then chowned to it,
 # so DIR must be in a folder that user can reach, e.g. /tmp).
 set -eu
-cmd=${1:?usage: pg_server.sh start|stop|restart|kill DIR}
-dir=${2:?usage: pg_server.sh start|stop|restart|kill DIR}
+cmd=${1:?usage: pg_server.sh start|stop|restart|halt|kill DIR}
+dir=${2:?usage: pg_server.sh start|stop|restart|halt|kill DIR}
 
 find_bin() {
   if [ -n "${PG_BIN:-}" ] && [ -x "$PG_BIN/initdb" ]; then echo "$PG_BIN"; return; fi
@@ -62,6 +62,10 @@ CONF
   restart)
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -m fast restart >/dev/null
     ;;
+  halt)
+    # Stops the server and keeps its data (a server that is down for a while); `restart` starts it again.
+    as_owner "$bin/pg_ctl" -D "$dir/data" -w -t 60 -m fast stop >/dev/null
+    ;;
   kill)
     # The server's postmaster dies at once (a crash); start it again with `restart`.
     kill -9 "$(head -1 "$dir/data/postmaster.pid")"
@@ -73,7 +77,7 @@ CONF
     rm -rf "$dir"
     ;;
   *)
-    echo "usage: pg_server.sh start|stop|restart|kill DIR" >&2
+    echo "usage: pg_server.sh start|stop|restart|halt|kill DIR" >&2
     exit 2
     ;;
 esac

@@ -1,0 +1,89 @@
+#include "store_bench_pg.h"
+
+#include <libpq-fe.h>
+
+#include "bench_util.h"
+
+namespace lcc::bench {
+namespace {
+
+void appendBE(std::string* out, std::uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+// Runs `sql`; "" or libpq's message.
+std::string exec(PGconn* c, const std::string& sql) {
+  PGresult* r = PQexec(c, sql.c_str());
+  const ExecStatusType t = PQresultStatus(r);
+  std::string err = (t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK || t == PGRES_COPY_IN) ? "" : PQerrorMessage(c);
+  PQclear(r);
+  return err;
+}
+
+// One batch as COPY's binary format: header, tuples of (key, val), trailer.
+std::string copyData(std::uint64_t from, std::uint64_t to, const std::string& value,
+                     const std::function<std::string(std::uint64_t)>& key, std::uint64_t* raw_bytes) {
+  std::string buf("PGCOPY\n\377\r\n\0", 11);
+  appendBE(&buf, 0, 4);  // flags
+  appendBE(&buf, 0, 4);  // header extension length
+  for (std::uint64_t i = from; i < to; ++i) {
+    const std::string k = key(i);
+    appendBE(&buf, 2, 2);
+    appendBE(&buf, k.size(), 4);
+    buf += k;
+    appendBE(&buf, value.size(), 4);
+    buf += value;
+    *raw_bytes += k.size() + value.size();
+  }
+  appendBE(&buf, 0xffff, 2);
+  return buf;
+}
+
+}  // namespace
+
+RawPgRun rawPgCopy(const std::string& conninfo, const std::string& schema, std::uint64_t urls, std::uint64_t batch,
+                   std::size_t value_bytes, const std::function<std::string(std::uint64_t)>& key) {
+  RawPgRun run;
+  PGconn* c = PQconnectdb(conninfo.c_str());
+  if (PQstatus(c) != CONNECTION_OK) {
+    run.error = PQerrorMessage(c);
+    PQfinish(c);
+    return run;
+  }
+  run.error = exec(c, "SET synchronous_commit TO on; DROP SCHEMA IF EXISTS " + schema + " CASCADE; CREATE SCHEMA " +
+                          schema + "; CREATE TABLE " + schema + ".raw (key bytea PRIMARY KEY, val bytea NOT NULL)");
+  const std::string value(value_bytes, 'x');
+  const std::string copy = "COPY " + schema + ".raw (key, val) FROM STDIN (FORMAT binary)";
+  Stopwatch total;
+  for (std::uint64_t i = 0; i < urls && run.error.empty(); i += batch) {
+    const std::string data = copyData(i, std::min(urls, i + batch), value, key, &run.raw_bytes);
+    Stopwatch one;
+    run.error = exec(c, "BEGIN");
+    if (run.error.empty()) run.error = exec(c, copy);
+    if (run.error.empty() && (PQputCopyData(c, data.data(), static_cast<int>(data.size())) != 1 ||
+                              PQputCopyEnd(c, nullptr) != 1)) {
+      run.error = PQerrorMessage(c);
+    }
+    for (PGresult* r; run.error.empty() && (r = PQgetResult(c)) != nullptr;) {
+      if (PQresultStatus(r) != PGRES_COMMAND_OK) run.error = PQerrorMessage(c);
+      PQclear(r);
+    }
+    if (run.error.empty()) run.error = exec(c, "COMMIT");
+    run.commit_us.push_back(one.micros());
+  }
+  run.seconds = total.seconds();
+  const std::string drop = exec(c, "DROP SCHEMA " + schema + " CASCADE");
+  if (run.error.empty()) run.error = drop;
+  PQfinish(c);
+  return run;
+}
+
+std::string dropPgSchema(const std::string& conninfo, const std::string& schema) {
+  PGconn* c = PQconnectdb(conninfo.c_str());
+  std::string err = PQstatus(c) == CONNECTION_OK ? exec(c, "DROP SCHEMA IF EXISTS " + schema + " CASCADE")
+                                                 : std::string(PQerrorMessage(c));
+  PQfinish(c);
+  return err;
+}
+
+}  // namespace lcc::bench

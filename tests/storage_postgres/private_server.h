@@ -1,0 +1,48 @@
+// private_server.h — a PostgreSQL server of one test's own (pg_server.sh), so that
+// stopping or restarting it disturbs no other test (the fixture's server is shared).
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace lcc::testing {
+
+class PrivateServer {
+ public:
+  PrivateServer() : dir_("/tmp/lcc-pgtest-" + std::to_string(getpid())) {
+    conninfo_ = run("start");
+    while (!conninfo_.empty() && conninfo_.back() == '\n') conninfo_.pop_back();
+  }
+  ~PrivateServer() { run("stop"); }
+  PrivateServer(const PrivateServer&) = delete;
+  PrivateServer& operator=(const PrivateServer&) = delete;
+
+  // "host=DIR port=5432 user=postgres dbname=postgres"; empty when start failed.
+  const std::string& conninfo() const { return conninfo_; }
+  const std::string& dir() const { return dir_; }
+  // pg_ctl restart -m fast: every connection is cut; also starts a halted server.
+  bool restart() { return command("restart"); }
+  // pg_ctl stop -m fast, data kept: the server is down until restart().
+  bool halt() { return command("halt"); }
+
+ private:
+  bool command(const char* what) {
+    return std::system((std::string(LCC_PG_SERVER_SH) + " " + what + " " + dir_).c_str()) == 0;
+  }
+  std::string run(const char* what) {
+    std::string out;
+    FILE* p = popen((std::string(LCC_PG_SERVER_SH) + " " + what + " " + dir_).c_str(), "r");
+    if (p == nullptr) return out;
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+    pclose(p);
+    return out;
+  }
+  std::string dir_;
+  std::string conninfo_;
+};
+
+}  // namespace lcc::testing
