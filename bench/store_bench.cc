@@ -209,18 +209,19 @@ Result_ rawSqlite(const Args& a, const std::string& dir) {
 }
 
 #ifdef LCC_BENCH_HAVE_PG
-// libpq COPY in `batch`-row transactions (store_bench_pg.cc), in a schema of its own.
-Result_ rawPostgres(const Args& a, const std::string&) {
+// libpq in `batch`-row transactions (store_bench_pg.cc), in a schema of its own: COPY,
+// or one multi-row INSERT per batch.
+Result_ rawPostgres(const Args& a, bool copy) {
   auto it = a.opts.find("conninfo");
   const double cpu0 = bench::cpuSeconds();
-  auto run = bench::rawPgCopy(it == a.opts.end() ? "" : it->second, a.opts.at("schema") + "_raw", a.urls, a.batch,
-                              kValueBytes, [](std::uint64_t i) { return encodeUrlKey(urlKey(i)); });
+  auto run = bench::rawPgBatches(it == a.opts.end() ? "" : it->second, a.opts.at("schema") + "_raw", copy, a.urls,
+                                 a.batch, kValueBytes, [](std::uint64_t i) { return encodeUrlKey(urlKey(i)); });
   if (!run.error.empty()) {
     std::fprintf(stderr, "raw postgres: %s\n", run.error.c_str());
     std::exit(1);
   }
   Result_ r;
-  r.name = "raw libpq COPY";
+  r.name = copy ? "raw libpq COPY" : "raw libpq INSERT";
   r.cpu_seconds = bench::cpuSeconds() - cpu0;
   r.seconds = run.seconds;
   r.urls = a.urls;
@@ -234,7 +235,7 @@ const std::map<std::string, std::function<Result_(const Args&, const std::string
     {"storage-kyoto", rawKyoto},
     {"storage-sqlite", rawSqlite},
 #ifdef LCC_BENCH_HAVE_PG
-    {"storage-postgres", rawPostgres},
+    {"storage-postgres", [](const Args& a, const std::string&) { return rawPostgres(a, false); }},
 #endif
 };
 
@@ -359,6 +360,14 @@ int main(int argc, char** argv) {
     std::printf("ratio to baseline: %.2fx URLs/s, %.2fx disk bytes\n", p.rate() / raw.rate(),
                 double(p.disk_after_close.allocated) / double(std::max<std::uint64_t>(1, raw.disk_after_close.allocated)));
   }
+#ifdef LCC_BENCH_HAVE_PG
+  if (pg && have_raw) {
+    // COPY too, after the plugin: the fastest bulk path PostgreSQL has (no upsert).
+    Result_ copy = rawPostgres(a, true);
+    report(copy);
+    std::printf("ratio to raw libpq COPY: %.2fx URLs/s\n", p.rate() / copy.rate());
+  }
+#endif
 #ifdef LCC_BENCH_HAVE_PG
   if (pg && !a.keep) {
     const std::string err = bench::dropPgSchema(a.opts["conninfo"], a.opts["schema"]);

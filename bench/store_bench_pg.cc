@@ -2,6 +2,8 @@
 
 #include <libpq-fe.h>
 
+#include <vector>
+
 #include "bench_util.h"
 
 namespace lcc::bench {
@@ -39,10 +41,37 @@ std::string copyData(std::uint64_t from, std::uint64_t to, const std::string& va
   return buf;
 }
 
+// One batch as a multi-row INSERT with binary parameters; "" or libpq's message.
+std::string insertRows(PGconn* c, const std::string& table, std::uint64_t from, std::uint64_t to,
+                       const std::string& value, const std::function<std::string(std::uint64_t)>& key,
+                       std::uint64_t* raw_bytes) {
+  std::string sql = "INSERT INTO " + table + " (key, val) VALUES ";
+  std::vector<std::string> keys;
+  std::vector<const char*> values;
+  std::vector<int> lengths, formats;
+  for (std::uint64_t i = from; i < to; ++i) keys.push_back(key(i));
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    sql += (i == 0 ? "($" : ",($") + std::to_string(2 * i + 1) + "::bytea,$" + std::to_string(2 * i + 2) + "::bytea)";
+    values.push_back(keys[i].data());
+    values.push_back(value.data());
+    lengths.push_back(static_cast<int>(keys[i].size()));
+    lengths.push_back(static_cast<int>(value.size()));
+    formats.push_back(1);
+    formats.push_back(1);
+    *raw_bytes += keys[i].size() + value.size();
+  }
+  PGresult* r = PQexecParams(c, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), lengths.data(),
+                             formats.data(), 1);
+  std::string err = PQresultStatus(r) == PGRES_COMMAND_OK ? "" : PQerrorMessage(c);
+  PQclear(r);
+  return err;
+}
+
 }  // namespace
 
-RawPgRun rawPgCopy(const std::string& conninfo, const std::string& schema, std::uint64_t urls, std::uint64_t batch,
-                   std::size_t value_bytes, const std::function<std::string(std::uint64_t)>& key) {
+RawPgRun rawPgBatches(const std::string& conninfo, const std::string& schema, bool use_copy, std::uint64_t urls,
+                      std::uint64_t batch, std::size_t value_bytes,
+                      const std::function<std::string(std::uint64_t)>& key) {
   RawPgRun run;
   PGconn* c = PQconnectdb(conninfo.c_str());
   if (PQstatus(c) != CONNECTION_OK) {
@@ -56,9 +85,16 @@ RawPgRun rawPgCopy(const std::string& conninfo, const std::string& schema, std::
   const std::string copy = "COPY " + schema + ".raw (key, val) FROM STDIN (FORMAT binary)";
   Stopwatch total;
   for (std::uint64_t i = 0; i < urls && run.error.empty(); i += batch) {
-    const std::string data = copyData(i, std::min(urls, i + batch), value, key, &run.raw_bytes);
+    const std::uint64_t end = std::min(urls, i + batch);
     Stopwatch one;
     run.error = exec(c, "BEGIN");
+    if (!use_copy) {
+      if (run.error.empty()) run.error = insertRows(c, schema + ".raw", i, end, value, key, &run.raw_bytes);
+      if (run.error.empty()) run.error = exec(c, "COMMIT");
+      run.commit_us.push_back(one.micros());
+      continue;
+    }
+    const std::string data = copyData(i, end, value, key, &run.raw_bytes);
     if (run.error.empty()) run.error = exec(c, copy);
     if (run.error.empty() && (PQputCopyData(c, data.data(), static_cast<int>(data.size())) != 1 ||
                               PQputCopyEnd(c, nullptr) != 1)) {

@@ -16,12 +16,14 @@ struct RawPgRun {
   std::string error;            // empty when it ran
 };
 
-// Plain libpq, the fastest durable way: table (key bytea PRIMARY KEY, val bytea) in
-// schema `schema` (created, dropped at the end), and per `batch` records one
-// transaction: BEGIN, COPY ... FROM STDIN (FORMAT binary), COMMIT with
-// synchronous_commit on (durable when COMMIT returns).
-RawPgRun rawPgCopy(const std::string& conninfo, const std::string& schema, std::uint64_t urls, std::uint64_t batch,
-                   std::size_t value_bytes, const std::function<std::string(std::uint64_t)>& key);
+// Plain libpq: table (key bytea PRIMARY KEY, val bytea) in schema `schema` (created,
+// dropped at the end), and per `batch` records one transaction with synchronous_commit
+// on (durable when COMMIT returns): BEGIN, then `copy` ? COPY ... FROM STDIN (FORMAT
+// binary) : one multi-row INSERT ... VALUES ($1,$2),($3,$4),... (binary parameters),
+// then COMMIT.
+RawPgRun rawPgBatches(const std::string& conninfo, const std::string& schema, bool copy, std::uint64_t urls,
+                      std::uint64_t batch, std::size_t value_bytes,
+                      const std::function<std::string(std::uint64_t)>& key);
 
 // DROP SCHEMA ... CASCADE (the plugin's tables after a run); "" or why it failed.
 std::string dropPgSchema(const std::string& conninfo, const std::string& schema);
