@@ -16,6 +16,12 @@ class PrivateServer {
     conninfo_ = run("start");
     while (!conninfo_.empty() && conninfo_.back() == '\n') conninfo_.pop_back();
   }
+  // A streaming standby of `primary` (pg_basebackup), in a folder of its own.
+  explicit PrivateServer(const PrivateServer& primary, const char* tag)
+      : dir_("/tmp/lcc-pgtest-" + std::to_string(getpid()) + tag) {
+    conninfo_ = run(("standby " + dir_ + " " + primary.dir_).c_str(), true);
+    while (!conninfo_.empty() && conninfo_.back() == '\n') conninfo_.pop_back();
+  }
   ~PrivateServer() { run("stop"); }
   PrivateServer(const PrivateServer&) = delete;
   PrivateServer& operator=(const PrivateServer&) = delete;
@@ -32,9 +38,10 @@ class PrivateServer {
   bool command(const char* what) {
     return std::system((std::string(LCC_PG_SERVER_SH) + " " + what + " " + dir_).c_str()) == 0;
   }
-  std::string run(const char* what) {
+  std::string run(const char* what, bool args_given = false) {
     std::string out;
-    FILE* p = popen((std::string(LCC_PG_SERVER_SH) + " " + what + " " + dir_).c_str(), "r");
+    const std::string cmd = std::string(LCC_PG_SERVER_SH) + " " + what + (args_given ? "" : " " + dir_);
+    FILE* p = popen(cmd.c_str(), "r");
     if (p == nullptr) return out;
     char buf[512];
     while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;

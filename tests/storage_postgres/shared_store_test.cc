@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <set>
+#include <chrono>
 #include <thread>
 
 #include "common/logging.h"
@@ -221,6 +222,47 @@ TEST_F(SharedStoreTest, AReaderNeverReportsAMaxSeqBelowOneItSaw) {
   auto queue = registry_->makeQueueStore(kPlugin, options({{"read_only", true}}));
   ASSERT_FALSE(queue.isOk());
   EXPECT_NE(queue.status().message().find("options.read_only"), std::string::npos) << queue.status().toString();
+}
+
+// A CU host reading a real streaming standby: a read_only store opens there (a writer
+// cannot: libpq asks for a read-write session), sees the primary's records once
+// replayed, and its maxSeq only grows.
+TEST_F(SharedStoreTest, AReadOnlyStoreReadsAStandby) {
+  testing::PrivateServer primary;
+  ASSERT_FALSE(primary.conninfo().empty()) << "pg_server.sh start failed";
+  testing::PrivateServer standby(primary, "-standby");
+  ASSERT_FALSE(standby.conninfo().empty()) << "pg_server.sh standby failed";
+  conninfo_ = primary.conninfo();
+  auto writer = content();
+  ASSERT_TRUE(writer);
+  ASSERT_TRUE(put(*writer, {record("a", 1), record("b", 2)}).isOk());
+  ASSERT_TRUE(writer->sync().isOk());
+  conninfo_ = standby.conninfo();
+  auto refused = registry_->makeContentStore(kPlugin, options());
+  EXPECT_FALSE(refused.isOk()) << "a writer on a standby";
+  // Replay is asynchronous: open (the schema must have arrived) and read until the
+  // records are there, bounded.
+  std::unique_ptr<ContentStore, PluginDeleter> reader;
+  for (int i = 0; i < 500 && !reader; ++i) {
+    auto r = registry_->makeContentStore(kPlugin, options({{"read_only", true}}));
+    if (r.isOk()) reader = std::move(r).value();
+    else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(reader) << "the schema never reached the standby";
+  ChangeSeq last = 0;
+  for (int i = 0; i < 500 && last < 2; ++i) {
+    auto m = reader->maxSeq();
+    ASSERT_TRUE(m.isOk()) << m.status().toString();
+    EXPECT_GE(m.value(), last) << "max_seq went back";
+    last = m.value();
+    if (last < 2) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(last, 2u);
+  EXPECT_EQ(seqKeys(*reader, 0), (std::vector<std::string>{"a@1", "b@2"}));
+  EXPECT_EQ(reader->count().value(), 2u);
+  EXPECT_EQ(put(*reader, {record("c", 3)}).code(), StatusCode::kNotSupported);
+  EXPECT_TRUE(reader->close().isOk()) << "closing a reader writes nothing (a standby refuses writes)";
+  EXPECT_TRUE(writer->close().isOk());
 }
 
 // The server is down for a while, then back: writes in between are Busy and change
