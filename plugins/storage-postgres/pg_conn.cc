@@ -182,6 +182,7 @@ Status PgConn::reconnect() {
                         trimmed(PQerrorMessage(c_)));
   }
   broken_ = false;
+  ++reconnects_;
   return setupSession();
 }
 

@@ -113,6 +113,8 @@ class PgConn {
   Status commit();
   void rollback();  // best effort
   bool inTransaction() const { return in_tx_; }
+  // How many times this connection was made again after a loss.
+  std::uint64_t reconnects() const { return reconnects_; }
   const std::string& what() const { return what_; }
   bool lost() const { return broken_ || PQstatus(c_) == CONNECTION_BAD; }
 
@@ -127,7 +129,8 @@ class PgConn {
   std::string schema_;
   std::string what_;
   bool in_tx_ = false;
-  bool broken_ = false;  // reconnect before the next statement (a read-only server, 25006)
+  bool broken_ = false;
+  std::uint64_t reconnects_ = 0;  // reconnect before the next statement (a read-only server, 25006)
   std::map<const char*, std::string> prepared_;  // sql address → statement name
 };
 

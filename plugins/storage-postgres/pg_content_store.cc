@@ -141,6 +141,7 @@ Status PgContentStore::apply(const ContentBatch& batch) {
   Status s = conn_->begin(opts_.full_sync);
   if (s.isOk()) s = planBatch(batch, &plan);
   if (s.isOk()) s = writePlan(plan);
+  if (s.isOk() && !opts_.full_sync) s = unsynced_.stamp(*conn_);
   if (s.isOk()) s = conn_->commit();
   if (!s.isOk()) {
     conn_->rollback();
@@ -154,7 +155,16 @@ Status PgContentStore::apply(const ContentBatch& batch) {
   }
   caller_max_ = plan.caller_max;
   noteSeen(plan.max_seq);
-  if (!opts_.full_sync) unsynced_ = true;
+  // Were the commits before this one lost with a connection made again since?
+  Status kept = unsynced_.check(*conn_);
+  if (kept.isBusy()) {
+    return kept.withContext("content store apply (committed; applying it again is safe)");
+  }
+  if (!kept.isOk()) {
+    failed_ = kept.withContext("content store is now read-only until restart");
+    return failed_;
+  }
+  if (!opts_.full_sync) unsynced_.committed();
   return Status::ok();
 }
 
@@ -307,14 +317,17 @@ Status PgContentStore::writePuts(const Plan& plan) {
 
 Status PgContentStore::sync() {
   LCC_RETURN_IF_ERROR(writable());
-  if (!unsynced_) return Status::ok();
+  if (!unsynced_.pending()) return Status::ok();
   Status s = syncCommitted(*conn_, StoreKind::kContent);
-  if (!s.isOk() && s.isBusy()) return s.withContext("content store sync");  // unsynced_ stays: sync again
+  // The flush covers every earlier commit the server still has; check() that it has
+  // them all (a crash or failover since may have lost some).
+  if (s.isOk()) s = unsynced_.check(*conn_);
+  if (!s.isOk() && s.isBusy()) return s.withContext("content store sync");  // still pending: sync again
   if (!s.isOk()) {
     failed_ = s.withContext("content store sync failed, store is now read-only until restart");
     return failed_;
   }
-  unsynced_ = false;
+  unsynced_.synced(*conn_);
   return s;
 }
 
@@ -329,6 +342,7 @@ Status PgContentStore::close() {
   }
   LCC_RETURN_IF_ERROR(failed_);
   if (opts_.read_only) return Status::ok();  // a reader changes nothing
+  (void)unsynced_.forget(*conn_);  // best effort: a stale row is harmless
   return markClean(*conn_, StoreKind::kContent);
 }
 

@@ -83,7 +83,7 @@ class PgContentStore final : public ContentStore {
   StoreOpenInfo info_;
   std::atomic<std::int64_t> seen_max_;  // the highest max_seq read or written here
   std::int64_t caller_max_;             // writer thread: the highest seq a caller put
-  bool unsynced_ = false;  // writer thread only
+  UnsyncedCommits unsynced_{StoreKind::kContent};  // writer thread only
   Status failed_;          // sticky; writer thread only
   std::atomic<bool> closed_{false};
   std::atomic<std::uint64_t> corrupt_rows_{0};

@@ -108,6 +108,7 @@ Status PgQueueStore::apply(const QueueBatch& batch) {
   }
   if (s.isOk()) s = writeEntries(plan, &rows);
   if (s.isOk()) s = writeOthers(plan);
+  if (s.isOk() && !opts_.full_sync) s = unsynced_.stamp(*conn_);
   if (s.isOk()) s = conn_->commit();
   if (!s.isOk()) {
     conn_->rollback();
@@ -122,7 +123,17 @@ Status PgQueueStore::apply(const QueueBatch& batch) {
   }
   rows_ = rows;
   recount_ = false;
-  if (!opts_.full_sync) unsynced_ = true;
+  // Were the commits before this one lost with a connection made again since?
+  Status kept = unsynced_.check(*conn_);
+  if (kept.isBusy()) {
+    recount_ = true;  // applying it again must not count its rows twice
+    return kept.withContext("queue store apply (committed; applying it again is safe)");
+  }
+  if (!kept.isOk()) {
+    failed_ = kept.withContext("queue store is now read-only until restart");
+    return failed_;
+  }
+  if (!opts_.full_sync) unsynced_.committed();
   return Status::ok();
 }
 
@@ -255,14 +266,17 @@ Status PgQueueStore::writeOthers(const Plan& plan) {
 
 Status PgQueueStore::sync() {
   LCC_RETURN_IF_ERROR(writable());
-  if (!unsynced_) return Status::ok();
+  if (!unsynced_.pending()) return Status::ok();
   Status s = syncCommitted(*conn_, StoreKind::kQueue);
-  if (!s.isOk() && s.isBusy()) return s.withContext("queue store sync");  // unsynced_ stays: sync again
+  // The flush covers every earlier commit the server still has; check() that it has
+  // them all (a crash or failover since may have lost some).
+  if (s.isOk()) s = unsynced_.check(*conn_);
+  if (!s.isOk() && s.isBusy()) return s.withContext("queue store sync");  // still pending: sync again
   if (!s.isOk()) {
     failed_ = s.withContext("queue store sync failed, store is now read-only until restart");
     return failed_;
   }
-  unsynced_ = false;
+  unsynced_.synced(*conn_);
   return s;
 }
 
@@ -270,6 +284,7 @@ Status PgQueueStore::close() {
   if (closed_) return Status::ok();  // closing twice is harmless
   LCC_RETURN_IF_ERROR(failed_);
   // The clean flag's commit waits for the WAL flush: every earlier commit is durable too.
+  (void)unsynced_.forget(*conn_);  // best effort: a stale row is harmless
   Status s = markClean(*conn_, StoreKind::kQueue);
   closed_ = true;
   return s;

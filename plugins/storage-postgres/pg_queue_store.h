@@ -56,7 +56,7 @@ class PgQueueStore final : public QueueStore {
   StoreOpenInfo info_;
   std::int64_t rows_;     // QDB rows: count(*) at open, then kept by apply()
   bool recount_ = false;   // a lost connection left rows_ unsure: count(*) in the next apply
-  bool unsynced_ = false;  // a commit that did not wait for the flush since the last sync
+  UnsyncedCommits unsynced_{StoreKind::kQueue};  // commits that did not wait for the flush since the last sync
   Status failed_;          // sticky
   bool closed_ = false;
   std::uint64_t corrupt_rows_ = 0;

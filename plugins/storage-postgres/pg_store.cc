@@ -1,6 +1,8 @@
 #include "pg_store.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <random>
 
 #include "schema_sql.h"
 
@@ -133,6 +135,44 @@ static Status runDurably(PgConn& conn, const char* sql, StoreKind kind) {
     return s;
   }
   return conn.commit();
+}
+
+UnsyncedCommits::UnsyncedCommits(StoreKind kind) : kind_(kind) {
+  std::random_device rd;
+  const std::uint64_t id = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "commit_%016llx", static_cast<unsigned long long>(id));
+  name_ = buf;
+}
+
+Status UnsyncedCommits::stamp(PgConn& c) {
+  ++next_;
+  return c.run("INSERT INTO lcc_store (store, name, value) VALUES ($1, $2, $3) "
+               "ON CONFLICT (store, name) DO UPDATE SET value = EXCLUDED.value",
+               PgParams().text(storeName(kind_)).text(name_).text(std::to_string(next_)))
+      .status();
+}
+
+Status UnsyncedCommits::check(PgConn& c) {
+  if (c.reconnects() == seen_) return Status::ok();
+  if (pending_) {
+    LCC_ASSIGN_OR_RETURN(PgResult r, c.run("SELECT value FROM lcc_store WHERE store = $1 AND name = $2",
+                                           PgParams().text(storeName(kind_)).text(name_)));
+    const std::int64_t there = r.rows() == 1 ? std::strtoll(r.bytes(0, 0).c_str(), nullptr, 10) : 0;
+    if (there < acked_) {
+      return Status::ioError(c.what() + ": commits not yet flushed (synchronous: normal) were lost with the "
+                             "connection (a server crash or a failover before sync()): the server has apply " +
+                             std::to_string(there) + " of " + std::to_string(acked_) + " of this process");
+    }
+  }
+  seen_ = c.reconnects();
+  return Status::ok();
+}
+
+Status UnsyncedCommits::forget(PgConn& c) {
+  return c.run("DELETE FROM lcc_store WHERE store = $1 AND name = $2",
+               PgParams().text(storeName(kind_)).text(name_))
+      .status();
 }
 
 Status syncCommitted(PgConn& conn, StoreKind kind) {

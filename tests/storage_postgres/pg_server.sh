@@ -1,5 +1,5 @@
 #!/bin/sh
-# pg_server.sh start|stop|restart|halt|kill DIR, pg_server.sh standby DIR PRIMARY — a private PostgreSQL server for the tests
+# pg_server.sh start|stop|restart|halt|promote|kill DIR, pg_server.sh standby DIR PRIMARY — a private PostgreSQL server for the tests
 # (the ctest fixture lcc_pg_server). It listens only on a unix socket in DIR (no TCP),
 # with fsync on and synchronous_commit on, and trusts the local user. `start` prints the
 # libpq conninfo; the tests get it as LCC_TEST_PG_CONNINFO ("host=DIR port=5432
@@ -78,6 +78,10 @@ CONF
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null || {
       cat "$dir/server.log" >&2; exit 1; }
     echo "host=$dir port=5432 user=postgres dbname=postgres"
+    ;;
+  promote)
+    # A standby becomes a primary (a failover).
+    as_owner "$bin/pg_ctl" -D "$dir/data" -w -t 60 promote >/dev/null
     ;;
   halt)
     # Stops the server and keeps its data (a server that is down for a while); `restart` starts it again.

@@ -33,6 +33,8 @@ class PrivateServer {
   bool restart() { return command("restart"); }
   // pg_ctl stop -m fast, data kept: the server is down until restart().
   bool halt() { return command("halt"); }
+  // pg_ctl promote: a standby becomes a primary.
+  bool promote() { return command("promote"); }
 
  private:
   bool command(const char* what) {

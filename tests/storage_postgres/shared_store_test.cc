@@ -265,6 +265,46 @@ TEST_F(SharedStoreTest, AReadOnlyStoreReadsAStandby) {
   EXPECT_TRUE(writer->close().isOk());
 }
 
+// A failover to a standby that never received a commit the store acknowledged
+// without the flush (synchronous: normal, before sync()): sync() must not say OK.
+TEST_F(SharedStoreTest, CommitsLostInAFailoverBeforeSyncFailTheStore) {
+  testing::PrivateServer primary;
+  ASSERT_FALSE(primary.conninfo().empty()) << "pg_server.sh start failed";
+  testing::PrivateServer standby(primary, "-standby");
+  ASSERT_FALSE(standby.conninfo().empty()) << "pg_server.sh standby failed";
+  const std::string host = "host=" + primary.dir();
+  conninfo_ = "host=" + primary.dir() + "," + standby.dir() + primary.conninfo().substr(host.size());
+  auto c = content();
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(put(*c, {record("a", 1)}).isOk());
+  ASSERT_TRUE(c->sync().isOk());
+  {
+    conninfo_ = standby.conninfo();  // wait until the standby has replayed a@1 (bounded)
+    std::unique_ptr<ContentStore, PluginDeleter> reader;
+    ChangeSeq seen = 0;
+    for (int i = 0; i < 500 && seen < 1; ++i) {
+      if (!reader) {
+        auto r = registry_->makeContentStore(kPlugin, options({{"read_only", true}}));
+        if (r.isOk()) reader = std::move(r).value();
+      }
+      if (reader) seen = reader->maxSeq().valueOr(0);
+      if (seen < 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_EQ(seen, 1u) << "the standby never replayed the first record";
+  }
+  ASSERT_TRUE(standby.halt());                    // the standby misses what follows
+  ASSERT_TRUE(put(*c, {record("b", 2)}).isOk());  // committed without the flush
+  ASSERT_TRUE(primary.halt());
+  ASSERT_TRUE(standby.restart());
+  ASSERT_TRUE(standby.promote());  // the failover: the conninfo's second host is the primary now
+  Status s = c->sync();
+  EXPECT_FALSE(s.isOk()) << "sync() after a failover that lost an applied batch";
+  EXPECT_FALSE(s.isBusy()) << s.toString();
+  EXPECT_NE(s.message().find("were lost"), std::string::npos) << s.toString();
+  EXPECT_FALSE(put(*c, {record("c", 3)}).isOk()) << "the store stays failed";
+  (void)c->close();
+}
+
 // The server is down for a while, then back: writes in between are Busy and change
 // nothing, the stores are not failed, and the same writes succeed once it is back.
 // The conninfo lists a host that is never there first (libpq's multi-host form).
