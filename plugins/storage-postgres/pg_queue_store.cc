@@ -61,9 +61,7 @@ std::optional<PSetRecord> psetFromRow(const PgResult& r, int i) {
 Result<QueueStore*> PgQueueStore::open(const HostContext& host, const StoreOptions& opts) {
   StoreOpenInfo info;
   LCC_ASSIGN_OR_RETURN(auto conn, openStore(opts, StoreKind::kQueue, &info));
-  LCC_ASSIGN_OR_RETURN(PgResult n, conn->run("SELECT count(*) FROM qdb", PgParams()));
-  const std::int64_t rows = n.i64(0, 0);
-  return new PgQueueStore(host, opts, std::move(conn), std::move(info), rows);
+  return new PgQueueStore(host, opts, std::move(conn), std::move(info));
 }
 
 Status PgQueueStore::writable() const {
@@ -98,15 +96,8 @@ Status PgQueueStore::apply(const QueueBatch& batch) {
   if (batch.empty()) return Status::ok();
   Plan plan;
   for (const auto& op : batch.ops()) LCC_RETURN_IF_ERROR(fold(op, &plan));
-  std::int64_t rows = rows_;
   Status s = conn_->begin(opts_.full_sync);
-  if (s.isOk() && recount_) {
-    // After a lost connection the outcome of the last COMMIT was unknown: count again.
-    auto n = conn_->run("SELECT count(*) FROM qdb", PgParams());
-    s = n.status();
-    if (s.isOk()) rows = n.value().i64(0, 0);
-  }
-  if (s.isOk()) s = writeEntries(plan, &rows);
+  if (s.isOk()) s = writeEntries(plan);
   if (s.isOk()) s = writeOthers(plan);
   if (s.isOk() && !opts_.full_sync) s = unsynced_.stamp(*conn_);
   if (s.isOk()) s = conn_->commit();
@@ -115,18 +106,14 @@ Status PgQueueStore::apply(const QueueBatch& batch) {
     if (s.isBusy()) {
       // The connection went away: rolled back (or, lost during COMMIT, maybe committed);
       // applying the same batch again is safe. The next call reconnects.
-      recount_ = true;
       return s.withContext("queue store apply did not complete; the same batch may be applied again");
     }
     failed_ = s.withContext("queue store apply failed, store is now read-only until restart");
     return failed_;
   }
-  rows_ = rows;
-  recount_ = false;
   // Were the commits before this one lost with a connection made again since?
   Status kept = unsynced_.check(*conn_);
   if (kept.isBusy()) {
-    recount_ = true;  // applying it again must not count its rows twice
     return kept.withContext("queue store apply (committed; applying it again is safe)");
   }
   if (!kept.isOk()) {
@@ -157,7 +144,7 @@ Status PgQueueStore::fold(const QueueBatch::Op& op, Plan* plan) {
   return Status::ok();
 }
 
-Status PgQueueStore::writeEntries(const Plan& plan, std::int64_t* rows) {
+Status PgQueueStore::writeEntries(const Plan& plan) {
   constexpr int kCols = 15;
   std::vector<std::optional<std::string>> b[kCols], removed;  // bytea columns (by index in LCC_QDB_COLS)
   std::vector<std::optional<std::int64_t>> n[kCols];           // bigint columns
@@ -184,8 +171,7 @@ Status PgQueueStore::writeEntries(const Plan& plan, std::int64_t* rows) {
     n[14].emplace_back(toUnixMillis(e->queued));
   }
   if (!removed.empty()) {
-    LCC_ASSIGN_OR_RETURN(PgResult r, conn_->run("DELETE FROM qdb WHERE key = ANY($1)", PgParams().bytesArray(removed)));
-    *rows -= r.affected();
+    LCC_RETURN_IF_ERROR(conn_->run("DELETE FROM qdb WHERE key = ANY($1)", PgParams().bytesArray(removed)).status());
   }
   if (b[0].empty()) return Status::ok();
   PgParams p;
@@ -196,17 +182,13 @@ Status PgQueueStore::writeEntries(const Plan& plan, std::int64_t* rows) {
       p.bytesArray(b[c]);
     }
   }
-  // xmax = 0 only on a row this statement inserted (not on one it updated).
-  LCC_ASSIGN_OR_RETURN(PgResult r, conn_->run(
-      "WITH w AS (INSERT INTO qdb (" LCC_QDB_COLS ") SELECT * FROM unnest($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,"
+  return conn_->run(
+      "INSERT INTO qdb (" LCC_QDB_COLS ") SELECT * FROM unnest($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,"
       "$13,$14,$15) ON CONFLICT (key) DO UPDATE SET url_op=EXCLUDED.url_op, view_tag=EXCLUDED.view_tag, "
       "browse=EXCLUDED.browse, fetch_url=EXCLUDED.fetch_url, mtime=EXCLUDED.mtime, size=EXCLUDED.size, "
       "md5=EXCLUDED.md5, tod=EXCLUDED.tod, op=EXCLUDED.op, pset=EXCLUDED.pset, slot=EXCLUDED.slot, "
-      "next=EXCLUDED.next, bad_count=EXCLUDED.bad_count, queued=EXCLUDED.queued RETURNING xmax = 0 AS fresh) "
-      "SELECT count(*) FILTER (WHERE fresh) FROM w",
-      p));
-  if (r.rows() == 1) *rows += r.i64(0, 0);
-  return Status::ok();
+      "next=EXCLUDED.next, bad_count=EXCLUDED.bad_count, queued=EXCLUDED.queued",
+      p).status();
 }
 
 Status PgQueueStore::writeOthers(const Plan& plan) {
@@ -321,7 +303,8 @@ Status PgQueueStore::scanEntries(const std::function<bool(const QueueEntry&)>& f
 
 Result<std::uint64_t> PgQueueStore::entryCount() {
   LCC_RETURN_IF_ERROR(readable());
-  return static_cast<std::uint64_t>(rows_);
+  LCC_ASSIGN_OR_RETURN(PgResult r, conn_->run("SELECT count(*) FROM qdb", PgParams()));
+  return static_cast<std::uint64_t>(r.i64(0, 0));
 }
 
 Result<std::optional<PSetRecord>> PgQueueStore::getPSet(PSetId pset, TimeSlot slot) {

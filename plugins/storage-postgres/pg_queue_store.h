@@ -8,7 +8,8 @@
 // makes the store sticky-failed. A committed apply survives the LCC process dying at
 // once (the server holds it). A lost connection is Busy, not a failure: the store stays
 // usable and the next call reconnects (a multi-host conninfo finds the new primary).
-// One QM writes a queue schema; entryCount() is kept in memory by that writer.
+// One QM writes a queue schema. entryCount() is a count(*) on the server (the QM asks
+// once, when it rebuilds its state at start).
 #pragma once
 
 #include <memory>
@@ -39,12 +40,11 @@ class PgQueueStore final : public QueueStore {
   Result<std::optional<std::string>> getMeta(std::string_view key) override;
 
  private:
-  PgQueueStore(const HostContext& host, const StoreOptions& opts, std::unique_ptr<PgConn> conn, StoreOpenInfo info,
-               std::int64_t rows)
-      : host_(host), opts_(opts), conn_(std::move(conn)), info_(std::move(info)), rows_(rows) {}
+  PgQueueStore(const HostContext& host, const StoreOptions& opts, std::unique_ptr<PgConn> conn, StoreOpenInfo info)
+      : host_(host), opts_(opts), conn_(std::move(conn)), info_(std::move(info)) {}
   struct Plan;  // what one apply() writes (pg_queue_store.cc)
   static Status fold(const QueueBatch::Op& op, Plan* plan);
-  Status writeEntries(const Plan& plan, std::int64_t* rows);
+  Status writeEntries(const Plan& plan);
   Status writeOthers(const Plan& plan);
   Status writable() const;
   Status readable() const;
@@ -54,8 +54,6 @@ class PgQueueStore final : public QueueStore {
   StoreOptions opts_;
   std::unique_ptr<PgConn> conn_;
   StoreOpenInfo info_;
-  std::int64_t rows_;     // QDB rows: count(*) at open, then kept by apply()
-  bool recount_ = false;   // a lost connection left rows_ unsure: count(*) in the next apply
   UnsyncedCommits unsynced_{StoreKind::kQueue};  // commits that did not wait for the flush since the last sync
   Status failed_;          // sticky
   bool closed_ = false;
