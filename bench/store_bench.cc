@@ -12,6 +12,11 @@
 // plugin loader. Reports URLs/s, the ratio to the baseline, disk bytes per URL (and
 // per raw byte: key + value), RSS growth, per-batch commit latency.
 //
+// storage-postgres (built with libpq): `--opt conninfo=...` names the server; the raw
+// baseline is libpq COPY (binary) into a two-column table, one durable transaction per
+// batch (store_bench_pg.cc); both run in a schema of their own, dropped afterwards.
+// Disk figures do not apply there (the server's data directory is elsewhere).
+//
 // Add another engine's baseline to kBaselines (the key is the plugin name).
 #include <fcntl.h>
 #include <kchashdb.h>
@@ -27,6 +32,9 @@
 
 #include "bench_util.h"
 #include "store_bench_sqlite.h"
+#ifdef LCC_BENCH_HAVE_PG
+#include "store_bench_pg.h"
+#endif
 #include "common/plugin/plugin_registry.h"
 #include "common/posix_env.h"
 #include "common/system_clock.h"
@@ -200,9 +208,35 @@ Result_ rawSqlite(const Args& a, const std::string& dir) {
   return r;
 }
 
+#ifdef LCC_BENCH_HAVE_PG
+// libpq in `batch`-row transactions (store_bench_pg.cc), in a schema of its own: COPY,
+// or one multi-row INSERT per batch.
+Result_ rawPostgres(const Args& a, bool copy) {
+  auto it = a.opts.find("conninfo");
+  const double cpu0 = bench::cpuSeconds();
+  auto run = bench::rawPgBatches(it == a.opts.end() ? "" : it->second, a.opts.at("schema") + "_raw", copy, a.urls,
+                                 a.batch, kValueBytes, [](std::uint64_t i) { return encodeUrlKey(urlKey(i)); });
+  if (!run.error.empty()) {
+    std::fprintf(stderr, "raw postgres: %s\n", run.error.c_str());
+    std::exit(1);
+  }
+  Result_ r;
+  r.name = copy ? "raw libpq COPY" : "raw libpq INSERT";
+  r.cpu_seconds = bench::cpuSeconds() - cpu0;
+  r.seconds = run.seconds;
+  r.urls = a.urls;
+  r.raw_bytes = run.raw_bytes;
+  r.commit_us = std::move(run.commit_us);
+  return r;
+}
+#endif
+
 const std::map<std::string, std::function<Result_(const Args&, const std::string&)>> kBaselines = {
     {"storage-kyoto", rawKyoto},
     {"storage-sqlite", rawSqlite},
+#ifdef LCC_BENCH_HAVE_PG
+    {"storage-postgres", [](const Args& a, const std::string&) { return rawPostgres(a, false); }},
+#endif
 };
 
 // --- the plugin ---------------------------------------------------------------
@@ -293,6 +327,8 @@ int main(int argc, char** argv) {
     } else usage();
   }
   if (a.urls == 0 || a.batch == 0) usage();
+  const bool pg = a.plugin == "storage-postgres";
+  if (pg && a.opts.count("schema") == 0) a.opts["schema"] = "lcc_bench_" + std::to_string(::getpid());
   const std::string base = a.dir.empty() ? bench::makeTempDir("store") : a.dir;
   std::printf("store_bench: %llu URLs, batches of %llu, durable (sync per batch)\nmachine: %s\n",
               static_cast<unsigned long long>(a.urls), static_cast<unsigned long long>(a.batch),
@@ -324,6 +360,20 @@ int main(int argc, char** argv) {
     std::printf("ratio to baseline: %.2fx URLs/s, %.2fx disk bytes\n", p.rate() / raw.rate(),
                 double(p.disk_after_close.allocated) / double(std::max<std::uint64_t>(1, raw.disk_after_close.allocated)));
   }
+#ifdef LCC_BENCH_HAVE_PG
+  if (pg && have_raw) {
+    // COPY too, after the plugin: the fastest bulk path PostgreSQL has (no upsert).
+    Result_ copy = rawPostgres(a, true);
+    report(copy);
+    std::printf("ratio to raw libpq COPY: %.2fx URLs/s\n", p.rate() / copy.rate());
+  }
+#endif
+#ifdef LCC_BENCH_HAVE_PG
+  if (pg && !a.keep) {
+    const std::string err = bench::dropPgSchema(a.opts["conninfo"], a.opts["schema"]);
+    if (!err.empty()) std::fprintf(stderr, "dropping schema %s: %s\n", a.opts["schema"].c_str(), err.c_str());
+  }
+#endif
   if (!a.keep) {
     bench::removeTree(d);
     if (a.dir.empty()) bench::removeTree(base);

@@ -23,6 +23,40 @@ std::string bigEndian(std::uint64_t v) {
   return out;
 }
 
+void appendI32(std::string* out, std::int32_t v) {
+  const auto u = static_cast<std::uint32_t>(v);
+  const char b[4] = {static_cast<char>(u >> 24), static_cast<char>(u >> 16), static_cast<char>(u >> 8),
+                     static_cast<char>(u)};
+  out->append(b, 4);
+}
+
+// PostgreSQL's binary array format (array_send): ndim, has-nulls flag, element type,
+// then per dimension (size, lower bound 1), then per element its length (-1 = NULL)
+// and bytes. An empty array has no dimensions.
+template <typename T, typename Enc>
+std::string arrayBytes(const std::vector<std::optional<T>>& v, Oid element, Enc encode) {
+  bool nulls = false;
+  for (const auto& e : v) nulls = nulls || !e;
+  std::string out;
+  appendI32(&out, v.empty() ? 0 : 1);
+  appendI32(&out, nulls ? 1 : 0);
+  appendI32(&out, static_cast<std::int32_t>(element));
+  if (!v.empty()) {
+    appendI32(&out, static_cast<std::int32_t>(v.size()));
+    appendI32(&out, 1);
+  }
+  for (const auto& e : v) {
+    if (!e) {
+      appendI32(&out, -1);
+      continue;
+    }
+    const std::string b = encode(*e);
+    appendI32(&out, static_cast<std::int32_t>(b.size()));
+    out += b;
+  }
+  return out;
+}
+
 }  // namespace
 
 // --- PgParams ------------------------------------------------------------------------
@@ -40,6 +74,15 @@ PgParams& PgParams::i64(std::int64_t v) { return add(kInt8, bigEndian(static_cas
 PgParams& PgParams::bytes(std::string_view v) { return add(kBytea, std::string(v), false); }
 PgParams& PgParams::text(std::string_view v) { return add(kText, std::string(v), false); }
 PgParams& PgParams::null(Oid oid) { return add(oid, std::string(), true); }
+
+PgParams& PgParams::bytesArray(const std::vector<std::optional<std::string>>& v) {
+  return add(kByteaArray, arrayBytes(v, kBytea, [](const std::string& b) { return b; }), false);
+}
+
+PgParams& PgParams::i64Array(const std::vector<std::optional<std::int64_t>>& v) {
+  return add(kInt8Array,
+             arrayBytes(v, kInt8, [](std::int64_t x) { return bigEndian(static_cast<std::uint64_t>(x)); }), false);
+}
 
 std::vector<const char*> PgParams::values() const {
   std::vector<const char*> out;
@@ -86,6 +129,10 @@ std::string PgResult::bytes(int row, int col) const {
 Status statusFromSqlState(const char* sqlstate, std::string message) {
   const std::string st = sqlstate == nullptr ? std::string() : std::string(sqlstate);
   if (!st.empty()) message += " (SQLSTATE " + st + ")";
+  if (st.rfind("08", 0) == 0 || st == "57P01" || st == "57P02" || st == "57P03" || st == "53300" ||
+      st == "25006") {
+    return Status::busy(std::move(message) + "; try again later");
+  }
   if (st.rfind("23", 0) == 0 || st.rfind("22", 0) == 0) return Status::invalidArgument(std::move(message));
   if (st == "XX001" || st == "XX002") return Status::corruption(std::move(message));
   if (st.rfind("40", 0) == 0 || st == "57014") return Status::aborted(std::move(message));
@@ -99,12 +146,13 @@ Status statusFromSqlState(const char* sqlstate, std::string message) {
 std::string quoteIdent(const std::string& name) { return "\"" + name + "\""; }
 
 Result<std::unique_ptr<PgConn>> PgConn::connect(const std::string& conninfo, const std::string& schema,
-                                                std::int64_t connect_timeout_ms, std::string what) {
-  // dbname is expanded as a connection string / URI; the keywords after it override
-  // nothing the user set except where they come later (connect_timeout is ours).
+                                                std::int64_t connect_timeout_ms, bool read_write, std::string what) {
+  // dbname is expanded as a connection string / URI and comes last: what the user set
+  // there overrides our defaults before it (application name, timeout, session attrs).
   const std::string timeout = std::to_string(std::max<std::int64_t>(1, (connect_timeout_ms + 999) / 1000));
-  const char* keys[] = {"fallback_application_name", "connect_timeout", "dbname", nullptr};
-  const char* values[] = {"lccd storage-postgres", timeout.c_str(), conninfo.c_str(), nullptr};
+  const char* keys[] = {"fallback_application_name", "connect_timeout", "target_session_attrs", "dbname", nullptr};
+  const char* values[] = {"lccd storage-postgres", timeout.c_str(), read_write ? "read-write" : "any",
+                          conninfo.c_str(), nullptr};
   PGconn* c = PQconnectdbParams(keys, values, 1);
   if (c == nullptr) return Status::ioError(what + ": libpq could not allocate a connection");
   if (PQstatus(c) != CONNECTION_OK) {
@@ -126,20 +174,30 @@ Status PgConn::setupSession() {
 }
 
 Status PgConn::reconnect() {
+  // PQreset connects with the same conninfo: every host of a multi-host one is tried
+  // again, in order, for one with the session attributes asked for.
   PQreset(c_);
   if (PQstatus(c_) != CONNECTION_OK) {
-    return Status::ioError(what_ + ": the connection was lost and reconnecting failed: " +
-                           trimmed(PQerrorMessage(c_)));
+    return Status::busy(what_ + ": the connection was lost and reconnecting failed (try again later): " +
+                        trimmed(PQerrorMessage(c_)));
   }
+  broken_ = false;
+  ++reconnects_;
   return setupSession();
 }
 
-Status PgConn::resultStatus(PGresult* r, const char* doing) const {
+Status PgConn::resultStatus(PGresult* r, const char* doing) {
   const ExecStatusType t = r == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(r);
   if (t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK) return Status::ok();
   std::string msg = r == nullptr ? trimmed(PQerrorMessage(c_)) : trimmed(PQresultErrorMessage(r));
   if (msg.empty()) msg = trimmed(PQerrorMessage(c_));
   const char* state = r == nullptr ? nullptr : PQresultErrorField(r, PG_DIAG_SQLSTATE);
+  if ((state == nullptr || *state == '\0') && PQstatus(c_) == CONNECTION_BAD) {
+    // libpq's own error: the server went away (restart, failover, network).
+    return Status::busy(what_ + ": " + doing + ": the connection was lost (" + msg + "); try again later");
+  }
+  // A server that is no longer the primary (a failover demoted it): find the primary.
+  if (state != nullptr && std::strcmp(state, "25006") == 0) broken_ = true;
   return statusFromSqlState(state, what_ + ": " + doing + ": " + msg);
 }
 

@@ -6,9 +6,12 @@
 // built from data. Integer columns are BIGINT throughout (schema.sql).
 // THREADS: a PgConn is used by one thread at a time (the stores lock or pool them).
 // RECONNECT: a statement that fails because the connection is gone, outside a
-// transaction, reconnects (PQreset) and runs once more; inside a transaction the
-// failure is returned (the server rolled the transaction back) and the next call
-// outside one reconnects.
+// transaction, reconnects (PQreset, which walks a multi-host conninfo again) and runs
+// once more; inside a transaction the failure is returned as Busy (the server rolled
+// the transaction back) and the next call outside one reconnects. A connection that
+// cannot be made again, a server shutting down or starting (57P01-57P03), too many
+// connections (53300) and a writer that finds itself on a read-only server (25006,
+// after a failover) are Busy too: "try again later", never a broken store.
 #pragma once
 
 #include <libpq-fe.h>
@@ -36,6 +39,10 @@ class PgParams {
   PgParams& optI64(const std::optional<std::int64_t>& v) { return v ? i64(*v) : null(kInt8); }
   PgParams& optU64(const std::optional<std::uint64_t>& v) { return v ? u64(*v) : null(kInt8); }
   PgParams& optBytes(const std::optional<std::string>& v) { return v ? bytes(*v) : null(kBytea); }
+  // One-dimensional arrays (bytea[], int8[]) in binary, for multi-row statements
+  // (`unnest($1, $2, ...)`); a nullopt element is NULL.
+  PgParams& bytesArray(const std::vector<std::optional<std::string>>& v);
+  PgParams& i64Array(const std::vector<std::optional<std::int64_t>>& v);
 
   int size() const { return static_cast<int>(oids_.size()); }
   const Oid* oids() const { return oids_.data(); }
@@ -43,7 +50,7 @@ class PgParams {
   const int* lengths() const { return lengths_.data(); }
   const int* formats() const { return formats_.data(); }
 
-  static constexpr Oid kBytea = 17, kInt8 = 20, kText = 25;
+  static constexpr Oid kBytea = 17, kInt8 = 20, kText = 25, kByteaArray = 1001, kInt8Array = 1016;
 
  private:
   PgParams& null(Oid oid);
@@ -86,8 +93,10 @@ class PgConn {
   // Connects with `conninfo` (a libpq connection string or URI), sets the session's
   // search_path to `schema` (validated by the options) and synchronous_commit on.
   // `what` starts every error message ("storage-postgres: queue store (schema lcc)").
+  // `read_write`: unless the conninfo says otherwise, libpq's target_session_attrs is
+  // read-write, so a multi-host conninfo ("host=db1,db2") finds the primary.
   static Result<std::unique_ptr<PgConn>> connect(const std::string& conninfo, const std::string& schema,
-                                                 std::int64_t connect_timeout_ms, std::string what);
+                                                 std::int64_t connect_timeout_ms, bool read_write, std::string what);
   ~PgConn();
   PgConn(const PgConn&) = delete;
   PgConn& operator=(const PgConn&) = delete;
@@ -104,25 +113,31 @@ class PgConn {
   Status commit();
   void rollback();  // best effort
   bool inTransaction() const { return in_tx_; }
+  // How many times this connection was made again after a loss.
+  std::uint64_t reconnects() const { return reconnects_; }
   const std::string& what() const { return what_; }
-  bool lost() const { return PQstatus(c_) == CONNECTION_BAD; }
+  bool lost() const { return broken_ || PQstatus(c_) == CONNECTION_BAD; }
 
  private:
   PgConn(PGconn* c, std::string schema, std::string what) : c_(c), schema_(std::move(schema)), what_(std::move(what)) {}
   Status setupSession();
   Status reconnect();
   Result<PgResult> runOnce(const char* sql, const PgParams& params);
-  Status resultStatus(PGresult* r, const char* doing) const;
+  Status resultStatus(PGresult* r, const char* doing);
 
   PGconn* c_;
   std::string schema_;
   std::string what_;
   bool in_tx_ = false;
+  bool broken_ = false;
+  std::uint64_t reconnects_ = 0;  // reconnect before the next statement (a read-only server, 25006)
   std::map<const char*, std::string> prepared_;  // sql address → statement name
 };
 
-// Maps a server error (SQLSTATE) to a StatusCode: 23xxx → InvalidArgument, 08xxx and
-// 53xxx/58xxx → IOError, XX001/XX002 → Corruption, 40xxx → Aborted, else Internal.
+// Maps a server error (SQLSTATE) to a StatusCode: 23xxx/22xxx → InvalidArgument;
+// 08xxx, 57P01-57P03, 53300 and 25006 → Busy (try later: the connection is gone or
+// the server is not the primary now); 53xxx/58xxx → IOError; XX001/XX002 →
+// Corruption; 40xxx/57014 → Aborted; else Internal.
 Status statusFromSqlState(const char* sqlstate, std::string message);
 
 // Quotes an identifier the options validated ([a-z_][a-z0-9_]*): "name".

@@ -1,6 +1,7 @@
 #include "pg_content_store.h"
 
 #include <limits>
+#include <map>
 
 namespace lcc::plugins::postgres {
 namespace {
@@ -10,15 +11,6 @@ constexpr std::int64_t kScanChunk = 512;  // rows per read round trip
 #define LCC_LCC_COLS                                                                                       \
   "key, seq, deleted, view_tag, browse, fetch_url, mtime, size, md5, machine, filename, stored, refreshed, " \
   "declared_mtime, declared_size, declared_md5, created_seq, pid, etag"
-
-PgParams recordParams(const std::string& key, const ContentRecord& r) {
-  PgParams p;
-  p.bytes(key).u64(r.seq).i64(r.deleted ? 1 : 0).bytes(r.view_tag).optBytes(r.browse).bytes(r.fetch);
-  p.optI64(r.mtime).u64(r.size).bytes(r.md5).bytes(r.machine).bytes(r.filename).i64(toUnixMillis(r.stored));
-  p.i64(toUnixMillis(r.refreshed)).optI64(r.declared_mtime).optU64(r.declared_size).bytes(r.declared_md5);
-  p.u64(r.created_seq).i64(r.key.pid).bytes(r.etag);
-  return p;
-}
 
 std::optional<ContentRecord> recordFromRow(const PgResult& res, int i) {
   auto key = decodeUrlKey(res.bytes(i, 0));
@@ -67,10 +59,8 @@ class PgContentStore::Reader {
 Result<ContentStore*> PgContentStore::open(const HostContext& host, const StoreOptions& opts) {
   StoreOpenInfo info;
   LCC_ASSIGN_OR_RETURN(auto conn, openStore(opts, StoreKind::kContent, &info));
-  LCC_ASSIGN_OR_RETURN(PgResult n, conn->run("SELECT count(*) FROM lcc", PgParams()));
-  const std::int64_t rows = n.i64(0, 0);
   LCC_ASSIGN_OR_RETURN(std::int64_t max_seq, readCounter(*conn, StoreKind::kContent, "max_seq"));
-  return new PgContentStore(host, opts, std::move(conn), std::move(info), rows, max_seq);
+  return new PgContentStore(host, opts, std::move(conn), std::move(info), max_seq);
 }
 
 Result<PgContentStore::Reader> PgContentStore::acquire() {
@@ -92,6 +82,8 @@ Result<PgContentStore::Reader> PgContentStore::acquire() {
     std::lock_guard<std::mutex> g(pool_mu_);
     --open_readers_;
     pool_cv_.notify_one();
+    // The store is open, so the server was there: it is restarting or failing over.
+    if (c.status().isIOError()) return Status::busy(c.status().message() + "; try again later");
     return c.status();
   }
   return Reader(this, std::move(c).value());
@@ -105,6 +97,7 @@ void PgContentStore::release(std::unique_ptr<PgConn> conn) {
 
 Status PgContentStore::writable() const {
   if (closed_) return Status::aborted(conn_->what() + ": the content store is closed");
+  if (opts_.read_only) return Status::notSupported(conn_->what() + ": opened read_only: it does not write");
   return failed_;
 }
 
@@ -115,80 +108,228 @@ void PgContentStore::corruptRow(const std::string& what) {
   }
 }
 
+std::int64_t PgContentStore::noteSeen(std::int64_t max_seq) {
+  std::int64_t seen = seen_max_.load();
+  while (seen < max_seq && !seen_max_.compare_exchange_weak(seen, max_seq)) {
+  }
+  return std::max(seen, max_seq);
+}
+
+// The end state of one batch: ops in order, folded per key (the last put or erase of
+// a key wins), seqs given by the store. Written with one statement per table.
+struct PgContentStore::Plan {
+  struct Held {
+    bool exists = false;
+    std::int64_t seq = 0;
+    bool deleted = false;
+    std::int64_t created_seq = 0;
+  };
+  std::map<std::string, Held> held;                            // per key: as stored, then as planned
+  std::map<std::string, bool> existed;                         // per key: stored before the batch
+  std::map<std::string, std::optional<ContentRecord>> rows;    // per key: final put, or nullopt = erase
+  std::map<std::string, std::string> meta;
+  std::int64_t max_seq = 0;     // under the row lock: the store's, then raised by the puts
+  std::int64_t old_max = 0;
+  std::int64_t caller_max = 0;  // the highest seq the caller put
+  bool locked = false;
+};
+
 Status PgContentStore::apply(const ContentBatch& batch) {
   LCC_RETURN_IF_ERROR(writable());
   if (batch.empty()) return Status::ok();
-  std::int64_t rows = rows_, max_seq = max_seq_;
+  Plan plan;
+  plan.caller_max = caller_max_;
   Status s = conn_->begin(opts_.full_sync);
-  for (std::size_t i = 0; s.isOk() && i < batch.ops().size(); ++i) s = applyOp(batch.ops()[i], &rows, &max_seq);
-  if (s.isOk() && max_seq != max_seq_) s = writeCounter(*conn_, StoreKind::kContent, "max_seq", max_seq);
+  if (s.isOk()) s = planBatch(batch, &plan);
+  if (s.isOk()) s = writePlan(plan);
+  if (s.isOk() && !opts_.full_sync) s = unsynced_.stamp(*conn_);
   if (s.isOk()) s = conn_->commit();
   if (!s.isOk()) {
     conn_->rollback();
+    // The connection went away (server restart, failover): the server rolled the
+    // transaction back, or committed it if the loss came during COMMIT. Either way
+    // applying the same batch again is safe (a put of the seq a record holds is an
+    // in-place refresh); the next call reconnects.
+    if (s.isBusy()) return s.withContext("content store apply did not complete; the same batch may be applied again");
     failed_ = s.withContext("content store apply failed, store is now read-only until restart");
     return failed_;
   }
-  rows_ = rows;
-  max_seq_ = max_seq;
-  if (!opts_.full_sync) unsynced_ = true;
+  caller_max_ = plan.caller_max;
+  noteSeen(plan.max_seq);
+  // Were the commits before this one lost with a connection made again since?
+  Status kept = unsynced_.check(*conn_);
+  if (kept.isBusy()) {
+    return kept.withContext("content store apply (committed; applying it again is safe)");
+  }
+  if (!kept.isOk()) {
+    failed_ = kept.withContext("content store is now read-only until restart");
+    return failed_;
+  }
+  if (!opts_.full_sync) unsynced_.committed();
   return Status::ok();
 }
 
-Status PgContentStore::applyOp(const ContentBatch::Op& op, std::int64_t* rows, std::int64_t* max_seq) {
-  if (const auto* put = std::get_if<ContentBatch::Put>(&op)) return putRecord(put->record, rows, max_seq);
-  if (const auto* er = std::get_if<ContentBatch::Erase>(&op)) {
-    if (!decodeUrlKey(er->key)) return Status::invalidArgument("content erase of a key that is not an encoded UrlKey");
-    LCC_ASSIGN_OR_RETURN(PgResult r, conn_->run("DELETE FROM lcc WHERE key = $1", PgParams().bytes(er->key)));
-    *rows -= r.affected();
-    return Status::ok();
+Status PgContentStore::planBatch(const ContentBatch& batch, Plan* plan) {
+  std::vector<std::optional<std::string>> keys;
+  for (const auto& op : batch.ops()) {
+    if (const auto* put = std::get_if<ContentBatch::Put>(&op)) keys.emplace_back(encodeUrlKey(put->record.key));
+    if (const auto* er = std::get_if<ContentBatch::Erase>(&op)) {
+      if (!decodeUrlKey(er->key)) return Status::invalidArgument("content erase of a key that is not an encoded UrlKey");
+      keys.emplace_back(er->key);
+    }
   }
-  if (const auto* pm = std::get_if<ContentBatch::PutMeta>(&op)) {
-    return conn_->run("INSERT INTO meta (store, key, value) VALUES ('content', $1, $2) "
-                      "ON CONFLICT (store, key) DO UPDATE SET value=EXCLUDED.value",
-                      PgParams().bytes(pm->key).bytes(pm->value)).status();
+  if (!keys.empty()) {
+    // Every writer of this store queues here until the one before it committed.
+    LCC_ASSIGN_OR_RETURN(PgResult lock, conn_->run("SELECT value FROM lcc_store WHERE store = 'content' AND "
+                                                   "name = 'max_seq' FOR UPDATE", PgParams()));
+    if (lock.rows() != 1) return Status::corruption(conn_->what() + ": lcc_store has no 'max_seq' row");
+    plan->max_seq = plan->old_max = std::strtoll(lock.bytes(0, 0).c_str(), nullptr, 10);
+    plan->locked = true;
+    LCC_ASSIGN_OR_RETURN(PgResult held, conn_->run("SELECT key, seq, deleted, created_seq FROM lcc "
+                                                   "WHERE key = ANY($1)", PgParams().bytesArray(keys)));
+    for (int i = 0; i < held.rows(); ++i) {
+      plan->held[held.bytes(i, 0)] = Plan::Held{true, held.i64(i, 1), held.i64(i, 2) != 0, held.i64(i, 3)};
+    }
+    for (const auto& k : keys) plan->existed.emplace(*k, plan->held[*k].exists);
+  }
+  for (const auto& op : batch.ops()) {
+    if (const auto* put = std::get_if<ContentBatch::Put>(&op)) {
+      LCC_RETURN_IF_ERROR(planPut(put->record, plan));
+    } else if (const auto* er = std::get_if<ContentBatch::Erase>(&op)) {
+      plan->held[er->key] = Plan::Held{};
+      plan->rows[er->key] = std::nullopt;
+    } else if (const auto* pm = std::get_if<ContentBatch::PutMeta>(&op)) {
+      plan->meta[pm->key] = pm->value;
+    }
   }
   return Status::ok();
 }
 
-Status PgContentStore::putRecord(const ContentRecord& put, std::int64_t* rows, std::int64_t* max_seq) {
+Status PgContentStore::planPut(const ContentRecord& put, Plan* plan) {
   const std::string key = encodeUrlKey(put.key);
-  LCC_ASSIGN_OR_RETURN(PgResult held, conn_->run("SELECT seq, deleted, created_seq FROM lcc WHERE key = $1",
-                                                 PgParams().bytes(key)));
-  const bool has = held.rows() == 1;
-  // The change feed needs seqs that only grow: a seq at or below the highest is
-  // allowed only as an in-place refresh of the record that holds it.
-  const bool in_place = has && held.u64(0, 0) == put.seq;
-  if (!in_place && (put.seq > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ||
-                    static_cast<std::int64_t>(put.seq) <= *max_seq)) {
-    return Status::invalidArgument("content record seq " + std::to_string(put.seq) +
-                                   " is not above the highest seq so far (" + std::to_string(*max_seq) + ")");
-  }
+  Plan::Held& h = plan->held[key];
   ContentRecord r = put;
-  r.created_seq = (has && held.i64(0, 1) == 0) ? held.u64(0, 2) : r.seq;
-  if (has) {
-    LCC_RETURN_IF_ERROR(conn_->run(
-        "UPDATE lcc SET seq=$2, deleted=$3, view_tag=$4, browse=$5, fetch_url=$6, mtime=$7, size=$8, md5=$9, "
-        "machine=$10, filename=$11, stored=$12, refreshed=$13, declared_mtime=$14, declared_size=$15, "
-        "declared_md5=$16, created_seq=$17, pid=$18, etag=$19 WHERE key=$1", recordParams(key, r)).status());
-  } else {
-    LCC_RETURN_IF_ERROR(conn_->run("INSERT INTO lcc (" LCC_LCC_COLS ") VALUES "
-                                   "($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)",
-                                   recordParams(key, r)).status());
-    ++*rows;
+  // A put of the seq the record already holds is an in-place refresh.
+  const bool in_place = h.exists && static_cast<std::uint64_t>(h.seq) == put.seq;
+  if (!in_place) {
+    // The caller's seqs only grow (the QM hands them out from maxSeq()+1): a seq at or
+    // below one it put before is a bug, refused. One below what another process put
+    // meanwhile is not: the record takes the next free seq.
+    if (put.seq > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ||
+        static_cast<std::int64_t>(put.seq) <= plan->caller_max) {
+      return Status::invalidArgument("content record seq " + std::to_string(put.seq) +
+                                     " is not above the highest seq put so far (" +
+                                     std::to_string(plan->caller_max) + ")");
+    }
+    plan->caller_max = static_cast<std::int64_t>(put.seq);
+    plan->max_seq = std::max(static_cast<std::int64_t>(put.seq), plan->max_seq + 1);
+    r.seq = static_cast<ChangeSeq>(plan->max_seq);
   }
-  *max_seq = std::max(*max_seq, static_cast<std::int64_t>(r.seq));
+  r.created_seq = (h.exists && !h.deleted) ? static_cast<ChangeSeq>(h.created_seq) : r.seq;
+  h = Plan::Held{true, static_cast<std::int64_t>(r.seq), r.deleted, static_cast<std::int64_t>(r.created_seq)};
+  plan->rows[key] = std::move(r);
   return Status::ok();
+}
+
+Status PgContentStore::writePlan(const Plan& plan) {
+  std::vector<std::optional<std::string>> erased;
+  std::int64_t delta = 0;
+  for (const auto& [key, row] : plan.rows) {
+    const bool existed = plan.existed.at(key);
+    if (!row) {
+      if (existed) erased.emplace_back(key);
+      delta -= existed ? 1 : 0;
+    } else {
+      delta += existed ? 0 : 1;
+    }
+  }
+  if (!erased.empty()) {
+    LCC_RETURN_IF_ERROR(conn_->run("DELETE FROM lcc WHERE key = ANY($1)", PgParams().bytesArray(erased)).status());
+  }
+  LCC_RETURN_IF_ERROR(writePuts(plan));
+  if (!plan.meta.empty()) {
+    std::vector<std::optional<std::string>> keys, values;
+    for (const auto& [k, v] : plan.meta) {
+      keys.emplace_back(k);
+      values.emplace_back(v);
+    }
+    LCC_RETURN_IF_ERROR(conn_->run("INSERT INTO meta (store, key, value) SELECT 'content', k, v FROM unnest($1, $2) "
+                                   "AS m(k, v) ON CONFLICT (store, key) DO UPDATE SET value = EXCLUDED.value",
+                                   PgParams().bytesArray(keys).bytesArray(values)).status());
+  }
+  if (plan.locked && (delta != 0 || plan.max_seq != plan.old_max)) {
+    LCC_RETURN_IF_ERROR(conn_->run("UPDATE lcc_store SET value = CASE name WHEN 'max_seq' THEN $1 "
+                                   "ELSE (value::bigint + $2)::text END "
+                                   "WHERE store = 'content' AND name IN ('max_seq', 'rows')",
+                                   PgParams().text(std::to_string(plan.max_seq)).i64(delta)).status());
+  }
+  return Status::ok();
+}
+
+Status PgContentStore::writePuts(const Plan& plan) {
+  constexpr int kCols = 19;
+  std::vector<std::optional<std::string>> b[kCols];  // bytea columns (by column index)
+  std::vector<std::optional<std::int64_t>> n[kCols];  // bigint columns
+  std::size_t puts = 0;
+  for (const auto& [key, row] : plan.rows) {
+    if (!row) continue;
+    const ContentRecord& r = *row;
+    ++puts;
+    b[0].emplace_back(key);
+    n[1].emplace_back(static_cast<std::int64_t>(r.seq));
+    n[2].emplace_back(r.deleted ? 1 : 0);
+    b[3].emplace_back(r.view_tag);
+    b[4].emplace_back(r.browse);
+    b[5].emplace_back(r.fetch);
+    n[6].emplace_back(r.mtime);
+    n[7].emplace_back(static_cast<std::int64_t>(r.size));
+    b[8].emplace_back(r.md5);
+    b[9].emplace_back(r.machine);
+    b[10].emplace_back(r.filename);
+    n[11].emplace_back(toUnixMillis(r.stored));
+    n[12].emplace_back(toUnixMillis(r.refreshed));
+    n[13].emplace_back(r.declared_mtime);
+    n[14].emplace_back(r.declared_size ? std::optional<std::int64_t>(static_cast<std::int64_t>(*r.declared_size))
+                                       : std::nullopt);
+    b[15].emplace_back(r.declared_md5);
+    n[16].emplace_back(static_cast<std::int64_t>(r.created_seq));
+    n[17].emplace_back(r.key.pid);
+    b[18].emplace_back(r.etag);
+  }
+  if (puts == 0) return Status::ok();
+  PgParams p;
+  for (int c = 0; c < kCols; ++c) {
+    if (b[c].empty()) {
+      p.i64Array(n[c]);
+    } else {
+      p.bytesArray(b[c]);
+    }
+  }
+  return conn_->run("INSERT INTO lcc (" LCC_LCC_COLS ") SELECT * FROM unnest($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,"
+                    "$13,$14,$15,$16,$17,$18,$19) ON CONFLICT (key) DO UPDATE SET seq=EXCLUDED.seq, "
+                    "deleted=EXCLUDED.deleted, view_tag=EXCLUDED.view_tag, browse=EXCLUDED.browse, "
+                    "fetch_url=EXCLUDED.fetch_url, mtime=EXCLUDED.mtime, size=EXCLUDED.size, md5=EXCLUDED.md5, "
+                    "machine=EXCLUDED.machine, filename=EXCLUDED.filename, stored=EXCLUDED.stored, "
+                    "refreshed=EXCLUDED.refreshed, declared_mtime=EXCLUDED.declared_mtime, "
+                    "declared_size=EXCLUDED.declared_size, declared_md5=EXCLUDED.declared_md5, "
+                    "created_seq=EXCLUDED.created_seq, pid=EXCLUDED.pid, etag=EXCLUDED.etag",
+                    p)
+      .status();
 }
 
 Status PgContentStore::sync() {
   LCC_RETURN_IF_ERROR(writable());
-  if (!unsynced_) return Status::ok();
+  if (!unsynced_.pending()) return Status::ok();
   Status s = syncCommitted(*conn_, StoreKind::kContent);
+  // The flush covers every earlier commit the server still has; check() that it has
+  // them all (a crash or failover since may have lost some).
+  if (s.isOk()) s = unsynced_.check(*conn_);
+  if (!s.isOk() && s.isBusy()) return s.withContext("content store sync");  // still pending: sync again
   if (!s.isOk()) {
     failed_ = s.withContext("content store sync failed, store is now read-only until restart");
     return failed_;
   }
-  unsynced_ = false;
+  unsynced_.synced(*conn_);
   return s;
 }
 
@@ -202,6 +343,8 @@ Status PgContentStore::close() {
     open_readers_ = 0;
   }
   LCC_RETURN_IF_ERROR(failed_);
+  if (opts_.read_only) return Status::ok();  // a reader changes nothing
+  (void)unsynced_.forget(*conn_);  // best effort: a stale row is harmless
   return markClean(*conn_, StoreKind::kContent);
 }
 
@@ -258,6 +401,15 @@ Status PgContentStore::scanProvider(ProviderId pid, const std::function<bool(con
 Status PgContentStore::scanSince(ChangeSeq after, const ContentFilter& filter,
                                  const std::function<bool(const ContentRecord&)>& fn) {
   if (after > static_cast<ChangeSeq>(std::numeric_limits<std::int64_t>::max())) return Status::ok();
+  // A server behind a max_seq this store reported (a lagging standby after a switch)
+  // would hide records below it from a caller that asks from there: try later instead.
+  const std::int64_t seen = seen_max_.load();
+  LCC_ASSIGN_OR_RETURN(std::int64_t server_max, readShared("max_seq"));
+  if (server_max < seen) {
+    return Status::busy(conn_->what() + ": this server is behind what was read before (max_seq " +
+                        std::to_string(server_max) + " < " + std::to_string(seen) +
+                        ": a standby catching up); try again later");
+  }
   std::string after_key;
   auto after_seq = static_cast<std::int64_t>(after);
   auto read = [&](PgConn& c) {
@@ -270,14 +422,23 @@ Status PgContentStore::scanSince(ChangeSeq after, const ContentFilter& filter,
   }
 }
 
+Result<std::int64_t> PgContentStore::readShared(const char* name) {
+  LCC_ASSIGN_OR_RETURN(Reader r, acquire());
+  return readCounter(*r, StoreKind::kContent, name);
+}
+
 Result<ChangeSeq> PgContentStore::maxSeq() {
   if (closed_) return Status::aborted(conn_->what() + ": the content store is closed");
-  return static_cast<ChangeSeq>(max_seq_.load());
+  LCC_ASSIGN_OR_RETURN(std::int64_t server_max, readShared("max_seq"));
+  // Never lower than what this store reported before (a reader switched to a standby
+  // that is behind); scanSince() refuses to read past such a server meanwhile.
+  return static_cast<ChangeSeq>(noteSeen(server_max));
 }
 
 Result<std::uint64_t> PgContentStore::count() {
   if (closed_) return Status::aborted(conn_->what() + ": the content store is closed");
-  return static_cast<std::uint64_t>(rows_.load());
+  LCC_ASSIGN_OR_RETURN(std::int64_t rows, readShared("rows"));
+  return static_cast<std::uint64_t>(std::max<std::int64_t>(0, rows));
 }
 
 Result<std::optional<std::string>> PgContentStore::getMeta(std::string_view key) {

@@ -5,8 +5,17 @@
 // connection. Reads (get, scans, getMeta) are thread-safe and run concurrently on a
 // pool of up to `max_readers` connections (opened on demand); more concurrent reads
 // wait for a free one. Readers see committed batches only (each statement its own
-// snapshot). maxSeq() and count() are atomics, no SQL.
-// DURABILITY: as the queue store (pg_queue_store.h).
+// snapshot). maxSeq() and count() read the server (lcc_store 'max_seq', 'rows'): no
+// process holds the truth, so several processes (hosts) may share one store.
+// SEQ: apply() locks the 'max_seq' row (SELECT ... FOR UPDATE) in its transaction and
+// stores every new record at max(the caller's seq, max_seq + 1): the caller's seq when
+// it is the only writer, the next free one when another process wrote meanwhile.
+// Writers are serialised by that lock, so seq order is commit order and a reader
+// that saw seq N has seen every record below N that will ever exist.
+// A READER (read_only, e.g. on a standby) never reports a max_seq below one it saw;
+// a scan on a server behind that is Busy (try later), never a silent gap.
+// DURABILITY: as the queue store (pg_queue_store.h). A lost connection is Busy and
+// leaves the store usable (the server rolled the transaction back).
 #pragma once
 
 #include <atomic>
@@ -41,8 +50,11 @@ class PgContentStore final : public ContentStore {
 
  private:
   PgContentStore(const HostContext& host, const StoreOptions& opts, std::unique_ptr<PgConn> conn, StoreOpenInfo info,
-                 std::int64_t rows, std::int64_t max_seq)
-      : host_(host), opts_(opts), conn_(std::move(conn)), info_(std::move(info)), rows_(rows), max_seq_(max_seq) {}
+                 std::int64_t max_seq)
+      : host_(host), opts_(opts), conn_(std::move(conn)), info_(std::move(info)), seen_max_(max_seq),
+        caller_max_(max_seq) {}
+
+  struct Plan;  // what one apply() writes (pg_content_store.cc)
 
   // A read connection from the pool, given back on destruction.
   class Reader;
@@ -55,8 +67,13 @@ class PgContentStore final : public ContentStore {
                          const std::function<bool(const ContentRecord&)>& fn, std::string* after_key,
                          std::int64_t* after_seq);
 
-  Status putRecord(const ContentRecord& put, std::int64_t* rows, std::int64_t* max_seq);
-  Status applyOp(const ContentBatch::Op& op, std::int64_t* rows, std::int64_t* max_seq);
+  Status planBatch(const ContentBatch& batch, Plan* plan);
+  Status planPut(const ContentRecord& put, Plan* plan);
+  Status writePlan(const Plan& plan);
+  Status writePuts(const Plan& plan);
+  // lcc_store `name` of the content store, read on a pooled connection.
+  Result<std::int64_t> readShared(const char* name);
+  std::int64_t noteSeen(std::int64_t max_seq);  // raises seen_max_; returns it
   Status writable() const;
   void corruptRow(const std::string& what);
 
@@ -64,9 +81,9 @@ class PgContentStore final : public ContentStore {
   StoreOptions opts_;
   std::unique_ptr<PgConn> conn_;  // the writer connection
   StoreOpenInfo info_;
-  std::atomic<std::int64_t> rows_;
-  std::atomic<std::int64_t> max_seq_;
-  bool unsynced_ = false;  // writer thread only
+  std::atomic<std::int64_t> seen_max_;  // the highest max_seq read or written here
+  std::int64_t caller_max_;             // writer thread: the highest seq a caller put
+  UnsyncedCommits unsynced_{StoreKind::kContent};  // writer thread only
   Status failed_;          // sticky; writer thread only
   std::atomic<bool> closed_{false};
   std::atomic<std::uint64_t> corrupt_rows_{0};

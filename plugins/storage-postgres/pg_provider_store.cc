@@ -99,7 +99,7 @@ Status PgProviderStore::finishLocked(Status s, bool soft) {
   }
   // NotFound and the caller's refusal change nothing; so does a lost connection (the
   // server rolled the transaction back; the next call reconnects).
-  if (!soft && !conn_->lost()) failed_ = s;
+  if (!soft && !s.isBusy() && !conn_->lost()) failed_ = s;
   return s;
 }
 

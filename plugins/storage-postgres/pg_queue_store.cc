@@ -1,6 +1,7 @@
 #include "pg_queue_store.h"
 
 #include <limits>
+#include <map>
 
 namespace lcc::plugins::postgres {
 namespace {
@@ -9,15 +10,6 @@ constexpr std::int64_t kScanChunk = 512;  // rows per read round trip
 
 #define LCC_QDB_COLS "key, url_op, view_tag, browse, fetch_url, mtime, size, md5, tod, op, pset, slot, next, bad_count, queued"
 #define LCC_QPSDB_COLS "pset, slot, pid, priority, first, last, count"
-
-PgParams entryParams(const std::string& key, const QueueEntry& e) {
-  const UrlNotice& n = e.notice;
-  PgParams p;
-  p.bytes(key).i64(static_cast<std::int64_t>(n.op)).bytes(n.view_tag).optBytes(n.browse).bytes(n.fetch);
-  p.optI64(n.mtime).optU64(n.size).bytes(n.md5).bytes(n.tod).i64(static_cast<std::int64_t>(e.op));
-  p.u64(e.pset).i64(e.slot).bytes(e.next).i64(e.bad_count).i64(toUnixMillis(e.queued));
-  return p;
-}
 
 // A QDB row in LCC_QDB_COLS order; nullopt when it does not hold a valid entry.
 std::optional<QueueEntry> entryFromRow(const PgResult& r, int i) {
@@ -69,9 +61,7 @@ std::optional<PSetRecord> psetFromRow(const PgResult& r, int i) {
 Result<QueueStore*> PgQueueStore::open(const HostContext& host, const StoreOptions& opts) {
   StoreOpenInfo info;
   LCC_ASSIGN_OR_RETURN(auto conn, openStore(opts, StoreKind::kQueue, &info));
-  LCC_ASSIGN_OR_RETURN(PgResult n, conn->run("SELECT count(*) FROM qdb", PgParams()));
-  const std::int64_t rows = n.i64(0, 0);
-  return new PgQueueStore(host, opts, std::move(conn), std::move(info), rows);
+  return new PgQueueStore(host, opts, std::move(conn), std::move(info));
 }
 
 Status PgQueueStore::writable() const {
@@ -92,74 +82,183 @@ void PgQueueStore::corruptRow(const std::string& what) {
   }
 }
 
+// The end state of one batch: ops in order, folded per row key (the last put or
+// remove of a row wins); each table is then written with one multi-row statement.
+struct PgQueueStore::Plan {
+  std::map<std::string, std::optional<QueueEntry>> entries;  // nullopt = remove
+  std::map<std::pair<PSetId, TimeSlot>, std::optional<PSetRecord>> psets;
+  std::map<std::pair<std::string, std::string>, std::optional<WallTime>> deletes;
+  std::map<std::string, std::string> meta;
+};
+
 Status PgQueueStore::apply(const QueueBatch& batch) {
   LCC_RETURN_IF_ERROR(writable());
   if (batch.empty()) return Status::ok();
-  std::int64_t rows = rows_;
+  Plan plan;
+  for (const auto& op : batch.ops()) LCC_RETURN_IF_ERROR(fold(op, &plan));
   Status s = conn_->begin(opts_.full_sync);
-  for (std::size_t i = 0; s.isOk() && i < batch.ops().size(); ++i) s = applyOp(batch.ops()[i], &rows);
+  if (s.isOk()) s = writeEntries(plan);
+  if (s.isOk()) s = writeOthers(plan);
+  if (s.isOk() && !opts_.full_sync) s = unsynced_.stamp(*conn_);
   if (s.isOk()) s = conn_->commit();
   if (!s.isOk()) {
     conn_->rollback();
+    if (s.isBusy()) {
+      // The connection went away: rolled back (or, lost during COMMIT, maybe committed);
+      // applying the same batch again is safe. The next call reconnects.
+      return s.withContext("queue store apply did not complete; the same batch may be applied again");
+    }
     failed_ = s.withContext("queue store apply failed, store is now read-only until restart");
     return failed_;
   }
-  rows_ = rows;
-  if (!opts_.full_sync) unsynced_ = true;
+  // Were the commits before this one lost with a connection made again since?
+  Status kept = unsynced_.check(*conn_);
+  if (kept.isBusy()) {
+    return kept.withContext("queue store apply (committed; applying it again is safe)");
+  }
+  if (!kept.isOk()) {
+    failed_ = kept.withContext("queue store is now read-only until restart");
+    return failed_;
+  }
+  if (!opts_.full_sync) unsynced_.committed();
   return Status::ok();
 }
 
-Status PgQueueStore::applyOp(const QueueBatch::Op& op, std::int64_t* rows) {
+Status PgQueueStore::fold(const QueueBatch::Op& op, Plan* plan) {
   if (const auto* put = std::get_if<QueueBatch::PutEntry>(&op)) {
-    // xmax = 0 only on a row this statement inserted (not on one it updated).
-    LCC_ASSIGN_OR_RETURN(PgResult r, conn_->run(
-        "INSERT INTO qdb (" LCC_QDB_COLS ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15) "
-        "ON CONFLICT (key) DO UPDATE SET url_op=EXCLUDED.url_op, view_tag=EXCLUDED.view_tag, "
-        "browse=EXCLUDED.browse, fetch_url=EXCLUDED.fetch_url, mtime=EXCLUDED.mtime, size=EXCLUDED.size, "
-        "md5=EXCLUDED.md5, tod=EXCLUDED.tod, op=EXCLUDED.op, pset=EXCLUDED.pset, slot=EXCLUDED.slot, "
-        "next=EXCLUDED.next, bad_count=EXCLUDED.bad_count, queued=EXCLUDED.queued "
-        "RETURNING CASE WHEN xmax = 0 THEN 1::bigint ELSE 0::bigint END",
-        entryParams(encodeUrlKey(put->entry.notice.key), put->entry)));
-    if (r.rows() == 1) *rows += r.i64(0, 0);
+    plan->entries[encodeUrlKey(put->entry.notice.key)] = put->entry;
   } else if (const auto* rm = std::get_if<QueueBatch::RemoveEntry>(&op)) {
     if (!decodeUrlKey(rm->key)) return Status::invalidArgument("queue batch removes a key that is not an encoded UrlKey");
-    LCC_ASSIGN_OR_RETURN(PgResult r, conn_->run("DELETE FROM qdb WHERE key = $1", PgParams().bytes(rm->key)));
-    *rows -= r.affected();
+    plan->entries[rm->key] = std::nullopt;
   } else if (const auto* pp = std::get_if<QueueBatch::PutPSet>(&op)) {
-    const PSetRecord& p = pp->pset;
-    return conn_->run("INSERT INTO qpsdb (" LCC_QPSDB_COLS ") VALUES ($1,$2,$3,$4,$5,$6,$7) "
-                      "ON CONFLICT (pset, slot) DO UPDATE SET pid=EXCLUDED.pid, priority=EXCLUDED.priority, "
-                      "first=EXCLUDED.first, last=EXCLUDED.last, count=EXCLUDED.count",
-                      PgParams().u64(p.pset).i64(p.slot).i64(p.pid).i64(p.priority).bytes(p.first).bytes(p.last)
-                          .u64(p.count)).status();
+    plan->psets[{pp->pset.pset, pp->pset.slot}] = pp->pset;
   } else if (const auto* rp = std::get_if<QueueBatch::RemovePSet>(&op)) {
-    return conn_->run("DELETE FROM qpsdb WHERE pset = $1 AND slot = $2", PgParams().u64(rp->pset).i64(rp->slot))
-        .status();
+    plan->psets[{rp->pset, rp->slot}] = std::nullopt;
   } else if (const auto* pd = std::get_if<QueueBatch::PutDelete>(&op)) {
-    const DeleteRequest& d = pd->request;
-    return conn_->run("INSERT INTO fsmdb (machine, filename, since) VALUES ($1,$2,$3) "
-                      "ON CONFLICT (machine, filename) DO UPDATE SET since=EXCLUDED.since",
-                      PgParams().bytes(d.machine).bytes(d.filename).i64(toUnixMillis(d.since))).status();
+    plan->deletes[{pd->request.machine, pd->request.filename}] = pd->request.since;
   } else if (const auto* rd = std::get_if<QueueBatch::RemoveDelete>(&op)) {
-    return conn_->run("DELETE FROM fsmdb WHERE machine = $1 AND filename = $2",
-                      PgParams().bytes(rd->machine).bytes(rd->filename)).status();
+    plan->deletes[{rd->machine, rd->filename}] = std::nullopt;
   } else if (const auto* pm = std::get_if<QueueBatch::PutMeta>(&op)) {
-    return conn_->run("INSERT INTO meta (store, key, value) VALUES ('queue', $1, $2) "
-                      "ON CONFLICT (store, key) DO UPDATE SET value=EXCLUDED.value",
-                      PgParams().bytes(pm->key).bytes(pm->value)).status();
+    plan->meta[pm->key] = pm->value;
+  }
+  return Status::ok();
+}
+
+Status PgQueueStore::writeEntries(const Plan& plan) {
+  constexpr int kCols = 15;
+  std::vector<std::optional<std::string>> b[kCols], removed;  // bytea columns (by index in LCC_QDB_COLS)
+  std::vector<std::optional<std::int64_t>> n[kCols];           // bigint columns
+  for (const auto& [key, e] : plan.entries) {
+    if (!e) {
+      removed.emplace_back(key);
+      continue;
+    }
+    const UrlNotice& u = e->notice;
+    b[0].emplace_back(key);
+    n[1].emplace_back(static_cast<std::int64_t>(u.op));
+    b[2].emplace_back(u.view_tag);
+    b[3].emplace_back(u.browse);
+    b[4].emplace_back(u.fetch);
+    n[5].emplace_back(u.mtime);
+    n[6].emplace_back(u.size ? std::optional<std::int64_t>(static_cast<std::int64_t>(*u.size)) : std::nullopt);
+    b[7].emplace_back(u.md5);
+    b[8].emplace_back(u.tod);
+    n[9].emplace_back(static_cast<std::int64_t>(e->op));
+    n[10].emplace_back(static_cast<std::int64_t>(e->pset));
+    n[11].emplace_back(e->slot);
+    b[12].emplace_back(e->next);
+    n[13].emplace_back(e->bad_count);
+    n[14].emplace_back(toUnixMillis(e->queued));
+  }
+  if (!removed.empty()) {
+    LCC_RETURN_IF_ERROR(conn_->run("DELETE FROM qdb WHERE key = ANY($1)", PgParams().bytesArray(removed)).status());
+  }
+  if (b[0].empty()) return Status::ok();
+  PgParams p;
+  for (int c = 0; c < kCols; ++c) {
+    if (b[c].empty()) {
+      p.i64Array(n[c]);
+    } else {
+      p.bytesArray(b[c]);
+    }
+  }
+  return conn_->run(
+      "INSERT INTO qdb (" LCC_QDB_COLS ") SELECT * FROM unnest($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,"
+      "$13,$14,$15) ON CONFLICT (key) DO UPDATE SET url_op=EXCLUDED.url_op, view_tag=EXCLUDED.view_tag, "
+      "browse=EXCLUDED.browse, fetch_url=EXCLUDED.fetch_url, mtime=EXCLUDED.mtime, size=EXCLUDED.size, "
+      "md5=EXCLUDED.md5, tod=EXCLUDED.tod, op=EXCLUDED.op, pset=EXCLUDED.pset, slot=EXCLUDED.slot, "
+      "next=EXCLUDED.next, bad_count=EXCLUDED.bad_count, queued=EXCLUDED.queued",
+      p).status();
+}
+
+Status PgQueueStore::writeOthers(const Plan& plan) {
+  std::vector<std::optional<std::int64_t>> ps, sl, pid, prio, cnt, del_ps, del_sl, since;
+  std::vector<std::optional<std::string>> first, last, mach, file, del_mach, del_file, mk, mv;
+  for (const auto& [k, p] : plan.psets) {
+    if (!p) {
+      del_ps.emplace_back(static_cast<std::int64_t>(k.first));
+      del_sl.emplace_back(k.second);
+      continue;
+    }
+    ps.emplace_back(static_cast<std::int64_t>(p->pset));
+    sl.emplace_back(p->slot);
+    pid.emplace_back(p->pid);
+    prio.emplace_back(p->priority);
+    first.emplace_back(p->first);
+    last.emplace_back(p->last);
+    cnt.emplace_back(static_cast<std::int64_t>(p->count));
+  }
+  for (const auto& [k, t] : plan.deletes) {
+    (t ? mach : del_mach).emplace_back(k.first);
+    (t ? file : del_file).emplace_back(k.second);
+    if (t) since.emplace_back(toUnixMillis(*t));
+  }
+  for (const auto& [k, v] : plan.meta) {
+    mk.emplace_back(k);
+    mv.emplace_back(v);
+  }
+  if (!del_ps.empty()) {
+    LCC_RETURN_IF_ERROR(conn_->run("DELETE FROM qpsdb WHERE (pset, slot) IN (SELECT * FROM unnest($1, $2))",
+                                   PgParams().i64Array(del_ps).i64Array(del_sl)).status());
+  }
+  if (!ps.empty()) {
+    LCC_RETURN_IF_ERROR(conn_->run(
+        "INSERT INTO qpsdb (" LCC_QPSDB_COLS ") SELECT * FROM unnest($1,$2,$3,$4,$5,$6,$7) "
+        "ON CONFLICT (pset, slot) DO UPDATE SET pid=EXCLUDED.pid, priority=EXCLUDED.priority, "
+        "first=EXCLUDED.first, last=EXCLUDED.last, count=EXCLUDED.count",
+        PgParams().i64Array(ps).i64Array(sl).i64Array(pid).i64Array(prio).bytesArray(first).bytesArray(last)
+            .i64Array(cnt)).status());
+  }
+  if (!del_mach.empty()) {
+    LCC_RETURN_IF_ERROR(conn_->run("DELETE FROM fsmdb WHERE (machine, filename) IN (SELECT * FROM unnest($1, $2))",
+                                   PgParams().bytesArray(del_mach).bytesArray(del_file)).status());
+  }
+  if (!mach.empty()) {
+    LCC_RETURN_IF_ERROR(conn_->run("INSERT INTO fsmdb (machine, filename, since) SELECT * FROM unnest($1, $2, $3) "
+                                   "ON CONFLICT (machine, filename) DO UPDATE SET since=EXCLUDED.since",
+                                   PgParams().bytesArray(mach).bytesArray(file).i64Array(since)).status());
+  }
+  if (!mk.empty()) {
+    LCC_RETURN_IF_ERROR(conn_->run("INSERT INTO meta (store, key, value) SELECT 'queue', k, v FROM unnest($1, $2) "
+                                   "AS m(k, v) ON CONFLICT (store, key) DO UPDATE SET value = EXCLUDED.value",
+                                   PgParams().bytesArray(mk).bytesArray(mv)).status());
   }
   return Status::ok();
 }
 
 Status PgQueueStore::sync() {
   LCC_RETURN_IF_ERROR(writable());
-  if (!unsynced_) return Status::ok();
+  if (!unsynced_.pending()) return Status::ok();
   Status s = syncCommitted(*conn_, StoreKind::kQueue);
+  // The flush covers every earlier commit the server still has; check() that it has
+  // them all (a crash or failover since may have lost some).
+  if (s.isOk()) s = unsynced_.check(*conn_);
+  if (!s.isOk() && s.isBusy()) return s.withContext("queue store sync");  // still pending: sync again
   if (!s.isOk()) {
     failed_ = s.withContext("queue store sync failed, store is now read-only until restart");
     return failed_;
   }
-  unsynced_ = false;
+  unsynced_.synced(*conn_);
   return s;
 }
 
@@ -167,6 +266,7 @@ Status PgQueueStore::close() {
   if (closed_) return Status::ok();  // closing twice is harmless
   LCC_RETURN_IF_ERROR(failed_);
   // The clean flag's commit waits for the WAL flush: every earlier commit is durable too.
+  (void)unsynced_.forget(*conn_);  // best effort: a stale row is harmless
   Status s = markClean(*conn_, StoreKind::kQueue);
   closed_ = true;
   return s;
@@ -203,7 +303,8 @@ Status PgQueueStore::scanEntries(const std::function<bool(const QueueEntry&)>& f
 
 Result<std::uint64_t> PgQueueStore::entryCount() {
   LCC_RETURN_IF_ERROR(readable());
-  return static_cast<std::uint64_t>(rows_);
+  LCC_ASSIGN_OR_RETURN(PgResult r, conn_->run("SELECT count(*) FROM qdb", PgParams()));
+  return static_cast<std::uint64_t>(r.i64(0, 0));
 }
 
 Result<std::optional<PSetRecord>> PgQueueStore::getPSet(PSetId pset, TimeSlot slot) {

@@ -6,7 +6,10 @@
 // not wait for the WAL flush, sync() commits once more waiting for it (covering every
 // earlier commit); synchronous=full: every apply() waits. A failed apply()/sync()
 // makes the store sticky-failed. A committed apply survives the LCC process dying at
-// once (the server holds it).
+// once (the server holds it). A lost connection is Busy, not a failure: the store stays
+// usable and the next call reconnects (a multi-host conninfo finds the new primary).
+// One QM writes a queue schema. entryCount() is a count(*) on the server (the QM asks
+// once, when it rebuilds its state at start).
 #pragma once
 
 #include <memory>
@@ -37,10 +40,12 @@ class PgQueueStore final : public QueueStore {
   Result<std::optional<std::string>> getMeta(std::string_view key) override;
 
  private:
-  PgQueueStore(const HostContext& host, const StoreOptions& opts, std::unique_ptr<PgConn> conn, StoreOpenInfo info,
-               std::int64_t rows)
-      : host_(host), opts_(opts), conn_(std::move(conn)), info_(std::move(info)), rows_(rows) {}
-  Status applyOp(const QueueBatch::Op& op, std::int64_t* rows);
+  PgQueueStore(const HostContext& host, const StoreOptions& opts, std::unique_ptr<PgConn> conn, StoreOpenInfo info)
+      : host_(host), opts_(opts), conn_(std::move(conn)), info_(std::move(info)) {}
+  struct Plan;  // what one apply() writes (pg_queue_store.cc)
+  static Status fold(const QueueBatch::Op& op, Plan* plan);
+  Status writeEntries(const Plan& plan);
+  Status writeOthers(const Plan& plan);
   Status writable() const;
   Status readable() const;
   void corruptRow(const std::string& what);
@@ -49,8 +54,7 @@ class PgQueueStore final : public QueueStore {
   StoreOptions opts_;
   std::unique_ptr<PgConn> conn_;
   StoreOpenInfo info_;
-  std::int64_t rows_;     // QDB rows: count(*) at open, then kept by apply()
-  bool unsynced_ = false;  // a commit that did not wait for the flush since the last sync
+  UnsyncedCommits unsynced_{StoreKind::kQueue};  // commits that did not wait for the flush since the last sync
   Status failed_;          // sticky
   bool closed_ = false;
   std::uint64_t corrupt_rows_ = 0;

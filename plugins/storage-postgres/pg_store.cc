@@ -1,6 +1,8 @@
 #include "pg_store.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <random>
 
 #include "schema_sql.h"
 
@@ -11,17 +13,32 @@ namespace {
 // rare, and CREATE ... IF NOT EXISTS is not safe against a concurrent create.
 constexpr const char* kCreateLock = "SELECT pg_advisory_xact_lock(7633261757)";
 
-Status checkIdentity(PgConn& c, StoreKind kind, StoreOpenInfo* info) {
+// Format 1 had no 'rows' counter (the content store counted at open, in memory);
+// format 2 keeps it in lcc_store, written in every apply's transaction.
+Status upgradeFrom1(PgConn& c, StoreKind kind) {
+  if (kind == StoreKind::kContent) {
+    LCC_RETURN_IF_ERROR(c.run("INSERT INTO lcc_store (store, name, value) SELECT 'content', 'rows', count(*)::text "
+                              "FROM lcc ON CONFLICT (store, name) DO NOTHING", PgParams()).status());
+  }
+  return c.run("UPDATE lcc_store SET value = $2 WHERE store = $1 AND name = 'format'",
+               PgParams().text(storeName(kind)).text(std::to_string(kFormatVersion)))
+      .status();
+}
+
+// Checks plugin and format; `writer`: creates the identity rows of a new store,
+// upgrades format 1 and clears the clean-shutdown flag (a reader changes nothing).
+Status checkIdentity(PgConn& c, StoreKind kind, bool writer, StoreOpenInfo* info) {
   LCC_ASSIGN_OR_RETURN(PgResult rows, c.run("SELECT name, value FROM lcc_store WHERE store = $1 AND "
                                             "name IN ('plugin', 'format', 'clean_shutdown')",
                                             PgParams().text(storeName(kind))));
   const std::string where = c.what() + ": table lcc_store";
   if (rows.rows() == 0) {
+    if (!writer) return Status::notFound(where + ": no " + std::string(storeName(kind)) + " store in this schema yet");
     info->created = true;
     info->clean_shutdown = true;
     const char* sql =
         "INSERT INTO lcc_store (store, name, value) VALUES ($1, 'plugin', $2), ($1, 'format', $3), "
-        "($1, 'clean_shutdown', '0'), ($1, 'max_seq', '0'), ($1, 'sync_count', '0')";
+        "($1, 'clean_shutdown', '0'), ($1, 'max_seq', '0'), ($1, 'rows', '0'), ($1, 'sync_count', '0')";
     auto r = c.run(sql, PgParams().text(storeName(kind)).text(kPluginName).text(std::to_string(kFormatVersion)));
     return r.status();
   }
@@ -34,12 +51,18 @@ Status checkIdentity(PgConn& c, StoreKind kind, StoreOpenInfo* info) {
     return Status::invalidArgument(where + ": the " + storeName(kind) + " store was made by '" + plugin +
                                    "', not by storage-postgres");
   }
-  if (format != std::to_string(kFormatVersion)) {
+  const bool old = format == "1";
+  if (format != std::to_string(kFormatVersion) && !old) {
     return Status::notSupported(where + ": format " + format + ", this storage-postgres reads format " +
-                                std::to_string(kFormatVersion) + " only");
+                                std::to_string(kFormatVersion) + " (and upgrades format 1) only");
   }
   info->created = false;
   info->clean_shutdown = clean == "1";
+  if (!writer) {
+    if (old) return Status::notSupported(where + ": format 1: open it once with a writer to upgrade it");
+    return Status::ok();
+  }
+  if (old) LCC_RETURN_IF_ERROR(upgradeFrom1(c, kind));
   return c.run("UPDATE lcc_store SET value = '0' WHERE store = $1 AND name = 'clean_shutdown'",
                PgParams().text(storeName(kind)))
       .status();
@@ -57,7 +80,7 @@ const char* storeName(StoreKind kind) {
 }
 
 Result<std::unique_ptr<PgConn>> connectStore(const StoreOptions& opts, StoreKind kind) {
-  return PgConn::connect(opts.conninfo, opts.schema, opts.connect_timeout_ms,
+  return PgConn::connect(opts.conninfo, opts.schema, opts.connect_timeout_ms, !opts.read_only,
                          std::string(kPluginName) + ": " + storeName(kind) + " store (schema " + opts.schema + ")");
 }
 
@@ -66,11 +89,16 @@ Result<std::unique_ptr<PgConn>> openStore(const StoreOptions& opts, StoreKind ki
   info->engine = "postgres";
   info->persistent = true;
   info->may_have_lost_synced = false;
+  if (opts.read_only) {
+    // A reader (maybe on a standby, where nothing can be written): check only.
+    LCC_RETURN_IF_ERROR(checkIdentity(*c, kind, false, info));
+    return c;
+  }
   LCC_RETURN_IF_ERROR(c->begin(true));
   Status s = c->exec(kCreateLock);
   if (s.isOk()) s = c->exec("CREATE SCHEMA IF NOT EXISTS " + quoteIdent(opts.schema));
   if (s.isOk()) s = c->exec(kSchemaSql).withContext("creating the tables");
-  if (s.isOk()) s = checkIdentity(*c, kind, info);
+  if (s.isOk()) s = checkIdentity(*c, kind, true, info);
   if (!s.isOk()) {
     c->rollback();
     return s;
@@ -107,6 +135,44 @@ static Status runDurably(PgConn& conn, const char* sql, StoreKind kind) {
     return s;
   }
   return conn.commit();
+}
+
+UnsyncedCommits::UnsyncedCommits(StoreKind kind) : kind_(kind) {
+  std::random_device rd;
+  const std::uint64_t id = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "commit_%016llx", static_cast<unsigned long long>(id));
+  name_ = buf;
+}
+
+Status UnsyncedCommits::stamp(PgConn& c) {
+  ++next_;
+  return c.run("INSERT INTO lcc_store (store, name, value) VALUES ($1, $2, $3) "
+               "ON CONFLICT (store, name) DO UPDATE SET value = EXCLUDED.value",
+               PgParams().text(storeName(kind_)).text(name_).text(std::to_string(next_)))
+      .status();
+}
+
+Status UnsyncedCommits::check(PgConn& c) {
+  if (c.reconnects() == seen_) return Status::ok();
+  if (pending_) {
+    LCC_ASSIGN_OR_RETURN(PgResult r, c.run("SELECT value FROM lcc_store WHERE store = $1 AND name = $2",
+                                           PgParams().text(storeName(kind_)).text(name_)));
+    const std::int64_t there = r.rows() == 1 ? std::strtoll(r.bytes(0, 0).c_str(), nullptr, 10) : 0;
+    if (there < acked_) {
+      return Status::ioError(c.what() + ": commits not yet flushed (synchronous: normal) were lost with the "
+                             "connection (a server crash or a failover before sync()): the server has apply " +
+                             std::to_string(there) + " of " + std::to_string(acked_) + " of this process");
+    }
+  }
+  seen_ = c.reconnects();
+  return Status::ok();
+}
+
+Status UnsyncedCommits::forget(PgConn& c) {
+  return c.run("DELETE FROM lcc_store WHERE store = $1 AND name = $2",
+               PgParams().text(storeName(kind_)).text(name_))
+      .status();
 }
 
 Status syncCommitted(PgConn& conn, StoreKind kind) {

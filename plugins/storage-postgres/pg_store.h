@@ -13,7 +13,7 @@
 namespace lcc::plugins::postgres {
 
 inline constexpr const char* kPluginName = "storage-postgres";
-inline constexpr int kFormatVersion = 1;
+inline constexpr int kFormatVersion = 2;  // 2: lcc_store 'rows' (content); 1 is upgraded at open
 
 enum class StoreKind { kQueue, kContent, kProviders };
 const char* storeName(StoreKind kind);  // "queue", "content", "providers"
@@ -24,7 +24,8 @@ Result<std::unique_ptr<PgConn>> connectStore(const StoreOptions& opts, StoreKind
 
 // Connects and, in one transaction under an advisory lock: creates the schema and its
 // tables when absent, checks this store's identity rows (plugin, format), reports the
-// previous clean-shutdown flag in `info` and clears it.
+// previous clean-shutdown flag in `info` and clears it. With opts.read_only: connects
+// and checks the identity rows only (no writes: it may be a standby).
 Result<std::unique_ptr<PgConn>> openStore(const StoreOptions& opts, StoreKind kind, StoreOpenInfo* info);
 
 // lcc_store values of this store (numbers as decimal text).
@@ -35,6 +36,43 @@ Status writeCounter(PgConn& conn, StoreKind kind, const char* name, std::int64_t
 // (bumps sync_count); PostgreSQL's WAL is sequential, so it covers every earlier
 // commit that did not wait.
 Status syncCommitted(PgConn& conn, StoreKind kind);
+
+// The commits of a store that did not wait for the WAL flush (synchronous: normal)
+// since its last sync(). A server crash or a failover may lose them. Each such apply
+// also writes a counter of this store instance (lcc_store row `commit_<random>`) in
+// its transaction; when the connection was made again since, check() reads it back:
+// below the last acknowledged value means commits were lost. (A transaction id would
+// not do: after a failover the new primary may give the same id to another one.)
+class UnsyncedCommits {
+ public:
+  explicit UnsyncedCommits(StoreKind kind);
+  bool pending() const { return pending_; }
+  // In an apply's transaction that will not wait for the flush, before COMMIT.
+  Status stamp(PgConn& c);
+  // After that COMMIT returned.
+  void committed() {
+    pending_ = true;
+    acked_ = next_;
+  }
+  // OK when no reconnect happened, nothing was pending, or the last acknowledged
+  // stamp is on the server; IOError (to be made sticky) when it is not; Busy when
+  // the server cannot be asked now.
+  Status check(PgConn& c);
+  void synced(const PgConn& c) {
+    pending_ = false;
+    seen_ = c.reconnects();
+  }
+  // Removes this instance's row (close()).
+  Status forget(PgConn& c);
+
+ private:
+  StoreKind kind_;
+  std::string name_;
+  bool pending_ = false;
+  std::int64_t next_ = 0;
+  std::int64_t acked_ = 0;
+  std::uint64_t seen_ = 0;
+};
 
 // Durably records clean_shutdown = 1.
 Status markClean(PgConn& conn, StoreKind kind);

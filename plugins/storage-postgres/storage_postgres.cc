@@ -19,9 +19,16 @@ Status init(const HostContext& host) {
   return Status::ok();
 }
 
+Status writerOnly(const StoreOptions& opts, const char* store) {
+  if (!opts.read_only) return Status::ok();
+  return Status::invalidArgument(std::string("storage-postgres: options.read_only: the ") + store +
+                                 " store writes; only the content store may be opened read_only");
+}
+
 Result<QueueStore*> makeQueue(const HostContext& host, const OptionsView& options) {
   LCC_PLUGIN_GUARD({
     LCC_ASSIGN_OR_RETURN(StoreOptions opts, parseOptions(options));
+    LCC_RETURN_IF_ERROR(writerOnly(opts, "queue"));
     return PgQueueStore::open(host, opts);
   })
 }
@@ -36,6 +43,7 @@ Result<ContentStore*> makeContent(const HostContext& host, const OptionsView& op
 Result<ProviderStore*> makeProviders(const HostContext& host, const OptionsView& options) {
   LCC_PLUGIN_GUARD({
     LCC_ASSIGN_OR_RETURN(StoreOptions opts, parseOptions(options));
+    LCC_RETURN_IF_ERROR(writerOnly(opts, "provider"));
     return PgProviderStore::open(host, opts);
   })
 }

@@ -13,6 +13,8 @@ const OptionSpec kOptionSpecs[] = {
      "full: every apply() waits for the WAL flush; normal: apply() commits without waiting, sync() flushes"},
     {"max_readers", OptionType::kInt, "4", 1, 64, "read connections of the content store (concurrent readers)"},
     {"connect_timeout", OptionType::kDuration, "10s", 1000, 600000, "how long a connection attempt may take"},
+    {"read_only", OptionType::kBool, "false", 0, 0,
+     "content store only: open as a reader (a CU host, possibly on a standby DSN); never writes"},
 };
 const std::size_t kOptionCount = sizeof(kOptionSpecs) / sizeof(kOptionSpecs[0]);
 
@@ -62,6 +64,7 @@ Result<StoreOptions> parseOptions(const OptionsView& v) {
   o.full_sync = sync == "full";
   o.max_readers = std::max<std::int64_t>(1, v.getInt("max_readers", o.max_readers));
   o.connect_timeout_ms = v.getInt("connect_timeout", o.connect_timeout_ms);
+  o.read_only = v.getBool("read_only", false);
   return o;
 }
 

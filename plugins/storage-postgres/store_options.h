@@ -16,6 +16,7 @@ struct StoreOptions {
   bool full_sync = false;                  // synchronous: "normal" (false) or "full"
   std::int64_t max_readers = 4;            // ContentStore read connections
   std::int64_t connect_timeout_ms = 10000;
+  bool read_only = false;                  // content store only: a reader (e.g. on a standby)
 };
 
 extern const OptionSpec kOptionSpecs[];

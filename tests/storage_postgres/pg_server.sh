@@ -1,5 +1,5 @@
 #!/bin/sh
-# pg_server.sh start|stop|restart|kill DIR — a private PostgreSQL server for the tests
+# pg_server.sh start|stop|restart|halt|promote|kill DIR, pg_server.sh standby DIR PRIMARY — a private PostgreSQL server for the tests
 # (the ctest fixture lcc_pg_server). It listens only on a unix socket in DIR (no TCP),
 # with fsync on and synchronous_commit on, and trusts the local user. `start` prints the
 # libpq conninfo; the tests get it as LCC_TEST_PG_CONNINFO ("host=DIR port=5432
@@ -8,8 +8,8 @@
 # as root: as root the server runs as the user `postgres` (DIR is then chowned to it,
 # so DIR must be in a folder that user can reach, e.g. /tmp).
 set -eu
-cmd=${1:?usage: pg_server.sh start|stop|restart|kill DIR}
-dir=${2:?usage: pg_server.sh start|stop|restart|kill DIR}
+cmd=${1:?usage: pg_server.sh start|stop|restart|halt|kill DIR}
+dir=${2:?usage: pg_server.sh start|stop|restart|halt|kill DIR}
 
 find_bin() {
   if [ -n "${PG_BIN:-}" ] && [ -x "$PG_BIN/initdb" ]; then echo "$PG_BIN"; return; fi
@@ -62,6 +62,31 @@ CONF
   restart)
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -m fast restart >/dev/null
     ;;
+  standby)
+    # DIR becomes a streaming standby of the server in PRIMARY (a running pg_server.sh
+    # server): pg_basebackup over PRIMARY's socket, its own socket in DIR. Prints its conninfo.
+    primary=${3:?usage: pg_server.sh standby DIR PRIMARY}
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
+    as_owner "$bin/pg_basebackup" -D "$dir/data" -h "$primary" -p 5432 -U postgres -R -X stream >"$dir/basebackup.log" 2>&1 </dev/null || {
+      cat "$dir/basebackup.log" >&2; exit 1; }
+    cat >>"$dir/data/postgresql.conf" <<CONF
+unix_socket_directories = '$dir'
+hot_standby = on
+CONF
+    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null || {
+      cat "$dir/server.log" >&2; exit 1; }
+    echo "host=$dir port=5432 user=postgres dbname=postgres"
+    ;;
+  promote)
+    # A standby becomes a primary (a failover).
+    as_owner "$bin/pg_ctl" -D "$dir/data" -w -t 60 promote >/dev/null
+    ;;
+  halt)
+    # Stops the server and keeps its data (a server that is down for a while); `restart` starts it again.
+    as_owner "$bin/pg_ctl" -D "$dir/data" -w -t 60 -m fast stop >/dev/null
+    ;;
   kill)
     # The server's postmaster dies at once (a crash); start it again with `restart`.
     kill -9 "$(head -1 "$dir/data/postmaster.pid")"
@@ -73,7 +98,7 @@ CONF
     rm -rf "$dir"
     ;;
   *)
-    echo "usage: pg_server.sh start|stop|restart|kill DIR" >&2
+    echo "usage: pg_server.sh start|stop|restart|halt|kill DIR" >&2
     exit 2
     ;;
 esac

@@ -15,6 +15,7 @@
 #include "common/plugin/plugin_registry.h"
 #include "common/posix_env.h"
 #include "contract/server_store_options.h"
+#include "storage_postgres/private_server.h"
 #include "support/sim_clock.h"
 #include "support/temp_dir.h"
 
@@ -99,7 +100,7 @@ TEST_F(StoragePostgresTest, AStoreOfAnotherPluginOrFormatIsRefused) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   auto q = reg->makeQueueStore(kPlugin, options(*reg));
   ASSERT_FALSE(q.isOk());
-  EXPECT_NE(q.status().message().find("format 9, this storage-postgres reads format 1 only"), std::string::npos)
+  EXPECT_NE(q.status().message().find("format 9, this storage-postgres reads format 2 (and upgrades format 1) only"), std::string::npos)
       << q.status().toString();
 }
 
@@ -140,34 +141,8 @@ TEST_F(StoragePostgresTest, AnOlderSchemaGainsTheEtagColumn) {
 
 // --- the server restarts under open stores -------------------------------------------
 
-// A private server for one test (pg_server.sh start/stop), so restarting it disturbs
-// no other test.
-class PrivateServer {
- public:
-  PrivateServer() : dir_("/tmp/lcc-pgtest-" + std::to_string(getpid())) {
-    conninfo_ = run("start");
-    while (!conninfo_.empty() && conninfo_.back() == '\n') conninfo_.pop_back();
-  }
-  ~PrivateServer() { run("stop"); }
-  const std::string& conninfo() const { return conninfo_; }
-  bool restart() { return std::system((std::string(LCC_PG_SERVER_SH) + " restart " + dir_).c_str()) == 0; }
-
- private:
-  std::string run(const char* what) {
-    std::string out;
-    FILE* p = popen((std::string(LCC_PG_SERVER_SH) + " " + what + " " + dir_).c_str(), "r");
-    if (p == nullptr) return out;
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-    pclose(p);
-    return out;
-  }
-  std::string dir_;
-  std::string conninfo_;
-};
-
 TEST_F(StoragePostgresTest, ReconnectsAfterTheServerRestartsAndCommittedDataIsThere) {
-  PrivateServer server;
+  testing::PrivateServer server;
   ASSERT_FALSE(server.conninfo().empty()) << "pg_server.sh start failed";
   conninfo_ = server.conninfo();
   auto reg = registry();

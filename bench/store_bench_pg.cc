@@ -1,0 +1,125 @@
+#include "store_bench_pg.h"
+
+#include <libpq-fe.h>
+
+#include <vector>
+
+#include "bench_util.h"
+
+namespace lcc::bench {
+namespace {
+
+void appendBE(std::string* out, std::uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+// Runs `sql`; "" or libpq's message.
+std::string exec(PGconn* c, const std::string& sql) {
+  PGresult* r = PQexec(c, sql.c_str());
+  const ExecStatusType t = PQresultStatus(r);
+  std::string err = (t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK || t == PGRES_COPY_IN) ? "" : PQerrorMessage(c);
+  PQclear(r);
+  return err;
+}
+
+// One batch as COPY's binary format: header, tuples of (key, val), trailer.
+std::string copyData(std::uint64_t from, std::uint64_t to, const std::string& value,
+                     const std::function<std::string(std::uint64_t)>& key, std::uint64_t* raw_bytes) {
+  std::string buf("PGCOPY\n\377\r\n\0", 11);
+  appendBE(&buf, 0, 4);  // flags
+  appendBE(&buf, 0, 4);  // header extension length
+  for (std::uint64_t i = from; i < to; ++i) {
+    const std::string k = key(i);
+    appendBE(&buf, 2, 2);
+    appendBE(&buf, k.size(), 4);
+    buf += k;
+    appendBE(&buf, value.size(), 4);
+    buf += value;
+    *raw_bytes += k.size() + value.size();
+  }
+  appendBE(&buf, 0xffff, 2);
+  return buf;
+}
+
+// One batch as a multi-row INSERT with binary parameters; "" or libpq's message.
+std::string insertRows(PGconn* c, const std::string& table, std::uint64_t from, std::uint64_t to,
+                       const std::string& value, const std::function<std::string(std::uint64_t)>& key,
+                       std::uint64_t* raw_bytes) {
+  std::string sql = "INSERT INTO " + table + " (key, val) VALUES ";
+  std::vector<std::string> keys;
+  std::vector<const char*> values;
+  std::vector<int> lengths, formats;
+  for (std::uint64_t i = from; i < to; ++i) keys.push_back(key(i));
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    sql += (i == 0 ? "($" : ",($") + std::to_string(2 * i + 1) + "::bytea,$" + std::to_string(2 * i + 2) + "::bytea)";
+    values.push_back(keys[i].data());
+    values.push_back(value.data());
+    lengths.push_back(static_cast<int>(keys[i].size()));
+    lengths.push_back(static_cast<int>(value.size()));
+    formats.push_back(1);
+    formats.push_back(1);
+    *raw_bytes += keys[i].size() + value.size();
+  }
+  PGresult* r = PQexecParams(c, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), lengths.data(),
+                             formats.data(), 1);
+  std::string err = PQresultStatus(r) == PGRES_COMMAND_OK ? "" : PQerrorMessage(c);
+  PQclear(r);
+  return err;
+}
+
+}  // namespace
+
+RawPgRun rawPgBatches(const std::string& conninfo, const std::string& schema, bool use_copy, std::uint64_t urls,
+                      std::uint64_t batch, std::size_t value_bytes,
+                      const std::function<std::string(std::uint64_t)>& key) {
+  RawPgRun run;
+  PGconn* c = PQconnectdb(conninfo.c_str());
+  if (PQstatus(c) != CONNECTION_OK) {
+    run.error = PQerrorMessage(c);
+    PQfinish(c);
+    return run;
+  }
+  run.error = exec(c, "SET synchronous_commit TO on; DROP SCHEMA IF EXISTS " + schema + " CASCADE; CREATE SCHEMA " +
+                          schema + "; CREATE TABLE " + schema + ".raw (key bytea PRIMARY KEY, val bytea NOT NULL)");
+  const std::string value(value_bytes, 'x');
+  const std::string copy = "COPY " + schema + ".raw (key, val) FROM STDIN (FORMAT binary)";
+  Stopwatch total;
+  for (std::uint64_t i = 0; i < urls && run.error.empty(); i += batch) {
+    const std::uint64_t end = std::min(urls, i + batch);
+    Stopwatch one;
+    run.error = exec(c, "BEGIN");
+    if (!use_copy) {
+      if (run.error.empty()) run.error = insertRows(c, schema + ".raw", i, end, value, key, &run.raw_bytes);
+      if (run.error.empty()) run.error = exec(c, "COMMIT");
+      run.commit_us.push_back(one.micros());
+      continue;
+    }
+    const std::string data = copyData(i, end, value, key, &run.raw_bytes);
+    if (run.error.empty()) run.error = exec(c, copy);
+    if (run.error.empty() && (PQputCopyData(c, data.data(), static_cast<int>(data.size())) != 1 ||
+                              PQputCopyEnd(c, nullptr) != 1)) {
+      run.error = PQerrorMessage(c);
+    }
+    for (PGresult* r; run.error.empty() && (r = PQgetResult(c)) != nullptr;) {
+      if (PQresultStatus(r) != PGRES_COMMAND_OK) run.error = PQerrorMessage(c);
+      PQclear(r);
+    }
+    if (run.error.empty()) run.error = exec(c, "COMMIT");
+    run.commit_us.push_back(one.micros());
+  }
+  run.seconds = total.seconds();
+  const std::string drop = exec(c, "DROP SCHEMA " + schema + " CASCADE");
+  if (run.error.empty()) run.error = drop;
+  PQfinish(c);
+  return run;
+}
+
+std::string dropPgSchema(const std::string& conninfo, const std::string& schema) {
+  PGconn* c = PQconnectdb(conninfo.c_str());
+  std::string err = PQstatus(c) == CONNECTION_OK ? exec(c, "DROP SCHEMA IF EXISTS " + schema + " CASCADE")
+                                                 : std::string(PQerrorMessage(c));
+  PQfinish(c);
+  return err;
+}
+
+}  // namespace lcc::bench
