@@ -148,8 +148,8 @@ std::int64_t bucketsOf(kc::BasicDB& db) {
 }  // namespace
 
 const OptionSpec kOptionSpecs[] = {
-    {"buckets", OptionType::kInt, "2000000", 1024, 4000000000ll,
-     "hash buckets of the big hash files (queue rows); fixed when a file is created; ~0.5-1x the expected rows"},
+    {"buckets", OptionType::kInt, "2000000", 16, 4000000000ll,
+     "hash buckets of the big hash files (queue rows) when a file is created; rehash_load grows them with the rows"},
     {"mmap_size", OptionType::kSize, "32MiB", 0, 1ll << 40, "Kyoto Cabinet memory-mapped region per file (RSS)"},
     {"page_cache", OptionType::kSize, "64MiB", 1ll << 20, 1ll << 40, "page cache of each ordered (B+ tree) file"},
     {"checkpoint_size", OptionType::kSize, "64MiB", 64ll << 10, 1ll << 40,
