@@ -489,11 +489,13 @@ Status KvEngine::rehashLocked(Table& t) {
     return Status::ok();
   }
   // From here the new file holds every row; the old one is closed through its open descriptor.
-  (void)t.db->close();
-  t.db.reset();
   if (Status d = env_->syncDir(dir_); !d.isOk()) return fail(d);
   auto reopened = openKyoto(false, t.path, kc::BasicDB::OWRITER | kc::BasicDB::OTRYLOCK, options_, buckets);
-  if (!reopened.isOk()) return fail(reopened.status());
+  if (!reopened.isOk()) {
+    closed_ = true;  // no table to read any more: reads report the failure, never touch a closed file
+    return fail(reopened.status());
+  }
+  (void)t.db->close();
   t.db = std::move(reopened).value();
   t.buckets = bucketsOf(*t.db);
   if (logger_) {
