@@ -7,6 +7,7 @@
 //   qm_bench fill  --dir D [--plugin storage-kyoto] [--urls 1000000] [--providers 1000] [--set 1000]
 //   qm_bench ready --dir D [--plugin storage-kyoto]
 //   every mode: [--apply-ops N] (qm.apply_batch_ops, store operations per apply batch)
+//               [--opt key=value ...] (a storage plugin option, e.g. buckets=20000000)
 //               [--quota-files N] (each provider's files quota; large enough, nothing is refused)
 #include <sys/resource.h>
 
@@ -48,6 +49,7 @@ struct Args {
   std::uint64_t set_size = 1000;
   std::uint64_t apply_ops = 0;  // qm.apply_batch_ops; 0: the QM's default
   std::uint64_t quota_files = 0;  // each provider's quota_files (0: none); the files quota's check runs per new URL
+  std::map<std::string, std::string> opts;  // storage plugin options (--opt key=value)
 };
 
 // The QM as the benchmark runs it: no back-pressure from the queue's length.
@@ -74,10 +76,11 @@ struct Opened {
   PluginPtr<ProviderStore> providers;
 };
 
-Opened openStores(const std::string& plugin, const std::string& dir, Clock* clock) {
+Opened openStores(const std::string& plugin, const std::string& dir, Clock* clock,
+                  const std::map<std::string, std::string>& overrides = {}) {
   Opened o;
   o.registry = std::make_unique<PluginRegistry>(LCC_PLUGIN_DIR, HostContext{clock, posixEnv(), nullptr, dir, "m1"});
-  auto opts = o.registry->defaultOptions(plugin);
+  auto opts = o.registry->defaultOptions(plugin, overrides);
   if (!opts.isOk()) {
     std::fprintf(stderr, "%s: %s\n", plugin.c_str(), opts.status().toString().c_str());
     std::exit(1);
@@ -151,7 +154,7 @@ double fillQueue(QueueManager& qm, std::vector<std::function<void()>>& posted, c
 double storeFloor(const Args& a, double* wall_rate) {
   const std::string dir = bench::makeTempDir("qm-floor");
   SystemClock clock;
-  Opened st = openStores(a.plugin, dir, &clock);
+  Opened st = openStores(a.plugin, dir, &clock, a.opts);
   std::vector<std::string> keys;
   keys.reserve(a.urls);
   QueueBatch fill;
@@ -222,7 +225,7 @@ int runDispatch(const Args& a) {
               floor_wall, floor_cpu);
   const std::string dir = bench::makeTempDir("qm-dispatch");
   SystemClock clock;
-  Opened st = openStores(a.plugin, dir, &clock);
+  Opened st = openStores(a.plugin, dir, &clock, a.opts);
   for (std::uint32_t i = 0; i < a.providers; ++i) {
     ProviderRecord r;
     r.state = ProviderState::kActive;
@@ -287,7 +290,7 @@ int runDispatch(const Args& a) {
 
 int runFill(const Args& a) {
   SystemClock clock;
-  Opened st = openStores(a.plugin, a.dir, &clock);
+  Opened st = openStores(a.plugin, a.dir, &clock, a.opts);
   std::uint64_t have = 0;
   (void)st.providers->scan([&](const ProviderRecord&) { return ++have, true; });
   for (std::uint64_t i = have; i < a.providers; ++i) {
@@ -342,7 +345,7 @@ int runReady(const Args& a) {
   const std::uint64_t rss0 = bench::rssBytes();
   bench::Stopwatch sw;
   SystemClock clock;
-  Opened st = openStores(a.plugin, a.dir, &clock);
+  Opened st = openStores(a.plugin, a.dir, &clock, a.opts);
   const double stores_s = sw.seconds();
   const std::uint64_t rss_stores = bench::rssBytes();
   auto j = Journal::open(posixEnv(), a.dir + "/journal");
@@ -380,7 +383,7 @@ int main(int argc, char** argv) {
   Args a;
   if (argc < 2) {
     std::fprintf(stderr, "usage: qm_bench dispatch|fill|ready [--plugin P] [--urls N] [--providers N] [--capacity N] "
-                         "[--set N] [--dir D] [--apply-ops N] [--quota-files N]\n");
+                         "[--set N] [--dir D] [--apply-ops N] [--quota-files N] [--opt key=value]...\n");
     return 2;
   }
   a.mode = argv[1];
@@ -394,6 +397,7 @@ int main(int argc, char** argv) {
     else if (k == "--dir") a.dir = v;
     else if (k == "--apply-ops") a.apply_ops = std::stoull(v);
     else if (k == "--quota-files") a.quota_files = std::stoull(v);
+    else if (k == "--opt" && v.find('=') != std::string::npos) a.opts[v.substr(0, v.find('='))] = v.substr(v.find('=') + 1);
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;

@@ -120,11 +120,36 @@ std::string readBootId(Env* env) {
   return s.empty() ? "unknown" : s;
 }
 
+// Opens (mode) one Kyoto file: a B+ tree (ordered) or a hash file made with `buckets`.
+Result<std::unique_ptr<kc::BasicDB>> openKyoto(bool ordered, const std::string& path, std::uint32_t mode,
+                                               const EngineOptions& options, std::int64_t buckets) {
+  if (ordered) {
+    auto db = std::make_unique<kc::TreeDB>();
+    db->tune_map(options.mmap_size);
+    db->tune_page_cache(options.page_cache);
+    db->tune_buckets(std::max<std::int64_t>(1024, buckets / 64));
+    if (!db->open(path, mode)) return Status::ioError(kcError(*db, path, "open"));
+    return std::unique_ptr<kc::BasicDB>(std::move(db));
+  }
+  auto db = std::make_unique<kc::HashDB>();
+  db->tune_map(options.mmap_size);
+  db->tune_buckets(buckets);
+  if (!db->open(path, mode)) return Status::ioError(kcError(*db, path, "open"));
+  return std::unique_ptr<kc::BasicDB>(std::move(db));
+}
+
+// The bucket count a Kyoto file was made with (0: unknown).
+std::int64_t bucketsOf(kc::BasicDB& db) {
+  std::map<std::string, std::string> status;
+  if (!db.status(&status)) return 0;
+  return std::max<std::int64_t>(0, std::atoll(status["bnum"].c_str()));
+}
+
 }  // namespace
 
 const OptionSpec kOptionSpecs[] = {
-    {"buckets", OptionType::kInt, "2000000", 1024, 4000000000ll,
-     "hash buckets of the big hash files (queue rows); fixed when a file is created; ~0.5-1x the expected rows"},
+    {"buckets", OptionType::kInt, "2000000", 16, 4000000000ll,
+     "hash buckets of the big hash files (queue rows) when a file is created; rehash_load grows them with the rows"},
     {"mmap_size", OptionType::kSize, "32MiB", 0, 1ll << 40, "Kyoto Cabinet memory-mapped region per file (RSS)"},
     {"page_cache", OptionType::kSize, "64MiB", 1ll << 20, 1ll << 40, "page cache of each ordered (B+ tree) file"},
     {"checkpoint_size", OptionType::kSize, "64MiB", 64ll << 10, 1ll << 40,
@@ -134,6 +159,9 @@ const OptionSpec kOptionSpecs[] = {
     {"compact_growth", OptionType::kSize, "8MiB", 0, 1ll << 40,
      "a B+ tree file grown by more than this and more than its size after the last compaction is compacted "
      "(Kyoto defrag) at the next sync; 0: never"},
+    {"rehash_load", OptionType::kInt, "2", 0, 1000,
+     "rows per bucket of a hash file (queue rows) past which a checkpoint rebuilds it with twice as many buckets "
+     "as rows; 0: never"},
     {"dir", OptionType::kString, "", 0, 4096, "folder of the store files; empty: node.data_dir; relative: under it"},
 };
 const std::size_t kOptionCount = sizeof(kOptionSpecs) / sizeof(kOptionSpecs[0]);
@@ -147,6 +175,7 @@ EngineOptions engineOptions(const OptionsView& o) {
   e.max_unsynced = static_cast<std::uint64_t>(o.getInt("max_unsynced", static_cast<std::int64_t>(e.max_unsynced)));
   e.compact_growth =
       static_cast<std::uint64_t>(o.getInt("compact_growth", static_cast<std::int64_t>(e.compact_growth)));
+  e.rehash_load = o.getInt("rehash_load", e.rehash_load);
   e.dir = o.getString("dir", "");
   return e;
 }
@@ -228,27 +257,17 @@ Status KvEngine::openImpl(const HostContext& host, const std::string& name, std:
   LCC_RETURN_IF_ERROR(writeMeta(false, keep_boot, pending_lost));
 
   // --- Kyoto files (Kyoto repairs a file that was not closed while opening it) ---
-  auto openTable = [&](const TableSpec& spec, const std::string& path,
-                       std::uint32_t mode) -> Result<std::unique_ptr<kc::BasicDB>> {
-    if (spec.ordered) {
-      auto db = std::make_unique<kc::TreeDB>();
-      db->tune_map(options.mmap_size);
-      db->tune_page_cache(options.page_cache);
-      db->tune_buckets(std::max<std::int64_t>(1024, options.buckets / 64));
-      if (!db->open(path, mode)) return Status::ioError(kcError(*db, path, "open"));
-      return std::unique_ptr<kc::BasicDB>(std::move(db));
-    }
-    auto db = std::make_unique<kc::HashDB>();
-    db->tune_map(options.mmap_size);
-    db->tune_buckets(options.buckets);
-    if (!db->open(path, mode)) return Status::ioError(kcError(*db, path, "open"));
-    return std::unique_ptr<kc::BasicDB>(std::move(db));
+  auto openTable = [&](const TableSpec& spec, const std::string& path, std::uint32_t mode) {
+    return openKyoto(spec.ordered, path, mode, options, options.buckets);
   };
   const std::uint32_t mode = kc::BasicDB::OWRITER | kc::BasicDB::OCREATE | kc::BasicDB::OTRYLOCK;
   for (auto& spec : tables) {
     Table t;
     t.spec = spec;
     t.path = dir_ + "/" + spec.file;
+    if (env_->exists(t.path) && env_->exists(t.path + ".new")) {
+      LCC_RETURN_IF_ERROR(env_->removeFile(t.path + ".new"));  // a rebuild a crash interrupted (REHASH)
+    }
     if (!env_->exists(t.path)) {
       // A new file is made whole beside its name and renamed into place: a crash while
       // Kyoto writes its header then leaves no file, never one that cannot be opened.
@@ -264,6 +283,7 @@ Status KvEngine::openImpl(const HostContext& host, const std::string& name, std:
     }
     LCC_ASSIGN_OR_RETURN(t.db, openTable(spec, t.path, mode));
     if (spec.ordered) t.compacted_size = compactedSizeAtOpen(*t.db);
+    else t.buckets = bucketsOf(*t.db);
     tables_.push_back(std::move(t));
   }
 
@@ -423,9 +443,73 @@ Status KvEngine::compactLocked(Table& t) {
   return Status::ok();
 }
 
-Status KvEngine::checkpointLocked() {
+bool KvEngine::needsRehash(const Table& t) const {
+  if (t.spec.ordered || options_.rehash_load <= 0 || t.buckets <= 0 || t.rehash_off) return false;
+  return t.db->count() > options_.rehash_load * t.buckets;
+}
+
+// Rebuilds a hash file with twice as many buckets as rows (REHASH in kv_engine.h). The
+// file is whole until the rename, the new one after it; the redo journal is trimmed
+// only after, by the checkpoint. A failure before the rename keeps the old file and
+// turns rebuilding off for this table until the next open.
+Status KvEngine::rehashLocked(Table& t) {
+  std::unique_lock<std::shared_mutex> wl(mu_);  // readers wait: the file changes under them
+  const MonoTime start = clock_ ? clock_->monoNow() : MonoTime{};
+  const std::int64_t rows = t.db->count();
+  const std::int64_t buckets = std::min<std::int64_t>(4000000000ll, std::max<std::int64_t>(2 * rows, 2 * t.buckets));
+  const std::string fresh = t.path + ".new";
+  std::string error;
+  {
+    auto made = openKyoto(false, fresh, kc::BasicDB::OWRITER | kc::BasicDB::OCREATE | kc::BasicDB::OTRUNCATE, options_,
+                          buckets);
+    if (!made.isOk()) {
+      error = made.status().message();
+    } else {
+      auto& nd = *made.value();
+      std::unique_ptr<kc::BasicDB::Cursor> cur(t.db->cursor());
+      std::string k, v;
+      if (cur->jump()) {
+        while (error.empty() && cur->get(&k, &v, true)) {
+          if (!nd.set(k, v)) error = kcError(nd, fresh, "set");
+        }
+      }
+      if (error.empty() && t.db->error().code() != kc::BasicDB::Error::NOREC &&
+          t.db->error().code() != kc::BasicDB::Error::SUCCESS) {
+        error = kcError(*t.db, t.path, "cursor");
+      }
+      if (!nd.close() && error.empty()) error = kcError(nd, fresh, "close");
+    }
+  }
+  Status s = error.empty() ? fsyncPath(fresh) : Status::ioError(error);
+  if (s.isOk()) s = env_->rename(fresh, t.path);
+  if (!s.isOk()) {
+    t.rehash_off = true;
+    (void)env_->removeFile(fresh);
+    if (logger_) logger_->warn(t.path + ": rebuilding with " + std::to_string(buckets) + " buckets failed, kept as is: " + s.message());
+    return Status::ok();
+  }
+  // From here the new file holds every row; the old one is closed through its open descriptor.
+  if (Status d = env_->syncDir(dir_); !d.isOk()) return fail(d);
+  auto reopened = openKyoto(false, t.path, kc::BasicDB::OWRITER | kc::BasicDB::OTRYLOCK, options_, buckets);
+  if (!reopened.isOk()) {
+    closed_ = true;  // no table to read any more: reads report the failure, never touch a closed file
+    return fail(reopened.status());
+  }
+  (void)t.db->close();
+  t.db = std::move(reopened).value();
+  t.buckets = bucketsOf(*t.db);
+  if (logger_) {
+    const auto ms = clock_ ? std::chrono::duration_cast<std::chrono::milliseconds>(clock_->monoNow() - start).count() : 0;
+    logger_->info(t.path + ": rebuilt with " + std::to_string(t.buckets) + " buckets for " + std::to_string(rows) +
+                  " rows in " + std::to_string(ms) + " ms");
+  }
+  return Status::ok();
+}
+
+Status KvEngine::checkpointLocked(bool rebuild) {
   for (auto& t : tables_) {
     if (needsCompaction(t)) LCC_RETURN_IF_ERROR(compactLocked(t));
+    if (rebuild && needsRehash(t)) LCC_RETURN_IF_ERROR(rehashLocked(t));
     if (!t.db->synchronize(true)) return fail(Status::ioError(kcError(*t.db, t.path, "synchronize")));
   }
   Status s = redo_->trimUpTo(redo_->durablePosition());
@@ -444,7 +528,7 @@ Status KvEngine::sync() {
     LCC_RETURN_IF_ERROR(flushOverlayLocked());
   }
   bool due = redo_->sizeBytes() >= options_.checkpoint_size;
-  for (const auto& t : tables_) due = due || needsCompaction(t);
+  for (const auto& t : tables_) due = due || needsCompaction(t) || needsRehash(t);
   if (due) LCC_RETURN_IF_ERROR(checkpointLocked());
   return Status::ok();
 }
@@ -461,7 +545,7 @@ Status KvEngine::close() {
     std::unique_lock<std::shared_mutex> wl(mu_);
     result = flushOverlayLocked();
   }
-  if (result.isOk()) result = checkpointLocked();
+  if (result.isOk()) result = checkpointLocked(false);  // a rebuild waits for the next open's checkpoint
   std::unique_lock<std::shared_mutex> wl(mu_);  // no reader may be inside a file being closed
   for (auto& t : tables_) {
     if (!t.db->close() && result.isOk()) result = fail(Status::ioError(kcError(*t.db, t.path, "close")));

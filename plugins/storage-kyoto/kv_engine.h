@@ -31,6 +31,14 @@
 // while records move rolls the file back at the next open) by a checkpoint, which the
 // next sync() runs for it.
 //
+// REHASH (README.md, "Hash buckets"): Kyoto fixes a HashDB's bucket count when the file
+// is made, and each bucket is a tree of its rows, so a lookup costs more record reads
+// the more rows share a bucket. A hash file holding more than `rehash_load` rows per
+// bucket is rebuilt by a checkpoint (which the next sync() runs) with twice as many
+// buckets as rows: `<file>.new` is filled from the synced file, synced and renamed
+// over it. Until the rename the old file is whole; after it
+// the new one is, and the redo journal (blind puts) applies over either.
+//
 // THREADS: writes (apply/sync/close) are serialised by an internal mutex; reads may
 // run concurrently with them (a shared lock over overlay + Kyoto; scans of ordered
 // tables take the lock per chunk of rows, so a long scan never blocks the writer).
@@ -69,6 +77,7 @@ struct EngineOptions {
   std::uint64_t checkpoint_size = 64ull << 20;  // journal bytes that trigger a checkpoint
   std::uint64_t max_unsynced = 64ull << 20;     // overlay bytes that force a sync
   std::uint64_t compact_growth = 8ull << 20;    // B+ tree file growth that triggers compaction (0: never)
+  std::int64_t rehash_load = 2;            // rows per bucket past which a hash file is rebuilt (0: never)
   std::string dir;                         // "" = host.data_dir
 };
 
@@ -121,7 +130,7 @@ class KvEngine {
                   const EngineOptions& options);
   Status applyToKyoto(const Batch& batch);
   Status flushOverlayLocked();
-  Status checkpointLocked();
+  Status checkpointLocked(bool rebuild = true);  // rebuild: may rehash (not at close)
   Status fail(Status s);
   Status writeMeta(bool clean, const std::string& boot, bool lost);
 
@@ -131,9 +140,13 @@ class KvEngine {
     std::unique_ptr<kyotocabinet::BasicDB> db;
     std::map<std::string, std::optional<std::string>, std::less<>> overlay;
     std::int64_t compacted_size = 0;  // Kyoto's logical file size after the last compaction (0: none yet)
+    std::int64_t buckets = 0;         // hash files: the bucket count the file was made with
+    bool rehash_off = false;          // a rebuild failed before its rename: not tried again until reopened
   };
   bool needsCompaction(const Table& t) const;
   Status compactLocked(Table& t);
+  bool needsRehash(const Table& t) const;
+  Status rehashLocked(Table& t);
 
   Env* env_ = nullptr;
   Clock* clock_ = nullptr;

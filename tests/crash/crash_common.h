@@ -16,9 +16,10 @@ inline constexpr int kRows = 50;  // rows per batch
 inline std::map<std::string, std::string> smallOptions(const std::string& plugin) {
   if (plugin == "storage-kyoto") {
     // A small checkpoint size and compaction step so that kills also land in
-    // checkpoints, trims and compactions (Kyoto defrag).
-    return {{"buckets", "4096"},         {"mmap_size", "1MiB"},         {"page_cache", "1MiB"},
-            {"checkpoint_size", "256KiB"}, {"compact_growth", "64KiB"}};
+    // checkpoints, trims and compactions (Kyoto defrag); few buckets and a low
+    // rehash_load so that they land in the rebuilds of queue.kch (issue 28) too.
+    return {{"buckets", "16"},           {"mmap_size", "1MiB"},         {"page_cache", "1MiB"},
+            {"checkpoint_size", "256KiB"}, {"compact_growth", "64KiB"}, {"rehash_load", "1"}};
   }
   if (plugin == "storage-sqlite") {
     // Frequent WAL checkpoints, so that kills also land in checkpoints.
