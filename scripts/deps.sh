@@ -43,6 +43,7 @@ packages=(
   libpq-dev postgresql  # storage-postgres (libpq) and the private server of its tests (initdb, pg_ctl, psql)
   htdig swish++      # search engines fed by `lcc cu mirror` (tests/cu_engines/engines_test.py)
   python3-aiosmtpd   # the SMTP server of tests/e2e/mail_test.py (mail to site owners, issue 29)
+  etcd-server patroni iproute2  # the multi-host bed: PostgreSQL failover (tests/multihost, issue 27)
 )
 wanted=("${run_packages[@]}")
 if [ "$with_tests" = 1 ]; then wanted+=("${packages[@]}"); fi
