@@ -138,7 +138,12 @@ Status Mirror::writeFile(const std::string& rel, const std::string& md5, capi::A
   const std::string folder = parentOf(rel);
   LCC_RETURN_IF_ERROR(ensureFolder(folder));
   const std::string part = join(join(o_.dir, folder), kPartName);
-  LCC_ASSIGN_OR_RETURN(auto file, env_->openWritable(part, OpenMode::kTruncate));
+  // A part left by a killed run is removed, never written through: O_EXCL does not
+  // follow a link, so a link planted under the part's name cannot point the body
+  // outside DIR.
+  std::error_code ec;
+  if (fs::symlink_status(part, ec).type() != fs::file_type::not_found) LCC_RETURN_IF_ERROR(env_->removeFile(part));
+  LCC_ASSIGN_OR_RETURN(auto file, env_->openWritable(part, OpenMode::kCreateNew));
   Md5 digest;
   char buf[64 * 1024];
   for (;;) {

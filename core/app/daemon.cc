@@ -201,7 +201,7 @@ int checkOnly(const Config& cfg, const std::set<std::string>& roles, bool enviro
     return 1;
   }
   SystemClock clock;
-  HostContext host{&clock, posixEnv(), pluginLogger("check"), scratch, cfg.getString("node.machine_id")};
+  HostContext host{&clock, posixEnv(), pluginLogger("check"), scratch, cfg.getString("node.machine_id"), true};
   PluginRegistry reg(cfg.getString("storage.plugin_dir"), host);
   std::vector<ConfigProblem> problems;
   OpenedPlugins opened;

@@ -66,10 +66,11 @@ struct SitemapReader::Impl : XmlHandler {
   bool gzip_member_open = false;
 
   bool refuse(std::string why) {
-    if (error.empty()) error = std::move(why);
+    if (error.empty()) error = boundedError(std::move(why));
     return false;
   }
   void stop(std::string why) {
+    why = boundedError(std::move(why));
     xml.fail(ErrorCode::kMalformed, why);
     refuse(std::move(why));
   }
@@ -222,6 +223,14 @@ struct SitemapReader::Impl : XmlHandler {
     return true;
   }
 };
+
+std::string boundedError(std::string text) {
+  if (text.size() <= kMaxErrorBytes) return text;
+  std::size_t cut = kMaxErrorBytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+  text.resize(cut);
+  return text + "…";
+}
 
 SitemapReader::SitemapReader(OnEntry on_entry, SitemapLimits limits)
     : impl_(std::make_unique<Impl>(std::move(on_entry), limits)) {}

@@ -25,6 +25,13 @@ namespace lcc::sitemap {
 
 inline constexpr std::string_view kSitemapNs = "http://www.sitemaps.org/schemas/sitemap/0.9";
 
+// The most bytes of a refusal's text kept: it quotes the document (an element's name,
+// a URL), and it is stored, logged at every retry and shown on the public status pages.
+inline constexpr std::size_t kMaxErrorBytes = 300;
+
+// `text` cut to kMaxErrorBytes at a UTF-8 character boundary, with "…" when cut.
+std::string boundedError(std::string text);
+
 enum class SitemapKind : std::uint8_t { kUnknown, kUrlSet, kIndex };
 
 struct SitemapEntry {

@@ -90,7 +90,7 @@ void SitemapPoller::recordOutcome(const ProviderRecord& p, WallTime started, con
     } else {
       if (s.failures == 0) s.failing_since = started;
       ++s.failures;
-      s.error = r.status().message();
+      s.error = boundedError(r.status().message());
       s.http_status = http_status;
       const Millis wait = backoff(options_.retry_min, s.failures, interval);
       s.next_poll = started + wait;

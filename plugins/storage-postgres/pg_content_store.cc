@@ -59,7 +59,8 @@ class PgContentStore::Reader {
 Result<ContentStore*> PgContentStore::open(const HostContext& host, const StoreOptions& opts) {
   StoreOpenInfo info;
   LCC_ASSIGN_OR_RETURN(auto conn, openStore(opts, StoreKind::kContent, &info));
-  LCC_ASSIGN_OR_RETURN(std::int64_t max_seq, readCounter(*conn, StoreKind::kContent, "max_seq"));
+  std::int64_t max_seq = 0;  // a probe (lccd --check) may find no store yet
+  if (!opts.probe) LCC_ASSIGN_OR_RETURN(max_seq, readCounter(*conn, StoreKind::kContent, "max_seq"));
   return new PgContentStore(host, opts, std::move(conn), std::move(info), max_seq);
 }
 
@@ -343,7 +344,7 @@ Status PgContentStore::close() {
     open_readers_ = 0;
   }
   LCC_RETURN_IF_ERROR(failed_);
-  if (opts_.read_only) return Status::ok();  // a reader changes nothing
+  if (opts_.read_only || opts_.probe) return Status::ok();  // a reader or a probe changes nothing
   (void)unsynced_.forget(*conn_);  // best effort: a stale row is harmless
   return markClean(*conn_, StoreKind::kContent);
 }

@@ -58,6 +58,7 @@ class PgProviderStore final : public ProviderStore {
   bool unsynced_ = false;
   Status failed_;
   bool closed_ = false;
+  bool probe_ = false;  // opened by lccd --check: close() changes nothing
 };
 
 }  // namespace lcc::plugins::postgres

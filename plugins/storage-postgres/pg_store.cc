@@ -80,7 +80,7 @@ const char* storeName(StoreKind kind) {
 }
 
 Result<std::unique_ptr<PgConn>> connectStore(const StoreOptions& opts, StoreKind kind) {
-  return PgConn::connect(opts.conninfo, opts.schema, opts.connect_timeout_ms, !opts.read_only,
+  return PgConn::connect(opts.conninfo, opts.schema, opts.connect_timeout_ms, !opts.read_only && !opts.probe,
                          std::string(kPluginName) + ": " + storeName(kind) + " store (schema " + opts.schema + ")");
 }
 
@@ -92,6 +92,15 @@ Result<std::unique_ptr<PgConn>> openStore(const StoreOptions& opts, StoreKind ki
   if (opts.read_only) {
     // A reader (maybe on a standby, where nothing can be written): check only.
     LCC_RETURN_IF_ERROR(checkIdentity(*c, kind, false, info));
+    return c;
+  }
+  if (opts.probe) {
+    // lccd --check: the server answers and what it holds is ours, or nothing yet (the
+    // first start makes it). Read-only: a running lccd may share this store.
+    LCC_ASSIGN_OR_RETURN(PgResult t, c->run("SELECT to_regclass('lcc_store') IS NOT NULL", PgParams()));
+    if (t.bytes(0, 0) != "t") return c;
+    Status s = checkIdentity(*c, kind, false, info);
+    if (!s.isOk() && s.code() != StatusCode::kNotFound) return s;
     return c;
   }
   LCC_RETURN_IF_ERROR(c->begin(true));

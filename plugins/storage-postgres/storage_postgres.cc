@@ -28,6 +28,7 @@ Status writerOnly(const StoreOptions& opts, const char* store) {
 Result<QueueStore*> makeQueue(const HostContext& host, const OptionsView& options) {
   LCC_PLUGIN_GUARD({
     LCC_ASSIGN_OR_RETURN(StoreOptions opts, parseOptions(options));
+    opts.probe = host.check_only;
     LCC_RETURN_IF_ERROR(writerOnly(opts, "queue"));
     return PgQueueStore::open(host, opts);
   })
@@ -36,6 +37,7 @@ Result<QueueStore*> makeQueue(const HostContext& host, const OptionsView& option
 Result<ContentStore*> makeContent(const HostContext& host, const OptionsView& options) {
   LCC_PLUGIN_GUARD({
     LCC_ASSIGN_OR_RETURN(StoreOptions opts, parseOptions(options));
+    opts.probe = host.check_only;
     return PgContentStore::open(host, opts);
   })
 }
@@ -43,6 +45,7 @@ Result<ContentStore*> makeContent(const HostContext& host, const OptionsView& op
 Result<ProviderStore*> makeProviders(const HostContext& host, const OptionsView& options) {
   LCC_PLUGIN_GUARD({
     LCC_ASSIGN_OR_RETURN(StoreOptions opts, parseOptions(options));
+    opts.probe = host.check_only;
     LCC_RETURN_IF_ERROR(writerOnly(opts, "provider"));
     return PgProviderStore::open(host, opts);
   })

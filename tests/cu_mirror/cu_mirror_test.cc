@@ -211,6 +211,24 @@ TEST(CuMirror, HostileUrlsAreWrittenOnlyUnderDir) {
   EXPECT_EQ(bodies.size(), recs.size());
 }
 
+// A link planted under the part file's name (by anyone who can write into DIR) is removed,
+// never written through: the body lands under DIR and the link's target is untouched.
+TEST(CuMirror, ALinkAtThePartNameIsNotFollowed) {
+  testing::TempDir tmp;
+  const std::string dir = tmp.file("m");
+  const std::string site = dir + "/1/127.0.0.1+8000";
+  fs::create_directories(site);
+  const std::string target = tmp.file("outside");
+  { std::ofstream(target) << "untouched"; }
+  fs::create_symlink(target, site + "/.lcc-mirror^part");
+  FakeCu cu([&](const std::string&) { return answer(1, {{1, kHost + "/a.html", "A1"}}); });
+  const auto r = run(cu, dir);
+  ASSERT_EQ(r.outcome, mirror::Outcome::kOk) << r.message;
+  EXPECT_EQ(slurp(target), "untouched");
+  EXPECT_EQ(slurp(site + "/a.html"), "A1");
+  EXPECT_FALSE(fs::is_symlink(site + "/a.html"));
+}
+
 TEST(CuMirror, AppliesChangesAndRemovalsFromTheCursor) {
   testing::TempDir tmp;
   const std::string dir = tmp.file("m");

@@ -96,6 +96,7 @@ postgresql:
       password: postgres
   parameters:
     unix_socket_directories: {os.path.dirname(data)}
+    unix_socket_permissions: '0700'  # the owner (postgres) and root only, not every local user
 tags:
   nofailover: false
   noloadbalance: false

@@ -165,23 +165,39 @@ TEST(DescriptorBudgetTest, CountsPlacesAndDescriptorNumbersAgainstTheReserve) {
   EXPECT_EQ(budget.admit(75), nullptr);  // descriptor 75 open: 75 are, 25 left at most
   std::vector<std::shared_ptr<void>> held;
   for (int i = 0; i < 75; ++i) {
-    held.push_back(budget.admit(3));
+    held.push_back(budget.admit(3, ""));
     ASSERT_NE(held.back(), nullptr) << i;
   }
   EXPECT_EQ(budget.open(), 75u);
-  EXPECT_EQ(budget.admit(3), nullptr);
+  EXPECT_EQ(budget.admit(3, ""), nullptr);
   EXPECT_EQ(budget.refused(), 2u);
   held.pop_back();
-  EXPECT_NE(budget.admit(3), nullptr);  // given back, taken again (and given back at once)
+  EXPECT_NE(budget.admit(3, ""), nullptr);  // given back, taken again (and given back at once)
   EXPECT_EQ(budget.open(), 74u);
   EXPECT_EQ(budget.setReserve(1000), 25u);  // at most a quarter of the limit
   EXPECT_EQ(budget.setReserve(1), DescriptorBudget::kMinReserve);
 }
 
+TEST(DescriptorBudgetTest, OneAddressHoldsAtMostAQuarterOfTheUsableDescriptors) {
+  DescriptorBudget budget(100, 20);  // 80 usable: 20 per address
+  EXPECT_EQ(budget.addressShare(), 20u);
+  const std::string a(std::string("\x7f\0\0\x8c", 4)), b(std::string("\x7f\0\0\x01", 4));
+  std::vector<std::shared_ptr<void>> attacker;
+  for (int i = 0; i < 20; ++i) attacker.push_back(budget.admit(3, a));
+  for (const auto& p : attacker) EXPECT_NE(p, nullptr);
+  EXPECT_EQ(budget.admit(3, a), nullptr);  // its 21st, on any port
+  auto other = budget.admit(3, b);
+  EXPECT_NE(other, nullptr);  // another address still gets in
+  EXPECT_NE(budget.admit(3, ""), nullptr);  // no address (a unix socket): no share
+  attacker.pop_back();
+  EXPECT_NE(budget.admit(3, a), nullptr);  // one given back, one taken
+  EXPECT_EQ(budget.refused(), 1u);
+}
+
 TEST_F(AcceptorLimitsTest, PastTheDescriptorBudgetAConnectionIsClosedAtOnceWithoutAnAnswer) {
   DescriptorBudget budget(1000, 16);  // 984 usable
   std::vector<std::shared_ptr<void>> others;  // what other listeners hold
-  while (budget.open() < 983) others.push_back(budget.admit(3));
+  while (budget.open() < 983) others.push_back(budget.admit(3, ""));
   AcceptorOptions o;
   o.budget = &budget;
   listen(o);

@@ -174,6 +174,22 @@ TEST(SitemapTest, EachBrokenRuleIsRefusedWithItsReason) {
   }
 }
 
+// A refusal quotes the document, but never more than kMaxErrorBytes of it: the text is
+// kept, logged at every retry and shown on the public status pages (a 20 MB element
+// name gave a 20 MB /status before).
+TEST(SitemapTest, ARefusalQuotesAtMostABoundedPartOfTheDocument) {
+  const std::string name(1'000'000, 'r');
+  for (const std::string& doc : {"<" + name + "/>", std::string(kHead) + "<url><" + name + "/></url></urlset>"}) {
+    Read r = readAll(doc);
+    EXPECT_FALSE(r.ok);
+    EXPECT_FALSE(r.error.empty());
+    EXPECT_LE(r.error.size(), sitemap::kMaxErrorBytes + 3) << r.error.substr(0, 80);
+  }
+  EXPECT_EQ(sitemap::boundedError("short"), "short");
+  const std::string cut = sitemap::boundedError(std::string(299, 'a') + "\xc3\xa9tail" + std::string(100, 'b'));
+  EXPECT_EQ(cut, std::string(299, 'a') + "…");  // never half a character
+}
+
 TEST(SitemapTest, AnUnreadableLastmodIsCountedNotFatal) {
   Read r = readAll(kHead + "<url><loc>http://a/x</loc><lastmod>yesterday</lastmod></url>"
                            "<url><loc>http://a/y</loc><lastmod>2024-02-30</lastmod></url></urlset>");

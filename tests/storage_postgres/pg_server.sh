@@ -35,20 +35,29 @@ as_owner() {
   fi
 }
 
+# DIR made new, mode 0700: `mkdir` without -p fails on anything planted there after the
+# rm, and `chown -h` never follows a link. The socket is 0700 too (see the conf below):
+# trust authentication, so only the owner and root may reach it.
+fresh_dir() {
+  rm -rf "$dir"
+  mkdir -p "$(dirname "$dir")"
+  mkdir -m 0700 "$dir"
+  if [ "$(id -u)" = 0 ]; then chown -h postgres "$dir"; fi
+}
+
 case "$cmd" in
   start)
     # A server left running in DIR by an interrupted run is stopped first.
     if [ -f "$dir/data/postmaster.pid" ]; then
       as_owner "$bin/pg_ctl" -D "$dir/data" -w -t 60 -m immediate stop >/dev/null 2>&1 || true
     fi
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
+    fresh_dir
     as_owner "$bin/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 --no-locale >"$dir/initdb.log" 2>&1 </dev/null || {
       cat "$dir/initdb.log" >&2; exit 1; }
     cat >>"$dir/data/postgresql.conf" <<CONF
 listen_addresses = ''
 unix_socket_directories = '$dir'
+unix_socket_permissions = 0700
 port = 5432
 fsync = on
 synchronous_commit = on
@@ -66,13 +75,12 @@ CONF
     # DIR becomes a streaming standby of the server in PRIMARY (a running pg_server.sh
     # server): pg_basebackup over PRIMARY's socket, its own socket in DIR. Prints its conninfo.
     primary=${3:?usage: pg_server.sh standby DIR PRIMARY}
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
+    fresh_dir
     as_owner "$bin/pg_basebackup" -D "$dir/data" -h "$primary" -p 5432 -U postgres -R -X stream >"$dir/basebackup.log" 2>&1 </dev/null || {
       cat "$dir/basebackup.log" >&2; exit 1; }
     cat >>"$dir/data/postgresql.conf" <<CONF
 unix_socket_directories = '$dir'
+unix_socket_permissions = 0700
 hot_standby = on
 CONF
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null || {

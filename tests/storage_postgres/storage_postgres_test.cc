@@ -104,6 +104,37 @@ TEST_F(StoragePostgresTest, AStoreOfAnotherPluginOrFormatIsRefused) {
       << q.status().toString();
 }
 
+// lccd --check (HostContext::check_only) connects and reads, and changes nothing: on an
+// empty server it makes no schema; beside a writer that was killed it does not mark the
+// stores clean, so the next start still learns they were not closed cleanly.
+TEST_F(StoragePostgresTest, LccdCheckOpensAsAProbeThatChangesNothing) {
+  const std::string psql = "/usr/bin/psql";
+  if (access(psql.c_str(), X_OK) != 0) GTEST_SKIP() << "psql not installed (apt install postgresql-client)";
+  PluginRegistry probe(LCC_PLUGIN_DIR, HostContext{&clock_, posixEnv(), pluginLogger(kPlugin), dir_.path(), "m1", true});
+  const std::string has_schema = psql + " -qtA '" + conninfo_ + "' -c \"SELECT count(*) FROM pg_namespace WHERE nspname = '" +
+                                 schema_ + "'\" | grep -qx 0";
+  {
+    auto q = probe.makeQueueStore(kPlugin, options(probe));
+    auto c = probe.makeContentStore(kPlugin, options(probe));
+    auto p = probe.makeProviderStore(kPlugin, options(probe));
+    ASSERT_TRUE(q.isOk() && c.isOk() && p.isOk()) << q.status().toString() << c.status().toString();
+    EXPECT_TRUE(q.value()->close().isOk() && c.value()->close().isOk() && p.value()->close().isOk());
+  }
+  EXPECT_EQ(std::system(has_schema.c_str()), 0) << "the probe made schema " << schema_;
+  auto reg = registry();
+  {
+    auto q = reg->makeQueueStore(kPlugin, options(*reg));
+    ASSERT_TRUE(q.isOk()) << q.status().toString();
+    // Not closed: as a writer killed -9 leaves it. The probe opens and closes beside it.
+    auto pq = probe.makeQueueStore(kPlugin, options(probe));
+    ASSERT_TRUE(pq.isOk()) << pq.status().toString();
+    EXPECT_TRUE(pq.value()->close().isOk());
+    auto again = reg->makeQueueStore(kPlugin, options(*reg));
+    ASSERT_TRUE(again.isOk()) << again.status().toString();
+    EXPECT_FALSE(again.value()->openInfo().clean_shutdown) << "the probe marked a store in use clean";
+  }
+}
+
 // A schema made before ContentRecord::etag gains the column when a store opens: its rows
 // read with no ETag and take one afterwards.
 TEST_F(StoragePostgresTest, AnOlderSchemaGainsTheEtagColumn) {

@@ -18,6 +18,10 @@ struct HostContext {
   Logger* logger = nullptr;
   std::string data_dir;    // node.data_dir, absolute
   std::string machine_id;  // node.machine_id
+  // The host is `lccd --check`: validate the options and reach what they name, but
+  // change nothing a running lccd shares (data_dir is then a scratch folder; a store
+  // on a server opens as a reader: no schema made, no clean-shutdown flag touched).
+  bool check_only = false;
 };
 
 }  // namespace lcc
