@@ -60,7 +60,9 @@ Result<ContentStore*> PgContentStore::open(const HostContext& host, const StoreO
   StoreOpenInfo info;
   LCC_ASSIGN_OR_RETURN(auto conn, openStore(opts, StoreKind::kContent, &info));
   std::int64_t max_seq = 0;  // a probe (lccd --check) may find no store yet
-  if (!opts.probe) LCC_ASSIGN_OR_RETURN(max_seq, readCounter(*conn, StoreKind::kContent, "max_seq"));
+  if (!opts.probe) {
+    LCC_ASSIGN_OR_RETURN(max_seq, readCounter(*conn, StoreKind::kContent, "max_seq"));
+  }
   return new PgContentStore(host, opts, std::move(conn), std::move(info), max_seq);
 }
 

@@ -317,7 +317,8 @@ class Soak:
     def send_set(self, pid, rng, held, k):
         full, body, hostile = self.make_set(pid, rng, held, k)
         rc, out, excused = self.cp_send(pid, body, full=full)
-        if rc != 0 or not re.search(r"^accepted \d+ of \d+ urls$", out, re.M):
+        # Exit 4: taken, with URLs refused (the hostile ones); still an acked set.
+        if rc not in (0, 4) or not re.search(r"^accepted \d+ of \d+ urls$", out, re.M):
             if excused:
                 self.count["cut"] += 1
             else:
