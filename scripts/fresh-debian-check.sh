@@ -57,6 +57,11 @@ mounted=()
 cleanup() {
   local i
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[i]}" 2>/dev/null || true; done
+  # Mounts a test made inside the root (ip netns mounts /run/netns), deepest first.
+  if [ -d "$work" ]; then
+    awk -v w="$work/" 'index($2, w) == 1 {print $2}' /proc/self/mounts | sort -r |
+      while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  fi
   if [ "${LCC_FRESH_KEEP:-0}" != 1 ]; then rm -rf "$work"; else say "root kept in $rootfs"; fi
 }
 trap cleanup EXIT

@@ -79,7 +79,13 @@ def require_namespaces():
     if r.returncode != 0:
         print(f"skipped: ip netns add is not allowed here: {r.stderr.decode().strip()}")
         sys.exit(SKIP)
+    # `ip netns exec` also needs a mount namespace of its own with / as a mount point
+    # (not so in a chroot such as scripts/fresh-debian-check.sh's).
+    r = sh(["ip", "netns", "exec", probe, "true"], check=False)
     sh(["ip", "netns", "del", probe], check=False)
+    if r.returncode != 0:
+        print(f"skipped: ip netns exec is not usable here: {r.stderr.decode().strip()}")
+        sys.exit(SKIP)
 
 
 def kill_namespace(ns):
