@@ -35,7 +35,7 @@ namespace lcc::net {
 
 struct LocalLinkOptions {
   // Messages waiting in one end's inbox; one more closes the link (kTooMuchQueued).
-  std::size_t max_queued = 65536;
+  std::size_t max_queued = 524288;
 };
 
 namespace detail {

@@ -557,8 +557,19 @@ TEST_F(BotmServiceTest, ABotmAndTheQmOfOneProcessLinkInProcess) {
   qo.local_listeners = &listeners;
   qm::BotmServer qm_port(qio, qo, links);
   ASSERT_TRUE(qm_port.start().isOk());
-  auto qguard = boost::asio::make_work_guard(qio);
-  std::thread qthread([&] { qio.run(); });
+  // The QM's io thread, stopped and joined however the test ends.
+  struct QmThread {
+    boost::asio::io_context& io;
+    qm::BotmServer& port;
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{io.get_executor()};
+    std::thread thread{[this] { io.run(); }};
+    ~QmThread() {
+      port.stop();
+      guard.reset();
+      io.stop();
+      thread.join();
+    }
+  } qm_thread{qio, qm_port};
   {
     const std::uint16_t robots = freePort();
     BotmNode node(clock_, leafYaml("m1", qo.listen, robots), false, &listeners);
@@ -604,10 +615,6 @@ TEST_F(BotmServiceTest, ABotmAndTheQmOfOneProcessLinkInProcess) {
   }
   // The BOT-M stopped: the QM saw its link go down.
   ASSERT_TRUE(eventually([&] { return links.downs_ == 1 && qm_port.connections() == 0; }));
-  qm_port.stop();
-  qguard.reset();
-  qio.stop();
-  qthread.join();
 }
 
 }  // namespace
