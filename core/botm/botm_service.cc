@@ -98,6 +98,11 @@ class BotmService final : public Service {
       }
     });
     LCC_RETURN_IF_ERROR(acceptor_->start());
+    if (node_.local_listeners != nullptr && !s_.parent) {
+      // Robots of this lccd (the bot role) link in process (issue 28).
+      node_.local_listeners->listen<proto::ToRobotMessage, proto::FromRobotMessage>(
+          s_.listen, [this](std::shared_ptr<proto::LocalBotmRobotEnd> end) { acceptLocalRobot(std::move(end)); });
+    }
     if (node_.local_listeners != nullptr && node_.local_listeners->listening(s_.source)) {
       // The url source runs in this lccd: link in process (issue 28).
       asio::post(strand_, [this] { connectLocal(); });
@@ -127,6 +132,11 @@ class BotmService final : public Service {
     auto fut = done.get_future();
     asio::post(strand_, [this, &done] {
       stopping_ = true;
+      if (node_.local_listeners != nullptr && !s_.parent) node_.local_listeners->unlisten(s_.listen);
+      for (auto& [id, e] : local_robots_) {
+        e->send(proto::RobotEnd{});
+        e->close(net::CloseReason::kShutdown);
+      }
       if (timer_) node_.clock->cancel(timer_);
       if (connector_) connector_->stop();
       if (acceptor_) acceptor_->stop();
@@ -210,7 +220,15 @@ class BotmService final : public Service {
   void run(Actions& a) {
     publish();  // gauges first: whoever sees a message sees the state behind it
     std::map<RobotId, std::string> per_robot;
-    for (const auto& [rid, f] : a.to_robots) proto::appendRobotFetch(per_robot[rid], f);
+    for (auto& [rid, f] : a.to_robots) {
+      if (auto it = local_robots_.find(rid); it != local_robots_.end()) {
+        proto::ToRobotMessage m = std::move(f);
+        proto::asOnWire(m);
+        it->second->send(std::move(m));
+      } else {
+        proto::appendRobotFetch(per_robot[rid], f);
+      }
+    }
     for (auto& [rid, bytes] : per_robot) {
       auto it = peers_.find(rid);
       if (it != peers_.end()) it->second->send(std::move(bytes));
@@ -410,6 +428,53 @@ class BotmService final : public Service {
         });
   }
 
+  // A robot of this lccd, in process: the robot protocol's messages as records. Called
+  // on the robot's thread; everything else happens on the policy strand, in order.
+  void acceptLocalRobot(std::shared_ptr<proto::LocalBotmRobotEnd> end) {
+    const std::uint64_t id = next_peer_.fetch_add(1);
+    proto::LocalBotmRobotEnd::Handlers h;
+    // The handler holds its end until the link closes (then the end drops its handlers).
+    h.on_messages = [this, id, e = end](std::vector<proto::FromRobotMessage>& batch) {
+      asio::post(strand_, [this, id, e, msgs = std::move(batch)]() mutable { onLocalRobot(id, e, msgs); });
+    };
+    h.on_close = [this, id](net::CloseReason reason, const std::string& why) {
+      asio::post(strand_, [this, id, reason, why] {
+        if (!local_robots_.erase(id)) return;
+        spdlog::info("botm: in-process robot {} ended: {}", id, why.empty() ? net::closeReasonName(reason) : why);
+        Actions a;
+        disp_->robotDown(id, &a);
+        run(a);
+      });
+    };
+    end->start(std::move(h));
+  }
+
+  void onLocalRobot(std::uint64_t id, const std::shared_ptr<proto::LocalBotmRobotEnd>& e,
+                    std::vector<proto::FromRobotMessage>& msgs) {
+    Actions a;
+    for (auto& m : msgs) {
+      if (const auto* h = std::get_if<proto::RobotHello>(&m)) {
+        if (stopping_) {
+          e->close(net::CloseReason::kShutdown);
+          break;
+        }
+        if (local_robots_.count(id)) continue;
+        local_robots_[id] = e;
+        e->send(proto::RobotBotmHello{s_.machine});
+        spdlog::info("botm: robot {} connected in process with {} slots", h->name, h->slots);
+        disp_->robotUp(id, h->slots, &a);
+      } else if (const auto* r = std::get_if<FetchResult>(&m)) {
+        if (local_robots_.count(id)) disp_->robotResult(id, *r, &a);
+      } else if (std::holds_alternative<proto::LinkPing>(m)) {
+        e->send(proto::LinkPong{});
+      } else if (std::holds_alternative<proto::RobotEnd>(m)) {
+        e->send(proto::RobotEnd{});
+        e->close(net::CloseReason::kLocal);
+      }
+    }
+    run(a);
+  }
+
   void startChild(std::shared_ptr<Connection> sock) {
     const std::uint64_t id = next_peer_.fetch_add(1);
     auto dec = std::make_shared<proto::BotmStreamDecoder>(proto::linkLimits(s_.max_value_length));
@@ -482,6 +547,7 @@ class BotmService final : public Service {
   std::shared_ptr<proto::LocalBotmEnd> local_source_;  // in process
   std::atomic<bool> source_local_{false};              // local_source_ is set (status())
   std::map<std::uint64_t, std::shared_ptr<Connection>> peers_;  // robots or children (policy strand)
+  std::map<std::uint64_t, std::shared_ptr<proto::LocalBotmRobotEnd>> local_robots_;  // in process (policy strand)
   std::atomic<std::uint64_t> next_peer_{1};
   bool stopping_ = false;
   bool source_warned_ = false;

@@ -507,9 +507,10 @@ bool BotmStreamDecoder::feed(std::string_view bytes, std::vector<BotmMessage>* o
       [&] { out->push_back(LinkEnd{}); });
 }
 
-namespace {
-FetchRequest fetchAsOnWire(FetchRequest f) {
-  f.path.clear();  // the leaf BOT-M chooses the file
+namespace detail {
+FetchRequest fetchAsOnWire(FetchRequest f, FetchWire wire) {
+  if (wire == FetchWire::kLink) f.path.clear();  // the leaf BOT-M chooses the file
+  if (wire == FetchWire::kRobot) f.expected_md5.clear();
   f.max_response_head = 0;
   std::vector<std::string> scope;
   for (std::size_t i = 0, n = detail::scopeOnWire(f); i < n; ++i) {
@@ -520,16 +521,18 @@ FetchRequest fetchAsOnWire(FetchRequest f) {
   return f;
 }
 
-FetchResult resultAsOnWire(FetchResult r) {
+FetchResult resultAsOnWire(FetchResult r, bool with_file) {
   const bool ok = r.ok();
   FetchResult out;
   out.id = r.id;
   out.code = r.code;
   out.http_status = std::clamp(r.http_status, 0, 999);
   out.unchanged = ok && r.unchanged;
-  if (ok && !r.unchanged) {
+  if (ok && !r.unchanged && with_file) {
     out.machine = std::move(r.machine);
     out.filename = std::move(r.filename);
+  }
+  if (ok && !r.unchanged) {
     out.mime = std::move(r.mime);
     out.size = r.size;
     out.md5 = std::move(r.md5);
@@ -540,15 +543,15 @@ FetchResult resultAsOnWire(FetchResult r) {
   if (!ok) out.message = std::move(r.message);
   return out;
 }
-}  // namespace
+}  // namespace detail
 
 void asOnWire(SourceMessage& m) {
-  if (auto* f = std::get_if<FetchRequest>(&m)) *f = fetchAsOnWire(std::move(*f));
+  if (auto* f = std::get_if<FetchRequest>(&m)) *f = detail::fetchAsOnWire(std::move(*f), detail::FetchWire::kLink);
 }
 
 void asOnWire(BotmMessage& m) {
   if (auto* r = std::get_if<FetchResult>(&m)) {
-    *r = resultAsOnWire(std::move(*r));
+    *r = detail::resultAsOnWire(std::move(*r), true);
   } else if (auto* d = std::get_if<LinkDeleted>(&m); d && d->ok) {
     d->reason.clear();
   }

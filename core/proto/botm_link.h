@@ -259,6 +259,9 @@ FetchResult decodeResult(AttrParser& p, const RawElement& el, bool with_file);
 enum class FetchWire : std::uint8_t { kLink, kRobot };
 void appendFetch(std::string& out, const FetchRequest& f, FetchWire wire);
 FetchRequest decodeFetch(AttrParser& p, FetchWire wire);
+// The record as decode(append(...)) on that wire gives it back (the in-process form).
+FetchRequest fetchAsOnWire(FetchRequest f, FetchWire wire);
+FetchResult resultAsOnWire(FetchResult r, bool with_file);
 
 // <ping/> and <pong/>, which every link stream carries: appended to `out`, true when
 // `el` was one of them.

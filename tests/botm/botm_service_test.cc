@@ -244,12 +244,13 @@ class BotmServiceTest : public ::testing::Test {
     return std::move(f).value();
   }
 
-  std::shared_ptr<bot::RobotClient> robot(BotmNode& node, Fetcher& f, std::uint16_t port, std::uint32_t slots) {
+  std::shared_ptr<bot::RobotClient> robot(BotmNode& node, Fetcher& f, std::uint16_t port, std::uint32_t slots,
+                                          net::LocalListeners* local = nullptr) {
     bot::RobotOptions o;
     o.slots = slots;
     o.name = "test-robot";
     auto c = std::make_shared<bot::RobotClient>(node.io(), clock_, f, *posixEnv(), "127.0.0.1:" + std::to_string(port),
-                                                o, Millis(20), Millis(50));
+                                                o, Millis(20), Millis(50), nullptr, local);
     c->start();
     return c;
   }
@@ -546,8 +547,9 @@ TEST_F(BotmServiceTest, ContentUrlsOfChildrenReachTheQmAndServeTheFetchedFile) {
 }
 
 // Issue 28: a BOT-M whose url source runs in the same process (the QM's port listens
-// on the process's LocalListeners at the address botm.source names) links in process:
-// no TCP connection, the same messages as records, the same fetch, result and delete.
+// on the process's LocalListeners at the address botm.source names) links in process,
+// and so does a robot of the process (the BOT-M listens there on listen.robots): no
+// TCP connection, the same messages as records, the same fetch, result and delete.
 TEST_F(BotmServiceTest, ABotmAndTheQmOfOneProcessLinkInProcess) {
   boost::asio::io_context qio;
   net::LocalListeners listeners(qio, net::LocalLinkOptions{1024});
@@ -574,8 +576,9 @@ TEST_F(BotmServiceTest, ABotmAndTheQmOfOneProcessLinkInProcess) {
     const std::uint16_t robots = freePort();
     BotmNode node(clock_, leafYaml("m1", qo.listen, robots), false, &listeners);
     auto f = stub();
-    auto r = robot(node, *f, robots, 2);
+    auto r = robot(node, *f, robots, 2, &listeners);
     ASSERT_TRUE(eventually([&] { return links.capacity_ == 2; }));
+    EXPECT_TRUE(r->inProcess()) << "the robot links to its BOT-M in process";
     EXPECT_EQ(qm_port.connections(), 1u);
     EXPECT_EQ(qm_port.localLinks(), 1u) << "the link is in process, not a TCP connection";
     EXPECT_EQ(node.status()["source_link"], "in process");

@@ -544,5 +544,26 @@ TEST(InProcessForm, AResultCarriesWhatTheWireCarries) {
                          opening, BotmMessage{LinkDeleted{9, true, "not carried when ok"}})));
 }
 
+// The robot protocol's in-process form: the same facts as its wire (a fetch with its
+// file and without md5, a result without machine and file).
+TEST(InProcessForm, TheRobotProtocolCarriesWhatItsWireCarries) {
+  FetchRequest f = request(5, "http://p.test/r", "text/html", 1714564680, 100, RedirectPolicy::kPrefix,
+                           {"http://p.test/"});
+  f.path = "/srv/content/00/00/5";
+  f.expected_md5 = "0123456789abcdef0123456789abcdef";
+  f.max_response_head = 16384;
+  ToRobotMessage to = f;
+  asOnWire(to);
+  EXPECT_EQ(to, (throughTheWire<BotmRobotStreamDecoder, ToRobotMessage>(encodeBotmRobotOpen({"m1"}), ToRobotMessage{f})));
+  EXPECT_EQ(std::get<FetchRequest>(to).path, f.path);
+  for (FetchResult r : {storedResult(6, "m1", "00/00/6"), notModifiedResult(7),
+                        failedResult(8, ErrorCode::kServerError, 503, "busy", Millis(1500))}) {
+    FromRobotMessage from = r;
+    asOnWire(from);
+    EXPECT_EQ(from, (throughTheWire<RobotStreamDecoder, FromRobotMessage>(encodeRobotOpen({4, "r"}), FromRobotMessage{r})))
+        << "result " << r.id;
+  }
+}
+
 }  // namespace
 }  // namespace lcc::proto

@@ -272,11 +272,13 @@ def run(lcc, site, work):
 
     expected = {site.base + k: v for k, v in site_files(site.root).items()}
     wait_for("all 22 URLs stored", lambda: int(lcc.query_xml().getAttribute("count")) == 22)
-    # The QM and the BOT-M of this lccd link in the form asked for (issue 28).
+    # The QM, the BOT-M and the robots of this lccd link in the form asked for (issue 28).
     status = lcc.status()
     want = "in process" if lcc.in_process == "true" else "tcp"
     assert status["botm"]["source_link"] == want, status["botm"]
     assert status["qm"]["botm_local_links"] == (1 if want == "in process" else 0), status["qm"]
+    robots = status["bot"]["robots"]
+    assert status["bot"]["in_process"] == (robots if want == "in process" else 0), status["bot"]
     got = tar_contents(lcc.query_tar("--provider", pid))
     assert got == expected, f"export differs: {sorted(set(got) ^ set(expected))}"
     assert any(name.endswith("page07.html") for name in gnu_tar_lists(lcc.query_tar()))
