@@ -225,16 +225,27 @@ void RobotCore::finished(std::uint64_t fid, const FetchResult& r) {
 
 // ---- RobotSession ---------------------------------------------------------------
 
-RobotSession::RobotSession(std::shared_ptr<net::Connection> socket, Fetcher& fetcher, Env& env, RobotOptions options,
-                           RobotCounters* counters)
-    : socket_(std::move(socket)),
-      fetcher_(fetcher),
-      env_(env),
-      opts_(std::move(options)),
-      counters_(counters),
-      decoder_(proto::linkLimits(opts_.max_value_length)) {
+RobotStream::RobotStream(Fetcher& fetcher, Env& env, RobotOptions options, RobotCounters* counters)
+    : fetcher_(fetcher), env_(env), opts_(std::move(options)), counters_(counters) {
   if (opts_.name.empty()) opts_.name = defaultRobotName();
 }
+
+void RobotStream::ended(const std::string& why) {
+  if (ended_) return;
+  ended_ = true;
+  if (core_) core_->cancelAll();
+  if (on_end_) {
+    auto cb = std::move(on_end_);
+    on_end_ = nullptr;
+    cb(why);
+  }
+}
+
+RobotSession::RobotSession(std::shared_ptr<net::Connection> socket, Fetcher& fetcher, Env& env, RobotOptions options,
+                           RobotCounters* counters)
+    : RobotStream(fetcher, env, std::move(options), counters),
+      socket_(std::move(socket)),
+      decoder_(proto::linkLimits(opts_.max_value_length)) {}
 
 RobotSession::~RobotSession() = default;
 
@@ -263,17 +274,6 @@ void RobotSession::stop() {
     if (self->core_) self->core_->cancelAll();
     self->socket_->closeAfterFlush(proto::encodeRobotClose());
   });
-}
-
-void RobotSession::ended(const std::string& why) {
-  if (ended_) return;
-  ended_ = true;
-  if (core_) core_->cancelAll();
-  if (on_end_) {
-    auto cb = std::move(on_end_);
-    on_end_ = nullptr;
-    cb(why);
-  }
 }
 
 void RobotSession::sendAnswers() {
@@ -312,9 +312,7 @@ void RobotSession::onData(std::string_view bytes) {
 
 LocalRobotSession::LocalRobotSession(std::shared_ptr<proto::LocalRobotEnd> end, Fetcher& fetcher, Env& env,
                                      RobotOptions options, RobotCounters* counters)
-    : end_(std::move(end)), fetcher_(fetcher), env_(env), opts_(std::move(options)), counters_(counters) {
-  if (opts_.name.empty()) opts_.name = defaultRobotName();
-}
+    : RobotStream(fetcher, env, std::move(options), counters), end_(std::move(end)) {}
 
 void LocalRobotSession::start(std::function<void(const std::string&)> on_end) {
   on_end_ = std::move(on_end);
@@ -347,17 +345,6 @@ void LocalRobotSession::close() {
   if (core_) core_->cancelAll();
   end_->send(proto::RobotEnd{});
   end_->close(net::CloseReason::kShutdown);
-}
-
-void LocalRobotSession::ended(const std::string& why) {
-  if (ended_) return;
-  ended_ = true;
-  if (core_) core_->cancelAll();
-  if (on_end_) {
-    auto cb = std::move(on_end_);
-    on_end_ = nullptr;
-    cb(why);
-  }
 }
 
 void LocalRobotSession::onMessages(std::vector<proto::ToRobotMessage>& msgs) {

@@ -118,7 +118,28 @@ class HandOff {
   std::vector<T> items_;
 };
 
-class RobotSession : public std::enable_shared_from_this<RobotSession> {
+// What every carrier of a RobotCore keeps (RobotSession over TCP, LocalRobotSession in
+// process): the fetcher and options, the core, and the end of the stream, told once.
+class RobotStream {
+ public:
+  // Fetches started and not yet answered.
+  std::size_t inFlight() const { return core_ ? core_->inFlight() : 0; }
+
+ protected:
+  RobotStream(Fetcher& fetcher, Env& env, RobotOptions options, RobotCounters* counters);
+  // The carrier's strand: cancels the fetches in flight, runs on_end_ once.
+  void ended(const std::string& why);
+
+  Fetcher& fetcher_;
+  Env& env_;
+  RobotOptions opts_;
+  RobotCounters* counters_;
+  std::shared_ptr<RobotCore> core_;  // made by start()
+  bool ended_ = false;
+  std::function<void(const std::string&)> on_end_;
+};
+
+class RobotSession : public RobotStream, public std::enable_shared_from_this<RobotSession> {
  public:
   RobotSession(std::shared_ptr<net::Connection> socket, Fetcher& fetcher, Env& env, RobotOptions options,
                RobotCounters* counters = nullptr);
@@ -128,25 +149,15 @@ class RobotSession : public std::enable_shared_from_this<RobotSession> {
   void start(std::function<void(const std::string&)> on_end);
   // Ends the stream (</lcc:robot>) and cancels the fetches in flight.
   void stop();
-  // Fetches started and not yet answered.
-  std::size_t inFlight() const { return core_ ? core_->inFlight() : 0; }
 
  private:
   void onData(std::string_view bytes);
   void sendAnswers();  // strand
-  void ended(const std::string& why);
 
   std::shared_ptr<net::Connection> socket_;
-  Fetcher& fetcher_;
-  Env& env_;
-  RobotOptions opts_;
-  RobotCounters* counters_;
-  std::shared_ptr<RobotCore> core_;  // made by start()
   proto::BotmRobotStreamDecoder decoder_;
   bool hello_seen_ = false;
-  bool ended_ = false;
   bool closing_ = false;  // we are ending the stream: cancelled fetches are not answered
-  std::function<void(const std::string&)> on_end_;
   HandOff<FetchResult> answers_;  // finished on the fetcher's thread, not yet sent
 };
 
@@ -156,28 +167,19 @@ class RobotSession : public std::enable_shared_from_this<RobotSession> {
 // RobotSession: it speaks first, a stream that ends cancels the fetches in flight and
 // answers none of them. Answers go from the fetcher's thread straight into the link
 // (which hands them over in batches).
-class LocalRobotSession : public std::enable_shared_from_this<LocalRobotSession> {
+class LocalRobotSession : public RobotStream, public std::enable_shared_from_this<LocalRobotSession> {
  public:
   LocalRobotSession(std::shared_ptr<proto::LocalRobotEnd> end, Fetcher& fetcher, Env& env, RobotOptions options,
                     RobotCounters* counters = nullptr);
   void start(std::function<void(const std::string&)> on_end);
   void stop();  // ends the stream, cancels the fetches in flight
-  std::size_t inFlight() const { return core_ ? core_->inFlight() : 0; }
 
  private:
   void onMessages(std::vector<proto::ToRobotMessage>& msgs);  // the end's strand
   void close();                                               // the end's strand
-  void ended(const std::string& why);
 
   std::shared_ptr<proto::LocalRobotEnd> end_;
-  Fetcher& fetcher_;
-  Env& env_;
-  RobotOptions opts_;
-  RobotCounters* counters_;
-  std::shared_ptr<RobotCore> core_;
-  bool ended_ = false;
   std::atomic<bool> closing_{false};
-  std::function<void(const std::string&)> on_end_;
 };
 
 // A robot that connects to a BOT-M's robot port and reconnects with back-off
