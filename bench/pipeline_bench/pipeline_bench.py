@@ -9,10 +9,16 @@ and dispatch, BOT-M, robot, fetch-curl, content file, LCC DB.
 
 Baseline, in the same run: `curl --parallel --parallel-max 64` fetching the same URLs into
 one file each, on the same file system. The ratio is lcc files/s over curl files/s
-(>= 1.0 is the goal). lccd's peak RSS (VmHWM) and CPU seconds are printed.
+(>= 1.0 is the goal). lccd's peak RSS (VmHWM), CPU seconds and CPU per URL are printed.
+
+--links (issue 28): how the QM and the BOT-M of the one lccd link, node.in_process_links:
+`in-process`, `tcp` (XML over loopback, as between machines), or `both` (the default:
+each run times curl, then lcc over TCP, then lcc in process, so the two forms are
+compared in the same run).
 
     python3 bench/pipeline_bench/pipeline_bench.py --bin build/bin --plugins build/plugins \
         [--providers 64] [--files 313] [--runs 3] [--slots 64] [--robots 1] [--head 16KiB] [--perf FILE] [--keep]
+        [--links both|in-process|tcp]
 
 --perf FILE records lccd (perf record -g) during the last lcc run.
 Results go to docs/benchmarks.md ("pipeline_bench").
@@ -98,9 +104,10 @@ def proc_stat(pid):
     return hwm, cpu
 
 
-def run_lcc(args, work, site_root, web_port, providers, total, perf):
+def run_lcc(args, work, site_root, web_port, providers, total, perf, links):
     # The providers stand for sites on as many hosts; here they share one web server,
     # whose host would otherwise allow one fetch at a time (qm.host_inflight).
+    args.in_process_links = "true" if links == "in-process" else "false"
     node = Node(args, work, extra=f"""bot:
   robots: {args.robots}
   slots: {args.slots}
@@ -154,6 +161,8 @@ def main():
     ap.add_argument("--head", default="16KiB", help="bot.max_response_head (0: no response-head side files)")
     ap.add_argument("--perf", default="")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder (lccd logs) and print it")
+    ap.add_argument("--links", default="both", choices=("both", "in-process", "tcp"),
+                    help="node.in_process_links of the lccd; both: one lcc run of each per run")
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
     args.plugins = os.path.abspath(args.plugins)
@@ -171,7 +180,9 @@ def main():
         urls = [f"http://127.0.0.1:{web_port}/p{p:02d}/f{f:04d}.html"
                 for f in range(args.files) for p in range(args.providers)]
         total = len(urls)
-        ratios, lcc_rates, curl_rates = [], [], []
+        forms = ["tcp", "in-process"] if args.links == "both" else [args.links]
+        curl_rates = []
+        by_form = {f: {"ratios": [], "rates": [], "cpu_us": []} for f in forms}
         for run in range(1, args.runs + 1):
             out = os.path.join(work, f"curl-{run}")
             # Nothing is deleted until every run is done: on ext4 without a journal each
@@ -179,18 +190,27 @@ def main():
             # ran right after the other's deletions paid for them (curl 749 files/s one
             # run, 7,879 the next, on this machine).
             cs = run_curl(work, urls, out, args.curl_parallel)
-            perf = args.perf if run == args.runs else ""
-            ls, acc, hwm, cpu, errors = run_lcc(args, os.path.join(work, f"lcc-{run}"), site, web_port,
-                                                args.providers, total, perf)
             curl_rates.append(total / cs)
-            lcc_rates.append(total / ls)
-            ratios.append(cs / ls)
-            print(f"run {run}: curl {total} files {cs:.2f} s ({total / cs:.0f}/s); lcc {ls:.2f} s ({total / ls:.0f}/s, "
-                  f"all sets accepted after {acc:.2f} s, fetch errors {errors}, lccd VmHWM {hwm / 1024:.1f} MB, "
-                  f"CPU {cpu:.2f} s); ratio {cs / ls:.2f}; load {os.getloadavg()[0]:.2f}", flush=True)
-        print(f"median: curl --parallel-max {args.curl_parallel} {statistics.median(curl_rates):.0f} files/s, "
-              f"lcc ({args.providers} providers, robots={args.robots} x slots={args.slots}) "
-              f"{statistics.median(lcc_rates):.0f} files/s, ratio {statistics.median(ratios):.2f}")
+            print(f"run {run}: curl {total} files {cs:.2f} s ({total / cs:.0f}/s); load {os.getloadavg()[0]:.2f}",
+                  flush=True)
+            for form in forms:
+                perf = args.perf if run == args.runs and form == forms[-1] else ""
+                ls, acc, hwm, cpu, errors = run_lcc(args, os.path.join(work, f"lcc-{run}-{form}"), site, web_port,
+                                                    args.providers, total, perf, form)
+                r = by_form[form]
+                r["rates"].append(total / ls)
+                r["ratios"].append(cs / ls)
+                r["cpu_us"].append(cpu / total * 1e6)
+                print(f"run {run}: lcc links {form}: {ls:.2f} s ({total / ls:.0f}/s, all sets accepted after "
+                      f"{acc:.2f} s, fetch errors {errors}, lccd VmHWM {hwm / 1024:.1f} MB, CPU {cpu:.2f} s = "
+                      f"{cpu / total * 1e6:.0f} us per URL); ratio {cs / ls:.2f}; load {os.getloadavg()[0]:.2f}",
+                      flush=True)
+        print(f"median: curl --parallel-max {args.curl_parallel} {statistics.median(curl_rates):.0f} files/s")
+        for form in forms:
+            r = by_form[form]
+            print(f"median: lcc links {form} ({args.providers} providers, robots={args.robots} x slots={args.slots}) "
+                  f"{statistics.median(r['rates']):.0f} files/s, ratio {statistics.median(r['ratios']):.2f}, "
+                  f"lccd CPU {statistics.median(r['cpu_us']):.0f} us per URL")
     finally:
         if nginx:
             nginx.terminate()

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <spdlog/fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -35,6 +36,7 @@
 #include "http/server_config.h"
 #include "net/descriptor_budget.h"
 #include "net/io_loop.h"
+#include "net/local_listeners.h"
 #include "qm/qm_service.h"
 #include "rs/rs_service.h"
 #include "uns/uns_service.h"
@@ -462,6 +464,13 @@ int serveNode(const Config& cfg, const NodePlan& plan, NodeContext& node, Metric
   node.io = &io;
   node.http = &router;
   node.content_locator = &content_locator;
+  // Roles of this lccd that link to each other do so in process (issue 28), unless
+  // node.in_process_links is off: then over loopback TCP, as a split deployment does.
+  std::optional<net::LocalListeners> local_listeners;
+  if (cfg.getBool("node.in_process_links")) {
+    local_listeners.emplace(io, net::LocalLinkOptions{static_cast<std::size_t>(cfg.getInt("node.in_process_queue"))});
+    node.local_listeners = &*local_listeners;
+  }
   std::vector<ServicePtr> services;
   if (!makeServices(node, plan.roles, &services)) return 1;
   *ran = true;

@@ -41,8 +41,9 @@ class BotService final : public Service {
     for (int i = 0; i < robots_; ++i) {
       RobotOptions o = opts_;
       o.name = defaultRobotName() + "-r" + std::to_string(i);
+      // A BOT-M of this lccd at target_ takes the robot in process (issue 28).
       auto c = std::make_shared<RobotClient>(*node_.io, *node_.clock, *node_.fetcher, *node_.env, target_, o,
-                                             Millis(200), Millis(10000), &counters_);
+                                             Millis(200), Millis(10000), &counters_, node_.local_listeners);
       clients_.push_back(c);
       c->start();
     }
@@ -69,10 +70,14 @@ class BotService final : public Service {
   }
 
   void status(nlohmann::json& out) const override {
-    int connected = 0;
-    for (const auto& c : clients_) connected += c->connected() ? 1 : 0;
+    int connected = 0, in_process = 0;
+    for (const auto& c : clients_) {
+      connected += c->connected() ? 1 : 0;
+      in_process += c->inProcess() ? 1 : 0;
+    }
     out["robots"] = robots_;
     out["connected"] = connected;
+    out["in_process"] = in_process;
     out["slots_per_robot"] = opts_.slots;
     out["in_flight"] = inFlight();
     out["fetched"] = counters_.fetched.load();

@@ -225,16 +225,27 @@ void RobotCore::finished(std::uint64_t fid, const FetchResult& r) {
 
 // ---- RobotSession ---------------------------------------------------------------
 
-RobotSession::RobotSession(std::shared_ptr<net::Connection> socket, Fetcher& fetcher, Env& env, RobotOptions options,
-                           RobotCounters* counters)
-    : socket_(std::move(socket)),
-      fetcher_(fetcher),
-      env_(env),
-      opts_(std::move(options)),
-      counters_(counters),
-      decoder_(proto::linkLimits(opts_.max_value_length)) {
+RobotStream::RobotStream(Fetcher& fetcher, Env& env, RobotOptions options, RobotCounters* counters)
+    : fetcher_(fetcher), env_(env), opts_(std::move(options)), counters_(counters) {
   if (opts_.name.empty()) opts_.name = defaultRobotName();
 }
+
+void RobotStream::ended(const std::string& why) {
+  if (ended_) return;
+  ended_ = true;
+  if (core_) core_->cancelAll();
+  if (on_end_) {
+    auto cb = std::move(on_end_);
+    on_end_ = nullptr;
+    cb(why);
+  }
+}
+
+RobotSession::RobotSession(std::shared_ptr<net::Connection> socket, Fetcher& fetcher, Env& env, RobotOptions options,
+                           RobotCounters* counters)
+    : RobotStream(fetcher, env, std::move(options), counters),
+      socket_(std::move(socket)),
+      decoder_(proto::linkLimits(opts_.max_value_length)) {}
 
 RobotSession::~RobotSession() = default;
 
@@ -263,17 +274,6 @@ void RobotSession::stop() {
     if (self->core_) self->core_->cancelAll();
     self->socket_->closeAfterFlush(proto::encodeRobotClose());
   });
-}
-
-void RobotSession::ended(const std::string& why) {
-  if (ended_) return;
-  ended_ = true;
-  if (core_) core_->cancelAll();
-  if (on_end_) {
-    auto cb = std::move(on_end_);
-    on_end_ = nullptr;
-    cb(why);
-  }
 }
 
 void RobotSession::sendAnswers() {
@@ -308,11 +308,74 @@ void RobotSession::onData(std::string_view bytes) {
   }
 }
 
+// ---- LocalRobotSession ----------------------------------------------------------
+
+LocalRobotSession::LocalRobotSession(std::shared_ptr<proto::LocalRobotEnd> end, Fetcher& fetcher, Env& env,
+                                     RobotOptions options, RobotCounters* counters)
+    : RobotStream(fetcher, env, std::move(options), counters), end_(std::move(end)) {}
+
+void LocalRobotSession::start(std::function<void(const std::string&)> on_end) {
+  on_end_ = std::move(on_end);
+  std::weak_ptr<proto::LocalRobotEnd> weak_end = end_;
+  // Answers go into the link from the fetcher's thread; the link batches them.
+  core_ = std::make_shared<RobotCore>(fetcher_, env_, opts_, counters_, [weak_end](const FetchResult& r) {
+    auto end = weak_end.lock();
+    if (!end) return;  // the session is gone: the BOT-M re-hands the fetch
+    proto::FromRobotMessage m = r;
+    proto::asOnWire(m);
+    end->send(std::move(m));
+  });
+  auto self = shared_from_this();
+  proto::LocalRobotEnd::Handlers h;
+  h.on_messages = [self](std::vector<proto::ToRobotMessage>& msgs) { self->onMessages(msgs); };
+  h.on_close = [self](net::CloseReason reason, const std::string& why) {
+    self->ended(why.empty() ? std::string(net::closeReasonName(reason)) : why);
+  };
+  end_->start(std::move(h));
+  end_->send(proto::RobotHello{opts_.slots, opts_.name});
+}
+
+void LocalRobotSession::stop() {
+  // On the end's strand, where the fetches start (RobotCore: one thread at a time).
+  asio::post(end_->strand(), [self = shared_from_this()] { self->close(); });
+}
+
+void LocalRobotSession::close() {
+  if (closing_.exchange(true)) return;
+  if (core_) core_->cancelAll();
+  end_->send(proto::RobotEnd{});
+  end_->close(net::CloseReason::kShutdown);
+}
+
+void LocalRobotSession::onMessages(std::vector<proto::ToRobotMessage>& msgs) {
+  for (auto& m : msgs) {
+    if (ended_ || closing_) return;
+    if (auto* h = std::get_if<proto::RobotBotmHello>(&m)) {
+      spdlog::info("robot {}: BOT-M (machine {}) accepted us, in process", opts_.name, h->machine);
+    } else if (auto* f = std::get_if<FetchRequest>(&m)) {
+      core_->fetch(*f);
+    } else if (std::holds_alternative<proto::LinkPing>(m)) {
+      end_->send(proto::LinkPong{});
+    } else if (std::holds_alternative<proto::RobotEnd>(m)) {
+      return close();
+    }
+  }
+}
+
 // ---- RobotClient ----------------------------------------------------------------
 
 RobotClient::RobotClient(asio::io_context& io, Clock& clock, Fetcher& fetcher, Env& env, std::string target,
-                         RobotOptions options, Millis retry_min, Millis retry_max, RobotCounters* counters)
-    : fetcher_(fetcher), env_(env), target_(target), opts_(std::move(options)), counters_(counters) {
+                         RobotOptions options, Millis retry_min, Millis retry_max, RobotCounters* counters,
+                         net::LocalListeners* local)
+    : fetcher_(fetcher),
+      env_(env),
+      target_(target),
+      opts_(std::move(options)),
+      counters_(counters),
+      io_(io),
+      clock_(clock),
+      retry_min_(retry_min),
+      local_(local) {
   net::ConnectorOptions co;
   co.what = "BOT-M address";
   address_ = net::setTargetAddress(co, target, opts_.tls);
@@ -321,6 +384,7 @@ RobotClient::RobotClient(asio::io_context& io, Clock& clock, Fetcher& fetcher, E
 }
 
 void RobotClient::start() {
+  if (local_ != nullptr && local_->listening(target_)) return linkLocal();
   std::weak_ptr<RobotClient> weak = shared_from_this();
   Status s = address_;
   if (s.isOk()) s = connector_->start([weak](std::shared_ptr<net::Connection> c) {
@@ -329,20 +393,58 @@ void RobotClient::start() {
   if (!s.isOk()) spdlog::error("robot: {}", s.message());
 }
 
+// In process, to the BOT-M of this lccd (issue 28). Any thread.
+void RobotClient::linkLocal() {
+  auto end = local_->connect<proto::FromRobotMessage, proto::ToRobotMessage>(target_, asio::make_strand(io_));
+  if (!end) {
+    spdlog::error("robot: BOT-M {} takes no in-process links any more", target_);
+    return;
+  }
+  auto session = std::make_shared<LocalRobotSession>(end, fetcher_, env_, opts_, counters_);
+  std::weak_ptr<RobotClient> weak = shared_from_this();
+  session->start([weak](const std::string& why) {
+    auto self = weak.lock();
+    if (!self) return;
+    self->connected_ = false;
+    self->in_process_ = false;
+    std::lock_guard<std::mutex> lock(self->mu_);
+    if (self->stopping_) return;
+    spdlog::info("robot: in-process link to BOT-M {} ended: {}; linking again in {} ms", self->target_, why,
+                 self->retry_min_.count());
+    self->relink_ = self->clock_.schedule(self->retry_min_, [weak] {
+      if (auto s = weak.lock()) s->linkLocal();
+    });
+  });
+  bool stopped_meanwhile;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_meanwhile = stopping_;
+    local_session_ = session;
+    connected_ = true;
+    in_process_ = true;
+  }
+  if (stopped_meanwhile) session->stop();
+}
+
 std::size_t RobotClient::inFlight() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return session_ ? session_->inFlight() : 0;
+  return (session_ ? session_->inFlight() : 0) + (local_session_ ? local_session_->inFlight() : 0);
 }
 
 void RobotClient::stop() {
   std::shared_ptr<RobotSession> s;
+  std::shared_ptr<LocalRobotSession> ls;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     s = session_;
+    ls = local_session_;
+    if (relink_) clock_.cancel(relink_);
+    relink_ = 0;
   }
   connector_->stop();
   if (s) s->stop();
+  if (ls) ls->stop();
 }
 
 void RobotClient::connected(std::shared_ptr<net::Connection> conn) {

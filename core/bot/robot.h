@@ -25,6 +25,7 @@
 #include "lcc/status.h"
 #include "net/connection.h"
 #include "net/connector.h"
+#include "net/local_listeners.h"
 #include "net/tls.h"
 #include "proto/robot.h"
 
@@ -117,7 +118,28 @@ class HandOff {
   std::vector<T> items_;
 };
 
-class RobotSession : public std::enable_shared_from_this<RobotSession> {
+// What every carrier of a RobotCore keeps (RobotSession over TCP, LocalRobotSession in
+// process): the fetcher and options, the core, and the end of the stream, told once.
+class RobotStream {
+ public:
+  // Fetches started and not yet answered.
+  std::size_t inFlight() const { return core_ ? core_->inFlight() : 0; }
+
+ protected:
+  RobotStream(Fetcher& fetcher, Env& env, RobotOptions options, RobotCounters* counters);
+  // The carrier's strand: cancels the fetches in flight, runs on_end_ once.
+  void ended(const std::string& why);
+
+  Fetcher& fetcher_;
+  Env& env_;
+  RobotOptions opts_;
+  RobotCounters* counters_;
+  std::shared_ptr<RobotCore> core_;  // made by start()
+  bool ended_ = false;
+  std::function<void(const std::string&)> on_end_;
+};
+
+class RobotSession : public RobotStream, public std::enable_shared_from_this<RobotSession> {
  public:
   RobotSession(std::shared_ptr<net::Connection> socket, Fetcher& fetcher, Env& env, RobotOptions options,
                RobotCounters* counters = nullptr);
@@ -127,42 +149,58 @@ class RobotSession : public std::enable_shared_from_this<RobotSession> {
   void start(std::function<void(const std::string&)> on_end);
   // Ends the stream (</lcc:robot>) and cancels the fetches in flight.
   void stop();
-  // Fetches started and not yet answered.
-  std::size_t inFlight() const { return core_ ? core_->inFlight() : 0; }
 
  private:
   void onData(std::string_view bytes);
   void sendAnswers();  // strand
-  void ended(const std::string& why);
 
   std::shared_ptr<net::Connection> socket_;
-  Fetcher& fetcher_;
-  Env& env_;
-  RobotOptions opts_;
-  RobotCounters* counters_;
-  std::shared_ptr<RobotCore> core_;  // made by start()
   proto::BotmRobotStreamDecoder decoder_;
   bool hello_seen_ = false;
-  bool ended_ = false;
   bool closing_ = false;  // we are ending the stream: cancelled fetches are not answered
-  std::function<void(const std::string&)> on_end_;
   HandOff<FetchResult> answers_;  // finished on the fetcher's thread, not yet sent
 };
 
+// A RobotCore carried in process (issue 28): a BOT-M of the same lccd listens on the
+// robot port's address in net::LocalListeners, and the robot protocol's messages cross
+// as records (proto::LocalRobotEnd), shaped as the wire carries them. Same rules as
+// RobotSession: it speaks first, a stream that ends cancels the fetches in flight and
+// answers none of them. Answers go from the fetcher's thread straight into the link
+// (which hands them over in batches).
+class LocalRobotSession : public RobotStream, public std::enable_shared_from_this<LocalRobotSession> {
+ public:
+  LocalRobotSession(std::shared_ptr<proto::LocalRobotEnd> end, Fetcher& fetcher, Env& env, RobotOptions options,
+                    RobotCounters* counters = nullptr);
+  void start(std::function<void(const std::string&)> on_end);
+  void stop();  // ends the stream, cancels the fetches in flight
+
+ private:
+  void onMessages(std::vector<proto::ToRobotMessage>& msgs);  // the end's strand
+  void close();                                               // the end's strand
+
+  std::shared_ptr<proto::LocalRobotEnd> end_;
+  std::atomic<bool> closing_{false};
+};
+
 // A robot that connects to a BOT-M's robot port and reconnects with back-off
-// (net::Connector: retry_min doubling to retry_max, with jitter).
+// (net::Connector: retry_min doubling to retry_max, with jitter). With `local` set and
+// a BOT-M of this process listening at `target` there, it links in process instead
+// (LocalRobotSession; linked again after retry_min when that link ends).
 class RobotClient : public std::enable_shared_from_this<RobotClient> {
  public:
   RobotClient(boost::asio::io_context& io, Clock& clock, Fetcher& fetcher, Env& env, std::string target,
-              RobotOptions options, Millis retry_min, Millis retry_max, RobotCounters* counters = nullptr);
+              RobotOptions options, Millis retry_min, Millis retry_max, RobotCounters* counters = nullptr,
+              net::LocalListeners* local = nullptr);
   void start();
   // Stops reconnecting, ends the session, cancels its fetches.
   void stop();
   bool connected() const { return connected_.load(); }
+  bool inProcess() const { return in_process_.load(); }
   std::size_t inFlight() const;
 
  private:
   void connected(std::shared_ptr<net::Connection> conn);
+  void linkLocal();
 
   Fetcher& fetcher_;
   Env& env_;
@@ -173,8 +211,15 @@ class RobotClient : public std::enable_shared_from_this<RobotClient> {
   std::shared_ptr<net::Connector> connector_;
   mutable std::mutex mu_;
   std::shared_ptr<RobotSession> session_;
+  std::shared_ptr<LocalRobotSession> local_session_;
   bool stopping_ = false;
   std::atomic<bool> connected_{false};
+  std::atomic<bool> in_process_{false};
+  boost::asio::io_context& io_;
+  Clock& clock_;
+  Millis retry_min_;
+  net::LocalListeners* local_;
+  TimerId relink_ = 0;  // (mu_)
 };
 
 }  // namespace lcc::bot

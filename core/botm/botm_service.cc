@@ -20,6 +20,7 @@
 #include "http/http_server.h"
 #include "net/acceptor.h"
 #include "net/connector.h"
+#include "net/local_listeners.h"
 
 namespace lcc::botm {
 namespace {
@@ -97,6 +98,22 @@ class BotmService final : public Service {
       }
     });
     LCC_RETURN_IF_ERROR(acceptor_->start());
+    if (node_.local_listeners != nullptr && !s_.parent) {
+      // Robots of this lccd (the bot role) link in process (issue 28).
+      node_.local_listeners->listen<proto::ToRobotMessage, proto::FromRobotMessage>(
+          s_.listen, [this](std::shared_ptr<proto::LocalBotmRobotEnd> end) { acceptLocalRobot(std::move(end)); });
+    }
+    if (node_.local_listeners != nullptr && node_.local_listeners->listening(s_.source)) {
+      // The url source runs in this lccd: link in process (issue 28).
+      asio::post(strand_, [this] { connectLocal(); });
+      spdlog::info("botm: machine {}, {} on {}, url source {} in process, content in {}", s_.machine,
+                   s_.parent ? "child BOT-Ms" : "robots", s_.listen, s_.source, s_.parent ? "-" : s_.content_dir);
+      return Status::ok();
+    }
+    return startConnector();
+  }
+
+  Status startConnector() {
     net::ConnectorOptions co;
     co.what = "botm.source";
     LCC_RETURN_IF_ERROR(net::setTargetAddress(co, s_.source, s_.source_tls));
@@ -115,9 +132,15 @@ class BotmService final : public Service {
     auto fut = done.get_future();
     asio::post(strand_, [this, &done] {
       stopping_ = true;
+      if (node_.local_listeners != nullptr && !s_.parent) node_.local_listeners->unlisten(s_.listen);
+      for (auto& [id, e] : local_robots_) {
+        e->send(proto::RobotEnd{});
+        e->close(net::CloseReason::kShutdown);
+      }
+      if (timer_) node_.clock->cancel(timer_);
       if (connector_) connector_->stop();
       if (acceptor_) acceptor_->stop();
-      if (source_) source_->closeAfterFlush(proto::encodeBotmClose());
+      closeSource();
       for (auto& [id, p] : peers_) {
         p->closeAfterFlush(s_.parent ? proto::encodeSourceClose() : proto::encodeBotmRobotClose());
       }
@@ -135,6 +158,7 @@ class BotmService final : public Service {
     out["mode"] = s_.parent ? "parent" : "robots";
     out["source"] = s_.source;
     out["source_connected"] = g_source_->value() == 1;
+    out["source_link"] = source_local_.load() ? "in process" : "tcp";
     out["capacity"] = g_capacity_->value();
     out[s_.parent ? "children" : "robots"] = g_peers_->value();
     out["queued"] = g_queued_->value();
@@ -153,7 +177,7 @@ class BotmService final : public Service {
     g_capacity_->set(static_cast<std::int64_t>(disp_ ? disp_->capacity() : fwd_->capacity()));
     g_peers_->set(static_cast<std::int64_t>(disp_ ? disp_->robots() : fwd_->children()));
     g_queued_->set(static_cast<std::int64_t>(disp_ ? disp_->queued() : fwd_->queued()));
-    g_source_->set(source_ ? 1 : 0);
+    g_source_->set(source_ || local_source_ ? 1 : 0);
     c_fetches_->setTotal(c.fetches);
     c_ok_->setTotal(c.results_ok);
     c_failed_->setTotal(c.results_failed);
@@ -161,17 +185,50 @@ class BotmService final : public Service {
     c_deletes_->setTotal(c.deletes);
   }
 
-  void sendUp(const std::vector<Upstream>& ups) {
-    if (!source_ || ups.empty()) return;
+  void sendUp(std::vector<Upstream>& ups) {
+    if (ups.empty()) return;
+    if (local_source_) {
+      for (auto& u : ups) {
+        proto::BotmMessage m = std::visit([](auto& v) -> proto::BotmMessage { return std::move(v); }, u);
+        proto::asOnWire(m);
+        if (!local_source_->send(std::move(m))) break;  // closed: its on_close follows
+      }
+      return;
+    }
+    if (!source_) return;
     std::string bytes;
     for (const auto& u : ups) bytes += encodeUp(u);
     source_->send(std::move(bytes));
   }
+  // A message to the url source that is not a result (pong, the close of the stream).
+  void sendSource(proto::BotmMessage m) {
+    if (local_source_) {
+      local_source_->send(std::move(m));
+    } else if (source_) {
+      source_->send(proto::encodeMessage(m));
+    }
+  }
+  // Ends the url source link after what was sent, with the close of the stream.
+  void closeSource() {
+    if (local_source_) {
+      local_source_->send(proto::LinkEnd{});
+      local_source_->close(net::CloseReason::kShutdown);
+    }
+    if (source_) source_->closeAfterFlush(proto::encodeBotmClose());
+  }
 
-  void run(const Actions& a) {
+  void run(Actions& a) {
     publish();  // gauges first: whoever sees a message sees the state behind it
     std::map<RobotId, std::string> per_robot;
-    for (const auto& [rid, f] : a.to_robots) proto::appendRobotFetch(per_robot[rid], f);
+    for (auto& [rid, f] : a.to_robots) {
+      if (auto it = local_robots_.find(rid); it != local_robots_.end()) {
+        proto::ToRobotMessage m = std::move(f);
+        proto::asOnWire(m);
+        it->second->send(std::move(m));
+      } else {
+        proto::appendRobotFetch(per_robot[rid], f);
+      }
+    }
     for (auto& [rid, bytes] : per_robot) {
       auto it = peers_.find(rid);
       if (it != peers_.end()) it->second->send(std::move(bytes));
@@ -180,7 +237,7 @@ class BotmService final : public Service {
   }
 
 
-  void run(const ForwardActions& a) {
+  void run(ForwardActions& a) {
     publish();
     std::map<ChildId, std::string> per_child;
     for (const auto& [cid, f] : a.fetches) per_child[cid] += proto::encodeFetch(f);
@@ -251,6 +308,46 @@ class BotmService final : public Service {
     publish();
   }
 
+  // The url source in this lccd (net/local_link.h): the same messages, handed over as
+  // records on this strand. A link that closes is made again after botm.reconnect_min.
+  void connectLocal() {
+    timer_ = 0;
+    if (stopping_) return;
+    auto end = node_.local_listeners->connect<proto::BotmMessage, proto::SourceMessage>(s_.source, strand_);
+    if (!end) {
+      spdlog::warn("botm: url source {} no longer takes in-process links; connecting over TCP", s_.source);
+      Status st = startConnector();
+      if (!st.isOk()) spdlog::error("botm: url source {}: {}", s_.source, st.message());
+      return;
+    }
+    local_source_ = end;
+    source_local_ = true;
+    if (disp_) disp_->sourceUp();
+    if (fwd_) fwd_->sourceUp();
+    std::weak_ptr<proto::LocalBotmEnd> weak = end;
+    proto::LocalBotmEnd::Handlers h;
+    h.on_messages = [this, weak](std::vector<proto::SourceMessage>& batch) {
+      if (weak.lock() == local_source_) onSourceMessages(batch);
+    };
+    h.on_close = [this, weak](net::CloseReason reason, const std::string& why) {
+      if (weak.lock() != local_source_) return;
+      local_source_.reset();
+      source_local_ = false;
+      if (disp_) disp_->sourceDown();
+      if (fwd_) fwd_->sourceDown();
+      publish();
+      if (stopping_) return;
+      spdlog::info("botm: in-process url source link ended ({}{}{}); linking again in {} ms",
+                   net::closeReasonName(reason), why.empty() ? "" : ": ", why, s_.reconnect_min.count());
+      timer_ = node_.clock->schedule(s_.reconnect_min, [this] { asio::post(strand_, [this] { connectLocal(); }); });
+    };
+    end->start(std::move(h));
+    spdlog::info("botm: linked in process to url source {} (capacity {})", s_.source, capacity());
+    sendSource(proto::LinkBotmHello{s_.machine, capacity(), s_.content_url});
+    sendSource(proto::LinkMachines{machines(), contentUrls()});
+    publish();
+  }
+
   void onSourceMessages(const std::vector<proto::SourceMessage>& msgs) {
     Actions a;
     ForwardActions fa;
@@ -265,9 +362,9 @@ class BotmService final : public Service {
         if (disp_) disp_->sweep(*sw, &a);
         if (fwd_) fwd_->sweep(*sw, &fa);
       } else if (std::holds_alternative<proto::LinkPing>(m)) {
-        if (source_) source_->send(proto::encodeLinkPong());
+        sendSource(proto::LinkPong{});
       } else if (std::holds_alternative<proto::LinkEnd>(m)) {
-        if (source_) source_->closeAfterFlush(proto::encodeBotmClose());
+        closeSource();
       }
     }
     if (disp_) run(a);
@@ -329,6 +426,53 @@ class BotmService final : public Service {
             run(a);
           });
         });
+  }
+
+  // A robot of this lccd, in process: the robot protocol's messages as records. Called
+  // on the robot's thread; everything else happens on the policy strand, in order.
+  void acceptLocalRobot(std::shared_ptr<proto::LocalBotmRobotEnd> end) {
+    const std::uint64_t id = next_peer_.fetch_add(1);
+    proto::LocalBotmRobotEnd::Handlers h;
+    // The handler holds its end until the link closes (then the end drops its handlers).
+    h.on_messages = [this, id, e = end](std::vector<proto::FromRobotMessage>& batch) {
+      asio::post(strand_, [this, id, e, msgs = std::move(batch)]() mutable { onLocalRobot(id, e, msgs); });
+    };
+    h.on_close = [this, id](net::CloseReason reason, const std::string& why) {
+      asio::post(strand_, [this, id, reason, why] {
+        if (!local_robots_.erase(id)) return;
+        spdlog::info("botm: in-process robot {} ended: {}", id, why.empty() ? net::closeReasonName(reason) : why);
+        Actions a;
+        disp_->robotDown(id, &a);
+        run(a);
+      });
+    };
+    end->start(std::move(h));
+  }
+
+  void onLocalRobot(std::uint64_t id, const std::shared_ptr<proto::LocalBotmRobotEnd>& e,
+                    std::vector<proto::FromRobotMessage>& msgs) {
+    Actions a;
+    for (auto& m : msgs) {
+      if (const auto* h = std::get_if<proto::RobotHello>(&m)) {
+        if (stopping_) {
+          e->close(net::CloseReason::kShutdown);
+          break;
+        }
+        if (local_robots_.count(id)) continue;
+        local_robots_[id] = e;
+        e->send(proto::RobotBotmHello{s_.machine});
+        spdlog::info("botm: robot {} connected in process with {} slots", h->name, h->slots);
+        disp_->robotUp(id, h->slots, &a);
+      } else if (const auto* r = std::get_if<FetchResult>(&m)) {
+        if (local_robots_.count(id)) disp_->robotResult(id, *r, &a);
+      } else if (std::holds_alternative<proto::LinkPing>(m)) {
+        e->send(proto::LinkPong{});
+      } else if (std::holds_alternative<proto::RobotEnd>(m)) {
+        e->send(proto::RobotEnd{});
+        e->close(net::CloseReason::kLocal);
+      }
+    }
+    run(a);
   }
 
   void startChild(std::shared_ptr<Connection> sock) {
@@ -399,8 +543,11 @@ class BotmService final : public Service {
   std::unique_ptr<Forwarder> fwd_;
   std::shared_ptr<net::Acceptor> acceptor_;
   std::shared_ptr<net::Connector> connector_;
-  std::shared_ptr<Connection> source_;
+  std::shared_ptr<Connection> source_;                // the url source over TCP, or
+  std::shared_ptr<proto::LocalBotmEnd> local_source_;  // in process
+  std::atomic<bool> source_local_{false};              // local_source_ is set (status())
   std::map<std::uint64_t, std::shared_ptr<Connection>> peers_;  // robots or children (policy strand)
+  std::map<std::uint64_t, std::shared_ptr<proto::LocalBotmRobotEnd>> local_robots_;  // in process (policy strand)
   std::atomic<std::uint64_t> next_peer_{1};
   bool stopping_ = false;
   bool source_warned_ = false;

@@ -32,6 +32,10 @@ namespace lcc {
 class ContentLocator;
 class NodeTls;
 
+namespace net {
+class LocalListeners;
+}
+
 namespace http {
 class Router;
 }
@@ -79,6 +83,10 @@ struct NodeContext {
   ContentLocator* content_locator = nullptr;
   // The TLS contexts (common/tls_config.h); null when no key asks for TLS.
   std::shared_ptr<NodeTls> tls;
+  // Where roles of this process link to each other in process (net/local_listeners.h:
+  // the QM listens there, a BOT-M of the same lccd connects there). Null when
+  // node.in_process_links is off: every link goes over TCP.
+  net::LocalListeners* local_listeners = nullptr;
 };
 
 class Service {

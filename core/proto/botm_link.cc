@@ -185,15 +185,29 @@ FetchResult decodeResult(AttrParser& p, const RawElement& el, bool with_file) {
   return r;
 }
 
+// How many of f.redirect_prefixes the wire's scope= looks at: those after the first
+// that would take the list past kMaxScopeBytes are left out (one holding a space, or
+// empty, is skipped within them).
+std::size_t scopeOnWire(const FetchRequest& f) {
+  std::size_t bytes = 0, i = 0;
+  for (; i < f.redirect_prefixes.size(); ++i) {
+    const std::string& p = f.redirect_prefixes[i];
+    if (p.empty() || p.find(' ') != std::string::npos) continue;
+    if (bytes + 1 + p.size() > kMaxScopeBytes) break;
+    bytes += (bytes == 0 ? 0 : 1) + p.size();
+  }
+  return i;
+}
+
 namespace {
 // scope="PREFIX PREFIX...": the prefixes that fit in kMaxScopeBytes; one holding a space
 // (it could not be read back) or empty is skipped.
 void appendScope(std::string& out, const FetchRequest& f) {
   if (f.redirects != RedirectPolicy::kPrefix) appendAttr(out, "redirects", redirectPolicyName(f.redirects));
   std::string list;
-  for (const auto& p : f.redirect_prefixes) {
+  for (std::size_t i = 0, n = scopeOnWire(f); i < n; ++i) {
+    const std::string& p = f.redirect_prefixes[i];
     if (p.empty() || p.find(' ') != std::string::npos) continue;
-    if (list.size() + 1 + p.size() > kMaxScopeBytes) break;
     if (!list.empty()) list.push_back(' ');
     list += p;
   }
@@ -491,6 +505,89 @@ bool BotmStreamDecoder::feed(std::string_view bytes, std::vector<BotmMessage>* o
         }
       },
       [&] { out->push_back(LinkEnd{}); });
+}
+
+namespace detail {
+FetchRequest fetchAsOnWire(FetchRequest f, FetchWire wire) {
+  if (wire == FetchWire::kLink) f.path.clear();  // the leaf BOT-M chooses the file
+  if (wire == FetchWire::kRobot) f.expected_md5.clear();
+  f.max_response_head = 0;
+  std::vector<std::string> scope;
+  for (std::size_t i = 0, n = detail::scopeOnWire(f); i < n; ++i) {
+    std::string& p = f.redirect_prefixes[i];
+    if (!p.empty() && p.find(' ') == std::string::npos) scope.push_back(std::move(p));
+  }
+  f.redirect_prefixes = std::move(scope);
+  return f;
+}
+
+FetchResult resultAsOnWire(FetchResult r, bool with_file) {
+  const bool ok = r.ok();
+  FetchResult out;
+  out.id = r.id;
+  out.code = r.code;
+  out.http_status = std::clamp(r.http_status, 0, 999);
+  out.unchanged = ok && r.unchanged;
+  if (ok && !r.unchanged && with_file) {
+    out.machine = std::move(r.machine);
+    out.filename = std::move(r.filename);
+  }
+  if (ok && !r.unchanged) {
+    out.mime = std::move(r.mime);
+    out.size = r.size;
+    out.md5 = std::move(r.md5);
+    out.last_modified = r.last_modified;
+  }
+  if (ok) out.etag = std::move(r.etag);
+  if (r.retry_after) out.retry_after = std::chrono::duration_cast<std::chrono::seconds>(*r.retry_after);
+  if (!ok) out.message = std::move(r.message);
+  return out;
+}
+}  // namespace detail
+
+void asOnWire(SourceMessage& m) {
+  if (auto* f = std::get_if<FetchRequest>(&m)) *f = detail::fetchAsOnWire(std::move(*f), detail::FetchWire::kLink);
+}
+
+void asOnWire(BotmMessage& m) {
+  if (auto* r = std::get_if<FetchResult>(&m)) {
+    *r = detail::resultAsOnWire(std::move(*r), true);
+  } else if (auto* d = std::get_if<LinkDeleted>(&m); d && d->ok) {
+    d->reason.clear();
+  }
+}
+
+std::string encodeMessage(const SourceMessage& m) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, LinkSourceHello>) return encodeSourceOpen(v);
+        if constexpr (std::is_same_v<T, FetchRequest>) return encodeFetch(v);
+        if constexpr (std::is_same_v<T, LinkDelete>) return encodeDelete(v);
+        if constexpr (std::is_same_v<T, LinkPing>) return encodeLinkPing();
+        if constexpr (std::is_same_v<T, LinkPong>) return encodeLinkPong();
+        if constexpr (std::is_same_v<T, LinkEnd>) return encodeSourceClose();
+        if constexpr (std::is_same_v<T, LinkSweep>) return encodeSweep(v);
+      },
+      m);
+}
+
+std::string encodeMessage(const BotmMessage& m) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, LinkBotmHello>) return encodeBotmOpen(v);
+        if constexpr (std::is_same_v<T, FetchResult>) return encodeResult(v);
+        if constexpr (std::is_same_v<T, LinkDeleted>) return encodeDeleted(v);
+        if constexpr (std::is_same_v<T, LinkCapacity>) return encodeCapacity(v);
+        if constexpr (std::is_same_v<T, LinkMachines>) return encodeMachines(v);
+        if constexpr (std::is_same_v<T, LinkPing>) return encodeLinkPing();
+        if constexpr (std::is_same_v<T, LinkPong>) return encodeLinkPong();
+        if constexpr (std::is_same_v<T, LinkEnd>) return encodeBotmClose();
+        if constexpr (std::is_same_v<T, LinkFile>) return encodeFile(v);
+        if constexpr (std::is_same_v<T, LinkSwept>) return encodeSwept(v);
+      },
+      m);
 }
 
 }  // namespace lcc::proto

@@ -24,6 +24,7 @@
 
 #include "lcc/error_codes.h"
 #include "lcc/types.h"
+#include "net/local_link.h"
 #include "proto/xml_reader.h"
 
 namespace lcc::proto {
@@ -133,6 +134,21 @@ using SourceMessage = std::variant<LinkSourceHello, FetchRequest, LinkDelete, Li
 using BotmMessage = std::variant<LinkBotmHello, FetchResult, LinkDeleted, LinkCapacity, LinkMachines, LinkPing, LinkPong,
                                  LinkEnd, LinkFile, LinkSwept>;
 
+// ---- the in-process form (net/local_link.h) -------------------------------------
+// When both ends run in one lccd the messages are handed over as they are, without
+// the codec. asOnWire() gives one the shape the decoder at the other end would read
+// from the wire (what the link does not carry left out, retry_after in whole seconds,
+// the scope cut as kMaxScopeBytes says), so both forms carry the same facts
+// (tests/proto: asOnWire(m) equals decode(encode(m))).
+void asOnWire(SourceMessage& m);
+void asOnWire(BotmMessage& m);
+// The two ends of an in-process link: the source's (QM, parent BOT-M) and the BOT-M's.
+using LocalSourceEnd = net::LocalEnd<SourceMessage, BotmMessage>;
+using LocalBotmEnd = net::LocalEnd<BotmMessage, SourceMessage>;
+// The bytes of one message on the network form.
+std::string encodeMessage(const SourceMessage& m);
+std::string encodeMessage(const BotmMessage& m);
+
 // ---- encoders (each returns one complete piece of the stream) ----------------
 // BOT-M side.
 std::string encodeBotmOpen(const LinkBotmHello& hello);
@@ -158,6 +174,8 @@ std::string encodeLinkPong();
 XmlLimits linkLimits(std::size_t max_value_length = 8192);
 
 namespace detail {
+// How many of f.redirect_prefixes the wire's scope= covers (kMaxScopeBytes).
+std::size_t scopeOnWire(const FetchRequest& f);
 // One element of a stream: the root's opening, or one message (a child of the root).
 struct RawElement {
   std::string name;  // local name
@@ -241,6 +259,9 @@ FetchResult decodeResult(AttrParser& p, const RawElement& el, bool with_file);
 enum class FetchWire : std::uint8_t { kLink, kRobot };
 void appendFetch(std::string& out, const FetchRequest& f, FetchWire wire);
 FetchRequest decodeFetch(AttrParser& p, FetchWire wire);
+// The record as decode(append(...)) on that wire gives it back (the in-process form).
+FetchRequest fetchAsOnWire(FetchRequest f, FetchWire wire);
+FetchResult resultAsOnWire(FetchResult r, bool with_file);
 
 // <ping/> and <pong/>, which every link stream carries: appended to `out`, true when
 // `el` was one of them.

@@ -104,4 +104,38 @@ bool BotmRobotStreamDecoder::feed(std::string_view bytes, std::vector<ToRobotMes
       [&] { out->push_back(RobotEnd{}); });
 }
 
+void asOnWire(FromRobotMessage& m) {
+  if (auto* r = std::get_if<FetchResult>(&m)) *r = detail::resultAsOnWire(std::move(*r), false);
+}
+
+void asOnWire(ToRobotMessage& m) {
+  if (auto* f = std::get_if<FetchRequest>(&m)) *f = detail::fetchAsOnWire(std::move(*f), detail::FetchWire::kRobot);
+}
+
+std::string encodeMessage(const FromRobotMessage& m) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, RobotHello>) return encodeRobotOpen(v);
+        if constexpr (std::is_same_v<T, FetchResult>) return encodeRobotResult(v);
+        if constexpr (std::is_same_v<T, LinkPing>) return encodeLinkPing();
+        if constexpr (std::is_same_v<T, LinkPong>) return encodeLinkPong();
+        if constexpr (std::is_same_v<T, RobotEnd>) return encodeRobotClose();
+      },
+      m);
+}
+
+std::string encodeMessage(const ToRobotMessage& m) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, RobotBotmHello>) return encodeBotmRobotOpen(v);
+        if constexpr (std::is_same_v<T, FetchRequest>) return encodeRobotFetch(v);
+        if constexpr (std::is_same_v<T, LinkPing>) return encodeLinkPing();
+        if constexpr (std::is_same_v<T, LinkPong>) return encodeLinkPong();
+        if constexpr (std::is_same_v<T, RobotEnd>) return encodeBotmRobotClose();
+      },
+      m);
+}
+
 }  // namespace lcc::proto

@@ -56,6 +56,16 @@ using FromRobotMessage = std::variant<RobotHello, FetchResult, LinkPing, LinkPon
 // What a robot reads from its BOT-M.
 using ToRobotMessage = std::variant<RobotBotmHello, FetchRequest, LinkPing, LinkPong, RobotEnd>;
 
+// ---- the in-process form (net/local_link.h; as botm_link.h says) -----------------
+// asOnWire(): the message as the decoder at the other end reads it (a fetch without
+// md5, a result without machine and file, retry_after in whole seconds...).
+void asOnWire(FromRobotMessage& m);
+void asOnWire(ToRobotMessage& m);
+using LocalRobotEnd = net::LocalEnd<FromRobotMessage, ToRobotMessage>;      // the robot's end
+using LocalBotmRobotEnd = net::LocalEnd<ToRobotMessage, FromRobotMessage>;  // the BOT-M's end
+std::string encodeMessage(const FromRobotMessage& m);
+std::string encodeMessage(const ToRobotMessage& m);
+
 // Robot side.
 std::string encodeRobotOpen(const RobotHello& hello);
 std::string encodeRobotResult(const FetchResult& r);

@@ -10,6 +10,7 @@
 #include "common/content_locator.h"
 #include "net/acceptor.h"
 #include "net/conn_set.h"
+#include "net/local_listeners.h"
 #include "proto/botm_link.h"
 
 namespace lcc::qm {
@@ -21,12 +22,25 @@ namespace {
 
 class BotmConn final : public std::enable_shared_from_this<BotmConn> {
  public:
+  // Over TCP: bytes through the link codec.
   BotmConn(std::shared_ptr<net::Connection> conn, LinkId id, const BotmServerOptions& o, BotmLinkHandler& h)
       : conn_(std::move(conn)), id_(id), options_(o), handler_(h), decoder_(proto::linkLimits(o.max_value_length)) {}
+  // In process: the messages themselves (net/local_link.h).
+  BotmConn(std::shared_ptr<proto::LocalSourceEnd> local, LinkId id, const BotmServerOptions& o, BotmLinkHandler& h)
+      : local_(std::move(local)), id_(id), options_(o), handler_(h), decoder_(proto::linkLimits(o.max_value_length)) {}
 
   void start(std::function<void()> on_closed) {
-    net::Connection::Handlers h;
     auto self = shared_from_this();
+    if (local_) {
+      proto::LocalSourceEnd::Handlers h;
+      h.on_messages = [self](std::vector<proto::BotmMessage>& batch) { self->onMessages(batch); };
+      h.on_close = [self, on_closed = std::move(on_closed)](net::CloseReason, const std::string&) {
+        self->onClosed();
+        if (on_closed) on_closed();
+      };
+      return local_->start(std::move(h));
+    }
+    net::Connection::Handlers h;
     h.on_bytes = [self](std::string_view bytes) { self->onBytes(bytes); };
     h.on_close = [self, on_closed = std::move(on_closed)](net::CloseReason, const std::string&) {
       self->onClosed();
@@ -34,31 +48,59 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
     };
     conn_->start(std::move(h));
   }
-  void send(std::string bytes) { conn_->send(std::move(bytes)); }
-  void closeAfterFlush(std::string last) { conn_->closeAfterFlush(std::move(last), net::CloseReason::kShutdown); }
+  void send(proto::SourceMessage m) {
+    if (local_) {
+      proto::asOnWire(m);
+      local_->send(std::move(m));
+    } else {
+      conn_->send(proto::encodeMessage(m));
+    }
+  }
+  // Ends the link after what was sent, with the close of the stream.
+  void close() {
+    if (local_) {
+      local_->send(proto::LinkEnd{});
+      return local_->close(net::CloseReason::kShutdown);
+    }
+    conn_->closeAfterFlush(proto::encodeSourceClose(), net::CloseReason::kShutdown);
+  }
+  bool local() const { return local_ != nullptr; }
 
  private:
-  const std::string& peer() const { return conn_->peer(); }
+  const std::string& peer() const {
+    static const std::string kInProcess = "in process";
+    return local_ ? kInProcess : conn_->peer();
+  }
   void onBytes(std::string_view bytes) {
     if (done_) return;
     msgs_.clear();
     bool ok = decoder_.feed(bytes, &msgs_);
-    for (auto& m : msgs_) {
-      if (!handle(m)) return finish(net::CloseReason::kLocal);
-    }
+    if (!onMessages(msgs_)) return;
     if (!ok) {
       spdlog::warn("qm botm link {} ({}): {}; disconnecting", id_, peer(), decoder_.errorMessage());
       return finish(net::CloseReason::kProtocolError);
     }
     if (decoder_.ended()) finish(net::CloseReason::kLocal);
   }
+  // False when the link ends here.
+  bool onMessages(std::vector<proto::BotmMessage>& msgs) {
+    if (done_) return false;
+    for (auto& m : msgs) {
+      if (!handle(m)) {
+        finish(net::CloseReason::kLocal);
+        return false;
+      }
+    }
+    return true;
+  }
   void finish(net::CloseReason reason) {
     done_ = true;
+    if (local_) return local_->close(reason);
     conn_->closeAfterFlush({}, reason);
   }
   void onClosed() {
     if (up_) {
-      spdlog::info("qm: BOT-M {} (link {}) disconnected", machine_, id_);
+      spdlog::info("qm: BOT-M {} (link {}{}) disconnected", machine_, id_, local_ ? ", in process" : "");
       handler_.linkDown(id_);
     }
   }
@@ -68,7 +110,7 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
       if (up_) return true;
       up_ = true;
       machine_ = h->machine;
-      send(proto::encodeSourceOpen({options_.source_name}));
+      send(proto::LinkSourceHello{options_.source_name});
       spdlog::info("qm: BOT-M {} connected from {} (capacity {}, link {})", machine_, peer(), h->capacity, id_);
       handler_.linkUp(id_, h->machine, h->capacity);
       if (!h->content_url.empty()) noteContentUrl(h->machine, h->content_url);
@@ -94,9 +136,9 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
     } else if (auto* sw = std::get_if<proto::LinkSwept>(&m)) {
       handler_.swept(id_, sw->sweep, sw->machine, sw->files);
     } else if (std::get_if<proto::LinkPing>(&m)) {
-      send(proto::encodeLinkPong());
+      send(proto::LinkPong{});
     } else if (std::get_if<proto::LinkEnd>(&m)) {
-      send(proto::encodeSourceClose());
+      send(proto::LinkEnd{});
       return false;
     }
     return true;
@@ -114,7 +156,8 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
     }
   }
 
-  std::shared_ptr<net::Connection> conn_;
+  std::shared_ptr<net::Connection> conn_;      // TCP, or
+  std::shared_ptr<proto::LocalSourceEnd> local_;  // in process
   LinkId id_;
   const BotmServerOptions& options_;
   BotmLinkHandler& handler_;
@@ -142,6 +185,11 @@ struct BotmServer::Impl : std::enable_shared_from_this<BotmServer::Impl> {
     conns.add([&](LinkId id) { return std::make_shared<BotmConn>(std::move(c), id, options, handler); },
               [](BotmConn& bc, std::function<void()> on_closed) { bc.start(std::move(on_closed)); });
   }
+  void acceptedLocal(std::shared_ptr<proto::LocalSourceEnd> end) {
+    if (stopped) return end->close(net::CloseReason::kShutdown);
+    conns.add([&](LinkId id) { return std::make_shared<BotmConn>(std::move(end), id, options, handler); },
+              [](BotmConn& bc, std::function<void()> on_closed) { bc.start(std::move(on_closed)); });
+  }
   std::shared_ptr<BotmConn> find(LinkId id) { return conns.find(id); }
 };
 
@@ -155,35 +203,54 @@ Status BotmServer::start() {
   ao.what = "listen.botm";
   LCC_RETURN_IF_ERROR(net::setListenAddress(ao, impl_->options.listen, impl_->options.tls));
   impl_->acceptor = net::makeAcceptor(impl_->io, ao, impl_);
-  return impl_->acceptor->start();
+  LCC_RETURN_IF_ERROR(impl_->acceptor->start());
+  if (net::LocalListeners* local = impl_->options.local_listeners) {
+    std::weak_ptr<Impl> weak = impl_;
+    local->listen<proto::SourceMessage, proto::BotmMessage>(
+        impl_->options.listen, [weak](std::shared_ptr<proto::LocalSourceEnd> end) {
+          if (auto impl = weak.lock()) {
+            impl->acceptedLocal(std::move(end));
+          } else {
+            end->close(net::CloseReason::kShutdown);
+          }
+        });
+  }
+  return Status::ok();
 }
 
 void BotmServer::stop() {
   if (!impl_ || impl_->stopped.exchange(true)) return;
+  if (impl_->options.local_listeners) impl_->options.local_listeners->unlisten(impl_->options.listen);
   if (impl_->acceptor) impl_->acceptor->stop();
-  for (auto& c : impl_->conns.all()) c->closeAfterFlush(proto::encodeSourceClose());
+  for (auto& c : impl_->conns.all()) c->close();
 }
 
 std::uint16_t BotmServer::port() const { return impl_->acceptor ? impl_->acceptor->port() : 0; }
 
 std::size_t BotmServer::connections() const { return impl_->conns.size(); }
 
+std::size_t BotmServer::localLinks() const {
+  std::size_t n = 0;
+  for (const auto& c : impl_->conns.all()) n += c->local() ? 1 : 0;
+  return n;
+}
+
 void BotmServer::sendFetch(LinkId link, const FetchRequest& order) {
   auto c = impl_->find(link);
   if (!c) return;
-  c->send(proto::encodeFetch(order));
+  c->send(order);
 }
 
 void BotmServer::sendDelete(LinkId link, std::uint64_t id, const std::string& machine, const std::string& file) {
   auto c = impl_->find(link);
   if (!c) return;
-  c->send(proto::encodeDelete(proto::LinkDelete{id, machine, file}));
+  c->send(proto::LinkDelete{id, machine, file});
 }
 
 void BotmServer::sendSweep(LinkId link, std::uint64_t sweep) {
   auto c = impl_->find(link);
   if (!c) return;
-  c->send(proto::encodeSweep(proto::LinkSweep{sweep}));
+  c->send(proto::LinkSweep{sweep});
 }
 
 }  // namespace lcc::qm

@@ -5,6 +5,10 @@
 // A BOT-M that breaks the framing is logged and disconnected; its fetches are lost
 // (linkDown) and handed out again. Content URLs a BOT-M announces go straight to
 // options.content_locator (the QM engine does not need them).
+// In-process form (issue 28): with options.local_listeners set, start() also listens
+// there on options.listen, so a BOT-M of the same lccd whose botm.source names that
+// address links in process (net/local_link.h): the same messages as records, handled
+// by the same code, under link ids of the same series.
 // THREADS: thread-safe; one strand per connection.
 #pragma once
 
@@ -19,6 +23,9 @@
 
 namespace lcc {
 class ContentLocator;
+namespace net {
+class LocalListeners;
+}
 }
 
 namespace lcc::qm {
@@ -50,6 +57,8 @@ struct BotmServerOptions {
   // When set, the content URLs BOT-Ms announce (opening content=, <machines content=>)
   // are recorded here for the CU (common/content_locator.h).
   ContentLocator* content_locator = nullptr;
+  // When set, BOT-Ms of this process link here in process (null: TCP only).
+  net::LocalListeners* local_listeners = nullptr;
 };
 
 class BotmServer final : public BotmPort {
@@ -61,6 +70,8 @@ class BotmServer final : public BotmPort {
   void stop();
   std::uint16_t port() const;
   std::size_t connections() const;
+  // Of connections(), the in-process links.
+  std::size_t localLinks() const;
 
   // BotmPort: thread-safe; a fetch for a link that is gone is dropped (its linkDown
   // has been or will be reported).

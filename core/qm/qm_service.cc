@@ -49,6 +49,7 @@ class QmService final : public Service, public BotmLinkHandler {
     bo.tls = linkListening(node_.tls, node_.clock);
     bo.max_value_length = static_cast<std::size_t>(cfg.getInt("uns.max_attribute_length"));
     bo.content_locator = node_.content_locator;  // content URLs the BOT-Ms announce, for the CU
+    bo.local_listeners = node_.local_listeners;   // a BOT-M of this lccd links in process
     botm_ = std::make_unique<BotmServer>(*node_.io, bo, *this);
 
     QmDeps deps;
@@ -139,6 +140,7 @@ class QmService final : public Service, public BotmLinkHandler {
     }
     if (botm_) {
       out["botm_connections"] = botm_->connections();
+      out["botm_local_links"] = botm_->localLinks();
       out["botm_port"] = botm_->port();
     }
   }

@@ -25,6 +25,7 @@
 #include "support/http_test_server.h"
 #include "support/loopback.h"
 #include "net/io_loop.h"
+#include "net/local_listeners.h"
 #include "support/sim_clock.h"
 #include "support/temp_dir.h"
 
@@ -162,7 +163,8 @@ class FakeSource {
 // One lccd-like node running only the botm role (and its HTTP port when `with_http`).
 class BotmNode {
  public:
-  BotmNode(SimClock& clock, const std::string& yaml, bool with_http = false) {
+  // `local`: the process's in-process listeners (a QM port listening there links in process).
+  BotmNode(SimClock& clock, const std::string& yaml, bool with_http = false, net::LocalListeners* local = nullptr) {
     std::vector<ConfigProblem> problems;
     auto cfg = Config::loadText(yaml, "test.yaml", {}, &problems);
     for (const auto& p : problems) ADD_FAILURE() << p.toString();
@@ -175,6 +177,7 @@ class BotmNode {
     node_.data_dir = dir_.path();
     node_.machine_id = cfg_->getString("node.machine_id");
     if (with_http) node_.http = &router_;
+    node_.local_listeners = local;
     auto made = botm::makeBotmService(node_);
     EXPECT_TRUE(made.isOk()) << made.status().toString();
     service_ = std::move(made).value();
@@ -199,6 +202,11 @@ class BotmNode {
     service_.reset();
   }
   std::int64_t gauge(const std::string& name) { return metrics_.snapshot()[name]; }
+  nlohmann::json status() const {
+    nlohmann::json j;
+    service_->status(j);
+    return j;
+  }
   std::string content() const { return dir_.path() + "/content"; }
   const std::string& dataDir() const { return dir_.path(); }
   boost::asio::io_context& io() { return io_; }
@@ -236,12 +244,13 @@ class BotmServiceTest : public ::testing::Test {
     return std::move(f).value();
   }
 
-  std::shared_ptr<bot::RobotClient> robot(BotmNode& node, Fetcher& f, std::uint16_t port, std::uint32_t slots) {
+  std::shared_ptr<bot::RobotClient> robot(BotmNode& node, Fetcher& f, std::uint16_t port, std::uint32_t slots,
+                                          net::LocalListeners* local = nullptr) {
     bot::RobotOptions o;
     o.slots = slots;
     o.name = "test-robot";
     auto c = std::make_shared<bot::RobotClient>(node.io(), clock_, f, *posixEnv(), "127.0.0.1:" + std::to_string(port),
-                                                o, Millis(20), Millis(50));
+                                                o, Millis(20), Millis(50), nullptr, local);
     c->start();
     return c;
   }
@@ -454,12 +463,21 @@ class RecordingLinks final : public qm::BotmLinkHandler {
   }
   void linkCapacity(qm::LinkId, std::uint64_t capacity) override { capacity_ = capacity; }
   void linkMachines(qm::LinkId, const std::vector<std::string>&) override {}
-  void linkDown(qm::LinkId) override {}
+  void linkDown(qm::LinkId) override { ++downs_; }
   void result(qm::LinkId, const FetchResult& o) override {
     std::lock_guard<std::mutex> l(mu_);
     results_.push_back(o);
   }
-  void deleted(qm::LinkId, std::uint64_t, bool, const std::string&) override {}
+  void deleted(qm::LinkId, std::uint64_t id, bool ok, const std::string& reason) override {
+    std::lock_guard<std::mutex> l(mu_);
+    deleted_.push_back({id, ok, reason});
+  }
+  std::size_t results() {
+    std::lock_guard<std::mutex> l(mu_);
+    return results_.size();
+  }
+  std::atomic<int> downs_{0};
+  std::vector<proto::LinkDeleted> deleted_;
   std::atomic<qm::LinkId> link_{0};
   std::atomic<std::uint64_t> capacity_{0};
   std::mutex mu_;
@@ -526,6 +544,80 @@ TEST_F(BotmServiceTest, ContentUrlsOfChildrenReachTheQmAndServeTheFetchedFile) {
   qguard.reset();
   qio.stop();
   qthread.join();
+}
+
+// Issue 28: a BOT-M whose url source runs in the same process (the QM's port listens
+// on the process's LocalListeners at the address botm.source names) links in process,
+// and so does a robot of the process (the BOT-M listens there on listen.robots): no
+// TCP connection, the same messages as records, the same fetch, result and delete.
+TEST_F(BotmServiceTest, ABotmAndTheQmOfOneProcessLinkInProcess) {
+  boost::asio::io_context qio;
+  net::LocalListeners listeners(qio, net::LocalLinkOptions{1024});
+  RecordingLinks links;
+  qm::BotmServerOptions qo;
+  qo.listen = "127.0.0.1:0";
+  qo.local_listeners = &listeners;
+  qm::BotmServer qm_port(qio, qo, links);
+  ASSERT_TRUE(qm_port.start().isOk());
+  // The QM's io thread, stopped and joined however the test ends.
+  struct QmThread {
+    boost::asio::io_context& io;
+    qm::BotmServer& port;
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{io.get_executor()};
+    std::thread thread{[this] { io.run(); }};
+    ~QmThread() {
+      port.stop();
+      guard.reset();
+      io.stop();
+      thread.join();
+    }
+  } qm_thread{qio, qm_port};
+  {
+    const std::uint16_t robots = freePort();
+    BotmNode node(clock_, leafYaml("m1", qo.listen, robots), false, &listeners);
+    auto f = stub();
+    auto r = robot(node, *f, robots, 2, &listeners);
+    ASSERT_TRUE(eventually([&] { return links.capacity_ == 2; }));
+    EXPECT_TRUE(r->inProcess()) << "the robot links to its BOT-M in process";
+    EXPECT_EQ(qm_port.connections(), 1u);
+    EXPECT_EQ(qm_port.localLinks(), 1u) << "the link is in process, not a TCP connection";
+    EXPECT_EQ(node.status()["source_link"], "in process");
+    EXPECT_TRUE(node.status()["source_connected"].get<bool>());
+
+    FetchRequest fetch{.id = 77, .url = "http://p.test/x?stub_size=321", .expected_mime = "text/html"};
+    fetch.path = "/not/carried";  // the link carries no path: the leaf BOT-M names the file
+    qm_port.sendFetch(links.link_, fetch);
+    qm_port.sendFetch(links.link_, FetchRequest{.id = 78, .url = "http://p.test/gone?stub_status=404"});
+    ASSERT_TRUE(eventually([&] { return links.results() == 2; }));
+    std::map<std::uint64_t, FetchResult> by_id;
+    {
+      std::lock_guard<std::mutex> l(links.mu_);
+      for (const auto& o : links.results_) by_id[o.id] = o;
+    }
+    ASSERT_TRUE(by_id[77].ok()) << by_id[77].message;
+    EXPECT_EQ(by_id[77].machine, "m1");
+    EXPECT_EQ(by_id[77].size, 321u);
+    EXPECT_EQ(by_id[78].code, ErrorCode::kNotFound);
+    const std::string file = node.content() + "/" + by_id[77].filename;
+    ASSERT_TRUE(posixEnv()->exists(file));
+
+    qm_port.sendDelete(links.link_, 5, "m1", by_id[77].filename);
+    qm_port.sendDelete(links.link_, 6, "m9", by_id[77].filename);
+    ASSERT_TRUE(eventually([&] {
+      std::lock_guard<std::mutex> l(links.mu_);
+      return links.deleted_.size() == 2;
+    }));
+    {
+      std::lock_guard<std::mutex> l(links.mu_);
+      EXPECT_EQ(links.deleted_[0], (proto::LinkDeleted{5, true, ""}));
+      EXPECT_EQ(links.deleted_[1], (proto::LinkDeleted{6, false, "unknown-machine"}));
+    }
+    EXPECT_FALSE(posixEnv()->exists(file));
+    r->stop();
+    ASSERT_TRUE(eventually([&] { return r->inFlight() == 0; }));
+  }
+  // The BOT-M stopped: the QM saw its link go down.
+  ASSERT_TRUE(eventually([&] { return links.downs_ == 1 && qm_port.connections() == 0; }));
 }
 
 }  // namespace

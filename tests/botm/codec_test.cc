@@ -478,3 +478,92 @@ TEST(EtagOnTheWire, AValueThatIsNotAnEntityTagIsMalformed) {
 
 }  // namespace
 }  // namespace lcc::proto
+
+namespace lcc::proto {
+namespace {
+
+// The in-process form hands records over without the codec (issue 28); asOnWire()
+// shapes each as the decoder at the other end reads it, so a fetch or result carries
+// the same facts either way: asOnWire(m) == decode(encode(m)).
+template <typename Dec, typename Msg>
+Msg throughTheWire(const std::string& opening, const Msg& m) {
+  Dec dec;
+  std::vector<Msg> got;
+  EXPECT_TRUE(dec.feed(opening + encodeMessage(m), &got)) << dec.errorMessage();
+  EXPECT_EQ(got.size(), 2u);
+  return got.empty() ? Msg{} : got.back();
+}
+
+TEST(InProcessForm, AFetchCarriesWhatTheWireCarries) {
+  std::vector<std::string> many;
+  for (int i = 0; i < 400; ++i) many.push_back("http://p" + std::to_string(i) + ".test/some/longer/prefix/");
+  many.insert(many.begin() + 3, "");
+  many.insert(many.begin() + 5, "http://has space.test/");
+  std::vector<FetchRequest> cases = {
+      request(1, "http://p.test/a", "text/html", 1714564680, 5000, RedirectPolicy::kPrefix, {"http://p.test/"}),
+      request(2, "http://p.test/b", "", std::nullopt, 0, RedirectPolicy::kNone),
+      request(3, "http://p.test/c", "application/pdf", std::nullopt, 0, RedirectPolicy::kHost, many),
+  };
+  cases[0].path = "/srv/content/00/00/1";  // no link carries these two
+  cases[0].max_response_head = 16384;
+  cases[0].if_none_match = "\"v1\"";
+  cases[1].expected_md5 = "0123456789abcdef0123456789abcdef";
+  const std::string opening = encodeSourceOpen({"qm"});
+  for (const auto& f : cases) {
+    SourceMessage local = f;
+    asOnWire(local);
+    SourceMessage wire = throughTheWire<SourceStreamDecoder, SourceMessage>(opening, SourceMessage{f});
+    EXPECT_EQ(std::get<FetchRequest>(local), std::get<FetchRequest>(wire)) << "fetch " << f.id;
+  }
+  SourceMessage cut = cases[2];
+  asOnWire(cut);
+  EXPECT_LT(std::get<FetchRequest>(cut).redirect_prefixes.size(), many.size() - 2) << "the scope is cut as on the wire";
+}
+
+TEST(InProcessForm, AResultCarriesWhatTheWireCarries) {
+  std::vector<FetchResult> cases = {storedResult(1, "m1", "00/00/1"), notModifiedResult(2),
+                                    failedResult(3, ErrorCode::kNotFound, 404, "gone"),
+                                    failedResult(4, ErrorCode::kServerError, 503, "slow down", Millis(2500))};
+  cases[0].etag = "\"e1\"";
+  cases[0].response_head = "HTTP/1.1 200 OK\r\n\r\n";  // the robot keeps it; no link carries it
+  cases[0].retry_after = Millis(1999);
+  cases[1].etag = "W/\"e2\"";
+  cases[1].machine = "m1";  // ignored on a 304
+  cases[2].mime = "text/html";  // ignored on a failure
+  cases[2].etag = "\"e3\"";
+  const std::string opening = encodeBotmOpen({"m1", 4, ""});
+  for (const auto& r : cases) {
+    BotmMessage local = r;
+    asOnWire(local);
+    BotmMessage wire = throughTheWire<BotmStreamDecoder, BotmMessage>(opening, BotmMessage{r});
+    EXPECT_EQ(std::get<FetchResult>(local), std::get<FetchResult>(wire)) << "result " << r.id;
+  }
+  BotmMessage deleted = LinkDeleted{9, true, "not carried when ok"};
+  asOnWire(deleted);
+  EXPECT_EQ(deleted, (throughTheWire<BotmStreamDecoder, BotmMessage>(
+                         opening, BotmMessage{LinkDeleted{9, true, "not carried when ok"}})));
+}
+
+// The robot protocol's in-process form: the same facts as its wire (a fetch with its
+// file and without md5, a result without machine and file).
+TEST(InProcessForm, TheRobotProtocolCarriesWhatItsWireCarries) {
+  FetchRequest f = request(5, "http://p.test/r", "text/html", 1714564680, 100, RedirectPolicy::kPrefix,
+                           {"http://p.test/"});
+  f.path = "/srv/content/00/00/5";
+  f.expected_md5 = "0123456789abcdef0123456789abcdef";
+  f.max_response_head = 16384;
+  ToRobotMessage to = f;
+  asOnWire(to);
+  EXPECT_EQ(to, (throughTheWire<BotmRobotStreamDecoder, ToRobotMessage>(encodeBotmRobotOpen({"m1"}), ToRobotMessage{f})));
+  EXPECT_EQ(std::get<FetchRequest>(to).path, f.path);
+  for (FetchResult r : {storedResult(6, "m1", "00/00/6"), notModifiedResult(7),
+                        failedResult(8, ErrorCode::kServerError, 503, "busy", Millis(1500))}) {
+    FromRobotMessage from = r;
+    asOnWire(from);
+    EXPECT_EQ(from, (throughTheWire<RobotStreamDecoder, FromRobotMessage>(encodeRobotOpen({4, "r"}), FromRobotMessage{r})))
+        << "result " << r.id;
+  }
+}
+
+}  // namespace
+}  // namespace lcc::proto

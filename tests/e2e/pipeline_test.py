@@ -104,11 +104,14 @@ class Node:
         self.ports = {k: free_port() for k in ("uns", "qm", "botm", "robots", "cu", "http")}
         self.config = os.path.join(self.work, "lcc.yaml")
         self.log = os.path.join(self.work, "lccd.log")
+        # --in-process-links false: the roles of one lccd link over loopback TCP.
+        self.in_process = getattr(args, "in_process_links", "true")
         with open(self.config, "w") as f:
             f.write(
                 f"""node:
   data_dir: {os.path.join(self.work, "var")}
   machine_id: {machine}
+  in_process_links: {self.in_process}
 roles: [{", ".join(roles)}]
 listen:
 """
@@ -216,6 +219,8 @@ def e2e_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
     ap.add_argument("--plugins", required=True)
+    ap.add_argument("--in-process-links", default="true", choices=("true", "false"),
+                    help="node.in_process_links of every lccd (false: the QM and BOT-M link over TCP)")
     return ap.parse_args()
 
 
@@ -267,6 +272,13 @@ def run(lcc, site, work):
 
     expected = {site.base + k: v for k, v in site_files(site.root).items()}
     wait_for("all 22 URLs stored", lambda: int(lcc.query_xml().getAttribute("count")) == 22)
+    # The QM, the BOT-M and the robots of this lccd link in the form asked for (issue 28).
+    status = lcc.status()
+    want = "in process" if lcc.in_process == "true" else "tcp"
+    assert status["botm"]["source_link"] == want, status["botm"]
+    assert status["qm"]["botm_local_links"] == (1 if want == "in process" else 0), status["qm"]
+    robots = status["bot"]["robots"]
+    assert status["bot"]["in_process"] == (robots if want == "in process" else 0), status["bot"]
     got = tar_contents(lcc.query_tar("--provider", pid))
     assert got == expected, f"export differs: {sorted(set(got) ^ set(expected))}"
     assert any(name.endswith("page07.html") for name in gnu_tar_lists(lcc.query_tar()))

@@ -34,7 +34,7 @@ Three more deployments, each with its own victim (docs/reliability.md "Crash har
 
   tests/reliability/crash_harness.py --bin build/bin --plugins build/plugins \\
       [--iterations 10] [--seed S] [--urls 100000] [--senders 8]
-      [--mode all|split|both|botm|robot|spool|every]
+      [--mode all|split|both|botm|robot|spool|every] [--in-process-links true|false]
 """
 import argparse
 import http.server
@@ -549,6 +549,9 @@ def main():
     ap.add_argument("--mode", choices=list(MODES) + ["both", "every"], default="both",
                     help="both: all and split by turns; every: the five by turns")
     ap.add_argument("--checkpoint", default="500ms", help="qm.checkpoint_interval")
+    ap.add_argument("--in-process-links", default="true", choices=("true", "false"),
+                    help="node.in_process_links: the QM and the BOT-M of one lccd (all, split) link in process "
+                         "or over TCP; botm and robot always link over TCP (two lccd)")
     ap.add_argument("--robots", type=int, default=2, help="lcc-bot processes (botm, robot)")
     ap.add_argument("--site-delay", type=float, default=None,
                     help="ms before each answer of the site (default: botm 5, robot 30, else 0)")

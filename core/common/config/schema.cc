@@ -21,6 +21,12 @@ const std::vector<KeySpec>& Config::schema() {
       {"node.machine_id", KeyType::kString, "m1", 1, 64, "this machine's id; content files are tagged with it"},
       {"node.heap_trim_threshold", KeyType::kSize, "32MiB", 0, 64 * kGiB,
        "every 10 s, free memory the allocator holds past this is given back to the kernel (0: never)"},
+      {"node.in_process_links", KeyType::kBool, "true", kNoMin, kNoMax,
+       "roles of this lccd that talk to each other (the QM, its BOT-M, its robots) hand over records in process "
+       "instead of XML over loopback TCP; false: TCP, as between machines"},
+      {"node.in_process_queue", KeyType::kInt, "524288", 64, 16777216,
+       "messages waiting in one direction of an in-process link; one more closes the link, as a TCP link "
+       "closes past 64 MiB unread (its fetches go out again; an orphan sweep sends one per content file)"},
       {"roles", KeyType::kStringList, "uns,qm,botm,bot,cu,rs", kNoMin, kNoMax,
        "roles this lccd runs: uns, qm, botm, bot, cu, rs (http runs whenever any role does)"},
       {"threads", KeyType::kInt, "0", 0, 64,
