@@ -5,6 +5,7 @@
 #include <queue>
 #include <set>
 
+#include "http/admin_api.h"
 #include "http/http_server.h"
 #include "http/status_page.h"
 #include "http/url_codec.h"
@@ -16,22 +17,11 @@ namespace {
 
 using nlohmann::json;
 
-std::string stateName(ProviderState s) {
-  switch (s) {
-    case ProviderState::kPending: return "pending";
-    case ProviderState::kActive: return "active";
-    case ProviderState::kSuspended: return "suspended";
-    case ProviderState::kRemoving: return "removing";
-    case ProviderState::kPurging: return "purging";
-  }
-  return "unknown";
-}
-
 ProviderRow rowOf(const ProviderRecord& p, std::uint64_t queued) {
   ProviderRow r;
   r.id = p.id;
   r.name = p.prefixes.empty() ? std::string("-") : p.prefixes.front();
-  r.state = stateName(p.state);
+  r.state = std::string(providerStateName(p.state));
   r.queued = queued;
   r.errors = p.error_total;
   r.fullset_wanted = p.fullset_wanted;
@@ -196,7 +186,7 @@ std::string renderProviderPage(const std::string& machine_id, const ProviderReco
                     std::string(statusPageStyle()) + "</style></head>\n<body>\n<header><h1>Provider " + id +
                     "</h1>\n<p><a class=\"back\" href=\"/\">← status of machine " + htmlEscape(machine_id) +
                     "</a></p></header>\n<main>\n<ul class=\"prefixes\">" + prefixes + "</ul>\n<div class=\"cards\">\n";
-  std::string figs = fig(stateName(p.state), "state", "active: fetched; suspended: sessions refused, queue held", "state") +
+  std::string figs = fig(std::string(providerStateName(p.state)), "state", "active: fetched; suspended: sessions refused, queue held", "state") +
                      fig(std::to_string(p.priority), "priority", "higher is fetched first (-1000 to 1000)") +
                      fig(num(queued), "queued URLs", "URLs waiting in the queue for a fetch (the backlog)", "queued") +
                      fig(rate(fetches.per_minute), "fetches per minute",
