@@ -1,0 +1,172 @@
+"""lccd nodes and CP senders on the multi-host bed: what the scenario tests share.
+
+LccNode is one lccd in one bed host, with its own work folder (`<bed>/<name>`), config
+and log; Sender is one provider's loop of `lcc cp send` from a CP host to one or more
+UNS nodes, recording every send and what it answered.
+"""
+import json
+import os
+import re
+import threading
+import time
+import xml.dom.minidom
+
+import bed as bedlib
+
+# libpq: give up on a dead server in seconds rather than TCP's minutes (a cut link
+# answers nothing; without these an unanswered statement waits for TCP to give up).
+PG_TIMEOUTS = "keepalives_idle=2 keepalives_interval=1 keepalives_count=3 tcp_user_timeout=5000"
+
+
+def pg_store(conninfo, read_only=False):
+    """The YAML flow value of one storage.* entry on storage-postgres."""
+    ro = ", read_only: true" if read_only else ""
+    return f"{{plugin: storage-postgres, options: {{conninfo: '{conninfo}', schema: lcc, connect_timeout: 3s{ro}}}}}"
+
+
+def node_config(work, machine_id, roles, listen, stores, plugins, extra=""):
+    """An lccd config: `listen` maps listen.* keys to host:port, `stores` maps
+    queue/content/providers to pg_store() values (absent: the role does not open it)."""
+    lines = [f"node:\n  data_dir: {os.path.join(work, 'var')}\n  machine_id: {machine_id}",
+             f"roles: [{', '.join(roles)}]",
+             "listen:\n" + "".join(f"  {k}: {v}\n" for k, v in listen.items()).rstrip("\n"),
+             f"storage:\n  plugin_dir: {plugins}\n" + "".join(f"  {k}: {v}\n" for k, v in stores.items()).rstrip("\n"),
+             "fetcher:\n  plugin: fetch-curl\n  options:\n    allow_private: true\n    timeout: 10s",
+             f"log:\n  level: info\n  file: {os.path.join(work, 'lccd.log')}"]
+    return "\n".join(lines) + "\n" + extra
+
+
+class LccNode:
+    """One lccd in a bed host. Its admin API and /status are on 127.0.0.1:<http_port>
+    inside the host, so `lcc` run in that host reaches them."""
+
+    def __init__(self, a, bed, host, name, config_text, http_port=7780):
+        self.a, self.bed, self.host, self.name, self.http_port = a, bed, host, name, http_port
+        self.work = os.path.join(bed.workdir, name)
+        os.makedirs(os.path.join(self.work, "var"), mode=0o700)
+        self.data_dir = os.path.join(self.work, "var")
+        self.config = os.path.join(self.work, "lcc.yaml")
+        with open(self.config, "w") as f:
+            f.write(config_text)
+        self.proc = None
+
+    def start(self, timeout=30):
+        self.proc = self.host.spawn(f"lccd-{self.name}", [os.path.join(self.a.bin, "lccd"), "-c", self.config])
+        bedlib.wait_until(f"{self.name}'s /status", lambda: self.status() is not None, timeout=timeout)
+
+    def status(self):
+        if not self.proc.alive():
+            raise AssertionError(f"{self.name}: lccd exited with {self.proc.popen.returncode}\n{self.log_tail()}")
+        code, body = self.host.http_get(f"http://127.0.0.1:{self.http_port}/status", timeout=2)
+        return json.loads(body) if code == 200 else None
+
+    def log_tail(self, n=40):
+        try:
+            with open(os.path.join(self.work, "lccd.log"), errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return self.proc.log_tail(n) if self.proc else ""
+
+    def lcc(self, *argv, host=None, timeout=30, check=True, input=None):
+        """`lcc --config <this node's config> argv…`, run in `host` (default: this node's)."""
+        r = (host or self.host).run([os.path.join(self.a.bin, "lcc"), "--config", self.config, *argv], check=False,
+                                    timeout=timeout, input=input)
+        if check and r.returncode != 0:
+            raise AssertionError(f"{self.name}: lcc {' '.join(argv)} -> {r.returncode}\n"
+                                 f"{r.stdout.decode()}{r.stderr.decode()}")
+        return r
+
+    def add_provider(self, prefix):
+        """`lcc provider add --prefix` through this node's admin API: (id, password)."""
+        out = self.lcc("provider", "add", "--prefix", prefix).stdout.decode()
+        m = re.fullmatch(r"id=(\d+) password=(\S+)\n", out)
+        assert m, f"{self.name}: provider add said {out!r}"
+        return m.group(1), m.group(2)
+
+    def cu_records(self, cu="127.0.0.1:7704", since=None):
+        """The records of this node's CU (`lcc cu query --format xml`): ({url: seq} of the
+        live ones, the answer's last_seq)."""
+        argv = ["cu", "query", "--cu", cu, "--format", "xml"] + (["--since-seq", str(since)] if since else [])
+        doc = xml.dom.minidom.parseString(self.lcc(*argv, timeout=30).stdout)
+        root = doc.documentElement
+        live = {u.getAttribute("c"): int(u.getAttribute("seq") or 0)
+                for u in doc.getElementsByTagName("url") if u.getAttribute("deleted") != "yes"}
+        return live, int(root.getAttribute("last_seq") or 0)
+
+    def stored_urls(self):
+        return set(self.cu_records()[0])
+
+
+class Sender:
+    """One provider's sets, sent with `lcc cp send` from host `cp` by `node`'s lcc, to the
+    UNS addresses in `uns` in turn; every send is recorded as (start, end, rc, urls, output)."""
+
+    def __init__(self, index, node, cp, site_root, base, urls, uns):
+        self.index, self.node, self.cp, self.urls, self.uns = index, node, cp, urls, list(uns)
+        self.base, self.site_root = base, site_root
+        self.id = self.password = None
+        self.sends = []
+        self.stop = threading.Event()
+        self.thread = None
+
+    def set_urls(self, k):
+        names = [f"s{k:03d}/f{j:03d}.html" for j in range(self.urls)]
+        os.makedirs(os.path.join(self.site_root, f"p{self.index}", f"s{k:03d}"), exist_ok=True)
+        for j, n in enumerate(names):
+            with open(os.path.join(self.site_root, f"p{self.index}", n), "w") as f:
+                f.write(f"<html><body>provider {self.index} set {k} file {j}</body></html>\n")
+        return [self.base + n for n in names]
+
+    def send(self, k, full=False, uns=None):
+        urls = self.set_urls(k)
+        body = "".join(f'<url c="{u}" m="text/html"/>\n' for u in urls).encode()
+        target = uns or self.uns[k % len(self.uns)]
+        argv = ["cp", "send", "--uns", target, "--id", self.id, "--password", self.password]
+        start = time.monotonic()
+        try:
+            r = self.node.lcc(*argv, *(["--full"] if full else []), "-", host=self.cp, input=body, timeout=40,
+                              check=False)
+            rc, out = r.returncode, (r.stdout + r.stderr).decode(errors="replace")
+        except Exception as e:  # noqa: BLE001 - a hung send is a failed send
+            rc, out = -1, repr(e)
+        self.sends.append((start, time.monotonic(), rc, urls, out))
+        return rc == 0 and acked_all(out, len(urls))
+
+    def acked(self, since=None):
+        return [s for s in self.sends if s[2] == 0 and acked_all(s[4], len(s[3])) and (since is None or s[1] >= since)]
+
+    def loop(self, deadline, max_sets):
+        k = len(self.sends)
+        while not self.stop.is_set() and time.monotonic() < deadline and k < max_sets:
+            if not self.send(k):
+                self.stop.wait(0.5)  # a refused or failed send: try the next set a little later
+            k += 1
+
+    def start(self, deadline, max_sets=500):
+        self.thread = threading.Thread(target=self.loop, args=(deadline, max_sets), daemon=True)
+        self.thread.start()
+
+
+def acked_all(out, n):
+    m = re.search(r"accepted (\d+) of (\d+) urls", out)
+    return bool(m) and int(m.group(1)) == n and int(m.group(2)) == n
+
+
+def wait_stored(stored, want, stall, cap):
+    """Waits until every URL of `want` is in stored() (a set); gives up when none was
+    added for `stall` seconds (the pipeline is idle: what is missing is lost) or after
+    `cap`. Returns the URLs still missing."""
+    missing = set(want)
+    end = time.monotonic() + cap
+    last_progress = time.monotonic()
+    while missing and time.monotonic() < end and time.monotonic() - last_progress < stall:
+        try:
+            now_missing = missing - stored()
+        except AssertionError:
+            now_missing = missing
+        if len(now_missing) < len(missing):
+            last_progress = time.monotonic()
+        missing = now_missing
+        if missing:
+            time.sleep(0.5)
+    return missing

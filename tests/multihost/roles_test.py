@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Every role on its own host, one PostgreSQL store (issue 27 §1).
+
+Hosts: etcd, db1 and db2 (Patroni + PostgreSQL 15, synchronous_mode); qm1 (lccd with
+roles qm, botm, bot: the queue, the fetches and the content files); uns1 and uns2 (lccd
+with the uns role only, forwarding to qm1's listen.qm); cu1 (cu role, reading the
+store's primary) and cu2 (cu role, its content store `read_only` on the sync standby);
+cp (the senders) and web (the providers' sites). Every node's stores are the same
+schema on the cluster; the UNS nodes hold a copy of qm1's `auth.key` (docs/scaling.md:
+a provider's password is checked on any UNS).
+
+Asserted:
+- providers added through the admin API of any node (qm1 and uns2) are listed by every
+  other node (`lcc provider list` on cu1 and uns1);
+- sets sent to uns1 and uns2 in turn, for every provider, are acked, and every URL of
+  every acked set reaches both CUs (`lcc cu query` on cu1 and on cu2);
+- seqs are unique across the store, and cu2's `last_seq` never goes back between
+  queries while it reads the standby;
+- a full set wanted through cu1's admin API is what uns2 tells the provider's next
+  session (the UNS reads the flag from the store, not from a copy);
+- a CU on its own host exports content fetched on qm1 (`--content`, read over HTTP
+  from qm1's content URL), byte for byte the site's file.
+Exit 77 with one line when namespaces, etcd, Patroni or PostgreSQL are missing.
+"""
+import argparse
+import base64
+import os
+import shutil
+import sys
+import time
+import urllib.parse
+import xml.dom.minidom
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bed as bedlib  # noqa: E402
+import lccnode  # noqa: E402
+import pgcluster  # noqa: E402
+
+ADDR = {"etcd": "10.231.0.10", "db1": "10.231.0.21", "db2": "10.231.0.22", "qm1": "10.231.0.31",
+        "uns1": "10.231.0.32", "uns2": "10.231.0.33", "cu1": "10.231.0.34", "cu2": "10.231.0.35",
+        "cp": "10.231.0.41", "web": "10.231.0.51"}
+UNS_PORT, QM_PORT, HTTP_PORT, WEB_PORT = 7700, 7701, 7780, 8080
+STORE_STALL, STORE_CAP = 15.0, 120.0
+
+
+def args_parse():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--plugins", required=True)
+    ap.add_argument("--providers", type=int, default=4)
+    ap.add_argument("--urls", type=int, default=6, help="URLs in each set")
+    ap.add_argument("--sets", type=int, default=6, help="sets per provider after its first full set")
+    a = ap.parse_args()
+    if not (2 <= a.providers <= 32 and 1 <= a.urls <= 100 and 2 <= a.sets <= 50):
+        ap.error("--providers 2..32, --urls 1..100, --sets 2..50")
+    return a
+
+
+def make_nodes(a, bed, cl):
+    rw = f"{cl.conninfo()} {lccnode.PG_TIMEOUTS}"
+    standby = next(h for h in cl.db_hosts if h is not cl.leader())
+    ro = f"host={standby.addr} port=5432 user=postgres dbname=postgres connect_timeout=3 {lccnode.PG_TIMEOUTS}"
+    store = lccnode.pg_store(rw)
+    wild = f"0.0.0.0:{HTTP_PORT}"  # the admin API answers loopback; the content URL is the host's address
+
+    def node(name, roles, listen, stores, extra=""):
+        host = bed.add_host(name, ADDR[name])
+        work = os.path.join(bed.workdir, name)
+        text = lccnode.node_config(work, f"m-{name}", roles, listen, stores, a.plugins, extra)
+        return lccnode.LccNode(a, bed, host, name, text, HTTP_PORT)
+
+    qm1 = node("qm1", ["qm", "botm", "bot"],
+               {"qm": f"{ADDR['qm1']}:{QM_PORT}", "http": wild},
+               {"queue": store, "content": store, "providers": store},
+               f"botm:\n  content_url: http://{ADDR['qm1']}:{HTTP_PORT}\n")
+    uns = [node(n, ["uns"], {"uns": f"{ADDR[n]}:{UNS_PORT}", "http": f"127.0.0.1:{HTTP_PORT}"},
+                {"providers": store}, f"uns:\n  qm: {ADDR['qm1']}:{QM_PORT}\n") for n in ("uns1", "uns2")]
+    cu_extra = f"cu:\n  content_urls: [m-qm1=http://{ADDR['qm1']}:{HTTP_PORT}]\n"
+    cu1 = node("cu1", ["cu"], {"http": f"127.0.0.1:{HTTP_PORT}"}, {"content": store, "providers": store}, cu_extra)
+    cu2 = node("cu2", ["cu"], {"http": f"127.0.0.1:{HTTP_PORT}"},
+               {"content": lccnode.pg_store(ro, read_only=True), "providers": store}, cu_extra)
+    print(f"cu2 reads the content store on {standby.name} (the standby)", flush=True)
+    return qm1, uns, cu1, cu2
+
+
+def setup(a, bed):
+    cl = pgcluster.PgCluster(bed, bed.add_host("etcd", ADDR["etcd"]),
+                             [bed.add_host("db1", ADDR["db1"]), bed.add_host("db2", ADDR["db2"])])
+    cp, web = bed.add_host("cp", ADDR["cp"]), bed.add_host("web", ADDR["web"])
+    site = os.path.join(bed.workdir, "site")
+    os.makedirs(site)
+    srv = web.spawn("site", [sys.executable, "-m", "http.server", "--bind", ADDR["web"], "--directory", site,
+                             str(WEB_PORT)])
+    cl.start()
+    cl.wait_sync_standby(30)
+    bedlib.wait_until("the site", lambda: srv.alive() and cp.http_get(f"http://{ADDR['web']}:{WEB_PORT}/")[0] == 200,
+                      timeout=15)
+    qm1, uns, cu1, cu2 = make_nodes(a, bed, cl)
+    qm1.start()  # first: it makes the schema, and the auth.key the UNS nodes take a copy of
+    for n in uns:
+        shutil.copy2(os.path.join(qm1.data_dir, "auth.key"), os.path.join(n.data_dir, "auth.key"))
+    for n in (*uns, cu1, cu2):
+        n.start()
+    uns_addrs = [f"{ADDR[n]}:{UNS_PORT}" for n in ("uns1", "uns2")]
+    senders = []
+    for i in range(a.providers):
+        base = f"http://{ADDR['web']}:{WEB_PORT}/p{i}/"
+        s = lccnode.Sender(i, qm1, cp, site, base, a.urls, uns_addrs)
+        s.id, s.password = (qm1 if i % 2 == 0 else uns[1]).add_provider(base)  # the admin API of any node
+        senders.append(s)
+    return qm1, uns, cu1, cu2, senders
+
+
+def check_listed(nodes, senders):
+    problems = []
+    for n in nodes:
+        out = n.lcc("provider", "list").stdout.decode()
+        ids = {line.split()[0] for line in out.splitlines()[1:] if line.split() and line.split()[0].isdigit()}
+        if not {s.id for s in senders} <= ids:
+            problems.append(f"{n.name} lists providers {sorted(ids)}, not every one added ({[s.id for s in senders]})")
+    return problems
+
+
+def send_all(a, senders):
+    for s in senders:
+        assert s.send(0, full=True), f"the first full set of provider {s.index}: {s.sends[-1]}"
+    deadline = time.monotonic() + 60
+    for s in senders:
+        s.start(deadline, max_sets=1 + a.sets)
+    for s in senders:
+        s.thread.join(timeout=90)
+    acked = [x for s in senders for x in s.acked()]
+    failed = [x for s in senders for x in s.sends if x not in acked]
+    print(f"sends: {len(acked)} acked, {len(failed)} not acked", flush=True)
+    for x in failed[:5]:
+        print(f"  not acked (rc {x[2]}): {x[4].strip()[:200]}")
+    return acked, failed
+
+
+def check_stored(cu1, cu2, acked):
+    """Every acked URL on both CUs; cu2's last_seq never goes back; seqs unique."""
+    problems = []
+    want = {u for x in acked for u in x[3]}
+    seen_last = [0]
+
+    def cu2_urls():
+        live, last = cu2.cu_records()
+        if last < seen_last[0]:
+            problems.append(f"cu2's last_seq went back: {seen_last[0]} then {last}")
+        seen_last[0] = max(seen_last[0], last)
+        return set(live)
+    for name, stored in (("cu1", cu1.stored_urls), ("cu2", cu2_urls)):
+        missing = lccnode.wait_stored(stored, want, stall=STORE_STALL, cap=STORE_CAP)
+        if missing:
+            problems.append(f"{name}: {len(missing)} of {len(want)} acked URLs missing (e.g. {sorted(missing)[:3]})")
+        else:
+            print(f"{name}: all {len(want)} URLs of the {len(acked)} acked sets", flush=True)
+    live, _ = cu1.cu_records()
+    seqs = list(live.values())
+    if len(set(seqs)) != len(seqs):
+        problems.append(f"cu1: {len(seqs) - len(set(seqs))} seqs shared by two records")
+    return problems
+
+
+def check_full_set_flag(cu1, senders):
+    s = senders[0]
+    cu1.lcc("provider", "want-full-set", s.id)  # through a CU node's admin API
+    k = len(s.sends)
+    s.send(k, uns=s.uns[1])
+    out = s.sends[-1][4]
+    if "FULL SET WANTED" not in out and "full set wanted" not in out:
+        return [f"uns2 did not tell provider {s.id} that a full set is wanted: {out.strip()[:300]}"]
+    print("uns2 told the provider a full set is wanted (set through cu1)", flush=True)
+    return []
+
+
+def check_content(cu1, site, acked):
+    url = sorted(u for x in acked for u in x[3])[0]
+    rel = urllib.parse.urlsplit(url).path.lstrip("/")
+    doc = xml.dom.minidom.parseString(cu1.lcc("cu", "query", "--cu", "127.0.0.1:7704", "--format", "xml",
+                                              "--content", "--prefix", url).stdout)
+    for u in doc.getElementsByTagName("url"):
+        if u.getAttribute("c") != url:
+            continue
+        c = u.getElementsByTagName("content")
+        if not c or c[0].getAttribute("missing"):
+            return [f"cu1 exported no content for {url}: {c[0].toxml() if c else 'no <content>'}"]
+        got = base64.b64decode("".join(n.data for n in c[0].childNodes if n.nodeType == n.TEXT_NODE))
+        with open(os.path.join(site, rel), "rb") as f:
+            if got != f.read():
+                return [f"cu1's content of {url} differs from the site's file"]
+        print(f"cu1 exported {url}'s content, read from qm1 over HTTP, equal to the site's file", flush=True)
+        return []
+    return [f"cu1's export has no record of {url}"]
+
+
+def main():
+    a = args_parse()
+    bedlib.require_namespaces()
+    why = pgcluster.missing()
+    if why:
+        print("skipped:", why)
+        sys.exit(bedlib.SKIP)
+    start = time.monotonic()
+    bed = bedlib.Bed()
+    problems = ["not run"]
+    try:
+        qm1, uns, cu1, cu2, senders = setup(a, bed)
+        problems = check_listed([cu1, uns[0]], senders)
+        acked, failed = send_all(a, senders)
+        if failed:
+            problems.append(f"{len(failed)} sends not acked")
+        problems += check_stored(cu1, cu2, acked)
+        problems += check_full_set_flag(cu1, senders)
+        problems += check_content(cu1, os.path.join(bed.workdir, "site"), acked)
+        for n in (qm1, *uns, cu1, cu2):
+            n.status()  # each still running
+        if problems:
+            for n in (qm1, *uns):
+                print(f"--- {n.name}\n{n.log_tail(20)}", file=sys.stderr)
+    except BaseException:
+        bed.dump_logs()
+        raise
+    finally:
+        bed.close()
+        if not os.environ.get("LCC_MULTIHOST_KEEP"):
+            shutil.rmtree(bed.workdir, ignore_errors=True)
+    took = time.monotonic() - start
+    if problems:
+        for p in problems:
+            print("FAILED:", p)
+        print(f"multihost roles: 0 passed, 1 failed ({took:.1f} s)")
+        sys.exit(1)
+    print(f"multihost roles: 1 passed, 0 failed ({took:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()
