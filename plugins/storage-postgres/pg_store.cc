@@ -89,18 +89,19 @@ Result<std::unique_ptr<PgConn>> openStore(const StoreOptions& opts, StoreKind ki
   info->engine = "postgres";
   info->persistent = true;
   info->may_have_lost_synced = false;
-  if (opts.read_only) {
-    // A reader (maybe on a standby, where nothing can be written): check only.
-    LCC_RETURN_IF_ERROR(checkIdentity(*c, kind, false, info));
-    return c;
-  }
-  if (opts.probe) {
+  if (opts.read_only || opts.probe) {
+    // A reader (maybe on a standby, where nothing can be written) checks only. So does
     // lccd --check: the server answers and what it holds is ours, or nothing yet (the
-    // first start makes it). Read-only: a running lccd may share this store.
-    LCC_ASSIGN_OR_RETURN(PgResult t, c->run("SELECT to_regclass('lcc_store') IS NOT NULL", PgParams()));
-    if (t.bytes(0, 0) != "t") return c;
+    // first writer's start makes it); a running lccd may share this store.
+    // As text: results come in binary, where a bool is one byte 0x01, not "t".
+    LCC_ASSIGN_OR_RETURN(PgResult t, c->run("SELECT (to_regclass('lcc_store') IS NOT NULL)::text", PgParams()));
+    if (t.bytes(0, 0) != "true") {
+      if (opts.probe) return c;
+      return Status::notFound(c->what() + ": holds no LCC store yet; a read_only store reads what a writer made "
+                              "(start the lccd that writes this schema first)");
+    }
     Status s = checkIdentity(*c, kind, false, info);
-    if (!s.isOk() && s.code() != StatusCode::kNotFound) return s;
+    if (!s.isOk() && !(opts.probe && s.code() == StatusCode::kNotFound)) return s;
     return c;
   }
   LCC_RETURN_IF_ERROR(c->begin(true));

@@ -224,6 +224,22 @@ TEST_F(SharedStoreTest, AReaderNeverReportsAMaxSeqBelowOneItSaw) {
   EXPECT_NE(queue.status().message().find("options.read_only"), std::string::npos) << queue.status().toString();
 }
 
+// A CU host started before any writer made the schema: a clear refusal that says what
+// to do, not the server's "relation does not exist".
+TEST_F(SharedStoreTest, AReaderOfASchemaNoWriterMadeSaysToStartTheWriterFirst) {
+  auto reader = registry_->makeContentStore(kPlugin, options({{"read_only", true}}));
+  ASSERT_FALSE(reader.isOk());
+  EXPECT_NE(reader.status().message().find("holds no LCC store yet"), std::string::npos)
+      << reader.status().toString();
+  EXPECT_NE(reader.status().message().find("start the lccd that writes this schema first"), std::string::npos);
+  auto writer = content();  // the writer's start makes it; then the reader opens
+  ASSERT_TRUE(writer);
+  auto again = registry_->makeContentStore(kPlugin, options({{"read_only", true}}));
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_TRUE(again.value()->close().isOk());
+  EXPECT_TRUE(writer->close().isOk());
+}
+
 // A CU host reading a real streaming standby: a read_only store opens there (a writer
 // cannot: libpq asks for a read-write session), sees the primary's records once
 // replayed, and its maxSeq only grows.

@@ -135,6 +135,27 @@ TEST_F(StoragePostgresTest, LccdCheckOpensAsAProbeThatChangesNothing) {
   }
 }
 
+// The probe reads what the schema holds: a store another program made is refused by
+// lccd --check, as by lccd's start (the probe once read a binary bool as text and
+// never looked).
+TEST_F(StoragePostgresTest, LccdCheckRefusesAStoreItDidNotMake) {
+  const std::string psql = "/usr/bin/psql";
+  if (access(psql.c_str(), X_OK) != 0) GTEST_SKIP() << "psql not installed (apt install postgresql-client)";
+  auto reg = registry();
+  {
+    auto q = reg->makeQueueStore(kPlugin, options(*reg));
+    ASSERT_TRUE(q.isOk()) << q.status().toString();
+    EXPECT_TRUE(q.value()->close().isOk());
+  }
+  const std::string relabel = psql + " -qtA '" + conninfo_ + "' -c \"UPDATE " + schema_ +
+                              ".lcc_store SET value = 'storage-other' WHERE name = 'plugin'\" >/dev/null";
+  ASSERT_EQ(std::system(relabel.c_str()), 0);
+  PluginRegistry probe(LCC_PLUGIN_DIR, HostContext{&clock_, posixEnv(), pluginLogger(kPlugin), dir_.path(), "m1", true});
+  auto pq = probe.makeQueueStore(kPlugin, options(probe));
+  ASSERT_FALSE(pq.isOk()) << "the probe took a store storage-other made";
+  EXPECT_NE(pq.status().message().find("was made by 'storage-other'"), std::string::npos) << pq.status().toString();
+}
+
 // A schema made before ContentRecord::etag gains the column when a store opens: its rows
 // read with no ETag and take one afterwards.
 TEST_F(StoragePostgresTest, AnOlderSchemaGainsTheEtagColumn) {
