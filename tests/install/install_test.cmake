@@ -30,7 +30,12 @@ file(GLOB examples ${prefix}/share/doc/lcc/examples/*.yaml)
 foreach(e IN LISTS examples)
   file(READ ${e} cfg)
   expect_in("${e}" "${cfg}" "plugin_dir: ${prefix}/lib/lcc/plugins")
-  run_or_fail("installed lccd --check ${e}" ${prefix}/bin/lccd -c ${e} --check --config-only)
+  # The PostgreSQL examples name a deployment's database hosts: their check connects
+  # there, so they are checked against the suite's own server instead
+  # (config_check_examples_pg-*, tests/install/CMakeLists.txt).
+  if(NOT cfg MATCHES "storage-postgres")
+    run_or_fail("installed lccd --check ${e}" ${prefix}/bin/lccd -c ${e} --check --config-only)
+  endif()
 endforeach()
 expect_versions(${prefix}/bin)
 file(REMOVE_RECURSE ${prefix})
