@@ -26,6 +26,7 @@
 
 #include "bench_util.h"
 #include "capi/cu_client.h"
+#include "common/config/config.h"
 #include "common/logging.h"
 #include "common/plugin/plugin_registry.h"
 #include "common/posix_env.h"
@@ -150,7 +151,7 @@ int tarBench(int argc, char** argv) {
                                                                       {"compression_threads", threads}}).value()).value();
   auto warc = reg.makeExporter("cu-warc", reg.defaultOptions("cu-warc", {{"compression_level", lv}}).value()).value();
   if (!storeCorpus(*store, corpus, c, clock).isOk()) return 1;
-  cu::EngineOptions eo;
+  cu::EngineOptions eo = cu::EngineOptions::fromConfig(Config::defaults(), "", "");
   eo.machine_id = "m1";
   eo.content_dir = corpus;
   eo.temp_dir = tmp;
@@ -235,14 +236,14 @@ int xmlBench(int argc, char** argv) {
   const double load_s = load.seconds();
   const std::uint64_t rss_loaded = bench::rssBytes();
 
-  cu::EngineOptions eo;
+  cu::EngineOptions eo = cu::EngineOptions::fromConfig(Config::defaults(), "", "");
   eo.machine_id = "m1";
   eo.content_dir = tmp;
   eo.temp_dir = tmp;
   cu::QueryEngine engine(*store, {xml.get(), tar.get()}, *posixEnv(), eo);
   boost::asio::io_context io;
   auto guard = boost::asio::make_work_guard(io);
-  cu::CuServerOptions so;
+  cu::CuServerOptions so = cu::CuServerOptions::fromConfig(Config::defaults());
   so.listen = "127.0.0.1:0";
   cu::CuServer server(io, engine, clock, so);
   if (!server.start().isOk()) return 1;

@@ -33,7 +33,6 @@
 #include "cu/cu_service.h"
 #include "http/admin_api.h"
 #include "http/http_server.h"
-#include "http/server_config.h"
 #include "net/descriptor_budget.h"
 #include "net/io_loop.h"
 #include "net/local_listeners.h"
@@ -481,7 +480,7 @@ int serveNode(const Config& cfg, const NodePlan& plan, NodeContext& node, Metric
   monitor.trimHeapAbove(static_cast<std::uint64_t>(cfg.getInt("node.heap_trim_threshold")), metrics);
   http::registerNodeRoutes(node, &samples);  // GET / and the /admin/ API (core/http/admin_api.h)
 
-  http::ServerOptions hopts = http::serverOptionsFromConfig(cfg, &metrics);  // listen.http, http.*
+  http::ServerOptions hopts = http::ServerOptions::fromConfig(cfg, &metrics);  // listen.http, http.*
   http::Server http_server(io, router, hopts);
   http::ServerOptions sopts = hopts;  // listen.https: the same pages over TLS
   sopts.listen = cfg.getString("listen.https");

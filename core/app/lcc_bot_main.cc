@@ -69,7 +69,6 @@ int main(int argc, char** argv) {
   std::string connect, listen, config_file, name, content_dir, plugin_dir, fetcher_name = "fetch-curl";
   std::uint32_t slots = 8;
   bool allow_private = false, sync_files = false;
-  std::uint64_t max_response_head = 16 * 1024;
   CLI::App app{"lcc-bot — an LCC robot: fetches what its BOT-M asks (docs/protocol.md §4)"};
   app.set_version_flag("--version", [] { return lcc::versionText("lcc-bot"); },
                        "print the version, git commit, plugin ABI and libraries, exit 0");
@@ -108,8 +107,6 @@ int main(int argc, char** argv) {
     log_level = cfg->getString("log.level");
     log_file = cfg->getString("log.file");
     if (plugin_dir.empty()) plugin_dir = cfg->getString("storage.plugin_dir");
-    sync_files = sync_files || cfg->getBool("bot.sync_files");
-    max_response_head = static_cast<std::uint64_t>(cfg->getInt("bot.max_response_head"));
   }
   if (lcc::Status s = lcc::initLogging(log_level, log_file); !s.isOk()) {
     std::cerr << "lcc-bot: " << s.message() << "\n";
@@ -140,7 +137,9 @@ int main(int argc, char** argv) {
   }
   lcc::PluginPtr<lcc::Fetcher> fetcher = std::move(made).value();
 
-  lcc::bot::RobotOptions ro;
+  // bot.sync_files and bot.max_response_head from -c (else the schema's); --slots and
+  // --sync are the command line's.
+  lcc::bot::RobotOptions ro = lcc::bot::RobotOptions::fromConfig(cfg ? *cfg : lcc::Config::defaults());
   auto made_tls = robotTls(connect, cfg);
   if (!made_tls.isOk()) {
     std::cerr << "lcc-bot: " << made_tls.status().message() << "\n";
@@ -150,8 +149,7 @@ int main(int argc, char** argv) {
   ro.tls = lcc::linkConnecting(tls, &clock);
   ro.slots = slots;
   ro.name = name;
-  ro.sync_files = sync_files;
-  ro.max_response_head = max_response_head;
+  ro.sync_files = ro.sync_files || sync_files;
   if (!content_dir.empty()) ro.content_root = lcc::Config::absolutePath(content_dir);
 
   int rc = 0;

@@ -110,11 +110,8 @@ Result<ServicePtr> makeBotService(NodeContext& node) {
   if (node.fetcher == nullptr) return Status::invalidArgument("the bot role needs a fetcher (config key fetcher)");
   const Config& cfg = *node.config;
   std::string target = cfg.getString("bot.connect");
-  RobotOptions o;
-  o.slots = static_cast<std::uint32_t>(cfg.getInt("bot.slots"));
-  o.sync_files = cfg.getBool("bot.sync_files");
+  RobotOptions o = RobotOptions::fromConfig(cfg);
   o.tls = linkConnecting(node.tls, node.clock);
-  o.max_response_head = static_cast<std::uint64_t>(cfg.getInt("bot.max_response_head"));
   if (target.empty()) {
     // Our own BOT-M: its files all lie in its content folder.
     target = cfg.getString("listen.robots");

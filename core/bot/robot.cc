@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/config/config.h"
 #include "common/response_head.h"
 
 namespace lcc::bot {
@@ -29,6 +30,14 @@ Status fsyncPath(const std::string& path) {
   return rc == 0 ? Status::ok() : Status::ioError(path + ": fdatasync failed");
 }
 }  // namespace
+
+RobotOptions RobotOptions::fromConfig(const Config& cfg) {
+  RobotOptions o;
+  o.slots = static_cast<std::uint32_t>(cfg.getInt("bot.slots"));
+  o.sync_files = cfg.getBool("bot.sync_files");
+  o.max_response_head = static_cast<std::uint64_t>(cfg.getInt("bot.max_response_head"));
+  return o;
+}
 
 std::string defaultRobotName() {
   char host[256] = "robot";

@@ -29,18 +29,27 @@
 #include "net/tls.h"
 #include "proto/robot.h"
 
+namespace lcc {
+class Config;
+}
+
 namespace lcc::bot {
 
+// Members with a config key carry no default: fromConfig() (robot.cc) reads the
+// schema's. Tests start from RobotOptions::fromConfig(Config::defaults()).
 struct RobotOptions {
-  std::uint32_t slots = 32;     // announced parallel fetches
+  std::uint32_t slots = 0;      // bot.slots: announced parallel fetches (lcc-bot: --slots)
+  bool sync_files = false;      // bot.sync_files: fsync the file and its folder before answering ok
+  // Keep each fetch's response head with its file (common/response_head.h) up to this
+  // many bytes; 0: keep none.
+  std::uint64_t max_response_head = 0;  // bot.max_response_head
+  // No config key:
   std::string name;             // announced name (default: host-pid)
   std::string content_root;     // when set, every file must lie below it
-  bool sync_files = false;      // fsync the file and its folder before answering ok
-  // Keep each fetch's response head with its file (common/response_head.h) up to this
-  // many bytes (bot.max_response_head); 0: keep none.
-  std::uint64_t max_response_head = 16 * 1024;
   std::size_t max_value_length = 8192;
   net::TlsLink tls;             // RobotClient: for a tls://host:port target
+
+  static RobotOptions fromConfig(const Config& config);
 };
 
 struct RobotCounters {

@@ -43,20 +43,23 @@ std::string encodeUp(const Upstream& u) {
       u);
 }
 
+// Read from the config by makeBotmService() only; keyed members carry no default of
+// their own (the schema's).
 struct Settings {
-  std::string machine;
-  std::string source;        // where the url source listens
-  std::string listen;        // robots (leaf) or child BOT-Ms (parent)
+  std::string machine;       // node.machine_id
+  std::string source;        // botm.source (empty: listen.botm): where the url source listens
+  std::string listen;        // listen.robots (leaf) or listen.botm (parent: child BOT-Ms)
   net::TlsLink listen_tls, source_tls;  // for tls:// addresses (common/tls_config.h)
-  std::string content_dir;
-  std::string state_dir;
-  bool parent = false;
-  int child_overload_pct = 150;
-  std::size_t max_queued = 100000;
-  Millis reconnect_min{200}, reconnect_max{30000};
-  std::uint32_t fanout = 256;
-  std::size_t max_value_length = 8192;
-  std::string content_url;   // advertised upstream (leaf only); empty: not advertised
+  std::string content_dir;   // botm.content_dir (empty: <data_dir>/content)
+  std::string state_dir;     // <data_dir>/botm
+  bool parent = false;       // botm.parent
+  int child_overload_pct = 0;      // botm.child_overload_pct
+  std::size_t max_queued = 0;      // botm.max_queued
+  Millis reconnect_min{};          // botm.reconnect_min
+  Millis reconnect_max{};          // botm.reconnect_max (at least reconnect_min)
+  std::uint32_t fanout = 0;        // botm.fanout
+  std::size_t max_value_length = 8192;  // no config key: the links' longest attribute value
+  std::string content_url;   // botm.content_url: advertised upstream (leaf only); empty: not advertised
 };
 
 class BotmService final : public Service {

@@ -147,7 +147,7 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
     conn_->start(std::move(h));
     asio::post(conn_->strand(), [self, refusal = std::move(refusal)] {
       if (refusal) return self->reject(refusal->first, refusal->second);
-      self->conn_->armDeadline(net::Deadline::kSession, Millis(self->server_->options.idle_timeout_ms));
+      self->conn_->armDeadline(net::Deadline::kSession, self->server_->options.idle_timeout);
       self->conn_->setReading(true);
     });
   }
@@ -178,7 +178,7 @@ class CuConnection : public std::enable_shared_from_this<CuConnection> {
 
   void onClosed(net::CloseReason reason) {
     if (reason == net::CloseReason::kWriteTimeout) {
-      spdlog::warn("cu: {}: took no answer bytes for {} ms; dropping it", peer(), server_->options.write_timeout_ms);
+      spdlog::warn("cu: {}: took no answer bytes for {} ms; dropping it", peer(), server_->options.write_timeout.count());
     }
     closed_ = true;
     if (auto p = pipe()) p->close();
@@ -330,8 +330,8 @@ Status CuServer::start() {
   ao.max_connections = impl_->options.max_connections;
   ao.max_per_address = impl_->options.max_connections_per_ip;
   ao.connection.clock = &impl_->clock;
-  ao.connection.write = Millis(impl_->options.write_timeout_ms);
-  ao.connection.linger = Millis(impl_->options.idle_timeout_ms);
+  ao.connection.write = impl_->options.write_timeout;
+  ao.connection.linger = impl_->options.idle_timeout;
   ao.connection.read_buffer = 16 * 1024;
   if (!impl_->options.listen.empty()) {
     impl_->acceptor = net::makeAcceptor(impl_->io, ao, impl_);

@@ -21,25 +21,33 @@
 #include "lcc/clock.h"
 #include "net/tls.h"
 
+namespace lcc {
+class Config;
+}
+
 namespace lcc::cu {
 
+// Members with a config key carry no default: fromConfig() (cu_options.cc) reads the
+// schema's. Tests start from CuServerOptions::fromConfig(Config::defaults()).
 struct CuServerOptions {
-  std::string listen = "127.0.0.1:7704";  // empty: no plain port
-  // The TLS port (listen.cu_tls; empty: none), its context and handshake deadline.
-  std::string listen_tls;
-  std::shared_ptr<net::TlsContextSlot> tls;
-  Millis handshake_timeout{10000};
-  std::size_t max_connections = 64;
-  std::size_t max_connections_per_ip = 8;  // each port (listen.cu, listen.cu_tls) on its own
+  std::string listen;                      // listen.cu (empty: no plain port)
+  std::string listen_tls;                  // listen.cu_tls (empty: none)
+  Millis handshake_timeout{};              // tls.handshake_timeout
+  std::size_t max_connections = 0;         // cu.max_connections
+  std::size_t max_connections_per_ip = 0;  // cu.max_connections_per_ip: each port (listen.cu, listen.cu_tls) on its own
   // Exports running or waiting for a worker at once from one address; at most
   // export_threads - 1 is used (when there are two or more), so one address never
   // takes every worker.
-  std::size_t max_exports_per_ip = 2;
-  std::int64_t idle_timeout_ms = 30000;
-  std::size_t max_query_bytes = 64 * 1024;
-  std::int64_t write_timeout_ms = 300000;
-  std::size_t pipe_buffer = 256 * 1024;
-  std::size_t export_threads = 8;
+  std::size_t max_exports_per_ip = 0;      // cu.max_exports_per_ip
+  Millis idle_timeout{};                   // cu.idle_timeout
+  std::size_t max_query_bytes = 0;         // cu.max_query_bytes
+  Millis write_timeout{};                  // cu.write_timeout
+  std::size_t pipe_buffer = 0;             // cu.pipe_buffer
+  std::size_t export_threads = 0;          // cu.export_threads
+  // No config key: the TLS port's context (NodeTls::server()).
+  std::shared_ptr<net::TlsContextSlot> tls;
+
+  static CuServerOptions fromConfig(const Config& config);
 };
 
 class CuServer {

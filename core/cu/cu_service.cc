@@ -7,7 +7,6 @@
 #include "cu/cu_server.h"
 #include "cu/query_engine.h"
 #include "http/http_server.h"
-#include "net/host_port.h"
 #include "resourcesync/resourcesync.h"
 
 namespace lcc::cu {
@@ -105,47 +104,17 @@ Result<ServicePtr> makeCuService(NodeContext& node) {
   if (node.content == nullptr) return Status::invalidArgument("the cu role needs the content store");
   if (node.exporters.empty()) return Status::invalidArgument("the cu role needs at least one exporter (exporters:)");
   const Config& cfg = *node.config;
-  EngineOptions e;
-  e.machine_id = node.machine_id;
-  const std::string content_dir = cfg.getString("botm.content_dir");
-  e.content_dir = content_dir.empty() ? node.data_dir + "/content" : Config::absolutePath(content_dir);
-  const std::string temp_dir = cfg.getString("cu.temp_dir");
-  e.temp_dir = temp_dir.empty() ? node.data_dir + "/tmp" : Config::absolutePath(temp_dir);
-  e.default_limit = static_cast<std::uint64_t>(cfg.getInt("cu.default_limit"));
-  e.url_order_formats = cfg.getList("cu.url_order_formats");
-  e.url_order_scan_factor = static_cast<std::uint64_t>(cfg.getInt("cu.url_order_scan_factor"));
+  EngineOptions e = EngineOptions::fromConfig(cfg, node.data_dir, node.machine_id);
   e.locator = node.content_locator;
-  e.remote.connect_timeout = Millis(cfg.getInt("cu.remote_connect_timeout"));
-  e.remote.read_timeout = Millis(cfg.getInt("cu.remote_read_timeout"));
-  e.remote.pipeline_depth = static_cast<std::size_t>(cfg.getInt("cu.remote_pipeline"));
-
-  CuServerOptions s;
-  s.listen = cfg.getString("listen.cu");
-  s.listen_tls = cfg.getString("listen.cu_tls");
+  CuServerOptions s = CuServerOptions::fromConfig(cfg);
   if (node.tls) {
     s.tls = node.tls->server();
     s.handshake_timeout = node.tls->handshakeTimeout();
     e.remote.tls = node.tls->contentClient();  // https:// content URLs
   }
-  s.max_connections = static_cast<std::size_t>(cfg.getInt("cu.max_connections"));
-  s.max_connections_per_ip = static_cast<std::size_t>(cfg.getInt("cu.max_connections_per_ip"));
-  s.max_exports_per_ip = static_cast<std::size_t>(cfg.getInt("cu.max_exports_per_ip"));
-  s.idle_timeout_ms = cfg.getInt("cu.idle_timeout");
-  s.max_query_bytes = static_cast<std::size_t>(cfg.getInt("cu.max_query_bytes"));
-  s.write_timeout_ms = cfg.getInt("cu.write_timeout");
-  s.pipe_buffer = static_cast<std::size_t>(cfg.getInt("cu.pipe_buffer"));
-  s.export_threads = static_cast<std::size_t>(cfg.getInt("cu.export_threads"));
   std::optional<resourcesync::Options> rs_options;
   if (node.http != nullptr) {
-    resourcesync::Options rs;
-    rs.base_url = cfg.getString("resourcesync.base_url");
-    if (rs.base_url.empty()) {
-      auto http = net::HostPort::parse(cfg.getString("listen.http"));
-      if (http.isOk()) rs.base_url = "http://" + http.value().reachable().toString();
-    }
-    while (!rs.base_url.empty() && rs.base_url.back() == '/') rs.base_url.pop_back();
-    rs.page_size = static_cast<std::uint64_t>(cfg.getInt("resourcesync.page_size"));
-    rs_options = std::move(rs);
+    rs_options = resourcesync::Options::fromConfig(cfg);
   }
   return ServicePtr(new CuService(node, std::move(e), std::move(s), std::move(rs_options)));
 }

@@ -317,7 +317,7 @@ PreparedExport::PreparedExport(QueryEngine& engine, Exporter& exporter, proto::C
 PreparedExport::~PreparedExport() = default;
 
 Status PreparedExport::offer(ExportStream& out, const ContentRecord& r) {
-  const std::size_t depth = engine_.options().remote.pipeline_depth;
+  const std::size_t depth = engine_.options().remote.remote_pipeline;
   if (!header_.with_content || depth <= 1) return emit(out, r);  // nothing to ask ahead for
   // Records of this machine go straight out until one of another machine comes (then
   // everything after it keeps its place in the window).

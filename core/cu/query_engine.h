@@ -32,17 +32,22 @@
 
 namespace lcc::cu {
 
+// Members with a config key carry no default: fromConfig() (cu_options.cc) reads the
+// schema's. Tests start from EngineOptions::fromConfig(Config::defaults(), dir, id).
 struct EngineOptions {
   std::string machine_id;                  // node.machine_id: this machine's files are read directly
   std::string content_dir;                 // botm.content_dir or <data_dir>/content
-  std::string temp_dir;                    // handed to exporters (ExportHeader.temp_dir)
+  std::string temp_dir;                    // cu.temp_dir or <data_dir>/tmp: handed to exporters (ExportHeader.temp_dir)
   std::uint64_t default_limit = 0;         // cu.default_limit (0: no limit)
-  std::vector<std::string> url_order_formats{"tar.gz"};  // cu.url_order_formats
-  std::uint64_t url_order_scan_factor = 4;                // cu.url_order_scan_factor
-  // Where other machines' content is read (null: nowhere; such records are
-  // missing="other-machine"). Static cu.content_urls win over discovered entries.
-  const ContentLocator* locator = nullptr;
+  std::vector<std::string> url_order_formats;  // cu.url_order_formats
+  std::uint64_t url_order_scan_factor = 0;     // cu.url_order_scan_factor
   RemoteOptions remote;                    // cu.remote_connect_timeout, cu.remote_read_timeout, cu.remote_pipeline
+  // No config key: where other machines' content is read (null: nowhere; such records
+  // are missing="other-machine"). Static cu.content_urls win over discovered entries.
+  const ContentLocator* locator = nullptr;
+
+  // `data_dir` (absolute) holds content/ and tmp/ when their keys are empty.
+  static EngineOptions fromConfig(const Config& config, const std::string& data_dir, const std::string& machine_id);
 };
 
 // Why a record's content is not given (the exporters spell it in `missing=`).

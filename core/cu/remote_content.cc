@@ -176,7 +176,7 @@ struct RemoteContentReader::Impl {
         for (const auto& r : res) eps.push_back(r.endpoint());
         timer.cancel();
       });
-      timer.expires_after(options.connect_timeout);
+      timer.expires_after(options.remote_connect_timeout);
       timer.async_wait([&](const beast::error_code& e) {
         if (!e) resolver.cancel();
       });
@@ -185,7 +185,7 @@ struct RemoteContentReader::Impl {
       if (eps.empty()) return Status::ioError("resolving " + t.host + ": no address");
     }
     beast::error_code cec = asio::error::would_block;
-    c->tcp().expires_after(options.connect_timeout);
+    c->tcp().expires_after(options.remote_connect_timeout);
     c->tcp().async_connect(eps, [&](const beast::error_code& e, const tcp::endpoint&) { cec = e; });
     runAll();
     if (cec) return Status::ioError("connecting to " + t.authority + ": " + describe(cec));
@@ -202,7 +202,7 @@ struct RemoteContentReader::Impl {
       return Status::ioError("TLS with " + t.authority + ": " + t.host + " is not a name a certificate can carry");
     }
     beast::error_code ec = asio::error::would_block;
-    c.tcp().expires_after(options.connect_timeout);
+    c.tcp().expires_after(options.remote_connect_timeout);
     c.tls->async_handshake(asio::ssl::stream_base::client, [&](const beast::error_code& e) { ec = e; });
     runAll();
     if (!ec) return Status::ok();
@@ -217,7 +217,7 @@ struct RemoteContentReader::Impl {
     req.set(bhttp::field::user_agent, "lccd-cu");
     req.keep_alive(true);
     beast::error_code ec = asio::error::would_block;
-    c.tcp().expires_after(options.read_timeout);
+    c.tcp().expires_after(options.remote_read_timeout);
     c.io([&](auto& s) { bhttp::async_write(s, req, [&](const beast::error_code& e, std::size_t) { ec = e; }); });
     runAll();
     return ec;
@@ -226,7 +226,7 @@ struct RemoteContentReader::Impl {
   // Reads the header of the next answer on `c`.
   beast::error_code readHeader(Conn& c, Parser& parser) {
     beast::error_code ec = asio::error::would_block;
-    c.tcp().expires_after(options.read_timeout);
+    c.tcp().expires_after(options.remote_read_timeout);
     quickAck(c.tcp().socket());
     c.io([&](auto& s) {
       bhttp::async_read_header(s, c.buffer, parser, [&](const beast::error_code& e, std::size_t) { ec = e; });
@@ -355,7 +355,7 @@ class RemoteSource final : public ContentSource {
   // Reads body bytes into the parser's buffer, within cu.remote_read_timeout.
   beast::error_code readBody() {
     beast::error_code ec = asio::error::would_block;
-    conn_->tcp().expires_after(impl_->options.read_timeout);
+    conn_->tcp().expires_after(impl_->options.remote_read_timeout);
     quickAck(conn_->tcp().socket());
     conn_->io([&](auto& s) {
       bhttp::async_read(s, conn_->buffer, *parser_, [&](const beast::error_code& e, std::size_t) { ec = e; });
@@ -393,7 +393,7 @@ RemoteContentReader::~RemoteContentReader() {
 
 void RemoteContentReader::prefetch(const std::string& base_url, const std::string& file) {
   Impl& im = *impl_;
-  if (im.options.pipeline_depth <= 1 || im.down.count(base_url)) return;
+  if (im.options.remote_pipeline <= 1 || im.down.count(base_url)) return;
   Target t;
   if (!parseBase(base_url, &t)) return;
   std::shared_ptr<Conn> conn = im.kept(base_url);
@@ -402,7 +402,7 @@ void RemoteContentReader::prefetch(const std::string& base_url, const std::strin
     if (!made.isOk()) return;  // open() reports it
     conn = std::move(made).value();
   }
-  if (conn->ahead.size() >= im.options.pipeline_depth) return;
+  if (conn->ahead.size() >= im.options.remote_pipeline) return;
   for (const auto& f : conn->ahead) {
     if (f == file) return;
   }

@@ -31,21 +31,30 @@
 #include "lcc/status.h"
 #include "lcc/types.h"
 
+namespace lcc {
+class Config;
+}
+
 namespace lcc::net {
 class TlsContextSlot;
 }
 
 namespace lcc::cu {
 
+// Members with a config key carry no default: fromConfig() (cu_options.cc) reads the
+// schema's. Tests start from RemoteOptions::fromConfig(Config::defaults()).
 struct RemoteOptions {
-  Millis connect_timeout{5000};  // cu.remote_connect_timeout (resolve + connect)
-  Millis read_timeout{30000};    // cu.remote_read_timeout (each write, header read and body read)
+  Millis remote_connect_timeout{};  // cu.remote_connect_timeout (resolve + connect)
+  Millis remote_read_timeout{};     // cu.remote_read_timeout (each write, header read and body read)
+  std::size_t remote_pipeline = 0;  // cu.remote_pipeline: requests sent ahead per connection (1: none)
+  // No config key:
   std::size_t max_header = 64 * 1024;  // room for X-LCC-Response-Head (24 KiB side file, base64)
-  std::size_t pipeline_depth = 8;  // cu.remote_pipeline: requests sent ahead per connection (1: none)
   // The client context of https:// URLs (NodeTls::contentClient(): tls.peer_ca_file or
   // the system's CAs, and tls.cert_file shown); taken anew for each connection, so a
   // SIGHUP reload applies to the next one. Null: https:// URLs are unreadable.
   std::shared_ptr<net::TlsContextSlot> tls;
+
+  static RemoteOptions fromConfig(const Config& config);
 };
 
 class RemoteContentReader {

@@ -37,7 +37,7 @@ struct Admin {
 
   std::optional<Response> guard(const Request& req) const {
     std::string token = ctx.env ? readAdminToken(*ctx.env, ctx.options.token_file) : std::string();
-    if (auto refused = checkAdminAccess(req, token, ctx.options.allow_remote)) {
+    if (auto refused = checkAdminAccess(req, token, ctx.options.admin_remote)) {
       spdlog::warn("admin: refused {} {} from {}: HTTP {}", req.method, req.path, req.remote_ip, refused->status);
       return refused;
     }
@@ -59,10 +59,7 @@ struct Admin {
       }
     }
     rec.state = ProviderState::kActive;
-    rec.priority = ctx.options.default_priority;
-    rec.bandwidth = ctx.options.default_bandwidth;
-    rec.quota_files = ctx.options.default_quota_files;
-    rec.quota_bytes = ctx.options.default_quota_bytes;
+    ctx.options.provider_defaults.applyTo(rec);
     if (std::string v = req.param("priority"); !v.empty()) {
       auto n = parseSigned(v, -1000, 1000);
       if (!n) return jsonError(400, "priority must be an integer from -1000 to 1000 (got " + v + ")");
@@ -314,22 +311,15 @@ void registerNodeRoutes(NodeContext& node, const SampleRing* samples) {
   ctx.env = node.env;
   ctx.clock = node.clock;
   ctx.router = node.http;
+  ctx.options = AdminOptions::fromConfig(cfg);
   ctx.options.token_file = node.data_dir + "/admin.token";
-  ctx.options.allow_remote = cfg.getBool("http.admin_remote");
-  ctx.options.default_priority = static_cast<std::int32_t>(cfg.getInt("rs.default_priority"));
-  ctx.options.default_bandwidth = static_cast<std::uint64_t>(cfg.getInt("rs.default_bandwidth"));
-  ctx.options.default_quota_files = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_files"));
-  ctx.options.default_quota_bytes = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_bytes"));
   ctx.options.passwords = node.passwords;
-  ctx.options.sitemap_min_interval = Millis(cfg.getInt("sitemap.min_interval"));
   ctx.sitemap_poll_state = [&node](ProviderId pid) {
     return node.sitemap_poll_state ? node.sitemap_poll_state(pid) : nlohmann::json();
   };
   ctx.sitemap_poll_now = [&node](ProviderId pid) {
     if (node.sitemap_poll_now) node.sitemap_poll_now(pid);
   };
-  const auto roles = cfg.getList("roles");
-  ctx.options.qm_reads_providers = std::find(roles.begin(), roles.end(), "qm") != roles.end();
   registerAdminRoutes(*node.http, std::move(ctx));
   StatusPageSources page;  // GET / (status_page.h)
   page.machine_id = node.machine_id;
@@ -338,7 +328,7 @@ void registerNodeRoutes(NodeContext& node, const SampleRing* samples) {
   page.providers = node.providers;
   page.queued_urls = node.queued_urls;
   page.ring = samples;
-  page.listed_per_kind = static_cast<std::size_t>(cfg.getInt("http.status_providers"));
+  page.status_providers = static_cast<std::size_t>(cfg.getInt("http.status_providers"));
   // The QM and the uns role set these before (the roles are made first); read at each request.
   page.provider_fetches = [&node](ProviderId pid) {
     return node.provider_fetches ? node.provider_fetches(pid) : ProviderFetchRate{};

@@ -30,6 +30,7 @@
 #include <string_view>
 
 #include "common/password.h"
+#include "common/provider_defaults.h"
 #include "common/sample_ring.h"
 #include "common/service.h"
 #include "http/http_server.h"
@@ -38,18 +39,20 @@
 
 namespace lcc::http {
 
+// Members with a config key carry no default: fromConfig() (server_config.cc) reads
+// the schema's. Tests start from AdminOptions::fromConfig(Config::defaults()).
 struct AdminOptions {
-  std::string token_file;     // <data_dir>/admin.token
-  bool allow_remote = false;  // http.admin_remote
-  std::int32_t default_priority = 0;       // rs.default_priority
-  std::uint64_t default_bandwidth = 0;     // rs.default_bandwidth
-  std::uint64_t default_quota_files = 0;   // rs.default_quota_files
-  std::uint64_t default_quota_bytes = 0;   // rs.default_quota_bytes
+  bool admin_remote = false;               // http.admin_remote
+  ProviderDefaults provider_defaults;      // rs.default_*: a provider made by POST /admin/providers
+  Millis sitemap_min_interval{};           // sitemap.min_interval: the shortest poll interval `set` takes
+  // A QM reads this PIDB (roles names qm): a removal marks the record and the QM
+  // finishes it; otherwise the record is deleted at once and purge is refused.
+  bool qm_reads_providers = false;         // roles
+  // No config key (set by the caller):
+  std::string token_file;                  // <data_dir>/admin.token
   std::shared_ptr<const PasswordHasher> passwords;  // <data_dir>/auth.key, uns.password_hash_ops
-  // A QM reads this PIDB (the qm role runs on this node): a removal marks the record and
-  // the QM finishes it; otherwise the record is deleted at once and purge is refused.
-  bool qm_reads_providers = false;
-  Millis sitemap_min_interval{60 * 1000};  // sitemap.min_interval: the shortest poll interval `set` takes
+
+  static AdminOptions fromConfig(const Config& config);
 };
 
 // What the admin routes use. `providers` may be null (then they answer 503).

@@ -21,12 +21,14 @@
 
 #include "lcc/byte_sink.h"
 #include "lcc/status.h"
+#include "lcc/types.h"
 
 namespace lcc::net {
 class TlsContextSlot;
 }
 
 namespace lcc {
+class Config;
 class Metrics;
 }
 
@@ -114,26 +116,32 @@ class Router {
   std::vector<Route> routes_;
 };
 
+// Every member with a config key is named after it and has no default of its own: the
+// default is the schema's (core/common/config/schema.cc), read by fromConfig() (in
+// server_config.cc). Tests start from ServerOptions::fromConfig(Config::defaults()).
 struct ServerOptions {
-  std::string listen = "127.0.0.1:7780";
-  std::size_t max_body = 1 << 20;
-  std::int64_t idle_timeout_ms = 30000;     // waiting for a request; each body read and write
-  std::size_t workers = 4;
-  std::size_t max_connections = 256;        // beyond: an idle connection is closed for it, else refused
-  // Added with the Beast server (defaults keep existing callers unchanged):
-  std::size_t stream_workers = 16;          // threads running streamed bodies
-  std::size_t stream_buffer = 256 * 1024;   // bytes queued per streamed body before write() blocks
-  std::size_t max_header = 16 * 1024;       // request line + header fields (431 beyond)
-  std::int64_t header_timeout_ms = 10000;   // first byte to end of header (at most idle_timeout_ms)
+  std::string listen;                       // listen.http (the HTTPS server: listen.https)
+  std::size_t max_body = 0;                 // http.max_body
+  Millis idle_timeout{};                    // http.idle_timeout: waiting for a request; each body read and write
+  std::size_t workers = 0;                  // http.workers
+  std::size_t max_connections = 0;          // http.max_connections: beyond, an idle connection is closed for it, else refused
+  std::size_t stream_workers = 0;           // http.stream_workers: threads running streamed bodies
+  std::size_t stream_buffer = 0;            // http.stream_buffer: bytes queued per streamed body before write() blocks
+  std::size_t max_header = 0;               // http.max_header: request line + header fields (431 beyond)
+  Millis header_timeout{};                  // http.header_timeout: first byte to end of header (at most idle_timeout)
   // Per source address (issue 25): one address cannot take what every client shares.
-  std::size_t max_connections_per_ip = 32;  // more: refused at once (503; HTTPS: closed before the handshake)
-  std::size_t max_handlers_per_ip = 2;      // its requests in the handler pool at once (more: 503 + Retry-After)
-  std::size_t max_streams_per_ip = 8;       // its streamed answers at once (more: 503 + Retry-After)
-  std::int64_t write_timeout_ms = 30000;    // a write that moves no byte this long cuts the connection
+  std::size_t max_connections_per_ip = 0;   // http.max_connections_per_ip: more are refused at once (503; HTTPS: closed before the handshake)
+  std::size_t max_handlers_per_ip = 0;      // http.max_handlers_per_ip: its requests in the handler pool at once (more: 503 + Retry-After)
+  std::size_t max_streams_per_ip = 0;       // http.max_streams_per_ip: its streamed answers at once (more: 503 + Retry-After)
+  Millis write_timeout{};                   // http.write_timeout: a write that moves no byte this long cuts the connection
+  // No config key:
   Metrics* metrics = nullptr;               // lcc_http_* counters when set
   // HTTPS (listen.https): every connection does a TLS handshake first with the slot's
   // current context (null: plain HTTP).
   std::shared_ptr<net::TlsContextSlot> tls;
+
+  // listen.http and http.*; `metrics` (may be null) receives the lcc_http_* counters.
+  static ServerOptions fromConfig(const Config& config, Metrics* metrics = nullptr);
 };
 
 class Server {

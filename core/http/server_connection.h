@@ -70,9 +70,9 @@ struct Connection final : ConnBase, std::enable_shared_from_this<Connection<Stre
     if (shared->open_gauge) shared->open_gauge->add(-1);
   }
 
-  std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(shared->options.idle_timeout_ms); }
+  std::chrono::milliseconds timeout() const { return shared->options.idle_timeout; }
   std::chrono::milliseconds writeTimeout() const {
-    return std::chrono::milliseconds(shared->options.write_timeout_ms);
+    return shared->options.write_timeout;
   }
   boost::beast::tcp_stream& lowest() { return boost::beast::get_lowest_layer(stream); }
 
@@ -81,7 +81,7 @@ struct Connection final : ConnBase, std::enable_shared_from_this<Connection<Stre
       if constexpr (kTls) {
         // The handshake within the header timeout; a failed one (plain text, a client
         // that refuses our certificate) just closes.
-        self->lowest().expires_after(std::chrono::milliseconds(self->shared->options.header_timeout_ms));
+        self->lowest().expires_after(self->shared->options.header_timeout);
         self->stream.async_handshake(boost::asio::ssl::stream_base::server, [self](error_code ec) {
           if (ec) {
             spdlog::debug("http: TLS handshake with {}: {}", self->remote_ip, ec.message());
@@ -134,7 +134,7 @@ struct Connection final : ConnBase, std::enable_shared_from_this<Connection<Stre
   void parse() {
     idle_since = 0;
     if (!header_deadline_armed) {
-      lowest().expires_after(std::min(timeout(), std::chrono::milliseconds(shared->options.header_timeout_ms)));
+      lowest().expires_after(std::min(timeout(), shared->options.header_timeout));
       header_deadline_armed = true;
     }
     const auto data = buffer.data();

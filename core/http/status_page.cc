@@ -389,8 +389,8 @@ void registerStatusPage(Router& router, StatusPageSources src) {
           failing[list[i]["id"].get<ProviderId>()] = text(list[i].value("error", json()));
         }
       }
-      in.listed_per_kind = src.listed_per_kind;
-      in.providers = selectProviders(*src.providers, src.queued_urls, failing, src.listed_per_kind, &in.providers_total);
+      in.listed_per_kind = src.status_providers;
+      in.providers = selectProviders(*src.providers, src.queued_urls, failing, src.status_providers, &in.providers_total);
       if (src.provider_fetches) {
         for (auto& r : in.providers) r.fetches = src.provider_fetches(r.id);
       }

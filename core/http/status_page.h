@@ -94,7 +94,7 @@ struct StatusPageSources {
   std::int64_t started_unix_ms = 0;
   std::function<ProviderFetchRate(ProviderId)> provider_fetches;  // empty without a QM
   std::function<nlohmann::json(ProviderId)> sitemap_state;        // empty without the uns role
-  std::size_t listed_per_kind = 10;                               // http.status_providers
+  std::size_t status_providers = 0;  // http.status_providers: providers listed per kind (no default here: the schema's)
 };
 
 // The providers worth naming, from one scan of the store: the `per_kind` largest

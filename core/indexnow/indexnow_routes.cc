@@ -15,21 +15,24 @@ constexpr std::uint64_t kMaxKeyFile = 1024;  // a key is at most 128 characters
 
 }  // namespace
 
-void addIndexNowRoutes(NodeContext& node, SubmitSet submit) {
-  if (node.http == nullptr || node.fetcher == nullptr) return;
-  const Config& cfg = *node.config;
+ReceiverOptions ReceiverOptions::fromConfig(const Config& cfg) {
   ReceiverOptions o;
   o.key_ttl = Millis(cfg.getInt("indexnow.key_ttl"));
+  o.key_timeout = Millis(cfg.getInt("indexnow.key_timeout"));
   o.requests_per_minute = static_cast<std::uint64_t>(cfg.getInt("indexnow.requests_per_minute"));
-  o.auto_register = cfg.getString("indexnow.register") == "auto";
-  o.default_priority = static_cast<std::int32_t>(cfg.getInt("rs.default_priority"));
-  o.default_bandwidth = static_cast<std::uint64_t>(cfg.getInt("rs.default_bandwidth"));
-  o.default_quota_files = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_files"));
-  o.default_quota_bytes = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_bytes"));
+  o.auto_register = cfg.getString("indexnow.register") == "auto";  // a kEnum key: off or auto
+  o.provider_defaults = ProviderDefaults::fromConfig(cfg);
   o.accept_mime = cfg.getList("accept_mime");
   o.max_url_length = static_cast<std::size_t>(cfg.getInt("uns.max_url_length"));
   o.max_listed_refusals = static_cast<std::size_t>(cfg.getInt("indexnow.max_listed_refusals"));
-  const Millis timeout(cfg.getInt("indexnow.key_timeout"));
+  return o;
+}
+
+void addIndexNowRoutes(NodeContext& node, SubmitSet submit) {
+  if (node.http == nullptr || node.fetcher == nullptr) return;
+  const Config& cfg = *node.config;
+  ReceiverOptions o = ReceiverOptions::fromConfig(cfg);
+  const Millis timeout = o.key_timeout;
   const std::string work_dir = node.data_dir + "/indexnow";
   if (Status s = node.env->createDirs(work_dir, DirOptions{.private_dir = true}); !s.isOk()) {
     spdlog::error("indexnow: {}: {} (the IndexNow endpoints are off)", work_dir, s.toString());

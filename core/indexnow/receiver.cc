@@ -241,10 +241,7 @@ ProviderId Receiver::registerSite(const Submission& s, std::string* why) {
   ProviderRecord rec;
   rec.state = ProviderState::kActive;
   rec.prefixes = {s.key_scope};
-  rec.priority = options_.default_priority;
-  rec.bandwidth = options_.default_bandwidth;
-  rec.quota_files = options_.default_quota_files;
-  rec.quota_bytes = options_.default_quota_bytes;
+  options_.provider_defaults.applyTo(rec);
   rec.contact = "indexnow key file " + s.key_url;  // no password: CP sessions need one set by the administrator
   rec.created = deps_.clock->now();
   auto id = deps_.providers->create(rec);

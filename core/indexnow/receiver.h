@@ -29,6 +29,7 @@
 
 #include "common/address_limiter.h"
 #include "common/metrics.h"
+#include "common/provider_defaults.h"
 #include "common/mime_map.h"
 #include "http/http_server.h"
 #include "indexnow/request.h"
@@ -37,23 +38,26 @@
 
 namespace lcc::indexnow {
 
+// Members with a config key carry no default: fromConfig() (indexnow_routes.cc) reads
+// the schema's. Tests start from ReceiverOptions::fromConfig(Config::defaults()).
 struct ReceiverOptions {
-  Millis key_ttl{3600 * 1000};        // indexnow.key_ttl: a verified key is trusted this long
-  Millis key_retry{60 * 1000};        // a key file found wrong or missing is not fetched again sooner
-  std::size_t key_cache_entries = 10000;
-  std::uint64_t requests_per_minute = 60;  // indexnow.requests_per_minute, per host (0: no limit)
-  // indexnow.register: auto — a verified site whose URLs no provider covers gets one,
-  // scoped to the key file's folder, with these settings (rs.default_*). Off: 403.
+  Millis key_ttl{};                        // indexnow.key_ttl: a verified key is trusted this long
+  Millis key_timeout{};                    // indexnow.key_timeout: one fetch of a key file
+  std::uint64_t requests_per_minute = 0;   // indexnow.requests_per_minute, per host (0: no limit)
+  // indexnow.register (a kEnum key, off|auto; `register` is a C++ keyword): auto — a
+  // verified site whose URLs no provider covers gets one, scoped to the key file's
+  // folder, with provider_defaults. Off: 403.
   bool auto_register = false;
-  std::int32_t default_priority = 0;
-  std::uint64_t default_bandwidth = 0;
-  std::uint64_t default_quota_files = 0;
-  std::uint64_t default_quota_bytes = 0;
-  // What a URL must pass, as a CP's (accept_mime, uns.max_url_length): its guessed type
-  // is its m.
-  std::vector<std::string> accept_mime = {"text/*", "application/pdf", "application/xml"};
-  std::size_t max_url_length = 2048;
-  std::size_t max_listed_refusals = 100;  // indexnow.max_listed_refusals: refused URLs named in an answer
+  ProviderDefaults provider_defaults;      // rs.default_*
+  // What a URL must pass, as a CP's: its guessed type is its m.
+  std::vector<std::string> accept_mime;    // accept_mime
+  std::size_t max_url_length = 0;          // uns.max_url_length
+  std::size_t max_listed_refusals = 0;     // indexnow.max_listed_refusals: refused URLs named in an answer
+  // No config key:
+  Millis key_retry{60 * 1000};             // a key file found wrong or missing is not fetched again sooner
+  std::size_t key_cache_entries = 10000;
+
+  static ReceiverOptions fromConfig(const Config& config);
 };
 
 // The outcome of handing a set to the UNS → QM path.

@@ -18,16 +18,24 @@
 #include "lcc/clock.h"
 #include "mail/mail_message.h"
 
+namespace lcc {
+class Config;
+}
+
 namespace lcc::mail {
 
+// Members with a config key carry no default: fromConfig() (mail_options.cc) reads
+// the schema's (lcc::rs::mailerOptions also checks relay and from).
 struct MailerOptions {
   std::string relay;           // mail.relay: smtp://host:port or smtps://host:port; empty: no mail
-  std::string from = "lcc@localhost";  // mail.from
-  Millis timeout{30000};       // mail.timeout: one attempt, connection to last reply
-  std::uint32_t retries = 3;   // mail.retries: attempts after the first
-  Millis retry_delay{60000};   // mail.retry_delay
-  std::size_t queue_size = 100;  // mail.queue_size: mails queued, waiting for a retry or being sent
-  Metrics* metrics = nullptr;  // lcc_mail_* counters when set
+  std::string from;            // mail.from
+  Millis timeout{};            // mail.timeout: one attempt, connection to last reply
+  std::uint32_t retries = 0;   // mail.retries: attempts after the first
+  Millis retry_delay{};        // mail.retry_delay
+  std::size_t queue_size = 0;  // mail.queue_size: mails queued, waiting for a retry or being sent
+  Metrics* metrics = nullptr;  // no config key: lcc_mail_* counters when set
+
+  static MailerOptions fromConfig(const Config& config);
 };
 
 // How one mail ended: sent, or given up (error: the last attempt's reason).

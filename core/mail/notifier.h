@@ -22,9 +22,11 @@
 namespace lcc::mail {
 
 struct NotifierOptions {
-  std::string state_path;            // <data_dir>/rs/mail-state.json
-  Millis check_interval{5 * 60 * 1000};  // mail.check_interval
-  NotifyPolicyOptions policy;
+  Millis check_interval{};             // mail.check_interval (no default here: the schema's)
+  NotifyPolicyOptions policy;          // mail.min_interval, mail.quota_warn_percent
+  std::string state_path;              // no config key: <data_dir>/rs/mail-state.json
+
+  static NotifierOptions fromConfig(const Config& config);  // mail_options.cc
 };
 
 class Notifier : public std::enable_shared_from_this<Notifier> {

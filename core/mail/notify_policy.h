@@ -12,6 +12,10 @@
 #include "lcc/types.h"
 #include "mail/mail_message.h"
 
+namespace lcc {
+class Config;
+}
+
 namespace lcc::mail {
 
 enum class MailEvent : std::uint8_t {
@@ -43,9 +47,12 @@ struct SecretMissing {
   WallTime suspend_at{};  // since + rs.reverify_grace
 };
 
+// No member carries a default: fromConfig() (mail_options.cc) reads the schema's.
 struct NotifyPolicyOptions {
-  Millis min_interval{24LL * 3600 * 1000};  // mail.min_interval: per provider and event
-  std::uint32_t quota_warn_percent = 90;   // mail.quota_warn_percent
+  Millis min_interval{};               // mail.min_interval: per provider and event
+  std::uint32_t quota_warn_percent = 0;  // mail.quota_warn_percent
+
+  static NotifyPolicyOptions fromConfig(const Config& config);
 };
 
 struct DueMail {

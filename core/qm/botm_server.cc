@@ -24,10 +24,10 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
  public:
   // Over TCP: bytes through the link codec.
   BotmConn(std::shared_ptr<net::Connection> conn, LinkId id, const BotmServerOptions& o, BotmLinkHandler& h)
-      : conn_(std::move(conn)), id_(id), options_(o), handler_(h), decoder_(proto::linkLimits(o.max_value_length)) {}
+      : conn_(std::move(conn)), id_(id), options_(o), handler_(h), decoder_(proto::linkLimits(o.max_attribute_length)) {}
   // In process: the messages themselves (net/local_link.h).
   BotmConn(std::shared_ptr<proto::LocalSourceEnd> local, LinkId id, const BotmServerOptions& o, BotmLinkHandler& h)
-      : local_(std::move(local)), id_(id), options_(o), handler_(h), decoder_(proto::linkLimits(o.max_value_length)) {}
+      : local_(std::move(local)), id_(id), options_(o), handler_(h), decoder_(proto::linkLimits(o.max_attribute_length)) {}
 
   void start(std::function<void()> on_closed) {
     auto self = shared_from_this();

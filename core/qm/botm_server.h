@@ -22,6 +22,7 @@
 #include "qm/queue_manager.h"
 
 namespace lcc {
+class Config;
 class ContentLocator;
 namespace net {
 class LocalListeners;
@@ -49,16 +50,21 @@ class BotmLinkHandler {
   }
 };
 
+// Members with a config key carry no default: fromConfig() (server_options.cc) reads
+// the schema's. Tests start from BotmServerOptions::fromConfig(Config::defaults()).
 struct BotmServerOptions {
-  std::string listen = "127.0.0.1:7702";  // host:port, or tls://host:port
+  std::string listen;                      // listen.botm: host:port, or tls://host:port
+  std::size_t max_attribute_length = 0;    // uns.max_attribute_length: the link's longest attribute value
+  // No config key:
   net::TlsLink tls;                        // for tls:// (common/tls_config.h)
-  std::size_t max_value_length = 8192;
   std::string source_name = "qm";
   // When set, the content URLs BOT-Ms announce (opening content=, <machines content=>)
   // are recorded here for the CU (common/content_locator.h).
   ContentLocator* content_locator = nullptr;
   // When set, BOT-Ms of this process link here in process (null: TCP only).
   net::LocalListeners* local_listeners = nullptr;
+
+  static BotmServerOptions fromConfig(const Config& config);
 };
 
 class BotmServer final : public BotmPort {

@@ -23,15 +23,27 @@
 #include "net/tls.h"
 #include "qm/intake_set.h"
 
+namespace lcc {
+class Config;
+}
+
 namespace lcc::qm {
 
+// Members with a config key carry no default: fromConfig() (server_options.cc) reads
+// the schema's.
 struct IntakeServerOptions {
-  std::string listen = "127.0.0.1:7701";  // host:port, or tls://host:port (then `tls` is set)
+  std::string listen;                      // listen.qm: host:port, or tls://host:port (then `tls` is set)
+  std::size_t max_attribute_length = 0;    // uns.max_attribute_length
+  // No config key:
   net::TlsLink tls;                        // for tls:// (common/tls_config.h)
-  std::size_t max_attribute_length = 8192;
+  // <url> elements per set. fromConfig() leaves no cap: the UNS holds each set to its
+  // own (uns.max_set_urls, or the provider's files quota when that is more), and sets
+  // stream, so the link does not cap them again.
   std::uint64_t max_set_urls = 1'000'000;
   std::size_t part_urls = 1024;       // URLs per part handed to the sink
   std::size_t parts_in_flight = 4;    // parts handed over and not yet taken, at most
+
+  static IntakeServerOptions fromConfig(const Config& config);
 };
 
 // Where decoded sets go. For one set: begin(), part()* in order, then end() or abort()

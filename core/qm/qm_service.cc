@@ -1,7 +1,5 @@
 #include "qm/qm_service.h"
 
-#include <limits>
-
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>
@@ -44,10 +42,8 @@ class QmService final : public Service, public BotmLinkHandler {
     if (!j.isOk()) return j.status().withContext("qm intake journal");
     journal_ = std::move(j).value();
 
-    BotmServerOptions bo;
-    bo.listen = cfg.getString("listen.botm");
+    BotmServerOptions bo = BotmServerOptions::fromConfig(cfg);
     bo.tls = linkListening(node_.tls, node_.clock);
-    bo.max_value_length = static_cast<std::size_t>(cfg.getInt("uns.max_attribute_length"));
     bo.content_locator = node_.content_locator;  // content URLs the BOT-Ms announce, for the CU
     bo.local_listeners = node_.local_listeners;   // a BOT-M of this lccd links in process
     botm_ = std::make_unique<BotmServer>(*node_.io, bo, *this);
@@ -63,14 +59,8 @@ class QmService final : public Service, public BotmLinkHandler {
     deps.post = [this](std::function<void()> fn) { asio::post(strand_, std::move(fn)); };
     qm_ = std::make_unique<QueueManager>(deps, options);
 
-    IntakeServerOptions io;
-    io.listen = cfg.getString("listen.qm");
+    IntakeServerOptions io = IntakeServerOptions::fromConfig(cfg);
     io.tls = linkListening(node_.tls, node_.clock);
-    io.max_attribute_length = static_cast<std::size_t>(cfg.getInt("uns.max_attribute_length"));
-    // The UNS holds each set to its cap (uns.max_set_urls, or the provider's files
-    // quota when that is more: core/uns/session_policy.h); sets stream, so the link
-    // does not cap them again.
-    io.max_set_urls = std::numeric_limits<std::uint64_t>::max();
     intake_ = std::make_unique<IntakeServer>(*node_.io, io, intakeSink());
     qm_->setIntakeListener([this](bool accepting) {
       if (intake_) intake_->setAccepting(accepting);

@@ -91,7 +91,7 @@ void Scheduler::setCapacity(std::uint64_t slots) { capacity_ = slots; }
 
 std::uint64_t Scheduler::limit() const {
   if (capacity_ == 0) return 0;
-  return std::max<std::uint64_t>(capacity_, capacity_ * options_.overload_pct / 100);
+  return std::max<std::uint64_t>(capacity_, capacity_ * options_.botm_overload_pct / 100);
 }
 
 std::uint32_t Scheduler::inFlight(ProviderId pid) const {

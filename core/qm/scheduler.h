@@ -41,12 +41,14 @@
 
 namespace lcc::qm {
 
+// The QueueManager copies these from its QmOptions (qm_options.h), so they carry no
+// default here: the schema's. Tests copy QmOptions::fromConfig(Config::defaults()).
 struct SchedulerOptions {
-  std::uint32_t provider_inflight = 1;
-  std::uint32_t overload_pct = 150;
-  Millis bandwidth_tick{4000};
-  Millis bandwidth_horizon{3600 * 1000};
-  std::uint32_t host_inflight = 1;  // qm.host_inflight
+  std::uint32_t provider_inflight = 0;  // qm.provider_inflight
+  std::uint32_t botm_overload_pct = 0;  // qm.botm_overload_pct
+  Millis bandwidth_tick{};              // qm.bandwidth_tick
+  Millis bandwidth_horizon{};           // qm.bandwidth_horizon
+  std::uint32_t host_inflight = 0;      // qm.host_inflight
 };
 
 // The host whose politeness a fetch of `url` uses: "host:port" of the URL in normal
@@ -77,7 +79,7 @@ class Scheduler {
   // --- capacity ---
   void setCapacity(std::uint64_t slots);  // the BOT-Ms' total capacity
   std::uint64_t capacity() const { return capacity_; }
-  std::uint64_t limit() const;            // capacity × overload_pct / 100
+  std::uint64_t limit() const;            // capacity × botm_overload_pct / 100
   std::uint64_t inFlight() const { return in_flight_; }
   std::uint32_t inFlight(ProviderId pid) const;
 

@@ -1,10 +1,13 @@
 // documents.cc — the XML of each ResourceSync document (resourcesync.h), built from
-// records the caller read. Namespaces: sitemaps.org for the frame, rs: for the
+// records the caller read, and Options::fromConfig (the resourcesync.* keys).
+// Namespaces: sitemaps.org for the frame, rs: for the
 // ResourceSync terms.
 #include <algorithm>
 #include <string_view>
 
+#include "common/config/config.h"
 #include "lcc/support/time_util.h"
+#include "net/host_port.h"
 #include "proto/xml_reader.h"
 #include "resourcesync/resourcesync.h"
 #include "sitemap/sitemap.h"
@@ -141,6 +144,18 @@ std::string changeList(const Options& o, ProviderId pid, const std::vector<Conte
     }
   }
   return out + "</urlset>\n";
+}
+
+Options Options::fromConfig(const Config& cfg) {
+  Options o;
+  o.base_url = cfg.getString("resourcesync.base_url");
+  if (o.base_url.empty()) {
+    auto http = net::HostPort::parse(cfg.getString("listen.http"));
+    if (http.isOk()) o.base_url = "http://" + http.value().reachable().toString();
+  }
+  while (!o.base_url.empty() && o.base_url.back() == '/') o.base_url.pop_back();
+  o.page_size = static_cast<std::uint64_t>(cfg.getInt("resourcesync.page_size"));
+  return o;
 }
 
 }  // namespace lcc::resourcesync

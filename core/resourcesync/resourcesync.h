@@ -35,13 +35,20 @@
 #include "lcc/content_store.h"
 #include "lcc/provider_store.h"
 
+namespace lcc {
+class Config;
+}
+
 namespace lcc::resourcesync {
 
 inline constexpr const char* kRsNs = "http://www.openarchives.org/rs/terms/";
 
+// No member carries a default: fromConfig() (documents.cc) reads the schema's.
 struct Options {
-  std::string base_url;              // "http://host:port", no trailing '/' (resourcesync.base_url)
-  std::uint64_t page_size = 50'000;  // entries per document (resourcesync.page_size; sitemaps allow 50,000)
+  std::string base_url;        // resourcesync.base_url: "http://host:port", no trailing '/' (empty key: listen.http's)
+  std::uint64_t page_size = 0;  // resourcesync.page_size: entries per document (sitemaps allow 50,000)
+
+  static Options fromConfig(const Config& config);
 };
 
 // ---- documents.cc: XML text of each document.

@@ -1,7 +1,8 @@
-// rs_mail.cc — what the RS adds for mail (issue 29): the mail.* keys read into the
-// Mailer's options, and GET /admin/mail/<id> for `lcc provider show`.
+// rs_mail.cc — what the RS adds for mail (issue 29): the Mailer's options checked
+// (MailerOptions::fromConfig reads them), and GET /admin/mail/<id> for `lcc provider show`.
 #include <nlohmann/json.hpp>
 
+#include "common/config/config.h"
 #include "http/admin_api.h"
 #include "http/url_codec.h"
 #include "rs/rs_service.h"
@@ -9,19 +10,13 @@
 namespace lcc::rs {
 
 Result<mail::MailerOptions> mailerOptions(const Config& cfg, Metrics* metrics) {
-  mail::MailerOptions m;
-  m.relay = cfg.getString("mail.relay");
+  mail::MailerOptions m = mail::MailerOptions::fromConfig(cfg);
   if (!m.relay.empty() && m.relay.rfind("smtp://", 0) != 0 && m.relay.rfind("smtps://", 0) != 0) {
     return Status::invalidArgument("mail.relay must be smtp://host:port or smtps://host:port (got " + m.relay + ")");
   }
-  m.from = cfg.getString("mail.from");
   if (Status s = mail::checkAddress(m.from); !s.isOk()) {
     return Status::invalidArgument("mail.from: " + s.message() + " (got " + m.from + ")");
   }
-  m.timeout = Millis(cfg.getInt("mail.timeout"));
-  m.retries = static_cast<std::uint32_t>(cfg.getInt("mail.retries"));
-  m.retry_delay = Millis(cfg.getInt("mail.retry_delay"));
-  m.queue_size = static_cast<std::size_t>(cfg.getInt("mail.queue_size"));
   m.metrics = metrics;
   return m;
 }

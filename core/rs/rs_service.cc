@@ -98,10 +98,7 @@ Result<Registration> Registrar::registerProvider(const std::string& prefix_in, c
   rec.state = ProviderState::kPending;
   rec.password_hash = options_.passwords->hashToken(reg.password);
   rec.prefixes = {reg.prefix};
-  rec.priority = options_.default_priority;
-  rec.bandwidth = options_.default_bandwidth;
-  rec.quota_files = options_.default_quota_files;
-  rec.quota_bytes = options_.default_quota_bytes;
+  options_.provider_defaults.applyTo(rec);
   rec.secret = reg.secret;
   rec.secret_url = reg.secret_url;
   rec.contact = contact;
@@ -525,27 +522,10 @@ Result<ServicePtr> makeRsService(NodeContext& node) {
     return Status::invalidArgument("the rs role needs the HTTP port, a clock, an Env and the config");
   }
   const Config& cfg = *node.config;
-  RsOptions o;
-  o.secret_ttl = Millis(cfg.getInt("rs.secret_ttl"));
-  o.secret_file = cfg.getString("rs.secret_file");
+  RsOptions o = RsOptions::fromConfig(cfg);
   if (o.secret_file.find('/') != std::string::npos || o.secret_file == "." || o.secret_file == "..") {
     return Status::invalidArgument("rs.secret_file must be a plain file name (got " + o.secret_file + ")");
   }
-  o.default_priority = static_cast<std::int32_t>(cfg.getInt("rs.default_priority"));
-  o.default_bandwidth = static_cast<std::uint64_t>(cfg.getInt("rs.default_bandwidth"));
-  o.default_quota_files = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_files"));
-  o.default_quota_bytes = static_cast<std::uint64_t>(cfg.getInt("rs.default_quota_bytes"));
-  o.verify_timeout = Millis(cfg.getInt("rs.verify_timeout"));
-  o.secret_max_size = static_cast<std::uint64_t>(cfg.getInt("rs.secret_max_size"));
-  o.sweep_interval = Millis(cfg.getInt("rs.sweep_interval"));
-  o.max_pending = static_cast<std::uint64_t>(cfg.getInt("rs.max_pending"));
-  o.max_pending_per_ip = static_cast<std::uint64_t>(cfg.getInt("rs.max_pending_per_ip"));
-  o.max_pending_per_host = static_cast<std::uint64_t>(cfg.getInt("rs.max_pending_per_host"));
-  o.register_per_minute = static_cast<std::uint64_t>(cfg.getInt("rs.register_per_minute"));
-  o.register_tracked_addresses = static_cast<std::uint64_t>(cfg.getInt("rs.register_tracked_addresses"));
-  o.reverify_interval = Millis(cfg.getInt("rs.reverify_interval"));
-  o.reverify_failures = static_cast<std::uint64_t>(cfg.getInt("rs.reverify_failures"));
-  o.reverify_grace = Millis(cfg.getInt("rs.reverify_grace"));
   if (!node.passwords) return Status::invalidArgument("the rs role needs the password key");
   o.passwords = node.passwords;
   o.work_dir = node.data_dir + "/rs";
@@ -553,11 +533,8 @@ Result<ServicePtr> makeRsService(NodeContext& node) {
   LCC_RETURN_IF_ERROR(node.env->createDirs(o.work_dir, DirOptions{.private_dir = true}));
   LCC_ASSIGN_OR_RETURN(mail::MailerOptions mo, mailerOptions(cfg, node.metrics));
   auto mailer = std::make_shared<mail::Mailer>(*node.clock, std::move(mo));
-  mail::NotifierOptions no;
+  mail::NotifierOptions no = mail::NotifierOptions::fromConfig(cfg);
   no.state_path = o.work_dir + "/mail-state.json";
-  no.check_interval = Millis(cfg.getInt("mail.check_interval"));
-  no.policy.min_interval = Millis(cfg.getInt("mail.min_interval"));
-  no.policy.quota_warn_percent = static_cast<std::uint32_t>(cfg.getInt("mail.quota_warn_percent"));
   // The registrar tells the notifier which secret files are missing; it is made first.
   auto reg_slot = std::make_shared<std::weak_ptr<Registrar>>();
   auto notifier = std::make_shared<mail::Notifier>(*node.providers, mailer, *node.clock, *node.env, std::move(no),

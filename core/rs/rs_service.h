@@ -12,35 +12,38 @@
 
 #include "common/address_limiter.h"
 #include "common/password.h"
+#include "common/provider_defaults.h"
 #include "common/service.h"
 #include "http/http_server.h"
 #include "mail/notifier.h"
 
 namespace lcc::rs {
 
+// Members with a config key carry no default: fromConfig() (rs_options.cc) reads the
+// schema's. Tests start from RsOptions::fromConfig(Config::defaults()).
 struct RsOptions {
-  Millis secret_ttl{7LL * 24 * 3600 * 1000};  // rs.secret_ttl
-  std::string secret_file = "lococa-secret.txt";  // rs.secret_file
-  std::int32_t default_priority = 0;              // rs.default_*
-  std::uint64_t default_bandwidth = 0;
-  std::uint64_t default_quota_files = 0;
-  std::uint64_t default_quota_bytes = 0;
-  Millis verify_timeout{20000};       // rs.verify_timeout (real time: the fetch is real)
-  std::uint64_t secret_max_size = 4096;  // rs.secret_max_size
-  Millis sweep_interval{3600 * 1000};    // rs.sweep_interval
-  std::uint64_t max_pending = 1000;      // rs.max_pending (full: the oldest pending gives way)
-  std::uint64_t max_pending_per_ip = 5;     // rs.max_pending_per_ip (0: no limit)
-  std::uint64_t max_pending_per_host = 10;  // rs.max_pending_per_host: per host of the prefix (0: no limit)
-  std::uint64_t register_per_minute = 10;          // rs.register_per_minute (0: no limit)
-  std::uint64_t register_tracked_addresses = 10000;  // rs.register_tracked_addresses
-  Millis reverify_interval{0};                       // rs.reverify_interval (0: never)
-  Millis reverify_grace{7LL * 24 * 3600 * 1000};     // rs.reverify_grace: gone this long, then suspended
-  std::uint64_t reverify_failures = 24;              // rs.reverify_failures
+  Millis secret_ttl{};                         // rs.secret_ttl
+  std::string secret_file;                     // rs.secret_file
+  ProviderDefaults provider_defaults;          // rs.default_*: a registered provider's settings
+  Millis verify_timeout{};                     // rs.verify_timeout (real time: the fetch is real)
+  std::uint64_t secret_max_size = 0;           // rs.secret_max_size
+  Millis sweep_interval{};                     // rs.sweep_interval
+  std::uint64_t max_pending = 0;               // rs.max_pending (full: the oldest pending gives way)
+  std::uint64_t max_pending_per_ip = 0;        // rs.max_pending_per_ip (0: no limit)
+  std::uint64_t max_pending_per_host = 0;      // rs.max_pending_per_host: per host of the prefix (0: no limit)
+  std::uint64_t register_per_minute = 0;       // rs.register_per_minute (0: no limit)
+  std::uint64_t register_tracked_addresses = 0;  // rs.register_tracked_addresses
+  Millis reverify_interval{};                  // rs.reverify_interval (0: never)
+  Millis reverify_grace{};                     // rs.reverify_grace: gone this long, then suspended
+  std::uint64_t reverify_failures = 0;         // rs.reverify_failures
+  // No config key (set by the caller):
   std::shared_ptr<const PasswordHasher> passwords;  // <data_dir>/auth.key
   std::string work_dir;  // fetched secret files land here for a moment (<data_dir>/rs)
   Metrics* metrics = nullptr;  // lcc_rs_* counters when set
   // Mails step one's credentials when asked (null or off: none are sent).
   std::shared_ptr<mail::Notifier> notifier;
+
+  static RsOptions fromConfig(const Config& config);
 };
 
 // Step one's answer.

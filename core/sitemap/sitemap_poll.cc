@@ -323,20 +323,25 @@ Status SitemapPoller::submitChanges(const ProviderRecord& p, const std::vector<s
   return Status::ok();
 }
 
-std::unique_ptr<SitemapPoller> makeSitemapPoller(NodeContext& node, SubmitSet submit) {
-  if (node.fetcher == nullptr) return nullptr;
-  const Config& cfg = *node.config;
+SitemapPollOptions SitemapPollOptions::fromConfig(const Config& cfg, const std::string& data_dir) {
   SitemapPollOptions o;
-  o.state_dir = node.data_dir + "/sitemap";
   o.default_interval = Millis(cfg.getInt("sitemap.default_interval"));
   o.check_interval = Millis(cfg.getInt("sitemap.check_interval"));
   o.retry_min = Millis(cfg.getInt("sitemap.retry_min"));
+  o.fetch_timeout = Millis(cfg.getInt("sitemap.fetch_timeout"));
   o.max_pages = static_cast<std::uint64_t>(cfg.getInt("sitemap.max_pages"));
   o.max_set_urls = static_cast<std::uint64_t>(cfg.getInt("uns.max_set_urls"));
   o.accept_mime = cfg.getList("accept_mime");
   o.max_url_length = static_cast<std::size_t>(cfg.getInt("uns.max_url_length"));
   o.max_errors_kept = static_cast<std::size_t>(cfg.getInt("qm.max_errors_kept"));
-  const Millis timeout(cfg.getInt("sitemap.fetch_timeout"));
+  o.state_dir = data_dir + "/sitemap";
+  return o;
+}
+
+std::unique_ptr<SitemapPoller> makeSitemapPoller(NodeContext& node, SubmitSet submit) {
+  if (node.fetcher == nullptr) return nullptr;
+  SitemapPollOptions o = SitemapPollOptions::fromConfig(*node.config, node.data_dir);
+  const Millis timeout = o.fetch_timeout;
   struct Fetching {
     std::atomic<std::uint64_t> next_id{(7ull << 60) + 1};  // apart from robots, the RS and IndexNow
     std::atomic<std::uint64_t> current{0};

@@ -52,18 +52,23 @@ namespace lcc::sitemap {
 // partialSetSubmitter): `count` <url/> elements for `pid`, OK once durable.
 using SubmitSet = std::function<Status(ProviderId pid, std::uint64_t count, std::string urls_xml)>;
 
+// Members with a config key carry no default: fromConfig() (sitemap_poll.cc) reads the
+// schema's. Tests start from SitemapPollOptions::fromConfig(Config::defaults(), dir).
 struct SitemapPollOptions {
-  std::string state_dir;                        // <data_dir>/sitemap
-  Millis default_interval{6 * 3600 * 1000};     // sitemap.default_interval
-  Millis check_interval{60 * 1000};             // sitemap.check_interval
-  Millis retry_min{60 * 1000};                  // sitemap.retry_min: first retry of a failed poll
-  std::uint64_t max_pages = 1'000'000;          // sitemap.max_pages
-  std::uint64_t max_set_urls = 1'000'000;       // uns.max_set_urls
-  // What a page must pass, as a CP's <url> (accept_mime, uns.max_url_length), its type
-  // guessed from its path; a page refused goes to the provider's errors (qm.max_errors_kept).
-  std::vector<std::string> accept_mime = {"text/*", "application/pdf", "application/xml"};
-  std::size_t max_url_length = 2048;
-  std::size_t max_errors_kept = 100;
+  Millis default_interval{};                    // sitemap.default_interval
+  Millis check_interval{};                      // sitemap.check_interval
+  Millis retry_min{};                           // sitemap.retry_min: first retry of a failed poll
+  Millis fetch_timeout{};                       // sitemap.fetch_timeout: one fetch of a sitemap file
+  std::uint64_t max_pages = 0;                  // sitemap.max_pages
+  std::uint64_t max_set_urls = 0;               // uns.max_set_urls
+  // What a page must pass, as a CP's <url>, its type guessed from its path; a page
+  // refused goes to the provider's errors.
+  std::vector<std::string> accept_mime;         // accept_mime
+  std::size_t max_url_length = 0;               // uns.max_url_length
+  std::size_t max_errors_kept = 0;              // qm.max_errors_kept
+  std::string state_dir;                        // no config key: <data_dir>/sitemap
+
+  static SitemapPollOptions fromConfig(const Config& config, const std::string& data_dir);
 };
 
 struct SitemapPollDeps {

@@ -278,7 +278,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     net::ConnectorOptions co;
     co.what = "uns.qm";
     LCC_RETURN_IF_ERROR(net::setTargetAddress(co, opt.qm_address, opt.tls));
-    co.back_off = {Millis(opt.retry_ms), Millis(opt.retry_ms), 0.2};
+    co.back_off = {opt.qm_retry, opt.qm_retry, 0.2};
     co.connection.read_buffer = 16 * 1024;
     co.strand = strand;
     connector = std::make_shared<net::Connector>(io, *clock, co);
@@ -295,7 +295,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   bool logged_absent = false;
   void connectFailed(const std::string& why) {
     if (stopped || logged_absent) return;
-    spdlog::warn("uns: QM at {} not reachable ({}); spooling, retrying every {} ms", opt.qm_address, why, opt.retry_ms);
+    spdlog::warn("uns: QM at {} not reachable ({}); spooling, retrying every {} ms", opt.qm_address, why, opt.qm_retry.count());
     logged_absent = true;
   }
 
@@ -374,17 +374,17 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     if (ack_armed && !restart) return;
     ack_armed = true;
     const std::uint64_t my_gen = gen;
-    ack_timer.expires_after(std::chrono::milliseconds(opt.ack_timeout_ms));
+    ack_timer.expires_after(opt.qm_ack_timeout);
     ack_timer.async_wait([self = shared_from_this(), my_gen](const boost::system::error_code& ec) {
       if (ec || my_gen != self->gen) return;
       self->ack_armed = false;
-      self->linkDown("no ack from the QM within " + std::to_string(self->opt.ack_timeout_ms) + " ms");
+      self->linkDown("no ack from the QM within " + std::to_string(self->opt.qm_ack_timeout.count()) + " ms");
     });
   }
   bool ack_armed = false;
 
   // Drops the link: whatever was passed through and not acked goes to the spool, in
-  // order, ahead of anything queued after it; reconnects after retry_ms.
+  // order, ahead of anything queued after it; reconnects after qm_retry.
   void linkDown(const std::string& why) {
     const bool was_up = link_ready.load();
     ++gen;

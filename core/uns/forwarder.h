@@ -35,17 +35,24 @@
 #include "lcc/env.h"
 #include "uns/session_policy.h"
 
+namespace lcc {
+class Config;
+}
+
 namespace lcc::uns {
 
+// Members with a config key carry no default: fromConfig() (uns_options.cc) reads the
+// schema's.
 struct ForwarderOptions {
-  std::string qm_address;          // host:port, or tls://host:port (then `tls` is set)
+  std::string qm_address;          // uns.qm (empty: listen.qm): host:port, or tls://host:port (then `tls` is set)
+  Millis qm_retry{};               // uns.qm_retry
+  Millis qm_ack_timeout{};         // uns.qm_ack_timeout
+  std::uint64_t spool_limit = 0;   // uns.spool_limit (bytes waiting in the spool)
+  std::size_t max_attribute_length = 0;  // uns.max_attribute_length
+  // No config key:
   net::TlsLink tls;                // for tls:// (common/tls_config.h)
   std::string uns_name;            // <machine_id>/uns
-  std::string spool_dir;           // holds journal/ and set_id
-  std::int64_t retry_ms = 1000;    // uns.qm_retry
-  std::int64_t ack_timeout_ms = 30000;  // uns.qm_ack_timeout
-  std::uint64_t spool_limit = 1ull << 30;  // uns.spool_limit (bytes waiting in the spool)
-  std::size_t max_attribute_length = 8192;
+  std::string spool_dir;           // <data_dir>/uns: holds journal/ and set_id
   std::size_t replay_window = 8;   // spooled sets in flight during replay
   std::uint64_t id_block = 1024;   // set ids reserved per write of set_id
   // Bytes of a set held at once: the output window to the QM, the spool's unwritten
@@ -54,6 +61,8 @@ struct ForwarderOptions {
   // Called (on the forwarder's thread) when the spool is found corrupt: spooled sets
   // that were accepted are lost. The UNS raises cache-crash (common/cache_crash.h).
   std::function<void(const std::string& why)> on_spool_corrupt;
+
+  static ForwarderOptions fromConfig(const Config& config, const std::string& data_dir, const std::string& machine_id);
 };
 
 class Forwarder {

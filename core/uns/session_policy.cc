@@ -33,7 +33,7 @@ std::uint64_t maxSetUrls(const SessionConfig& config, std::uint64_t quota_files)
 SessionPolicy::SessionPolicy(const SessionConfig& config) : config_(config), decoder_(*this, config.xml) {
   rules_.accept_mime = config_.accept_mime;
   rules_.max_url_length = config_.max_url_length;
-  rules_.tod_slots = config_.tod_slots;
+  rules_.tod_slots = config_.slots;
 }
 
 SessionPolicy::~SessionPolicy() = default;

@@ -23,22 +23,33 @@
 #include "lcc/types.h"
 #include "proto/cp_uns.h"
 
+namespace lcc {
+class Config;
+}
+
 namespace lcc::uns {
 
+// Members with a config key carry no default: fromConfig() (uns_options.cc) reads the
+// schema's. Tests start from SessionConfig::fromConfig(Config::defaults()).
 struct SessionConfig {
-  proto::XmlLimits xml;                  // max_value_length, max_depth, max_elements
+  // uns.max_attribute_length (max_value_length), uns.max_depth; max_elements is not
+  // counted by the reader (see maxSetUrls).
+  proto::XmlLimits xml;
   // uns.max_set_urls: most <url> elements in a set (132) of a provider without a files
   // quota; a provider with one may send as many as its quota_files when that is more
   // (maxSetUrls), so a full set naming everything it may hold is never refused.
-  std::uint64_t max_set_urls = 1'000'000;
-  std::size_t max_url_length = 2048;
-  int tod_slots = 24;
-  std::vector<std::string> accept_mime;
-  // Issue 13: > 0 streams a set once this many bytes of encoded URLs gathered:
-  // takeSetBegin() and takePart() then, takePart() again each time as many gathered,
-  // takeSetEnd() after the rest at </set>. A smaller set, or with 0 every set, is
-  // collected and given as one SetSubmission (takeSubmission()).
+  std::uint64_t max_set_urls = 0;
+  std::size_t max_url_length = 0;        // uns.max_url_length
+  int slots = 0;                         // qm.slots: the time-of-day slots a <url> may name
+  std::vector<std::string> accept_mime;  // accept_mime
+  // No config key (the UNS server sets 256 KiB): issue 13: > 0 streams a set once this
+  // many bytes of encoded URLs gathered: takeSetBegin() and takePart() then,
+  // takePart() again each time as many gathered, takeSetEnd() after the rest at
+  // </set>. A smaller set, or with 0 every set, is collected and given as one
+  // SetSubmission (takeSubmission()).
   std::size_t stream_part_bytes = 0;
+
+  static SessionConfig fromConfig(const Config& config);
 };
 
 // The <url> cap of a set of a provider whose files quota is `quota_files` (0: none).

@@ -16,7 +16,7 @@ UnsCore::UnsCore(CoreConfig config, ProviderStore* providers, Clock* clock,
       auth_cache_(config_.auth_cache_entries),
       auth_limiter_(AddressLimiterOptions{.max_events = config_.auth_failures_per_minute,
                                           .window = Millis(60 * 1000),
-                                          .cooldown = Millis(config_.auth_cooldown_ms),
+                                          .cooldown = config_.auth_cooldown,
                                           .max_addresses = static_cast<std::size_t>(config_.auth_tracked_addresses)},
                     clock),
       providers_(providers),
@@ -95,7 +95,7 @@ void UnsCore::authenticate(const AuthRequest& request, const std::string& peer_i
   if (a.result.code == ErrorCode::kAuthFailed && !auth_limiter_.record(peer_ip).allowed) {
     // Once per cool-down: the refusals during it are only counted (/metrics).
     spdlog::warn("uns: {}: {} failed inits within a minute; its inits get 120 for {} s", peer_ip,
-                 config_.auth_failures_per_minute, config_.auth_cooldown_ms / 1000);
+                 config_.auth_failures_per_minute, config_.auth_cooldown.count() / 1000);
   }
   done(std::move(a.result));
 }
@@ -153,7 +153,7 @@ UnsCore::Admission UnsCore::checkAndAdmit(const AuthRequest& request) {
 void UnsCore::countConnection(Admission a, const std::string& peer_ip, AuthDone done) {
   const ProviderId pid = a.result.pid;
   const WallTime now = clock_->now();
-  const Millis period(config_.fullset_period_ms);
+  const Millis period = config_.fullset_period;
   auto rec = std::make_shared<ProviderRecord>();
   auto change = [rec, now, period, ip = peer_ip, stored = std::move(a.stored_hash),
                  upgraded = std::move(a.upgraded_hash)](ProviderRecord& p) {
@@ -248,7 +248,7 @@ Status UnsCore::clearReportedErrors(const WrittenAction& action) {
 void UnsCore::setAccepted(ProviderId pid, SetKind kind, bool was_wanted, Done done) {
   if (kind != SetKind::kFull) return done(Status::ok());
   const WallTime now = clock_->now();
-  const Millis period(config_.fullset_period_ms);
+  const Millis period = config_.fullset_period;
   committer_.modify(
       pid,
       [now, period, was_wanted](ProviderRecord& p) {

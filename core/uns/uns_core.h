@@ -22,24 +22,32 @@
 #include "lcc/provider_store.h"
 #include "uns/session_policy.h"
 
+namespace lcc {
+class Config;
+}
+
 namespace lcc::uns {
 
+// Members with a config key carry no default: fromConfig() (uns_options.cc) reads the
+// schema's. Tests start from CoreConfig::fromConfig(Config::defaults()).
 struct CoreConfig {
-  std::vector<std::string> accept_mime;
-  std::uint64_t max_connections = 1000;
-  std::uint64_t max_connections_per_ip = 64;
-  std::uint64_t max_connections_per_provider = 4;
-  std::uint64_t report_errors = 20;
-  std::uint64_t fullsets_per_period = 3;
-  std::int64_t fullset_period_ms = 30LL * 24 * 3600 * 1000;
-  std::uint64_t auth_cache_entries = 4096;  // uns.auth_cache_entries
+  std::vector<std::string> accept_mime;           // accept_mime
+  std::uint64_t max_connections = 0;              // uns.max_connections
+  std::uint64_t max_connections_per_ip = 0;       // uns.max_connections_per_ip
+  std::uint64_t max_connections_per_provider = 0;  // uns.max_connections_per_provider
+  std::uint64_t report_errors = 0;                // uns.report_errors
+  std::uint64_t fullsets_per_period = 0;          // uns.fullsets_per_period
+  Millis fullset_period{};                        // uns.fullset_period
+  std::uint64_t auth_cache_entries = 0;           // uns.auth_cache_entries
   // Failed inits (110) per address per minute before the address gets 120 for
-  // auth_cooldown_ms without a password check (0: no limit); addresses tracked at most.
-  std::uint64_t auth_failures_per_minute = 30;  // uns.auth_failures_per_minute
-  std::int64_t auth_cooldown_ms = 5 * 60 * 1000;  // uns.auth_cooldown
-  std::uint64_t auth_tracked_addresses = 10000;   // uns.auth_tracked_addresses
-  // Checks passwords (common/password.h); null: a key of this process only.
+  // auth_cooldown without a password check (0: no limit); addresses tracked at most.
+  std::uint64_t auth_failures_per_minute = 0;     // uns.auth_failures_per_minute
+  Millis auth_cooldown{};                         // uns.auth_cooldown
+  std::uint64_t auth_tracked_addresses = 0;       // uns.auth_tracked_addresses
+  // No config key: checks passwords (common/password.h); null: a key of this process only.
   std::shared_ptr<const PasswordHasher> passwords;
+
+  static CoreConfig fromConfig(const Config& config);
 };
 
 class UnsCore {

@@ -4,8 +4,6 @@
 // session_policy.cc, uns_core.cc and forwarder.cc.
 #include "uns/uns_service.h"
 
-#include <limits>
-
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -38,9 +36,8 @@ namespace {
 
 constexpr std::size_t kMaxPendingOutput = 1u << 20;  // stop reading while this much waits to be written
 constexpr std::size_t kMaxPendingInput = 1u << 20;
-// A streamed set (issue 13) goes to the forwarder in parts of this many bytes; reading
-// from the CP stops while this many parts wait in the forwarder.
-constexpr std::size_t kStreamPartBytes = 256u << 10;
+// Reading from the CP stops while this many parts of a streamed set (issue 13; their
+// size: SessionConfig::stream_part_bytes, uns_options.cc) wait in the forwarder.
 constexpr int kMaxPartsWaiting = 4;
 
 struct Shared {
@@ -245,7 +242,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!policy_.waitingForCp() || held) {
       conn_->disarmDeadline(net::Deadline::kRead);
     } else if (!conn_->deadlineArmed(net::Deadline::kRead)) {
-      conn_->armDeadline(net::Deadline::kRead, Millis(sh_.opt.idle_timeout_ms));
+      conn_->armDeadline(net::Deadline::kRead, sh_.opt.idle_timeout);
     }
   }
 
@@ -333,8 +330,8 @@ struct UnsServer::Impl {
     ao.max_connections = opt.core.max_connections;
     ao.max_per_address = opt.core.max_connections_per_ip;
     ao.connection.clock = clock;
-    ao.connection.session = Millis(opt.session_timeout_ms);
-    ao.connection.linger = Millis(std::min<std::int64_t>(opt.idle_timeout_ms, 2000));
+    ao.connection.session = opt.session_timeout;
+    ao.connection.linger = std::min(opt.idle_timeout, Millis(2000));
     ao.connection.pause_reading_above = kMaxPendingOutput;
     ao.connection.read_buffer = 16 * 1024;
     // Refused before any handshake (TLS port, or no descriptor to spare): counted too.
@@ -439,47 +436,6 @@ void UnsServer::status(nlohmann::json& out) const {
   impl_->fwd->status(out["forwarder"]);
 }
 
-UnsOptions unsOptionsFromConfig(const Config& cfg, const std::string& data_dir, const std::string& machine_id) {
-  UnsOptions o;
-  o.listen = cfg.getString("listen.uns");
-  o.listen_tls = cfg.getString("listen.uns_tls");
-  o.idle_timeout_ms = cfg.getInt("uns.idle_timeout");
-  o.session_timeout_ms = cfg.getInt("uns.session_timeout");
-  auto& s = o.session;
-  s.xml.max_value_length = static_cast<std::size_t>(cfg.getInt("uns.max_attribute_length"));
-  s.xml.max_depth = static_cast<int>(cfg.getInt("uns.max_depth"));
-  s.max_set_urls = static_cast<std::uint64_t>(cfg.getInt("uns.max_set_urls"));
-  // The <url> elements are counted by the session (maxSetUrls: the cap may be a
-  // provider's files quota); other elements are skipped as they come, so the reader
-  // counts nothing. A session is bounded in time (uns.session_timeout).
-  s.xml.max_elements = std::numeric_limits<std::uint64_t>::max();
-  s.stream_part_bytes = kStreamPartBytes;
-  s.max_url_length = static_cast<std::size_t>(cfg.getInt("uns.max_url_length"));
-  s.tod_slots = static_cast<int>(cfg.getInt("qm.slots"));
-  s.accept_mime = cfg.getList("accept_mime");
-  auto& c = o.core;
-  c.accept_mime = s.accept_mime;
-  c.max_connections = static_cast<std::uint64_t>(cfg.getInt("uns.max_connections"));
-  c.max_connections_per_ip = static_cast<std::uint64_t>(cfg.getInt("uns.max_connections_per_ip"));
-  c.max_connections_per_provider = static_cast<std::uint64_t>(cfg.getInt("uns.max_connections_per_provider"));
-  c.report_errors = static_cast<std::uint64_t>(cfg.getInt("uns.report_errors"));
-  c.fullsets_per_period = static_cast<std::uint64_t>(cfg.getInt("uns.fullsets_per_period"));
-  c.fullset_period_ms = cfg.getInt("uns.fullset_period");
-  c.auth_cache_entries = static_cast<std::uint64_t>(cfg.getInt("uns.auth_cache_entries"));
-  c.auth_failures_per_minute = static_cast<std::uint64_t>(cfg.getInt("uns.auth_failures_per_minute"));
-  c.auth_cooldown_ms = cfg.getInt("uns.auth_cooldown");
-  c.auth_tracked_addresses = static_cast<std::uint64_t>(cfg.getInt("uns.auth_tracked_addresses"));
-  auto& f = o.forwarder;
-  f.qm_address = cfg.getString("uns.qm").empty() ? cfg.getString("listen.qm") : cfg.getString("uns.qm");
-  f.uns_name = machine_id + "/uns";
-  f.spool_dir = data_dir + "/uns";
-  f.retry_ms = cfg.getInt("uns.qm_retry");
-  f.ack_timeout_ms = cfg.getInt("uns.qm_ack_timeout");
-  f.spool_limit = static_cast<std::uint64_t>(cfg.getInt("uns.spool_limit"));
-  f.max_attribute_length = s.xml.max_value_length;
-  return o;
-}
-
 namespace {
 
 class UnsService final : public Service {
@@ -499,7 +455,7 @@ class UnsService final : public Service {
     }
   }
   static UnsOptions optionsFor(const NodeContext& node) {
-    UnsOptions o = unsOptionsFromConfig(*node.config, node.data_dir, node.machine_id);
+    UnsOptions o = UnsOptions::fromConfig(*node.config, node.data_dir, node.machine_id);
     o.core.passwords = node.passwords;
     if (node.tls) {
       o.tls = node.tls->server();

@@ -25,22 +25,24 @@
 
 namespace lcc::uns {
 
+// Members with a config key carry no default: fromConfig() (uns_options.cc) reads the
+// schema's; so do the structs it holds. Tests start from
+// UnsOptions::fromConfig(Config::defaults(), data_dir, machine_id).
 struct UnsOptions {
-  std::string listen = "127.0.0.1:0";  // empty: no plain port
-  // The TLS port (listen.uns_tls; empty: none) and its context; the same sessions run
-  // on both ports.
-  std::string listen_tls;
+  std::string listen;                   // listen.uns (empty: no plain port)
+  std::string listen_tls;               // listen.uns_tls (empty: none): the same sessions run on both ports
+  Millis handshake_timeout{};           // tls.handshake_timeout
+  Millis idle_timeout{};                // uns.idle_timeout
+  Millis session_timeout{};             // uns.session_timeout
+  SessionConfig session;                // uns.max_attribute_length, uns.max_depth, uns.max_set_urls, ...
+  CoreConfig core;                      // uns.max_connections..., uns.auth_*
+  ForwarderOptions forwarder;           // uns.qm, uns.qm_retry, uns.qm_ack_timeout, uns.spool_limit
+  // No config key: the TLS port's context (NodeTls::server()).
   std::shared_ptr<net::TlsContextSlot> tls;
-  Millis handshake_timeout{10000};
-  std::int64_t idle_timeout_ms = 30000;
-  std::int64_t session_timeout_ms = 3600000;
-  SessionConfig session;
-  CoreConfig core;
-  ForwarderOptions forwarder;
-};
 
-// Every uns.* key (and listen.uns, accept_mime, qm.slots) read from the config.
-UnsOptions unsOptionsFromConfig(const Config& cfg, const std::string& data_dir, const std::string& machine_id);
+  // Every uns.* key (and listen.uns, accept_mime, qm.slots); `data_dir` holds uns/.
+  static UnsOptions fromConfig(const Config& config, const std::string& data_dir, const std::string& machine_id);
+};
 
 class UnsServer {
  public:

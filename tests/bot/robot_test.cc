@@ -17,6 +17,7 @@
 
 #include "bot/bot_service.h"
 #include "bot/robot.h"
+#include "common/config/config.h"
 #include "common/md5.h"
 #include "common/plugin/plugin_registry.h"
 #include "common/posix_env.h"
@@ -187,7 +188,7 @@ class RobotSessionTest : public ::testing::Test {
 };
 
 TEST_F(RobotSessionTest, WritesThroughATemporaryNameAndRenamesOnSuccess) {
-  bot::RobotOptions o;
+  bot::RobotOptions o = bot::RobotOptions::fromConfig(Config::defaults());
   o.slots = 4;
   o.content_root = content_;
   startRobot(o);
@@ -213,7 +214,7 @@ TEST_F(RobotSessionTest, WritesThroughATemporaryNameAndRenamesOnSuccess) {
 // Without a head nothing is removed or written: an older side file names its own
 // body's MD5, so no reader pairs it with these bytes.
 TEST_F(RobotSessionTest, WithoutAHeadNothingIsWrittenAndAnOldSideFileStaysUnpaired) {
-  bot::RobotOptions o;
+  bot::RobotOptions o = bot::RobotOptions::fromConfig(Config::defaults());
   o.content_root = content_;
   o.max_response_head = 0;
   startRobot(o);
@@ -232,7 +233,7 @@ TEST_F(RobotSessionTest, WithoutAHeadNothingIsWrittenAndAnOldSideFileStaysUnpair
 // A file system that refuses the attribute (none there, or the head over its bound)
 // gets the side file <file>.http after the rename, as before attributes.
 TEST_F(RobotSessionTest, ARefusedAttributeFallsBackToTheSideFile) {
-  bot::RobotOptions o;
+  bot::RobotOptions o = bot::RobotOptions::fromConfig(Config::defaults());
   o.content_root = content_;
   startRobot(o, &refusing_env_, &counters_);
   const std::string file = content_ + "/00/00/2c";
@@ -251,7 +252,7 @@ TEST_F(RobotSessionTest, ARefusedAttributeFallsBackToTheSideFile) {
 // The real file systems: a head of about 5 KB is over ext4's attribute block and goes to
 // the side file there; tmpfs (/dev/shm) keeps it on the file. Readers find it either way.
 TEST_F(RobotSessionTest, ALargeHeadOnTheRealFileSystems) {
-  bot::RobotOptions o;
+  bot::RobotOptions o = bot::RobotOptions::fromConfig(Config::defaults());
   startRobot(o, posixEnv(), &counters_);
   const std::string type = "text/x-" + std::string(5000, 'l');
   std::vector<std::string> places{dir_.path()};
@@ -281,7 +282,7 @@ TEST_F(RobotSessionTest, ALargeHeadOnTheRealFileSystems) {
 }
 
 TEST_F(RobotSessionTest, FailuresLeaveNoFileAndUnchangedLeavesTheOldOneAlone) {
-  bot::RobotOptions o;
+  bot::RobotOptions o = bot::RobotOptions::fromConfig(Config::defaults());
   o.content_root = content_;
   startRobot(o);
   ASSERT_TRUE(posixEnv()->createDirs(content_ + "/00/00").isOk());
@@ -305,7 +306,7 @@ TEST_F(RobotSessionTest, FailuresLeaveNoFileAndUnchangedLeavesTheOldOneAlone) {
 }
 
 TEST_F(RobotSessionTest, RefusesFilesOutsideItsContentFolder) {
-  bot::RobotOptions o;
+  bot::RobotOptions o = bot::RobotOptions::fromConfig(Config::defaults());
   o.content_root = content_;
   startRobot(o);
   end_->send(proto::encodeRobotFetch(robotFetch(1, server_.url("/ok/a"), dir_.path() + "/elsewhere", "", std::nullopt, 0)) +
@@ -322,7 +323,7 @@ TEST_F(RobotSessionTest, RefusesFilesOutsideItsContentFolder) {
 }
 
 TEST_F(RobotSessionTest, SyncedFilesAreStoredToo) {
-  bot::RobotOptions o;
+  bot::RobotOptions o = bot::RobotOptions::fromConfig(Config::defaults());
   o.sync_files = true;
   startRobot(o);
   const std::string file = content_ + "/01/02/10205";

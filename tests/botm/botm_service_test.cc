@@ -16,6 +16,7 @@
 
 #include "bot/robot.h"
 #include "botm/botm_service.h"
+#include "common/config/config.h"
 #include "common/content_locator.h"
 #include "common/plugin/plugin_registry.h"
 #include "common/posix_env.h"
@@ -184,7 +185,7 @@ class BotmNode {
     Status s = service_->start();
     EXPECT_TRUE(s.isOk()) << s.toString();
     if (with_http) {
-      http::ServerOptions so;
+      http::ServerOptions so = http::ServerOptions::fromConfig(Config::defaults());
       so.listen = cfg_->getString("listen.http");
       http_ = std::make_unique<http::Server>(io_, router_, so);
       Status hs = http_->start();
@@ -246,7 +247,7 @@ class BotmServiceTest : public ::testing::Test {
 
   std::shared_ptr<bot::RobotClient> robot(BotmNode& node, Fetcher& f, std::uint16_t port, std::uint32_t slots,
                                           net::LocalListeners* local = nullptr) {
-    bot::RobotOptions o;
+    bot::RobotOptions o = bot::RobotOptions::fromConfig(Config::defaults());
     o.slots = slots;
     o.name = "test-robot";
     auto c = std::make_shared<bot::RobotClient>(node.io(), clock_, f, *posixEnv(), "127.0.0.1:" + std::to_string(port),
@@ -488,7 +489,7 @@ TEST_F(BotmServiceTest, ContentUrlsOfChildrenReachTheQmAndServeTheFetchedFile) {
   boost::asio::io_context qio;
   ContentLocator locator;
   RecordingLinks links;
-  qm::BotmServerOptions qo;
+  qm::BotmServerOptions qo = qm::BotmServerOptions::fromConfig(Config::defaults());
   qo.listen = "127.0.0.1:0";
   qo.content_locator = &locator;
   qm::BotmServer qm_port(qio, qo, links);
@@ -554,7 +555,7 @@ TEST_F(BotmServiceTest, ABotmAndTheQmOfOneProcessLinkInProcess) {
   boost::asio::io_context qio;
   net::LocalListeners listeners(qio, net::LocalLinkOptions{1024});
   RecordingLinks links;
-  qm::BotmServerOptions qo;
+  qm::BotmServerOptions qo = qm::BotmServerOptions::fromConfig(Config::defaults());
   qo.listen = "127.0.0.1:0";
   qo.local_listeners = &listeners;
   qm::BotmServer qm_port(qio, qo, links);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "botm/content_route.h"
+#include "common/config/config.h"
 #include "common/posix_env.h"
 #include "common/response_head.h"
 #include "lcc/support/cu_xml_format.h"
@@ -40,7 +41,7 @@ class ContentRouteTest : public ::testing::Test {
     std::filesystem::create_directories(content_);
     writeFile(outside_ + "/secret", "secret bytes");
     botm::addContentRoute(router_, {content_, "m2", 256}, metrics_);
-    http::ServerOptions so;
+    http::ServerOptions so = http::ServerOptions::fromConfig(Config::defaults());
     so.listen = "127.0.0.1:0";
     so.workers = 2;
     so.stream_workers = 2;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "common/config/config.h"
 #include "cu/cu_server.h"
 #include "cu_test_util.h"
 #include "support/test_pki.h"
@@ -39,7 +40,7 @@ class CapiTest : public ::testing::Test {
     for (int n = 0; n < 2; ++n) {
       auto node = std::make_unique<Node>();
       node->engine = node->world.makeEngine();
-      cu::CuServerOptions o;
+      cu::CuServerOptions o = cu::CuServerOptions::fromConfig(Config::defaults());
       o.listen = "127.0.0.1:0";
       if (n == 0) {  // endpoint 0 also runs TLS; its certificate names localhost only
         ASSERT_TRUE(pki_.ok() && pki_.issue("server", "DNS:localhost"));

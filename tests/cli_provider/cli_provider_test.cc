@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "../http/http_test_client.h"
+#include "common/config/config.h"
 #include "common/logging.h"
 #include "common/password.h"
 #include "common/plugin/plugin_registry.h"
@@ -57,14 +58,16 @@ class CliProviderTest : public ::testing::Test {
     writeToken(dir_.path(), token_);
 
     http::AdminContext ctx;
+    ctx.options = http::AdminOptions::fromConfig(Config::defaults());
+    ctx.options.qm_reads_providers = false;  // no QM reads this store: a removal deletes at once
     ctx.providers = store_.get();
     ctx.env = posixEnv();
     ctx.clock = &clock_;
     ctx.router = &router_;
     ctx.options.token_file = dir_.file("admin.token");
-    ctx.options.default_quota_files = 777;
-    ctx.options.default_quota_bytes = 1 << 20;
-    ctx.options.default_priority = 3;
+    ctx.options.provider_defaults.default_quota_files = 777;
+    ctx.options.provider_defaults.default_quota_bytes = 1 << 20;
+    ctx.options.provider_defaults.default_priority = 3;
     ctx.options.passwords = passwords_;
     http::registerAdminRoutes(router_, ctx);
     router_.add("GET", "/status", [](const http::Request&) {
@@ -368,12 +371,13 @@ TEST(AdminAccess, ANonLoopbackPeerIsRefusedUnlessRemoteAdminIsAllowed) {
   for (bool allow : {false, true}) {
     http::Router router;
     http::AdminContext ctx;
+    ctx.options = http::AdminOptions::fromConfig(Config::defaults());
     ctx.providers = store.value().get();
     ctx.env = posixEnv();
     ctx.options.token_file = dir.file("admin.token");
-    ctx.options.allow_remote = allow;
+    ctx.options.admin_remote = allow;
     http::registerAdminRoutes(router, ctx);
-    http::ServerOptions opts;
+    http::ServerOptions opts = http::ServerOptions::fromConfig(Config::defaults());
     opts.listen = ip + ":0";
     http::testing::ServerFixture fx(router, opts);
     ASSERT_TRUE(fx.startStatus().isOk()) << fx.startStatus().toString();

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "capi/cu_client.h"
+#include "common/config/config.h"
 #include "cu/cu_server.h"
 #include "cu_test_util.h"
 #include "support/sanitizer.h"
@@ -55,7 +56,7 @@ TEST(ExportMemory, TwoHundredThousandRecordsStayBounded) {
   auto engine = w.makeEngine();
   boost::asio::io_context io;
   auto guard = boost::asio::make_work_guard(io);
-  cu::CuServerOptions o;
+  cu::CuServerOptions o = cu::CuServerOptions::fromConfig(Config::defaults());
   o.listen = "127.0.0.1:0";
   cu::CuServer server(io, *engine, w.clock(), o);
   ASSERT_TRUE(server.start().isOk());

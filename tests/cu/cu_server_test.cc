@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "capi/cu_client.h"
+#include "common/config/config.h"
 #include "common/content_meta.h"
 #include "cu/cu_http.h"
 #include "cu/cu_server.h"
@@ -54,7 +55,7 @@ class CuServerTest : public ::testing::Test {
     for (auto& t : threads_) t.join();
   }
 
-  void startServer(cu::CuServerOptions o = {}) {
+  void startServer(cu::CuServerOptions o = cu::CuServerOptions::fromConfig(Config::defaults())) {
     o.listen = "127.0.0.1:0";
     server_ = std::make_unique<cu::CuServer>(io_, *engine_, w_.clock(), o);
     ASSERT_TRUE(server_->start().isOk());
@@ -171,8 +172,8 @@ TEST_F(CuServerTest, BadQueriesGetQueryRejected) {
 }
 
 TEST_F(CuServerTest, IdleClientGets133OnSimulatedTime) {
-  cu::CuServerOptions o;
-  o.idle_timeout_ms = 30000;
+  cu::CuServerOptions o = cu::CuServerOptions::fromConfig(Config::defaults());
+  o.idle_timeout = Millis(30000);
   startServer(o);
   auto s = connect();
   ASSERT_TRUE(s->writeAll("<lococa:query xmlns:lococa=\"http://www.lococa.org/1.0\">").isOk());
@@ -188,7 +189,7 @@ TEST_F(CuServerTest, IdleClientGets133OnSimulatedTime) {
 }
 
 TEST_F(CuServerTest, TooManyConnectionsGet120) {
-  cu::CuServerOptions o;
+  cu::CuServerOptions o = cu::CuServerOptions::fromConfig(Config::defaults());
   o.max_connections = 1;
   startServer(o);
   auto first = connect();
@@ -205,7 +206,7 @@ TEST_F(CuServerTest, TooManyConnectionsGet120) {
 TEST_F(CuServerTest, AClientThatLeavesMidAnswerDoesNotHurtTheServer) {
   std::string big(200 * 1024, 'x');
   for (int i = 0; i < 100; ++i) w_.put(5, "http://big.org/" + std::to_string(i), "application/octet-stream", big);
-  cu::CuServerOptions o;
+  cu::CuServerOptions o = cu::CuServerOptions::fromConfig(Config::defaults());
   o.pipe_buffer = 64 * 1024;
   o.export_threads = 1;  // the next query needs the same worker back
   startServer(o);
@@ -227,8 +228,8 @@ TEST_F(CuServerTest, AClientThatLeavesMidAnswerDoesNotHurtTheServer) {
 TEST_F(CuServerTest, AClientThatReadsNothingIsDroppedAfterTheWriteTimeout) {
   std::string big(200 * 1024, 'y');
   for (int i = 0; i < 100; ++i) w_.put(6, "http://slow.org/" + std::to_string(i), "application/octet-stream", big);
-  cu::CuServerOptions o;
-  o.write_timeout_ms = 60000;
+  cu::CuServerOptions o = cu::CuServerOptions::fromConfig(Config::defaults());
+  o.write_timeout = Millis(60000);
   o.pipe_buffer = 64 * 1024;
   startServer(o);
   auto s = connect();
@@ -271,9 +272,9 @@ TEST_F(CuServerTest, OneAddressHoldsAtMostItsConnectionsAndAnotherIsServed) {
 TEST_F(CuServerTest, StalledExportsOfOneAddressHoldAtMostTheirShareOfTheWorkers) {
   std::string big(200 * 1024, 'z');
   for (int i = 0; i < 100; ++i) w_.put(7, "http://stall.org/" + std::to_string(i), "application/octet-stream", big);
-  cu::CuServerOptions o;
+  cu::CuServerOptions o = cu::CuServerOptions::fromConfig(Config::defaults());
   o.export_threads = 3;
-  o.write_timeout_ms = 60000;
+  o.write_timeout = Millis(60000);
   o.pipe_buffer = 64 * 1024;
   startServer(o);
   CuQuery stall;
@@ -454,7 +455,7 @@ std::string dechunk(const std::string& body) {
 TEST_F(CuServerTest, HttpEndToEnd) {
   http::Router router;
   cu::addCuRoutes(router, *engine_);
-  http::ServerOptions ho;
+  http::ServerOptions ho = http::ServerOptions::fromConfig(Config::defaults());
   ho.listen = "127.0.0.1:0";
   http::Server hs(io_, router, ho);
   ASSERT_TRUE(hs.start().isOk());

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 
+#include "common/config/config.h"
 #include "common/logging.h"
 #include "common/posix_env.h"
 #include "proto/xml_reader.h"
@@ -289,7 +290,7 @@ void CuWorld::putMany(const std::vector<ContentRecord>& records) {
 }
 
 cu::EngineOptions CuWorld::engineOptions() const {
-  cu::EngineOptions o;
+  cu::EngineOptions o = cu::EngineOptions::fromConfig(Config::defaults(), "", "");
   o.machine_id = kMachine;
   o.content_dir = content_dir_;
   o.temp_dir = dir_.path() + "/tmp";

@@ -15,6 +15,7 @@
 
 #include "botm/content_route.h"
 #include "botm/filename_store.h"
+#include "common/config/config.h"
 #include "common/content_locator.h"
 #include "common/response_head.h"
 #include "warc_reader.h"
@@ -65,11 +66,11 @@ class Machine {
     content_ = dir_.path() + "/content";
     std::filesystem::create_directories(content_);
     botm::addContentRoute(router_, {content_, "m2", 256}, metrics_);
-    http::ServerOptions so;
+    http::ServerOptions so = http::ServerOptions::fromConfig(Config::defaults());
     so.listen = "127.0.0.1:0";
     so.workers = 2;
     so.stream_workers = 2;
-    so.idle_timeout_ms = idle_timeout_ms;
+    so.idle_timeout = Millis(idle_timeout_ms);
     so.metrics = &metrics_;
     so.tls = std::move(tls);
     server_ = std::make_unique<http::Server>(io_, router_, so);
@@ -141,8 +142,8 @@ class RemoteContentTest : public ::testing::Test {
     locator_.setStatic(std::move(urls));
     auto o = w_.engineOptions();
     o.locator = &locator_;
-    o.remote.connect_timeout = 5s;
-    o.remote.read_timeout = read_timeout;
+    o.remote.remote_connect_timeout = 5s;
+    o.remote.remote_read_timeout = read_timeout;
     o.remote.tls = std::move(tls);
     return w_.makeEngine(o);
   }
@@ -213,7 +214,7 @@ TEST_F(RemoteContentTest, TheRobotsResponseHeadComesAlongWhenItNamesTheBody) {
   const std::string md5 = "0123456789abcdef0123456789abcdef";
   const std::string name = m2_.write(0x7e, "remote body");
   writeFile(m2_.contentDir() + "/" + responseHeadPath(name), encodeResponseHead(md5, head));
-  cu::RemoteContentReader reader(cu::RemoteOptions{});
+  cu::RemoteContentReader reader(cu::RemoteOptions::fromConfig(Config::defaults()));
   {
     auto src = reader.open(m2_.url(), name, 11, "m2", md5);
     ASSERT_TRUE(src.isOk()) << src.status().toString();
@@ -249,7 +250,7 @@ TEST_F(RemoteContentTest, TheRobotsResponseHeadComesAlongWhenItNamesTheBody) {
 TEST_F(RemoteContentTest, OneKeptConnectionPerMachineForManyRecords) {
   std::vector<std::string> names;
   for (int i = 0; i < 20; ++i) names.push_back(m2_.write(100 + i, "file " + std::to_string(i)));
-  cu::RemoteContentReader reader(cu::RemoteOptions{});
+  cu::RemoteContentReader reader(cu::RemoteOptions::fromConfig(Config::defaults()));
   for (int i = 0; i < 20; ++i) {
     const std::string want = "file " + std::to_string(i);
     auto src = reader.open(m2_.url(), names[i], want.size());
@@ -271,8 +272,8 @@ TEST_F(RemoteContentTest, PrefetchedRequestsAreAnsweredInOrderOnOneConnection) {
     bodies.push_back(randomBytes(1000 + static_cast<std::size_t>(i) * 9000, 100 + static_cast<unsigned>(i)));
     names.push_back(m2_.write(200 + static_cast<std::uint64_t>(i), bodies.back()));
   }
-  cu::RemoteOptions o;
-  o.pipeline_depth = 4;
+  cu::RemoteOptions o = cu::RemoteOptions::fromConfig(Config::defaults());
+  o.remote_pipeline = 4;
   cu::RemoteContentReader reader(o);
   auto readOne = [&](int i) {
     auto src = reader.open(m2_.url(), names[i], bodies[i].size());
@@ -336,7 +337,7 @@ TEST_F(RemoteContentTest, ManyRecordsExportTheSameWithAndWithoutPipelining) {
     locator_.setStatic({{"m2", m2_.url()}});
     auto o = w_.engineOptions();
     o.locator = &locator_;
-    o.remote.pipeline_depth = depth;
+    o.remote.remote_pipeline = depth;
     auto e = w_.makeEngine(o);
     auto a = xml(*e);
     ASSERT_EQ(a.urls.size(), want.size()) << "depth " << depth;
@@ -354,7 +355,7 @@ TEST_F(RemoteContentTest, ManyRecordsExportTheSameWithAndWithoutPipelining) {
 TEST_F(RemoteContentTest, AConnectionTheServerClosedWhileIdleIsReopened) {
   Machine quick(/*idle_timeout_ms=*/50);
   const std::string a = quick.write(1, "first"), b = quick.write(2, "second");
-  cu::RemoteContentReader reader(cu::RemoteOptions{});
+  cu::RemoteContentReader reader(cu::RemoteOptions::fromConfig(Config::defaults()));
   auto readAll = [&](const std::string& name, std::size_t size) {
     auto src = reader.open(quick.url(), name, size);
     EXPECT_TRUE(src.isOk()) << src.status().toString();
@@ -425,7 +426,7 @@ TEST_F(RemoteContentTest, AMachineThatIsDownIsUnreadableAndAnUnknownOneIsOtherMa
   EXPECT_EQ(e->stats().content_missing.value(), 3u);
 
   // Connection refused: the URL is down for the rest of the answer after one try.
-  cu::RemoteContentReader reader(cu::RemoteOptions{});
+  cu::RemoteContentReader reader(cu::RemoteOptions::fromConfig(Config::defaults()));
   auto first = reader.open("http://127.0.0.1:" + std::to_string(closedPort()), "00/00/1", 3);
   EXPECT_EQ(first.status().code(), StatusCode::kIOError);
 }

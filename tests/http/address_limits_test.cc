@@ -77,7 +77,7 @@ TEST(AddressLimits, HttpsConnectionsPastThePerAddressLimitAreClosedBeforeTheHand
   Router router = okRouter();
   auto opts = ServerFixture::defaultOptions();
   opts.max_connections_per_ip = 2;
-  opts.header_timeout_ms = 600000;  // the idle sockets below never start a handshake
+  opts.header_timeout = Millis(600000);  // the idle sockets below never start a handshake
   opts.tls = std::make_shared<net::TlsContextSlot>(ctx.value());
   ServerFixture fx(router, opts);
   Peer idle1(fx.port(), "127.0.0.2"), idle2(fx.port(), "127.0.0.2");
@@ -281,8 +281,8 @@ TEST(AddressLimits, AStreamWhoseClientStopsReadingIsCutAfterTheWriteTimeout) {
   Router router;
   router.add("GET", "/big", bigStream(1ull << 30, ended));
   auto opts = ServerFixture::defaultOptions();
-  opts.idle_timeout_ms = 600000;  // ten minutes: far beyond this test's patience
-  opts.write_timeout_ms = 300;
+  opts.idle_timeout = Millis(600000);  // ten minutes: far beyond this test's patience
+  opts.write_timeout = Millis(300);
   ServerFixture fx(router, opts);
   Peer p(fx.port(), "127.0.0.2");
   p.socket().set_option(boost::asio::socket_base::receive_buffer_size(16 * 1024));

@@ -75,7 +75,7 @@ TEST(HostileRequest, AHugeTrailerFieldIsRefusedAndTheServerStaysUp) {
 TEST(HostileRequest, AChunkExtensionThatNeverEndsIsRefusedWithinTheHeaderLimit) {
   EchoRouter er;
   auto opts = ServerFixture::defaultOptions();
-  opts.idle_timeout_ms = 3000;  // the old server read on until this, and never answered
+  opts.idle_timeout = Millis(3000);  // the old server read on until this, and never answered
   ServerFixture fx(er.router, opts);
   Peer p(fx.port(), "127.0.0.2");
   ASSERT_TRUE(p.write("POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1;ext="));

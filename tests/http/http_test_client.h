@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/config/config.h"
 #include "http/http_server.h"
 
 namespace lcc::http::testing {
@@ -87,7 +88,7 @@ class ServerFixture {
     server_.reset();
   }
   static ServerOptions defaultOptions() {
-    ServerOptions o;
+    ServerOptions o = ServerOptions::fromConfig(Config::defaults());
     o.listen = "127.0.0.1:0";
     return o;
   }

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/config/config.h"
 #include "common/metrics.h"
 #include "http/http_server.h"
 #include "http/url_codec.h"
@@ -188,7 +189,7 @@ TEST(HttpServer, IdleConnectionIsClosedAfterTheTimeout) {
   Router router;
   router.add("GET", "/", [](const Request&) { return Response::text(200, "ok"); });
   auto opts = ServerFixture::defaultOptions();
-  opts.idle_timeout_ms = 200;
+  opts.idle_timeout = Millis(200);
   ServerFixture fx(router, opts);
   Client c(fx.port());
   EXPECT_EQ(c.request("GET", "/").result_int(), 200);
@@ -202,8 +203,8 @@ TEST(HttpServer, ASlowHeaderIsCutAtTheHeaderTimeoutNotTheIdleTimeout) {
   Router router;
   router.add("GET", "/", [](const Request&) { return Response::text(200, "ok"); });
   auto opts = ServerFixture::defaultOptions();
-  opts.idle_timeout_ms = 600000;  // ten minutes: far beyond this test's patience
-  opts.header_timeout_ms = 200;
+  opts.idle_timeout = Millis(600000);  // ten minutes: far beyond this test's patience
+  opts.header_timeout = Millis(200);
   ServerFixture fx(router, opts);
   Client slow(fx.port());
   boost::asio::write(slow.socket(), boost::asio::buffer(std::string("GET / HTTP/1.1\r\nHo")));
@@ -557,15 +558,15 @@ TEST(HttpServer, StopClosesOpenConnectionsAndUnblocksStreams) {
 TEST(HttpServer, StartFailsClearlyOnABadOrBusyAddress) {
   Router router;
   boost::asio::io_context io;
-  ServerOptions bad;
+  ServerOptions bad = ServerOptions::fromConfig(Config::defaults());
   bad.listen = "not-an-address";
   Server s1(io, router, bad);
   EXPECT_FALSE(s1.start().isOk());
-  ServerOptions any;
+  ServerOptions any = ServerOptions::fromConfig(Config::defaults());
   any.listen = "127.0.0.1:0";
   Server s2(io, router, any);
   ASSERT_TRUE(s2.start().isOk());
-  ServerOptions same;
+  ServerOptions same = ServerOptions::fromConfig(Config::defaults());
   same.listen = "127.0.0.1:" + std::to_string(s2.port());
   Server s3(io, router, same);
   Status st = s3.start();

@@ -11,6 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/config/config.h"
 #include "proto/uns_qm.h"
 #include "support/sim_clock.h"
 #include "uns/uns_test_util.h"
@@ -49,7 +50,7 @@ class ReceiverTest : public ::testing::Test {
   ReceiverTest()
       : fixture_({provider(1, kSite + "docs/"), provider(2, kSite + "held/", ProviderState::kSuspended)}) {}
 
-  Receiver& receiver(ReceiverOptions o = {}) {
+  Receiver& receiver(ReceiverOptions o = ReceiverOptions::fromConfig(Config::defaults())) {
     ReceiverDeps d;
     d.providers = fixture_.store();
     d.clock = &clock_;
@@ -119,7 +120,7 @@ TEST_F(ReceiverTest, AKeyThatCannotBeVerifiedGetsOneAnswerWhateverTheFetchSaw) {
 }
 
 TEST_F(ReceiverTest, UrlsOfTypesNotAcceptedAreNamedWith203AndNeverSent) {
-  ReceiverOptions o;
+  ReceiverOptions o = ReceiverOptions::fromConfig(Config::defaults());
   o.accept_mime = {"text/*", "application/pdf", "application/xml"};
   Receiver& r = receiver(o);
   auto a = r.handle(post({kSite + "docs/page.html", kSite + "docs/img.png", kSite + "docs/tool.exe",
@@ -135,7 +136,7 @@ TEST_F(ReceiverTest, UrlsOfTypesNotAcceptedAreNamedWith203AndNeverSent) {
 }
 
 TEST_F(ReceiverTest, NoUrlLeftIs422AndTheKeyIsNotFetched) {
-  ReceiverOptions o;
+  ReceiverOptions o = ReceiverOptions::fromConfig(Config::defaults());
   o.max_listed_refusals = 2;
   Receiver& r = receiver(o);
   auto a = r.handle(post({kSite + "docs/a.png", kSite + "docs/b.gif", kSite + "docs/c.exe", kSite + "docs/d.zip"}));
@@ -149,7 +150,7 @@ TEST_F(ReceiverTest, NoUrlLeftIs422AndTheKeyIsNotFetched) {
 }
 
 TEST_F(ReceiverTest, AutoRegistrationObeysTheTypeListAndMakesNoProviderForNothing) {
-  ReceiverOptions o;
+  ReceiverOptions o = ReceiverOptions::fromConfig(Config::defaults());
   o.auto_register = true;
   Receiver& r = receiver(o);
   const std::string location = kSite + "blog/key.txt";
@@ -165,7 +166,7 @@ TEST_F(ReceiverTest, AutoRegistrationObeysTheTypeListAndMakesNoProviderForNothin
 }
 
 TEST_F(ReceiverTest, AFolderThatOverlapsAnotherProviderIsRefusedBeforeTheKeyIsFetched) {
-  ReceiverOptions o;
+  ReceiverOptions o = ReceiverOptions::fromConfig(Config::defaults());
   o.auto_register = true;
   Receiver& r = receiver(o);
   // The whole host's key: its folder "/" overlaps provider 1's /docs/.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "../rs/rs_fixture.h"
+#include "common/config/config.h"
 #include "mail/mailer.h"
 #include "mail/notifier.h"
 #include "mail/notify_policy.h"
@@ -155,14 +156,20 @@ class MailerTest : public rs::testing_rs::RsTest {};
 TEST_F(MailerTest, AnUnreachableRelayDelaysNothingAndIsRetriedThenGivenUp) {
   SilentRelay relay;
   Metrics metrics;
-  auto mailer_ptr = std::make_shared<Mailer>(clock_, MailerOptions{.relay = relay.url(), .from = "lcc@example.net",
-                                                                  .timeout = Millis(300), .retries = 2,
-                                                                  .retry_delay = Millis(60000), .queue_size = 4,
-                                                                  .metrics = &metrics});
+  MailerOptions mo = MailerOptions::fromConfig(Config::defaults());
+  mo.relay = relay.url();
+  mo.from = "lcc@example.net";
+  mo.timeout = Millis(300);
+  mo.retries = 2;
+  mo.retry_delay = Millis(60000);
+  mo.queue_size = 4;
+  mo.metrics = &metrics;
+  auto mailer_ptr = std::make_shared<Mailer>(clock_, mo);
   Mailer& mailer = *mailer_ptr;
   mailer.start();
-  auto notifier = std::make_shared<Notifier>(*store_, mailer_ptr, clock_, *posixEnv(),
-                                             NotifierOptions{.state_path = dir_.file("mail-state.json")});
+  NotifierOptions no = NotifierOptions::fromConfig(Config::defaults());
+  no.state_path = dir_.file("mail-state.json");
+  auto notifier = std::make_shared<Notifier>(*store_, mailer_ptr, clock_, *posixEnv(), no);
   options_.notifier = notifier;
   rs::testing_rs::ScriptedFetcher fetcher;
   auto reg = makeRegistrar(fetcher);
@@ -201,15 +208,21 @@ TEST_F(MailerTest, AnUnreachableRelayDelaysNothingAndIsRetriedThenGivenUp) {
 
 TEST_F(MailerTest, TheNotifierRemembersWhatItMailedAcrossARestart) {
   SilentRelay relay;
-  auto mailer_ptr = std::make_shared<Mailer>(
-      clock_, MailerOptions{.relay = relay.url(), .timeout = Millis(300), .retries = 0, .queue_size = 4});
+  MailerOptions mo = MailerOptions::fromConfig(Config::defaults());
+  mo.relay = relay.url();
+  mo.timeout = Millis(300);
+  mo.retries = 0;
+  mo.queue_size = 4;
+  auto mailer_ptr = std::make_shared<Mailer>(clock_, mo);
   Mailer& mailer = *mailer_ptr;
   mailer.start();
   ProviderRecord p = provider(0);
   p.state = ProviderState::kSuspended;
   auto id = store_->create(p);
   ASSERT_TRUE(id.isOk());
-  const NotifierOptions o{.state_path = dir_.file("mail-state.json"), .policy = {.min_interval = kDay}};
+  NotifierOptions o = NotifierOptions::fromConfig(Config::defaults());
+  o.state_path = dir_.file("mail-state.json");
+  o.policy.min_interval = kDay;
   auto first = std::make_shared<Notifier>(*store_, mailer_ptr, clock_, *posixEnv(), o);
   EXPECT_EQ(first->check(), 1u);
   EXPECT_EQ(first->check(), 0u) << "still in flight";

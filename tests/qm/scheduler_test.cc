@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/config/config.h"
+#include "qm/qm_options.h"
 #include "support/sim_clock.h"
 
 namespace lcc::qm {
@@ -13,9 +15,10 @@ using lcc::testing::SimClock;
 std::string host(ProviderId pid) { return "p" + std::to_string(pid) + ".example:80"; }
 
 SchedulerOptions opts(std::uint32_t inflight = 1) {
-  SchedulerOptions o;
+  const QmOptions q = QmOptions::fromConfig(Config::defaults());
+  SchedulerOptions o{q.provider_inflight, q.botm_overload_pct, q.bandwidth_tick, q.bandwidth_horizon, q.host_inflight};
   o.provider_inflight = inflight;
-  o.overload_pct = 100;
+  o.botm_overload_pct = 100;
   o.bandwidth_tick = Millis(1000);
   o.bandwidth_horizon = Millis(60 * 1000);
   return o;
@@ -80,7 +83,7 @@ TEST(Scheduler, ProviderInflightAllowsThatManyAtOnce) {
 TEST(Scheduler, CapacityTimesOverloadCapsTheTotal) {
   SimClock clock;
   auto o = opts(1);
-  o.overload_pct = 150;
+  o.botm_overload_pct = 150;
   Scheduler s(clock, o);
   s.setCapacity(4);
   for (ProviderId p = 1; p <= 10; ++p) {

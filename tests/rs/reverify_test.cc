@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../http/http_test_client.h"
+#include "common/config/config.h"
 #include "http/admin_api.h"
 #include "rs_fixture.h"
 #include "uns/uns_core.h"
@@ -87,7 +88,7 @@ class ReverifyTest : public RsTest {
     ASSERT_TRUE(eventually([&] { return reg.reverifyPending() == 0; }));
   }
   uns::AuthResult login(const Registration& g) {
-    uns::CoreConfig c;
+    uns::CoreConfig c = uns::CoreConfig::fromConfig(Config::defaults());
     c.passwords = options_.passwords;
     uns::UnsCore core(c, store_.get(), &clock_, nullptr);
     uns::AuthResult r = core.authenticate({std::to_string(g.id), g.password}, "127.0.0.1");
@@ -184,6 +185,7 @@ TEST_F(ReverifyTest, AChangedOrRemovedSecretSuspendsTheProviderWithTheReason) {
   // The administrator resumes it: the reason goes, and the next sweep checks again —
   // the file is still gone, so it is suspended again.
   http::AdminContext admin;
+  admin.options = http::AdminOptions::fromConfig(Config::defaults());
   admin.providers = store_.get();
   http::Request req;
   req.remote_ip = "127.0.0.1";
@@ -293,7 +295,7 @@ TEST_F(ReverifyTest, AGoneSecretFileSuspendsOnlyAfterTheGrace) {
 }
 
 TEST_F(ReverifyTest, ReverificationIsOffByDefault) {
-  EXPECT_EQ(RsOptions{}.reverify_interval.count(), 0);
+  EXPECT_EQ(RsOptions::fromConfig(Config::defaults()).reverify_interval.count(), 0);
   std::vector<ConfigProblem> problems;
   auto cfg = Config::loadText("roles: [rs]\n", "test.yaml", {}, &problems);
   ASSERT_TRUE(cfg.isOk()) << cfg.status().toString();

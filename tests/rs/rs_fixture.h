@@ -9,6 +9,7 @@
 #include <map>
 #include <thread>
 
+#include "common/config/config.h"
 #include "common/logging.h"
 #include "common/password.h"
 #include "common/plugin/plugin_registry.h"
@@ -130,7 +131,7 @@ class RsTest : public ::testing::Test {
     options_.secret_ttl = Millis(3600 * 1000);
     options_.sweep_interval = Millis(600 * 1000);
     options_.verify_timeout = Millis(5000);
-    options_.default_quota_files = 500;
+    options_.provider_defaults.default_quota_files = 500;
     options_.passwords = PasswordHasher::ephemeral();
     options_.work_dir = dir_.file("rs");
     EXPECT_TRUE(posixEnv()->createDirs(options_.work_dir, DirOptions{.private_dir = true}).isOk());
@@ -164,7 +165,7 @@ class RsTest : public ::testing::Test {
   testing::SimClock clock_;
   PluginRegistry registry_;
   PluginPtr<ProviderStore> store_;
-  RsOptions options_;
+  RsOptions options_ = RsOptions::fromConfig(Config::defaults());
 };
 
 }  // namespace lcc::rs::testing_rs

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/config/config.h"
 #include "common/posix_env.h"
 #include "proto/uns_qm.h"
 #include "support/sim_clock.h"
@@ -45,7 +46,7 @@ class SitemapPollTest : public ::testing::Test {
   SitemapPollTest() : fixture_({provider(1, kBase + "docs/sitemap.xml")}) {}
 
   std::unique_ptr<SitemapPoller> poller(std::uint64_t max_set_urls = 1000) {
-    SitemapPollOptions o;
+    SitemapPollOptions o = SitemapPollOptions::fromConfig(Config::defaults(), "");
     o.state_dir = dir_.path();
     o.max_set_urls = max_set_urls;
     o.check_interval = Millis(10 * 60 * 1000);

@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "common/config/config.h"
 #include "common/password.h"
 #include "common/posix_env.h"
 #include "support/sim_clock.h"
@@ -37,7 +38,7 @@ class AuthTest : public ::testing::Test {
     return r.code;
   }
   CoreConfig config(std::size_t cache = 16) {
-    CoreConfig c;
+    CoreConfig c = CoreConfig::fromConfig(Config::defaults());
     c.passwords = hasher_;
     c.auth_cache_entries = cache;
     return c;
@@ -144,7 +145,7 @@ TEST_F(AuthTest, ANewProviderIsAskedForAFullSetUntilItSendsOne) {
 TEST_F(AuthTest, AnAddressThatKeepsFailingIsTurnedAwayUncheckedForTheCooldown) {
   CoreConfig c = config();
   c.auth_failures_per_minute = 3;
-  c.auth_cooldown_ms = 5 * 60 * 1000;
+  c.auth_cooldown = Millis(5 * 60 * 1000);
   UnsCore core(c, fx_->store(), &clock_, nullptr);
   auto from = [&](const std::string& ip, ProviderId id, const std::string& pw) {
     AuthResult r = core.authenticate({std::to_string(id), pw}, ip);
@@ -184,15 +185,15 @@ TEST(UnsConfig, TheFailedInitLimitIsReadFromTheYaml) {
   auto cfg = Config::loadText("uns:\n  auth_failures_per_minute: 7\n  auth_cooldown: 2m\n  auth_tracked_addresses: 50\n",
                               "lcc.yaml", {}, &problems);
   ASSERT_TRUE(cfg.isOk()) << (problems.empty() ? cfg.status().toString() : problems[0].toString());
-  UnsOptions o = unsOptionsFromConfig(cfg.value(), "/nonexistent", "m1");
+  UnsOptions o = UnsOptions::fromConfig(cfg.value(), "/nonexistent", "m1");
   EXPECT_EQ(o.core.auth_failures_per_minute, 7u);
-  EXPECT_EQ(o.core.auth_cooldown_ms, 120000);
+  EXPECT_EQ(o.core.auth_cooldown, Millis(120000));
   EXPECT_EQ(o.core.auth_tracked_addresses, 50u);
   auto defaults = Config::loadText("", "lcc.yaml", {}, &problems);
   ASSERT_TRUE(defaults.isOk());
-  UnsOptions d = unsOptionsFromConfig(defaults.value(), "/nonexistent", "m1");
+  UnsOptions d = UnsOptions::fromConfig(defaults.value(), "/nonexistent", "m1");
   EXPECT_EQ(d.core.auth_failures_per_minute, 30u);
-  EXPECT_EQ(d.core.auth_cooldown_ms, 300000);
+  EXPECT_EQ(d.core.auth_cooldown, Millis(300000));
   EXPECT_FALSE(Config::loadText("uns:\n  auth_cooldown: 10ms\n", "lcc.yaml", {}, &problems).isOk());
 }
 

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/config/config.h"
 #include "common/password.h"
 #include "common/plugin/plugin_registry.h"
 #include "common/posix_env.h"
@@ -44,7 +45,7 @@ struct Pidb {
 [[noreturn]] void initForEver(const std::string& dir, const std::string& token,
                               std::shared_ptr<const PasswordHasher> hasher, int out) {
   Pidb pidb(dir);
-  CoreConfig config;
+  CoreConfig config = CoreConfig::fromConfig(Config::defaults());
   config.passwords = std::move(hasher);
   config.max_connections_per_provider = kClients;
   lcc::testing::SimClock clock;

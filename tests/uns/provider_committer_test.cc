@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "common/config/config.h"
 #include "common/password.h"
 #include "support/sim_clock.h"
 #include "uns/provider_committer.h"
@@ -123,7 +124,7 @@ class ProviderCommitterTest : public ::testing::Test {
   // A UnsCore on store_ where provider 1 logs in with token_.
   std::unique_ptr<UnsCore> coreWith(std::uint64_t connections_per_provider) {
     EXPECT_TRUE(store_.put(active(1, hasher_->hashToken(token_))).isOk());
-    CoreConfig config;
+    CoreConfig config = CoreConfig::fromConfig(Config::defaults());
     config.passwords = hasher_;
     config.max_connections_per_provider = connections_per_provider;
     return std::make_unique<UnsCore>(config, &store_, &clock_, nullptr);

@@ -1,6 +1,7 @@
 // The CP session state machine without sockets: golden transcripts
 // (tests/data/cp_uns/NAME.in → NAME.ref), fed whole and one byte at a time.
 // LCC_REGEN_GOLDEN=1 rewrites the .ref files (then read them before committing).
+#include "common/config/config.h"
 #include "uns/session_policy.h"
 
 #include <gtest/gtest.h>
@@ -22,19 +23,19 @@ namespace {
 using namespace lcc::uns::testing;
 
 SessionConfig goldenSessionConfig() {
-  SessionConfig c;
+  SessionConfig c = SessionConfig::fromConfig(Config::defaults());
   c.xml.max_value_length = 8192;
   c.xml.max_depth = 8;
   c.max_set_urls = 25;
   c.xml.max_elements = c.max_set_urls + 16;
   c.max_url_length = 2048;
-  c.tod_slots = 24;
+  c.slots = 24;
   c.accept_mime = {"text/*", "application/pdf"};
   return c;
 }
 
 CoreConfig goldenCoreConfig() {
-  CoreConfig c;
+  CoreConfig c = CoreConfig::fromConfig(Config::defaults());
   c.accept_mime = {"text/*", "application/pdf"};
   c.report_errors = 1;
   c.fullsets_per_period = 3;
@@ -216,7 +217,7 @@ TEST_F(SessionTest, AcceptedFullSetClearsWantedOrUsesTheAllowance) {
   auto t = runSession(in, 0, kAccepted, goldenSessionConfig(), fx_.store(), &clock_);
   EXPECT_EQ(t.end, ErrorCode::kFullSetNotAllowed);
   // A new period restores the allowance.
-  clock_.advance(Millis(goldenCoreConfig().fullset_period_ms));
+  clock_.advance(goldenCoreConfig().fullset_period);
   auto t2 = runSession(in, 0, kAccepted, goldenSessionConfig(), fx_.store(), &clock_);
   EXPECT_EQ(t2.end, ErrorCode::kNone);
   ASSERT_TRUE(t2.forwarded.has_value());

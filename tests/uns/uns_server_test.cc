@@ -94,8 +94,8 @@ TEST_F(UnsServerTest, WholeAndByteByByteGiveTheSameReplies) {
 TEST_F(UnsServerTest, HostileClientsGetTheirCodeWhileARealSessionSucceeds) {
   FakeQm qm;
   UnsOptions opt = testOptions(dir_.path(), qm.port());
-  opt.idle_timeout_ms = 300;
-  opt.session_timeout_ms = 4000;  // generous: a loaded machine slows the password checks
+  opt.idle_timeout = Millis(300);
+  opt.session_timeout = Millis(4000);  // generous: a loaded machine slows the password checks
   Harness h(opt, fx_.store());
   ASSERT_TRUE(h.start().isOk());
   const std::uint16_t port = h.port();
@@ -233,7 +233,7 @@ TEST_F(UnsServerTest, RepeatedFailedInitsFromAnAddressAnswer120) {
   FakeQm qm;
   UnsOptions opt = testOptions(dir_.path(), qm.port());
   opt.core.auth_failures_per_minute = 3;
-  opt.core.auth_cooldown_ms = 5 * 60 * 1000;
+  opt.core.auth_cooldown = Millis(5 * 60 * 1000);
   Harness h(opt, fx_.store());
   ASSERT_TRUE(h.start().isOk());
   for (int i = 0; i < 3; ++i) {
@@ -284,7 +284,7 @@ TEST_F(UnsServerTest, QmDownSpoolsThenReplaysInOrderWithoutLossOrDuplicates) {
 TEST_F(UnsServerTest, RefusingOrSilentQmMeansSpoolThenAccept) {
   FakeQm qm(0, FakeQm::Mode::kReject);
   UnsOptions opt = testOptions(dir_.path(), qm.port());
-  opt.forwarder.ack_timeout_ms = 300;
+  opt.forwarder.qm_ack_timeout = Millis(300);
   Harness h(opt, fx_.store());
   ASSERT_TRUE(h.start().isOk());
   ASSERT_TRUE(eventually([&] { return h.server().forwarder().connected(); }));

@@ -101,7 +101,7 @@ TEST_F(UnsStreamTest, ASetLargerThanTheForwardersOutputWindowPasses) {
 TEST_F(UnsStreamTest, ACpCutOffMidSetHasNothingAppliedAndTheLinkGoesOn) {
   FakeQm qm;
   UnsOptions opt = options(qm.port());
-  opt.idle_timeout_ms = 300;
+  opt.idle_timeout = Millis(300);
   Harness h(opt, fx_.store());
   ASSERT_TRUE(h.start().isOk());
   ASSERT_TRUE(eventually([&] { return h.server().forwarder().connected(); }));

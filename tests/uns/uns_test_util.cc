@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "common/config/config.h"
 #include "common/password.h"
 #include "common/posix_env.h"
 #include "net/io_loop.h"
@@ -316,10 +317,11 @@ std::uint16_t unusedPort() {
 }
 
 UnsOptions testOptions(const std::string& data_dir, std::uint16_t qm_port) {
-  UnsOptions o;
+  UnsOptions o = UnsOptions::fromConfig(Config::defaults(), data_dir, "m1");
   o.listen = "127.0.0.1:0";
-  o.idle_timeout_ms = 30000;
-  o.session_timeout_ms = 60000;
+  o.session.stream_part_bytes = 0;  // sets are collected whole unless a test streams them
+  o.idle_timeout = Millis(30000);
+  o.session_timeout = Millis(60000);
   o.session.xml.max_value_length = 8192;
   o.session.xml.max_depth = 8;
   o.session.max_set_urls = 100000;
@@ -332,8 +334,8 @@ UnsOptions testOptions(const std::string& data_dir, std::uint16_t qm_port) {
   o.forwarder.qm_address = "127.0.0.1:" + std::to_string(qm_port);
   o.forwarder.uns_name = "m1/uns";
   o.forwarder.spool_dir = data_dir + "/uns";
-  o.forwarder.retry_ms = 50;
-  o.forwarder.ack_timeout_ms = 2000;
+  o.forwarder.qm_retry = Millis(50);
+  o.forwarder.qm_ack_timeout = Millis(2000);
   return o;
 }
 
