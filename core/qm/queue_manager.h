@@ -232,6 +232,7 @@ class QueueManager {
 
   // intake (queue_manager_intake.cc)
   void decideIntake(Pending& p);  // rejected (failed, overloaded) or duplicate?
+  bool seenBefore(const Pending& p, std::uint64_t seen) const;  // a duplicate (not a refused id sent again)
   void spillPart(Pending& p);     // the held URLs go to the journal as a kPart record
   void scheduleCommit();
   Status applyBatch(std::deque<Pending>& batch);  // the acked sets of one commit, grouped
@@ -344,6 +345,10 @@ class QueueManager {
   std::unordered_map<ProviderId, std::optional<std::uint64_t>> claimed_;  // metaClaimedKey, read lazily (nullopt: none kept)
   std::unordered_set<ProviderId> removed_;  // removed by refreshProviders(): held, late rows dropped
   std::unordered_map<std::string, std::uint64_t> uns_seen_;
+  // Set ids of a UNS refused with 130 and not taken since: not duplicates when sent
+  // again, though a later set of the UNS was taken (at most kMaxRefusedIds per UNS).
+  std::unordered_map<std::string, std::set<std::uint64_t>> uns_refused_;
+  std::unordered_map<std::string, std::uint64_t> uns_written_;  // highest qm.uns.<name> written
   std::deque<Pending> pending_;
   std::unordered_map<std::uint64_t, Pending> open_sets_;  // begun, not yet ended (by stream)
   std::uint64_t local_streams_ = 0;                       // stream numbers of submit()

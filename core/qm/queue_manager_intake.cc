@@ -12,13 +12,29 @@ namespace lcc::qm {
 
 namespace {
 constexpr std::uint64_t kLocalStream = 1ull << 63;  // stream numbers of submit()
+constexpr std::size_t kMaxRefusedIds = 4096;         // refused ids kept per UNS
 }  // namespace
+
+// A set refused with 130 is sent again by the UNS from its spool, maybe after a later
+// set of the same connection was taken: its id is below the seen one, yet it is new.
+bool QueueManager::seenBefore(const Pending& p, std::uint64_t seen) const {
+  if (p.set.id > seen) return false;
+  auto r = uns_refused_.find(p.set.uns);
+  return r == uns_refused_.end() || r->second.count(p.set.id) == 0;
+}
 
 // Rejected (130: failed, overloaded, or a store Busy: "try later"), a duplicate, or applied.
 void QueueManager::decideIntake(Pending& p) {
-  auto reject = [&p](std::string why) {
+  auto reject = [this, &p](std::string why) {
     p.kind = Pending::Kind::kRejected;
     p.reason = std::move(why);
+    if (p.set.uns.empty() || p.set.id == 0) return;
+    // Only a set not seen yet (as far as the QM knows; ids up to the seen one read
+    // later are dropped then): a duplicate stays a duplicate.
+    if (auto s = uns_seen_.find(p.set.uns); s != uns_seen_.end() && p.set.id <= s->second) return;
+    auto& ids = uns_refused_[p.set.uns];
+    ids.insert(p.set.id);
+    if (ids.size() > kMaxRefusedIds) ids.erase(ids.begin());
   };
   if (!failed_.isOk()) return reject("queue manager failed: " + failed_.message());
   if (overloaded_) return reject("queue manager overloaded");
@@ -33,8 +49,12 @@ void QueueManager::decideIntake(Pending& p) {
       return reject(failed_.isOk() ? "store busy (try later)" : "queue manager failed: " + failed_.message());
     }
     it = uns_seen_.emplace(p.set.uns, parseMetaU64(m.value()).value_or(0)).first;
+    uns_written_[p.set.uns] = std::max(uns_written_[p.set.uns], it->second);
+    if (auto r = uns_refused_.find(p.set.uns); r != uns_refused_.end()) {
+      r->second.erase(r->second.begin(), r->second.upper_bound(it->second));  // applied before all
+    }
   }
-  if (p.set.id <= it->second) p.kind = Pending::Kind::kDuplicate;
+  if (seenBefore(p, it->second)) p.kind = Pending::Kind::kDuplicate;
 }
 
 void QueueManager::beginSet(std::uint64_t stream, IntakeHeader header) {
@@ -100,10 +120,11 @@ void QueueManager::endSet(std::uint64_t stream, AckFn ack) {
   if (p.kind == Pending::Kind::kApply && p.begin != 0 && !p.set.urls.empty()) spillPart(p);
   if (p.kind == Pending::Kind::kApply && !p.set.uns.empty() && p.set.id != 0) {
     auto& seen = uns_seen_[p.set.uns];  // decideIntake() loaded it
-    if (p.set.id <= seen) {
+    if (seenBefore(p, seen)) {
       p.kind = Pending::Kind::kDuplicate;  // the same set ended twice (another link)
     } else {
-      seen = p.set.id;
+      seen = std::max(seen, p.set.id);
+      if (auto r = uns_refused_.find(p.set.uns); r != uns_refused_.end()) r->second.erase(p.set.id);
     }
   }
   if (p.kind != Pending::Kind::kApply && p.begin != 0) unapplied_begins_.erase(p.begin);
@@ -361,7 +382,7 @@ Status QueueManager::finishGroup(ApplyGroup& g) {
   std::map<std::string, std::uint64_t> uns_ids;
   for (const auto& run : g.runs) {
     if (run.pos > 0) last_pos = run.pos;
-    if (!run.header.uns.empty() && run.header.id != 0) uns_ids[run.header.uns] = run.header.id;
+    if (!run.header.uns.empty() && run.header.id != 0) uns_ids[run.header.uns] = std::max(uns_ids[run.header.uns], run.header.id);
   }
   JournalPos replay_from = last_pos;
   if (!unapplied_begins_.empty()) replay_from = std::min(replay_from, *unapplied_begins_.begin() - 1);
@@ -370,12 +391,17 @@ Status QueueManager::finishGroup(ApplyGroup& g) {
     g.txn.putMeta(kMetaAppliedPos, std::to_string(replay_from));
     g.txn.putMeta(kMetaAppliedEnd, std::to_string(last_pos));
   }
-  for (const auto& [uns, id] : uns_ids) g.txn.putMeta(metaUnsKey(uns), std::to_string(id));
+  for (auto& [uns, id] : uns_ids) {
+    // A refused set sent again may come after a higher one: the meta never goes down.
+    id = std::max(id, uns_written_[uns]);
+    g.txn.putMeta(metaUnsKey(uns), std::to_string(id));
+  }
   LCC_RETURN_IF_ERROR(flushGroup(g));
   if (last_pos > 0) {
     applied_pos_ = replay_from;
     applied_end_ = last_pos;
   }
+  for (const auto& [uns, id] : uns_ids) uns_written_[uns] = id;
   std::vector<ApplyRun> runs = std::move(g.runs);
   g.runs.clear();
   for (const auto& run : runs) {

@@ -201,5 +201,39 @@ TEST_F(QmStoreBusy, AResultWhoseWriteLandedButAnsweredBusyKeepsItsFile) {
   expectNoFailure();
 }
 
+// A set refused with 130 while the store was Busy, and a later set of the same UNS
+// taken once it answered (it was on the wire behind the refused one): the refused set,
+// sent again from the UNS's spool, is not a duplicate of the later one.
+TEST_F(QmStoreBusy, ARefusedSetSentAgainAfterALaterOneIsNotADuplicate) {
+  start();
+  submitSet(makeSet(1, {update(1, "http://a/1")}, 1));
+  setBusy(true);
+  qm_->linkUp(1, "m1", 8);  // a Busy read: the QM is store-busy
+  (void)botm_.takeFetches();
+  submitSet(makeSet(1, {update(1, "http://a/5")}, 5));
+  ASSERT_EQ(answers_.size(), 2u);
+  EXPECT_FALSE(answers_[1].ok);
+  setBusy(false);
+  clock_.advance(Millis(2000));
+  ASSERT_FALSE(qm_->storeBusy());
+  submitSet(makeSet(1, {update(1, "http://a/6")}, 6));
+  submitSet(makeSet(1, {update(1, "http://a/5")}, 5));  // sent again
+  ASSERT_EQ(answers_.size(), 4u);
+  EXPECT_TRUE(answers_[2].ok);
+  EXPECT_TRUE(answers_[3].ok);
+  EXPECT_EQ(qm_->status()["sets_duplicate"], 0) << "the refused set was taken for a duplicate";
+  auto row = stores_.queue->getEntry(encodeUrlKey(UrlKey{1, "http://a/5", "text/html"}));
+  ASSERT_TRUE(row.isOk());
+  auto rec = stores_.content->get(encodeUrlKey(UrlKey{1, "http://a/5", "text/html"}));
+  ASSERT_TRUE(rec.isOk());
+  EXPECT_TRUE(row.value().has_value() || (rec.value().has_value() && !rec.value()->deleted))
+      << "set 5 was never applied";
+  // The seen id stays at 6: a set 6 sent again is a duplicate.
+  submitSet(makeSet(1, {update(1, "http://a/6")}, 6));
+  ASSERT_EQ(answers_.size(), 5u);
+  EXPECT_EQ(qm_->status()["sets_duplicate"], 1);
+  expectNoFailure();
+}
+
 }  // namespace
 }  // namespace lcc::qm
