@@ -155,17 +155,6 @@ struct Admin {
 
 }  // namespace
 
-std::string_view providerStateName(ProviderState s) {
-  switch (s) {
-    case ProviderState::kPending: return "pending";
-    case ProviderState::kActive: return "active";
-    case ProviderState::kSuspended: return "suspended";
-    case ProviderState::kRemoving: return "removing";
-    case ProviderState::kPurging: return "purging";
-  }
-  return "unknown";
-}
-
 nlohmann::json adminStatus(const Router* router, ProviderStore* providers) {
   json out = json::object();
   if (router) {

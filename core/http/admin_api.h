@@ -31,6 +31,7 @@
 
 #include "common/password.h"
 #include "common/provider_defaults.h"
+#include "common/provider_state_name.h"
 #include "common/sample_ring.h"
 #include "common/service.h"
 #include "http/http_server.h"
@@ -94,6 +95,6 @@ Response adminRemoveProvider(const AdminContext& ctx, ProviderId pid, const Requ
 
 // A provider as the admin API shows it: every field but password_hash.
 nlohmann::json providerToJson(const ProviderRecord& p);
-std::string_view providerStateName(ProviderState s);
+// The state's word: lcc::providerStateName() (common/provider_state_name.h, included above).
 
 }  // namespace lcc::http

@@ -37,6 +37,7 @@ QmOptions QmOptions::fromConfig(const Config& c) {
   o.delete_window = static_cast<std::size_t>(c.getInt("qm.delete_window"));
   o.delete_retry = Millis(c.getInt("qm.delete_retry"));
   o.delete_retry_max = std::max(o.delete_retry, Millis(c.getInt("qm.delete_retry_max")));
+  o.store_retry_max = Millis(c.getInt("qm.store_retry_max"));
   // A kEnum key: the schema admits only the names parseRedirectPolicy knows.
   o.redirects = parseRedirectPolicy(c.getString("fetch.redirects")).value_or(RedirectPolicy::kPrefix);
   return o;

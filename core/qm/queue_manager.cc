@@ -119,7 +119,8 @@ void QueueManager::startTimers() {
 void QueueManager::stopTimers() {
   if (!timers_on_) return;
   timers_on_ = false;
-  for (TimerId* t : {&tick_timer_, &merge_timer_, &checkpoint_timer_, &age_timer_, &commit_timer_, &refresh_timer_, &delete_timer_}) {
+  for (TimerId* t : {&tick_timer_, &merge_timer_, &checkpoint_timer_, &age_timer_, &commit_timer_, &refresh_timer_, &delete_timer_,
+                     &store_retry_timer_}) {
     if (*t) deps_.clock->cancel(*t);
     *t = 0;
   }

@@ -55,7 +55,8 @@
 
 namespace lcc::qm {
 
-// How long a Busy intake commit (no descriptor to open a journal file) waits before the next try.
+// How long a Busy intake commit (no descriptor to open a journal file) waits before the next try;
+// also the first delay of a Busy store's retry (doubled up to qm.store_retry_max).
 inline constexpr Millis kStoreRetry{100};
 
 
@@ -153,6 +154,8 @@ class QueueManager {
   bool overloaded() const { return overloaded_; }
   bool cacheCrash() const { return cache_crash_; }
   bool failed() const { return !failed_.isOk(); }
+  // A store answered Busy and work waits for it (queue_manager_store_busy.cc).
+  bool storeBusy() const { return store_busy_; }
   JournalPos appliedPosition() const { return applied_pos_; }
   ChangeSeq maxSeq() const { return seq_; }
   const Scheduler& scheduler() const { return sched_; }
@@ -174,6 +177,10 @@ class QueueManager {
     JournalPos pos = 0;    // its last record (whole set or kEnd)
     JournalPos begin = 0;  // streamed: its kBegin record (0: held whole)
     std::uint64_t count = 0;
+    // Its apply came back Busy (queue_manager_store_busy.cc): what is done of it.
+    bool applied = false;      // its group committed with the metas: not applied again
+    bool deferred = false;     // came back Busy once: its commit may have landed unseen
+    std::uint64_t settled = 0;  // URLs taken off unapplied_urls_ so far (never twice)
   };
   // A set being applied: its context, and what it has applied so far.
   struct ApplyRun {
@@ -183,6 +190,7 @@ class QueueManager {
     std::unordered_set<std::string> keep;  // a full set's identities (the sweep)
     std::uint64_t full_claims = 0;         // a full set's identities held or queued (files quota)
     std::uint64_t done = 0, settled = 0;   // URLs applied; of them, taken off unapplied_urls_
+    Pending* src = nullptr;                // the acked set it applies (null: replay)
   };
   // The sets of one commitPending() applied in one StoreTxn (consecutive sets; a full
   // set starts a group of its own); the metas are written once, at finishGroup().
@@ -199,6 +207,12 @@ class QueueManager {
     LinkId link = 0;
     UrlNotice notice;
     std::string host;  // politenessHost() of the fetch URL: its fetch counts there
+  };
+  // A result whose write came back Busy: kept, and written again (retryStore()).
+  struct HeldResult {
+    InFlight f;
+    FetchResult o;
+    bool counted = false;  // its outcome was counted (countResult) by an earlier try
   };
   struct ProviderInfo {
     std::int32_t priority = 0;
@@ -218,15 +232,17 @@ class QueueManager {
 
   // intake (queue_manager_intake.cc)
   void decideIntake(Pending& p);  // rejected (failed, overloaded) or duplicate?
+  bool seenBefore(const Pending& p, std::uint64_t seen) const;  // a duplicate (not a refused id sent again)
   void spillPart(Pending& p);     // the held URLs go to the journal as a kPart record
   void scheduleCommit();
   Status applyBatch(std::deque<Pending>& batch);  // the acked sets of one commit, grouped
   Status applyPending(ApplyGroup& g, Pending& p);
   Status applySet(const IntakeSet& set, JournalPos pos);  // a group of one (replay)
-  Status applySet(ApplyGroup& g, const IntakeSet& set, JournalPos pos);
+  Status applySet(ApplyGroup& g, const IntakeSet& set, JournalPos pos, Pending* src);
   Status applyStreamed(const IntakeHeader& header, JournalPos begin, JournalPos end);  // a group of one
-  Status applyStreamed(ApplyGroup& g, const IntakeHeader& header, JournalPos begin, JournalPos end);
-  Status startApply(ApplyGroup& g, const IntakeHeader& header, JournalPos pos);  // pushes a run
+  Status applyStreamed(ApplyGroup& g, const IntakeHeader& header, JournalPos begin, JournalPos end, Pending* src);
+  // Pushes a run (src: the acked set it applies, null on replay).
+  Status startApply(ApplyGroup& g, const IntakeHeader& header, JournalPos pos, Pending* src);
   Status applyUrls(ApplyGroup& g, const std::vector<UrlNotice>& urls);          // into g.runs.back()
   Status endApply(ApplyGroup& g);     // a full set's sweep
   Status flushGroup(ApplyGroup& g);   // commits what g holds (no metas); settles its runs
@@ -235,7 +251,10 @@ class QueueManager {
   void clearFullSetWanted(ProviderId pid);  // after a full set is applied
   Status finishTxn(StoreTxn& t);  // commit + effects
   void applyEffects(TxnEffects& e);
+  // The provider's PIDB record, cached; a failed read is routed and not cached (the
+  // defaults are returned). readProviderInfo() returns the failure instead.
   ProviderInfo providerInfo(ProviderId pid);
+  Result<ProviderInfo> readProviderInfo(ProviderId pid);
   // the files quota (queue_manager_quota.cc)
   // The identities the provider holds or has queued, with what `t` changed so far: the
   // count kept (metaClaimedKey, read at first need), never below the files it holds nor
@@ -255,16 +274,19 @@ class QueueManager {
   bool dispatchOne(ProviderId pid);  // false: nothing more can go now
   Walk walkReadySet(ProviderId pid, PSetId pset, WallTime now, TimeSlot cur_slot);
   bool holdForRetry(ProviderId pid);  // the head row is bad and its retry time has not come
-  // false: the content store failed (routed); nothing was sent
+  // false: a store read failed (routed); nothing was sent
   bool sendFetch(ProviderId pid, PSetId pset, LinkId link, const std::string& key, const UrlNotice& n,
                  const std::string& host);
   Status moveProviderToSlot(ProviderId pid, Millis delay);
   // results (queue_manager_result.cc; the decision is result_policy.h)
-  Status handleResult(const InFlight& f, const FetchResult& o);
+  // `counted`: whether its outcome was counted; counted once, by the first try that
+  // gets that far (a held result is written again, queue_manager_store_busy.cc).
+  Status handleResult(const InFlight& f, const FetchResult& o, bool& counted);
   void countResult(const FetchResult& o, const ResultAction& a);
   Status writeResult(StoreTxn& t, const InFlight& f, const FetchResult& o, const ResultAction& a,
                      std::optional<QueueEntry>& row, const std::optional<ContentRecord>& old, WallTime now);
   Status scheduleAfterResult(ProviderId pid, const ResultAction& a);
+  Status afterResult(ProviderId pid, const ResultAction& a);  // scheduleAfterResult(); Busy there is noted, not returned
   void recordError(ProviderId pid, const UrlNotice& n, const FetchResult& o, ErrorCode code);
   // The body of `size` bytes for `key` would take the provider past its quota_bytes.
   Result<bool> overQuota(StoreTxn& t, ProviderId pid, const std::string& key, std::uint64_t size);
@@ -285,6 +307,15 @@ class QueueManager {
   void commitLater(std::deque<Pending> batch, const Status& why);  // the journal was Busy: retry (intake)
   void routeStoreError(const Status& s);   // storeFailed() unless the QM has failed already
   void countStoreError();
+  // a Busy store (queue_manager_store_busy.cc): work kept and tried again, intake 130
+  void noteStoreBusy(const Status& why);           // busy from now on; arms the retry
+  void applyOrDefer(std::deque<Pending>& batch);   // applies, or queues behind the backlog
+  void deferApply(std::deque<Pending>& batch, const Status& why);  // keeps what is not applied
+  void holdResult(const InFlight& f, const FetchResult& o, bool counted, const Status& why);
+  void armStoreRetry();
+  void retryStore();                               // the timer: backlog, held results, probe
+  Status retryBacklog();
+  nlohmann::json storeBusyStatus() const;
   void updateOverload();
   // life cycle (queue_manager.cc) and status (queue_manager_status.cc)
   // A periodic timer: what `fn` returns goes through routeStoreError(), never dropped.
@@ -314,6 +345,10 @@ class QueueManager {
   std::unordered_map<ProviderId, std::optional<std::uint64_t>> claimed_;  // metaClaimedKey, read lazily (nullopt: none kept)
   std::unordered_set<ProviderId> removed_;  // removed by refreshProviders(): held, late rows dropped
   std::unordered_map<std::string, std::uint64_t> uns_seen_;
+  // Set ids of a UNS refused with 130 and not taken since: not duplicates when sent
+  // again, though a later set of the UNS was taken (at most kMaxRefusedIds per UNS).
+  std::unordered_map<std::string, std::set<std::uint64_t>> uns_refused_;
+  std::unordered_map<std::string, std::uint64_t> uns_written_;  // highest qm.uns.<name> written
   std::deque<Pending> pending_;
   std::unordered_map<std::uint64_t, Pending> open_sets_;  // begun, not yet ended (by stream)
   std::uint64_t local_streams_ = 0;                       // stream numbers of submit()
@@ -322,6 +357,14 @@ class QueueManager {
   JournalPos applied_end_ = 0;             // last record of the last set applied
   bool commit_posted_ = false;
   bool commit_busy_ = false;  // the last intake commit was Busy (commitLater)
+  // A store answered Busy (a lost connection, a failover): queue_manager_store_busy.cc.
+  bool store_busy_ = false;
+  WallTime store_busy_since_{};
+  Millis store_retry_delay_ = kStoreRetry;  // doubles per failed retry up to qm.store_retry_max
+  bool store_retrying_ = false;              // retryStore() runs: no second timer
+  std::uint64_t store_busy_episodes_ = 0;
+  std::deque<Pending> apply_backlog_;        // acked sets whose apply was Busy, in order
+  std::deque<HeldResult> held_results_;      // results whose write was Busy, in order
   // Fetches in flight: bounded by the BOT-M capacity, not by the queue.
   std::unordered_map<std::uint64_t, InFlight> inflight_;
   std::unordered_set<std::string> inflight_keys_;
@@ -334,7 +377,7 @@ class QueueManager {
   std::function<void(bool)> intake_listener_;
   std::shared_ptr<bool> alive_;
   TimerId tick_timer_ = 0, merge_timer_ = 0, checkpoint_timer_ = 0, age_timer_ = 0, commit_timer_ = 0, refresh_timer_ = 0,
-          delete_timer_ = 0;
+          delete_timer_ = 0, store_retry_timer_ = 0;
   bool timers_on_ = false;
   // Counters (also in /metrics when deps_.metrics is set).
   struct Stats {

@@ -51,7 +51,8 @@ void QueueManager::linkDown(LinkId link) {
 }
 
 void QueueManager::pump() {
-  if (!opened_ || !deps_.botm || !failed_.isOk()) return;
+  // A Busy store: nothing is sent until it answers (retryStore() pumps then).
+  if (!opened_ || !deps_.botm || !failed_.isOk() || store_busy_) return;
   // Every turn sends a fetch (at most the in-flight limit of them) or takes the picked
   // provider out of the eligible ones (blocked, delayed, its sets moved to a slot); a
   // QPSDB rebuild (a list pointing at a missing row) may put each back once.
@@ -165,7 +166,14 @@ bool QueueManager::sendFetch(ProviderId pid, PSetId pset, LinkId link, const std
   order.expected_mime = n.key.mime;
   order.max_size = options_.max_fetch_size;
   order.redirects = options_.redirects;
-  if (order.redirects == RedirectPolicy::kPrefix) order.redirect_prefixes = providerInfo(pid).prefixes;
+  if (order.redirects == RedirectPolicy::kPrefix) {
+    auto info = readProviderInfo(pid);
+    if (!info.isOk()) {
+      storeFailed(info.status());  // not sent with no prefixes
+      return false;
+    }
+    order.redirect_prefixes = info->prefixes;
+  }
   auto content = deps_.content->get(key);
   if (!content.isOk()) {
     storeFailed(content.status().withContext("content store"));
@@ -195,12 +203,17 @@ Status QueueManager::moveProviderToSlot(ProviderId pid, Millis delay) {
   }
   const TimeSlot target = slots_.slotAt(deps_.clock->now() + delay);
   StoreTxn t(*deps_.queue, *deps_.content, seq_);
-  for (PSetId pset : sched_.readySets(pid)) {
-    sched_.removeReadySet(pid, pset);
-    LCC_RETURN_IF_ERROR(movePSet(t, pset, kSlotNow, target).status());
+  const std::vector<PSetId> psets = sched_.readySets(pid);
+  Status s;
+  for (PSetId pset : psets) {
+    s = movePSet(t, pset, kSlotNow, target).status();
+    if (!s.isOk()) break;
   }
+  if (s.isOk()) s = finishTxn(t);
+  if (!s.isOk()) return s;  // not moved (a Busy store): the sets stay ready where they are
+  for (PSetId pset : psets) sched_.removeReadySet(pid, pset);
   spdlog::info("qm: provider {} delayed past the bandwidth horizon; its sets wait for slot {}", pid, target);
-  return finishTxn(t);
+  return Status::ok();
 }
 
 }  // namespace lcc::qm

@@ -12,30 +12,49 @@ namespace lcc::qm {
 
 namespace {
 constexpr std::uint64_t kLocalStream = 1ull << 63;  // stream numbers of submit()
+constexpr std::size_t kMaxRefusedIds = 4096;         // refused ids kept per UNS
 }  // namespace
 
+// A set refused with 130 is sent again by the UNS from its spool, maybe after a later
+// set of the same connection was taken: its id is below the seen one, yet it is new.
+bool QueueManager::seenBefore(const Pending& p, std::uint64_t seen) const {
+  if (p.set.id > seen) return false;
+  auto r = uns_refused_.find(p.set.uns);
+  return r == uns_refused_.end() || r->second.count(p.set.id) == 0;
+}
+
+// Rejected (130: failed, overloaded, or a store Busy: "try later"), a duplicate, or applied.
 void QueueManager::decideIntake(Pending& p) {
-  if (!failed_.isOk()) {
+  auto reject = [this, &p](std::string why) {
     p.kind = Pending::Kind::kRejected;
-    p.reason = "queue manager failed: " + failed_.message();
-  } else if (overloaded_) {
-    p.kind = Pending::Kind::kRejected;
-    p.reason = "queue manager overloaded";
-  } else if (!p.set.uns.empty() && p.set.id != 0) {
-    auto it = uns_seen_.find(p.set.uns);
-    if (it == uns_seen_.end()) {
-      auto m = deps_.queue->getMeta(metaUnsKey(p.set.uns));
-      if (!m.isOk()) storeFailed(m.status().withContext("queue store"));
-      std::uint64_t seen = m.isOk() ? parseMetaU64(m.value()).value_or(0) : 0;
-      it = uns_seen_.emplace(p.set.uns, seen).first;
+    p.reason = std::move(why);
+    if (p.set.uns.empty() || p.set.id == 0) return;
+    // Only a set not seen yet (as far as the QM knows; ids up to the seen one read
+    // later are dropped then): a duplicate stays a duplicate.
+    if (auto s = uns_seen_.find(p.set.uns); s != uns_seen_.end() && p.set.id <= s->second) return;
+    auto& ids = uns_refused_[p.set.uns];
+    ids.insert(p.set.id);
+    if (ids.size() > kMaxRefusedIds) ids.erase(ids.begin());
+  };
+  if (!failed_.isOk()) return reject("queue manager failed: " + failed_.message());
+  if (overloaded_) return reject("queue manager overloaded");
+  if (store_busy_) return reject("store busy (try later)");
+  if (p.set.uns.empty() || p.set.id == 0) return;
+  auto it = uns_seen_.find(p.set.uns);
+  if (it == uns_seen_.end()) {
+    auto m = deps_.queue->getMeta(metaUnsKey(p.set.uns));
+    if (!m.isOk()) {
+      // Not known, so not "never seen": nothing is cached and the set is refused.
+      storeFailed(m.status().withContext("queue store"));
+      return reject(failed_.isOk() ? "store busy (try later)" : "queue manager failed: " + failed_.message());
     }
-    if (!failed_.isOk()) {
-      p.kind = Pending::Kind::kRejected;
-      p.reason = "queue manager failed: " + failed_.message();
-    } else if (p.set.id <= it->second) {
-      p.kind = Pending::Kind::kDuplicate;
+    it = uns_seen_.emplace(p.set.uns, parseMetaU64(m.value()).value_or(0)).first;
+    uns_written_[p.set.uns] = std::max(uns_written_[p.set.uns], it->second);
+    if (auto r = uns_refused_.find(p.set.uns); r != uns_refused_.end()) {
+      r->second.erase(r->second.begin(), r->second.upper_bound(it->second));  // applied before all
     }
   }
+  if (seenBefore(p, it->second)) p.kind = Pending::Kind::kDuplicate;
 }
 
 void QueueManager::beginSet(std::uint64_t stream, IntakeHeader header) {
@@ -101,10 +120,11 @@ void QueueManager::endSet(std::uint64_t stream, AckFn ack) {
   if (p.kind == Pending::Kind::kApply && p.begin != 0 && !p.set.urls.empty()) spillPart(p);
   if (p.kind == Pending::Kind::kApply && !p.set.uns.empty() && p.set.id != 0) {
     auto& seen = uns_seen_[p.set.uns];  // decideIntake() loaded it
-    if (p.set.id <= seen) {
+    if (seenBefore(p, seen)) {
       p.kind = Pending::Kind::kDuplicate;  // the same set ended twice (another link)
     } else {
-      seen = p.set.id;
+      seen = std::max(seen, p.set.id);
+      if (auto r = uns_refused_.find(p.set.uns); r != uns_refused_.end()) r->second.erase(p.set.id);
     }
   }
   if (p.kind != Pending::Kind::kApply && p.begin != 0) unapplied_begins_.erase(p.begin);
@@ -213,7 +233,7 @@ void QueueManager::commitPending() {
         break;
     }
   }
-  if (failed_.isOk()) (void)applyBatch(batch);  // a failure went through storeFailed()
+  if (failed_.isOk()) applyOrDefer(batch);  // a failure went through storeFailed(); Busy waits
   if (deps_.journal && deps_.journal->sizeBytes() > options_.checkpoint_bytes) routeStoreError(checkpoint());
   updateOverload();
   pump();
@@ -231,22 +251,28 @@ Status QueueManager::applyBatch(std::deque<Pending>& batch) {
   return finishGroup(g);
 }
 
+// The set's URLs stay with it until its group committed: a Busy apply is done again.
 Status QueueManager::applyPending(ApplyGroup& g, Pending& p) {
-  if (p.begin == 0) {
-    IntakeSet set = std::move(p.set);
-    p.set = IntakeSet{};
-    return applySet(g, set, p.pos);
-  }
-  return applyStreamed(g, IntakeHeader{p.set.uns, p.set.id, p.set.pid, p.set.kind}, p.begin, p.pos);
+  if (p.applied) return Status::ok();
+  if (p.begin == 0) return applySet(g, p.set, p.pos, &p);
+  return applyStreamed(g, IntakeHeader{p.set.uns, p.set.id, p.set.pid, p.set.kind}, p.begin, p.pos, &p);
 }
+
 QueueManager::ProviderInfo QueueManager::providerInfo(ProviderId pid) {
+  auto r = readProviderInfo(pid);
+  if (r.isOk()) return r.value();
+  storeFailed(r.status());
+  return ProviderInfo{};  // not cached: read again next time
+}
+
+Result<QueueManager::ProviderInfo> QueueManager::readProviderInfo(ProviderId pid) {
   auto it = provider_info_.find(pid);
   if (it != provider_info_.end()) return it->second;
   ProviderInfo info;
   if (deps_.providers) {
     auto r = deps_.providers->get(pid);
-    if (!r.isOk()) storeFailed(r.status().withContext("provider store"));
-    if (r.isOk() && r.value()) {
+    if (!r.isOk()) return r.status().withContext("provider store");
+    if (r.value()) {
       info.priority = r.value()->priority;
       info.bandwidth = r.value()->bandwidth;
       info.prefixes = r.value()->prefixes;
@@ -258,23 +284,29 @@ QueueManager::ProviderInfo QueueManager::providerInfo(ProviderId pid) {
   return info;
 }
 
-Status QueueManager::startApply(ApplyGroup& g, const IntakeHeader& header, JournalPos pos) {
+Status QueueManager::startApply(ApplyGroup& g, const IntakeHeader& header, JournalPos pos, Pending* src) {
   if (header.kind == SetKind::kFull && (!g.runs.empty() || g.txn.pendingOps() > 0)) {
     LCC_RETURN_IF_ERROR(finishGroup(g));  // the sweep reads the stores: the sets before it are in
   }
   // Fresh priority and bandwidth for this provider, once per group (an administrator
   // may have changed them).
   if (std::find(g.refreshed.begin(), g.refreshed.end(), header.pid) == g.refreshed.end()) {
-    g.refreshed.push_back(header.pid);
     provider_info_.erase(header.pid);
-    ProviderInfo info = providerInfo(header.pid);
-    sched_.setProvider(header.pid, info.priority, info.bandwidth);
+    auto info = readProviderInfo(header.pid);
+    if (!info.isOk()) {
+      storeFailed(info.status());
+      return info.status();  // not applied with a default record (Busy: applied again later)
+    }
+    g.refreshed.push_back(header.pid);
+    sched_.setProvider(header.pid, info->priority, info->bandwidth);
   }
   const PSetId pset = pos > 0 ? std::max<PSetId>(pos, 1) : next_pset_;
   next_pset_ = std::max(next_pset_, pset + 1);
   ApplyRun& run = g.runs.emplace_back();
   run.header = header;
   run.pos = pos;
+  run.src = src;
+  if (src) run.settled = src->settled;  // applied again after a Busy: counted off once
   run.ctx = AbsorbContext{pset, provider_info_[header.pid].priority, deps_.clock->now(), &slots_};
   return Status::ok();
 }
@@ -316,9 +348,10 @@ Status QueueManager::applyUrls(ApplyGroup& g, const std::vector<UrlNotice>& urls
 }
 
 void QueueManager::settleUnapplied(ApplyRun& run) {
+  if (run.done <= run.settled) return;
   const std::uint64_t n = run.done - run.settled;
-  if (n == 0) return;
   run.settled = run.done;
+  if (run.src) run.src->settled = run.settled;
   std::lock_guard<std::mutex> lk(queued_mu_);
   auto it = unapplied_urls_.find(run.header.pid);
   if (it == unapplied_urls_.end()) return;
@@ -349,7 +382,7 @@ Status QueueManager::finishGroup(ApplyGroup& g) {
   std::map<std::string, std::uint64_t> uns_ids;
   for (const auto& run : g.runs) {
     if (run.pos > 0) last_pos = run.pos;
-    if (!run.header.uns.empty() && run.header.id != 0) uns_ids[run.header.uns] = run.header.id;
+    if (!run.header.uns.empty() && run.header.id != 0) uns_ids[run.header.uns] = std::max(uns_ids[run.header.uns], run.header.id);
   }
   JournalPos replay_from = last_pos;
   if (!unapplied_begins_.empty()) replay_from = std::min(replay_from, *unapplied_begins_.begin() - 1);
@@ -358,15 +391,30 @@ Status QueueManager::finishGroup(ApplyGroup& g) {
     g.txn.putMeta(kMetaAppliedPos, std::to_string(replay_from));
     g.txn.putMeta(kMetaAppliedEnd, std::to_string(last_pos));
   }
-  for (const auto& [uns, id] : uns_ids) g.txn.putMeta(metaUnsKey(uns), std::to_string(id));
+  for (auto& [uns, id] : uns_ids) {
+    // A refused set sent again may come after a higher one: the meta never goes down.
+    id = std::max(id, uns_written_[uns]);
+    g.txn.putMeta(metaUnsKey(uns), std::to_string(id));
+  }
   LCC_RETURN_IF_ERROR(flushGroup(g));
   if (last_pos > 0) {
     applied_pos_ = replay_from;
     applied_end_ = last_pos;
   }
+  for (const auto& [uns, id] : uns_ids) uns_written_[uns] = id;
   std::vector<ApplyRun> runs = std::move(g.runs);
   g.runs.clear();
   for (const auto& run : runs) {
+    if (run.src && run.src->deferred) {
+      // A commit that answered Busy may have landed (lost during COMMIT): applying it
+      // again found its rows queued and reported no new ready list. Its list is made
+      // ready here; a list that does not exist is dropped by the first walk.
+      sched_.addReadySet(run.header.pid, run.ctx.pset);
+    }
+    if (run.src) {
+      run.src->applied = true;
+      std::vector<UrlNotice>().swap(run.src->set.urls);  // applied: its memory goes now
+    }
     stats_.urls += run.done;
     if (run.header.kind == SetKind::kFull && deps_.providers) clearFullSetWanted(run.header.pid);
   }
@@ -387,28 +435,29 @@ void QueueManager::clearFullSetWanted(ProviderId pid) {
 
 Status QueueManager::applySet(const IntakeSet& set, JournalPos pos) {
   ApplyGroup g(*deps_.queue, *deps_.content, seq_);
-  LCC_RETURN_IF_ERROR(applySet(g, set, pos));
+  LCC_RETURN_IF_ERROR(applySet(g, set, pos, nullptr));
   return finishGroup(g);
 }
 
-Status QueueManager::applySet(ApplyGroup& g, const IntakeSet& set, JournalPos pos) {
+Status QueueManager::applySet(ApplyGroup& g, const IntakeSet& set, JournalPos pos, Pending* src) {
   if (set.pid == 0) return Status::ok();
-  LCC_RETURN_IF_ERROR(startApply(g, IntakeHeader{set.uns, set.id, set.pid, set.kind}, pos));
+  LCC_RETURN_IF_ERROR(startApply(g, IntakeHeader{set.uns, set.id, set.pid, set.kind}, pos, src));
   LCC_RETURN_IF_ERROR(applyUrls(g, set.urls));
   return endApply(g);
 }
 
 Status QueueManager::applyStreamed(const IntakeHeader& header, JournalPos begin, JournalPos end) {
   ApplyGroup g(*deps_.queue, *deps_.content, seq_);
-  LCC_RETURN_IF_ERROR(applyStreamed(g, header, begin, end));
+  LCC_RETURN_IF_ERROR(applyStreamed(g, header, begin, end, nullptr));
   return finishGroup(g);
 }
 
 // A streamed set: its kPart records are read back from the journal one at a time.
-Status QueueManager::applyStreamed(ApplyGroup& g, const IntakeHeader& header, JournalPos begin, JournalPos end) {
-  unapplied_begins_.erase(begin);
+Status QueueManager::applyStreamed(ApplyGroup& g, const IntakeHeader& header, JournalPos begin, JournalPos end,
+                                   Pending* src) {
+  unapplied_begins_.erase(begin);  // put back by deferApply() when it comes back Busy
   if (header.pid == 0) return Status::ok();
-  LCC_RETURN_IF_ERROR(startApply(g, header, end));
+  LCC_RETURN_IF_ERROR(startApply(g, header, end, src));
   Status applied;
   auto r = deps_.journal->replay(begin, [&](JournalPos pos, std::string_view payload) -> Status {
     if (pos >= end) return Status::aborted("the set's end");

@@ -17,24 +17,11 @@
 #include <spdlog/spdlog.h>
 
 #include "common/invariant.h"
+#include "common/provider_state_name.h"
 #include "lcc/provider_states.h"
 #include "qm/queue_manager.h"
 
 namespace lcc::qm {
-namespace {
-
-const char* stateWord(ProviderState s) {
-  switch (s) {
-    case ProviderState::kPending: return "pending";
-    case ProviderState::kActive: return "active";
-    case ProviderState::kSuspended: return "suspended";
-    case ProviderState::kRemoving: return "removing";
-    case ProviderState::kPurging: return "purging";
-  }
-  return "unknown";
-}
-
-}  // namespace
 
 void QueueManager::refreshProviders() {
   if (!opened_ || !failed_.isOk() || !deps_.providers) return;
@@ -78,7 +65,7 @@ void QueueManager::applyProviderState(const ProviderRecord& r) {
   }
   const bool held = r.state != ProviderState::kActive;
   if (sched_.isHeld(pid) != held) {
-    spdlog::info("qm: provider {} {} ({})", pid, held ? "held" : "released", stateWord(r.state));
+    spdlog::info("qm: provider {} {} ({})", pid, held ? "held" : "released", providerStateName(r.state));
   }
   sched_.setHeld(pid, held);
   if (!removing || sched_.inFlight(pid) > 0) return;  // a fetch is out: finish at the next refresh

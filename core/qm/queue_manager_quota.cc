@@ -33,8 +33,7 @@ std::int64_t clampTo(std::int64_t v, std::int64_t lo, std::int64_t hi) { return 
 }  // namespace
 
 std::uint64_t QueueManager::filesClaimed(ProviderId pid, const StoreTxn& t) {
-  if (provider_info_.find(pid) == provider_info_.end()) (void)providerInfo(pid);
-  std::int64_t held = static_cast<std::int64_t>(provider_info_[pid].used_files);
+  std::int64_t held = static_cast<std::int64_t>(providerInfo(pid).used_files);  // a failed read is not cached
   if (auto it = usage_pending_.find(pid); it != usage_pending_.end()) held += it->second.files;
   if (auto it = t.effects.usage_delta.find(pid); it != t.effects.usage_delta.end()) held += it->second.files;
   held = std::max<std::int64_t>(0, held);

@@ -28,7 +28,13 @@ void QueueManager::onResult(LinkId link, const FetchResult& o) {
       checked.code = ErrorCode::kInternal;
       checked.message = "result without a file";
     }
-    routeStoreError(handleResult(f, checked));
+    bool counted = false;
+    Status s = handleResult(f, checked, counted);
+    if (s.isBusy()) {
+      holdResult(f, checked, counted, s);  // written again later; the provider stays in flight
+    } else {
+      routeStoreError(s);
+    }
   }
   updateOverload();
   pump();
@@ -82,7 +88,7 @@ ContentRecord refreshedRecord(StoreTxn& t, ContentRecord r, const UrlNotice& n, 
 
 }  // namespace
 
-Status QueueManager::handleResult(const InFlight& f, const FetchResult& o) {
+Status QueueManager::handleResult(const InFlight& f, const FetchResult& o, bool& counted) {
   const WallTime now = deps_.clock->now();
   StoreTxn t(*deps_.queue, *deps_.content, seq_);
   LCC_ASSIGN_OR_RETURN(auto row, t.entry(f.key));
@@ -97,6 +103,18 @@ Status QueueManager::handleResult(const InFlight& f, const FetchResult& o) {
   ev.gone_removes = f.notice.op == UrlOp::kCheck;
   ev.bad_count = row ? row->bad_count : 0;
   ev.mono_now = deps_.clock->monoNow();
+  const ResultRules rules{options_.max_retries, options_.retry_delay, options_.provider_error_delay};
+  if (counted && ev.has_file && ev.row == RowState::kGone) {
+    // A held result whose earlier commit answered Busy but landed (the connection lost
+    // during COMMIT): the record names this file already. Not "discarded": that would
+    // delete the very file it stores. Only what follows the write is left to do.
+    LCC_ASSIGN_OR_RETURN(auto cur, t.content(f.key));
+    if (cur && !cur->deleted && cur->machine == o.machine && cur->filename == o.filename) {
+      ResultEvent landed = ev;
+      landed.row = RowState::kCurrent;
+      return afterResult(f.pid, decideResult(landed, rules));
+    }
+  }
   std::optional<ContentRecord> old;
   if (ev.ok && ev.unchanged && (ev.row == RowState::kCurrent || ev.row == RowState::kNewer)) {
     LCC_ASSIGN_OR_RETURN(old, t.content(f.key));
@@ -105,11 +123,13 @@ Status QueueManager::handleResult(const InFlight& f, const FetchResult& o) {
   if (ev.has_file && (ev.row == RowState::kCurrent || ev.row == RowState::kNewer)) {
     LCC_ASSIGN_OR_RETURN(ev.over_quota, overQuota(t, f.pid, f.key, o.size));
   }
-  const ResultAction a =
-      decideResult(ev, ResultRules{options_.max_retries, options_.retry_delay, options_.provider_error_delay});
-  countResult(o, a);
-  rates_.record(f.pid, a.verdict != ResultVerdict::kGoneAtSite && (o.ok() ? a.code : o.code) != ErrorCode::kNone,
-                toUnixMillis(deps_.clock->now()));
+  const ResultAction a = decideResult(ev, rules);
+  if (!counted) {
+    counted = true;
+    countResult(o, a);
+    rates_.record(f.pid, a.verdict != ResultVerdict::kGoneAtSite && (o.ok() ? a.code : o.code) != ErrorCode::kNone,
+                  toUnixMillis(deps_.clock->now()));
+  }
   if (ev.has_file) {
     // The BOT-M handed this name out again, so it freed it: an FSMDB delete still
     // waiting for it (its first execution's answer was lost) is stale and would
@@ -118,7 +138,20 @@ Status QueueManager::handleResult(const InFlight& f, const FetchResult& o) {
   }
   LCC_RETURN_IF_ERROR(writeResult(t, f, o, a, row, old, now));
   LCC_RETURN_IF_ERROR(finishTxn(t));
-  return scheduleAfterResult(f.pid, a);
+  // Final: into the PIDB error list, once the txn committed (a Busy one is written again).
+  if (a.verdict == ResultVerdict::kGiveUp) recordError(f.pid, row->notice, o, a.code);
+  return afterResult(f.pid, a);
+}
+
+Status QueueManager::afterResult(ProviderId pid, const ResultAction& a) {
+  Status after = scheduleAfterResult(pid, a);
+  if (after.isBusy()) {
+    // The result is written and its provider out of flight: not a result to write again
+    // (its row is gone). Its sets stay where they were; the store is waited for.
+    noteStoreBusy(after);
+    return Status::ok();
+  }
+  return after;
 }
 
 Result<bool> QueueManager::overQuota(StoreTxn& t, ProviderId pid, const std::string& key, std::uint64_t size) {
@@ -170,9 +203,8 @@ Status QueueManager::writeResult(StoreTxn& t, const InFlight& f, const FetchResu
     t.putDelete(d);
     t.effects.deletes.push_back(d);
   }
-  // Final: into the PIDB error list, and the URL's content goes (a removal). Gone at
-  // the site (op=check, 404/410): the same removal, without the error.
-  if (a.verdict == ResultVerdict::kGiveUp) recordError(f.pid, row->notice, o, a.code);
+  // Final (the PIDB error list is written by handleResult()), and the URL's content goes
+  // (a removal). Gone at the site (op=check, 404/410): the same removal, without the error.
   if (a.remove_url) {
     LCC_ASSIGN_OR_RETURN(bool removed, removeContent(t, f.key, now));
     (void)removed;

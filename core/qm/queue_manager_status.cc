@@ -66,6 +66,7 @@ nlohmann::json QueueManager::status() const {
   j["overloaded"] = overloaded_;
   j["cache_crash"] = cache_crash_;
   j["failed"] = !failed_.isOk();
+  j["store_busy"] = storeBusyStatus();  // a store answered Busy: work kept, sets get 130 (queue_manager_store_busy.cc)
   if (!failed_.isOk()) j["failure"] = failed_.toString();
   j["applied_journal_pos"] = applied_pos_;
   j["max_seq"] = seq_;

@@ -15,14 +15,15 @@ namespace lcc::qm {
 // (lcc_qm_store_errors_total), the sticky failed state (sets refused with 130, nothing
 // dispatched, periodic work stops), and cache-crash.
 //
-// Except Busy (issue 25: no descriptor to open a file, EMFILE/ENFILE): an overload, not a
-// broken store. Counted and logged; nothing fails and no cache-crash: the work is done
-// again (the intake commit retries, kStoreRetry; periodic work at its next turn).
+// Except Busy (issue 25: no descriptor to open a file, EMFILE/ENFILE; issue 27: a lost
+// connection, a failover): an overload, not a broken store. Counted and logged; nothing
+// fails and no cache-crash: the work is kept and done again (queue_manager_store_busy.cc;
+// periodic work at its next turn).
 void QueueManager::storeFailed(const Status& s) {
   countStoreError();
   if (s.isBusy()) {
-    spdlog::warn("qm: store busy, trying again later: {}", s.toString());
-    return;
+    spdlog::debug("qm: store busy: {}", s.toString());
+    return noteStoreBusy(s);
   }
   if (failed_.isOk()) {
     failed_ = s;

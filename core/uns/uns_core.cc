@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/password.h"
+#include "lcc/error_codes.h"
 
 namespace lcc::uns {
 
@@ -116,6 +117,8 @@ UnsCore::Admission UnsCore::checkAndAdmit(const AuthRequest& request) {
   auto got = providers_->get(pid);
   if (!got.isOk()) {
     spdlog::warn("uns: provider {}: reading the PIDB failed: {}", pid, got.status().toString());
+    // Busy (a lost connection, a failover of a shared PIDB): "try later", not an error.
+    if (got.status().isBusy()) return refuse(ErrorCode::kOffline, std::string(errorCodeMessage(ErrorCode::kOffline)));
     return refuse(ErrorCode::kInternal, "internal error");
   }
   if (!got.value()) {
@@ -185,8 +188,8 @@ void UnsCore::countConnection(Admission a, const std::string& peer_ip, AuthDone 
     releaseProvider(pid);
     spdlog::warn("uns: provider {}: updating the PIDB failed: {}", pid, s.toString());
     AuthResult r;
-    r.code = ErrorCode::kInternal;
-    r.message = "internal error";
+    r.code = s.isBusy() ? ErrorCode::kOffline : ErrorCode::kInternal;  // Busy: try later (130)
+    r.message = s.isBusy() ? std::string(errorCodeMessage(ErrorCode::kOffline)) : "internal error";
     done(std::move(r));
   });
 }

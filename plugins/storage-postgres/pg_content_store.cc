@@ -160,16 +160,7 @@ Status PgContentStore::apply(const ContentBatch& batch) {
   caller_max_ = plan.caller_max;
   noteSeen(plan.max_seq);
   // Were the commits before this one lost with a connection made again since?
-  Status kept = unsynced_.check(*conn_);
-  if (kept.isBusy()) {
-    return kept.withContext("content store apply (committed; applying it again is safe)");
-  }
-  if (!kept.isOk()) {
-    failed_ = kept.withContext("content store is now read-only until restart");
-    return failed_;
-  }
-  if (!opts_.full_sync) unsynced_.committed();
-  return Status::ok();
+  return unsynced_.afterApply(*conn_, opts_.full_sync, "content store", failed_);
 }
 
 Status PgContentStore::planBatch(const ContentBatch& batch, Plan* plan) {

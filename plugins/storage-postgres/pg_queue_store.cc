@@ -112,16 +112,7 @@ Status PgQueueStore::apply(const QueueBatch& batch) {
     return failed_;
   }
   // Were the commits before this one lost with a connection made again since?
-  Status kept = unsynced_.check(*conn_);
-  if (kept.isBusy()) {
-    return kept.withContext("queue store apply (committed; applying it again is safe)");
-  }
-  if (!kept.isOk()) {
-    failed_ = kept.withContext("queue store is now read-only until restart");
-    return failed_;
-  }
-  if (!opts_.full_sync) unsynced_.committed();
-  return Status::ok();
+  return unsynced_.afterApply(*conn_, opts_.full_sync, "queue store", failed_);
 }
 
 Status PgQueueStore::fold(const QueueBatch::Op& op, Plan* plan) {

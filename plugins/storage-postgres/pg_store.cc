@@ -179,6 +179,17 @@ Status UnsyncedCommits::check(PgConn& c) {
   return Status::ok();
 }
 
+Status UnsyncedCommits::afterApply(PgConn& c, bool waited, const char* what, Status& failed) {
+  Status kept = check(c);
+  if (kept.isBusy()) return kept.withContext(std::string(what) + " apply (committed; applying it again is safe)");
+  if (!kept.isOk()) {
+    failed = kept.withContext(std::string(what) + " is now read-only until restart");
+    return failed;
+  }
+  if (!waited) committed();
+  return Status::ok();
+}
+
 Status UnsyncedCommits::forget(PgConn& c) {
   return c.run("DELETE FROM lcc_store WHERE store = $1 AND name = $2",
                PgParams().text(storeName(kind_)).text(name_))

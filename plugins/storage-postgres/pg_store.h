@@ -58,6 +58,11 @@ class UnsyncedCommits {
   // stamp is on the server; IOError (to be made sticky) when it is not; Busy when
   // the server cannot be asked now.
   Status check(PgConn& c);
+  // After an apply's COMMIT returned (`waited`: it waited for the flush, synchronous:
+  // full): check(), then the commit counts as unsynced. Busy: the server cannot be
+  // asked now (the batch committed; applying it again is safe). Another error means
+  // commits were lost: it is made sticky in `failed` ("<what> is now read-only ...").
+  Status afterApply(PgConn& c, bool waited, const char* what, Status& failed);
   void synced(const PgConn& c) {
     pending_ = false;
     seen_ = c.reconnects();

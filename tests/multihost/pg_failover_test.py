@@ -68,8 +68,13 @@ def args_parse():
 
 
 def lccd_config(a, work, conninfo):
+    # synchronous: full: each apply's COMMIT waits until the sync standby (Patroni's
+    # synchronous_mode) has it, so the standby promoted after the cut holds every
+    # commit lccd was told of. With `normal` a commit not yet flushed can go with the
+    # old leader; storage-postgres finds that after the reconnect and fails, and the
+    # QM raises cache-crash (docs/reliability.md, "A store failover").
     store = (f"{{plugin: storage-postgres, options: {{conninfo: '{conninfo}', schema: lcc, "
-             f"connect_timeout: 3s}}}}")
+             f"connect_timeout: 3s, synchronous: full}}}}")
     return f"""node:
   data_dir: {os.path.join(work, "var")}
   machine_id: m1
@@ -314,8 +319,16 @@ def check_goals(lccd, acked, t_new, first):
     want = {u for x in acked for u in x[3]}
     missing = wait_stored(lccd, want, stall=STORE_STALL, cap=STORE_CAP)
     if missing:
+        sets = sorted({u.rsplit("/", 1)[0] for u in missing})
         problems.append(f"acked sets lost: {len(missing)} of {len(want)} acked URLs not in the store, and none "
-                        f"stored for {STORE_STALL:.0f} s (e.g. {sorted(missing)[:3]})")
+                        f"stored for {STORE_STALL:.0f} s (e.g. {sorted(missing)[:3]}; sets {sets[:10]})")
+        try:  # where they are: still queued, in flight, or never applied
+            qm = (lccd.status() or {}).get("qm", {})
+            print("qm status:", {k: qm.get(k) for k in ("queued_urls", "in_flight", "store_busy", "sets",
+                                                        "sets_duplicate", "sets_rejected", "urls_absorbed",
+                                                        "fetched", "fetch_errors", "store_errors")}, flush=True)
+        except AssertionError:
+            pass
     else:
         print(f"all {len(want)} URLs of the {len(acked)} acked sets are in the store", flush=True)
     try:

@@ -15,12 +15,26 @@
 namespace lcc::qm::testing {
 
 // The fault plan one wrapper follows. -1: not armed; n >= 0: n more calls succeed,
-// then every call of that kind fails with an IOError until disarmed.
+// then every call of that kind fails with an IOError until disarmed. setBusy(true):
+// every call answers Busy until setBusy(false) (a lost connection, a failover).
+// landBusy(n): the next n applies are written, then answer Busy (the connection lost
+// during COMMIT: the caller cannot tell that it landed).
 class FaultPlan {
  public:
   void failReadsAfter(int n) { reads_left_ = n; }
   void failWritesAfter(int n) { writes_left_ = n; }
-  void clear() { reads_left_ = writes_left_ = -1; }
+  void setBusy(bool on) { busy_ = on; }
+  void landBusy(int n) { land_busy_ = n; }
+  bool landsBusy() {
+    if (land_busy_ <= 0) return false;
+    --land_busy_;
+    ++injected_;
+    return true;
+  }
+  void clear() {
+    reads_left_ = writes_left_ = -1;
+    busy_ = false;
+  }
   std::uint64_t reads() const { return reads_; }
   std::uint64_t writes() const { return writes_; }
   std::uint64_t injected() const { return injected_; }
@@ -36,6 +50,10 @@ class FaultPlan {
 
  private:
   Status take(int& left, const char* what) {
+    if (busy_) {
+      ++injected_;
+      return Status::busy("injected: the connection was lost; try again later");
+    }
     if (left < 0) return Status::ok();
     if (left > 0) {
       --left;
@@ -45,8 +63,15 @@ class FaultPlan {
     return Status::ioError(what);
   }
   int reads_left_ = -1, writes_left_ = -1;
+  bool busy_ = false;
+  int land_busy_ = 0;
   std::uint64_t reads_ = 0, writes_ = 0, injected_ = 0;
 };
+
+// Written, but answered as a commit whose connection was lost.
+inline Status landed(Status written) {
+  return written.isOk() ? Status::busy("injected: the connection was lost during COMMIT; try again later") : written;
+}
 
 // `f()` unless the fault plan injected an error (then that error).
 template <typename F>
@@ -67,7 +92,10 @@ class FaultyQueueStore final : public QueueStore {
   std::function<bool(PSetId, TimeSlot)> fail_pset;
 
   const StoreOpenInfo& openInfo() const override { return info_; }
-  Status apply(const QueueBatch& b) override { return unlessInjected(plan.write(), [&] { return base_.apply(b); }); }
+  Status apply(const QueueBatch& b) override {
+    if (plan.landsBusy()) return landed(base_.apply(b));
+    return unlessInjected(plan.write(), [&] { return base_.apply(b); });
+  }
   Status sync() override { return unlessInjected(plan.write(), [&] { return base_.sync(); }); }
   Status close() override { return base_.close(); }
   Result<std::optional<QueueEntry>> getEntry(std::string_view k) override {
@@ -108,7 +136,10 @@ class FaultyContentStore final : public ContentStore {
   FaultPlan plan;
 
   const StoreOpenInfo& openInfo() const override { return base_.openInfo(); }
-  Status apply(const ContentBatch& b) override { return unlessInjected(plan.write(), [&] { return base_.apply(b); }); }
+  Status apply(const ContentBatch& b) override {
+    if (plan.landsBusy()) return landed(base_.apply(b));
+    return unlessInjected(plan.write(), [&] { return base_.apply(b); });
+  }
   Status sync() override { return unlessInjected(plan.write(), [&] { return base_.sync(); }); }
   Status close() override { return base_.close(); }
   Result<std::optional<ContentRecord>> get(std::string_view k) override {

@@ -20,13 +20,17 @@ namespace lcc::uns {
 namespace {
 
 // A ProviderStore over storage-memory that counts writes and syncs, can hold a sync
-// until the test opens the gate, and can fail the next sync.
+// until the test opens the gate, can fail the next sync, and can answer Busy (a lost
+// connection: reads, or syncs).
 class GatedStore final : public ProviderStore {
  public:
   explicit GatedStore(ProviderStore* inner) : inner_(inner) {}
   const StoreOpenInfo& openInfo() const override { return inner_->openInfo(); }
   Result<ProviderId> create(const ProviderRecord& r) override { return inner_->create(r); }
-  Result<std::optional<ProviderRecord>> get(ProviderId id) override { return inner_->get(id); }
+  Result<std::optional<ProviderRecord>> get(ProviderId id) override {
+    if (busy_reads_) return Status::busy("the connection was lost (test); try again later");
+    return inner_->get(id);
+  }
   Status put(const ProviderRecord& r, const WriteOptions& o) override { return inner_->put(r, o); }
   using ProviderStore::modify;
   using ProviderStore::put;
@@ -45,6 +49,7 @@ class GatedStore final : public ProviderStore {
     cv_.wait(lock, [this] { return open_; });
     in_sync_ = false;
     if (syncs_ == fail_number_) return Status::ioError("fdatasync failed (test)");
+    if (busy_syncs_) return Status::busy("the connection was lost (test); try again later");
     return inner_->sync();
   }
 
@@ -71,6 +76,10 @@ class GatedStore final : public ProviderStore {
     std::lock_guard<std::mutex> lock(mu_);
     return syncs_;
   }
+  void setBusy(bool reads, bool syncs) {
+    busy_reads_ = reads;
+    busy_syncs_ = syncs;
+  }
   int durableWrites() const { return durable_writes_; }
   int bufferedWrites() const { return buffered_writes_; }
 
@@ -81,6 +90,7 @@ class GatedStore final : public ProviderStore {
   bool open_ = true, in_sync_ = false;
   int syncs_ = 0, fail_number_ = 0;
   std::atomic<int> durable_writes_{0}, buffered_writes_{0};
+  std::atomic<bool> busy_reads_{false}, busy_syncs_{false};
 };
 
 ProviderRecord active(ProviderId id, std::string hash = "") {
@@ -253,6 +263,21 @@ TEST_F(ProviderCommitterTest, AnInitWhoseSyncFailsIsRefusedAndFreesItsSlot) {
   EXPECT_EQ(r.code, ErrorCode::kInternal);
   AuthResult again = core->authenticate({"1", token_}, "192.0.2.1");
   EXPECT_EQ(again.code, ErrorCode::kNone) << "the failed init did not keep the only slot: " << again.message;
+}
+
+// A PIDB that answers Busy (a lost connection, a failover of a shared store) is "try
+// later" (130), not an error (500); the same init goes through once it answers.
+TEST_F(ProviderCommitterTest, AnInitWhileThePidbIsBusyIsTryLater) {
+  auto core = coreWith(1);
+  store_.setBusy(/*reads=*/true, /*syncs=*/false);
+  AuthResult r = core->authenticate({"1", token_}, "192.0.2.1");
+  EXPECT_EQ(r.code, ErrorCode::kOffline) << r.message;
+  store_.setBusy(false, /*syncs=*/true);
+  r = core->authenticate({"1", token_}, "192.0.2.1");
+  EXPECT_EQ(r.code, ErrorCode::kOffline) << r.message;
+  store_.setBusy(false, false);
+  r = core->authenticate({"1", token_}, "192.0.2.1");
+  EXPECT_EQ(r.code, ErrorCode::kNone) << "the refused inits did not keep the only slot: " << r.message;
 }
 
 }  // namespace

@@ -143,6 +143,8 @@ const std::vector<KeySpec>& Config::schema() {
        "periodic retry of failed file deletes, and the first back-off of a failed one"},
       {"qm.delete_retry_max", KeyType::kDuration, "1h", kSec, 7 * kDay,
        "ceiling of a failed delete's back-off (doubled per failure)"},
+      {"qm.store_retry_max", KeyType::kDuration, "2s", 100, kMin,
+       "ceiling of the retry delay while a store is Busy (from 100ms, doubled per retry)"},
       // --- botm ---
       {"botm.source", KeyType::kString, "", 0, 300,
        "url source to connect to, host:port or tls://host:port (empty: listen.botm)"},
