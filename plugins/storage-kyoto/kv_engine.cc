@@ -1,8 +1,5 @@
 #include "kv_engine.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <kchashdb.h>
 #include <kcplantdb.h>
 
@@ -21,35 +18,6 @@ namespace kc = kyotocabinet;
 constexpr std::size_t kScanChunk = 256;
 
 const char* kMetaMagic = "lcc-store-meta 1";
-
-std::string kcError(kc::BasicDB& db, const std::string& path, const char* what) {
-  const kc::BasicDB::Error e = db.error();
-  return path + ": Kyoto Cabinet " + what + " failed: " + e.name() + " (" + e.message() + ")";
-}
-
-Status fsyncPath(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::ioError(path + ": open for fsync failed");
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return Status::ioError(path + ": fsync failed");
-  return Status::ok();
-}
-
-// What a B+ tree file takes compacted, at most, estimated when it is opened: its header
-// and bucket array (8 KiB + 6 bytes a bucket) and every page at most Kyoto's page size.
-// A file much larger than that is mostly holes (made before compaction existed): it
-// counts as grown since its last compaction, so the first sync compacts it.
-std::int64_t compactedSizeAtOpen(kc::BasicDB& db) {
-  std::map<std::string, std::string> status;
-  const std::int64_t size = db.size();
-  if (!db.status(&status)) return size;
-  const std::int64_t pages = std::atoll(status["pnum"].c_str());
-  const std::int64_t page_size = std::atoll(status["psiz"].c_str());
-  const std::int64_t buckets = std::atoll(status["bnum"].c_str());
-  if (pages < 0 || page_size <= 0 || buckets <= 0) return size;
-  return std::min(size, (8 << 10) + 6 * buckets + pages * page_size);
-}
 
 std::string encodeBatch(const KvEngine::Batch& batch) {
   Writer w;
@@ -120,65 +88,7 @@ std::string readBootId(Env* env) {
   return s.empty() ? "unknown" : s;
 }
 
-// Opens (mode) one Kyoto file: a B+ tree (ordered) or a hash file made with `buckets`.
-Result<std::unique_ptr<kc::BasicDB>> openKyoto(bool ordered, const std::string& path, std::uint32_t mode,
-                                               const EngineOptions& options, std::int64_t buckets) {
-  if (ordered) {
-    auto db = std::make_unique<kc::TreeDB>();
-    db->tune_map(options.mmap_size);
-    db->tune_page_cache(options.page_cache);
-    db->tune_buckets(std::max<std::int64_t>(1024, buckets / 64));
-    if (!db->open(path, mode)) return Status::ioError(kcError(*db, path, "open"));
-    return std::unique_ptr<kc::BasicDB>(std::move(db));
-  }
-  auto db = std::make_unique<kc::HashDB>();
-  db->tune_map(options.mmap_size);
-  db->tune_buckets(buckets);
-  if (!db->open(path, mode)) return Status::ioError(kcError(*db, path, "open"));
-  return std::unique_ptr<kc::BasicDB>(std::move(db));
-}
-
-// The bucket count a Kyoto file was made with (0: unknown).
-std::int64_t bucketsOf(kc::BasicDB& db) {
-  std::map<std::string, std::string> status;
-  if (!db.status(&status)) return 0;
-  return std::max<std::int64_t>(0, std::atoll(status["bnum"].c_str()));
-}
-
 }  // namespace
-
-const OptionSpec kOptionSpecs[] = {
-    {"buckets", OptionType::kInt, "2000000", 16, 4000000000ll,
-     "hash buckets of the big hash files (queue rows) when a file is created; rehash_load grows them with the rows"},
-    {"mmap_size", OptionType::kSize, "32MiB", 0, 1ll << 40, "Kyoto Cabinet memory-mapped region per file (RSS)"},
-    {"page_cache", OptionType::kSize, "64MiB", 1ll << 20, 1ll << 40, "page cache of each ordered (B+ tree) file"},
-    {"checkpoint_size", OptionType::kSize, "64MiB", 64ll << 10, 1ll << 40,
-     "redo journal bytes after which the Kyoto files are synced and the journal trimmed"},
-    {"max_unsynced", OptionType::kSize, "64MiB", 64ll << 10, 1ll << 40,
-     "bytes of applied but unsynced batches held in memory before a sync is forced"},
-    {"compact_growth", OptionType::kSize, "8MiB", 0, 1ll << 40,
-     "a B+ tree file grown by more than this and more than its size after the last compaction is compacted "
-     "(Kyoto defrag) at the next sync; 0: never"},
-    {"rehash_load", OptionType::kInt, "2", 0, 1000,
-     "rows per bucket of a hash file (queue rows) past which a checkpoint rebuilds it with twice as many buckets "
-     "as rows; 0: never"},
-    {"dir", OptionType::kString, "", 0, 4096, "folder of the store files; empty: node.data_dir; relative: under it"},
-};
-const std::size_t kOptionCount = sizeof(kOptionSpecs) / sizeof(kOptionSpecs[0]);
-
-EngineOptions engineOptions(const OptionsView& o) {
-  EngineOptions e;
-  e.buckets = o.getInt("buckets", e.buckets);
-  e.mmap_size = o.getInt("mmap_size", e.mmap_size);
-  e.page_cache = o.getInt("page_cache", e.page_cache);
-  e.checkpoint_size = static_cast<std::uint64_t>(o.getInt("checkpoint_size", static_cast<std::int64_t>(e.checkpoint_size)));
-  e.max_unsynced = static_cast<std::uint64_t>(o.getInt("max_unsynced", static_cast<std::int64_t>(e.max_unsynced)));
-  e.compact_growth =
-      static_cast<std::uint64_t>(o.getInt("compact_growth", static_cast<std::int64_t>(e.compact_growth)));
-  e.rehash_load = o.getInt("rehash_load", e.rehash_load);
-  e.dir = o.getString("dir", "");
-  return e;
-}
 
 Result<std::unique_ptr<KvEngine>> KvEngine::open(const HostContext& host, const std::string& name,
                                                   std::vector<TableSpec> tables, const EngineOptions& options) {
@@ -333,6 +243,9 @@ Status KvEngine::openImpl(const HostContext& host, const std::string& name, std:
     std::lock_guard<std::mutex> lock(write_mu_);
     LCC_RETURN_IF_ERROR(checkpointLocked());
   }
+  for (auto& t : tables_) {
+    if (!t.spec.ordered && !t.filter.enabled()) LCC_RETURN_IF_ERROR(buildFilter(t));
+  }
   // Open complete: what was found is reported through openInfo() from here on.
   LCC_RETURN_IF_ERROR(writeMeta(false, boot_id_, false));
   return Status::ok();
@@ -381,6 +294,7 @@ Status KvEngine::apply(Batch batch) {
     std::unique_lock<std::shared_mutex> wl(mu_);
     for (auto& op : batch) {
       overlay_bytes_ += op.key.size() + (op.value ? op.value->size() : 0) + 64;
+      if (op.value) tables_[op.table].filter.add(op.key);
       auto& slot = tables_[op.table].overlay[std::move(op.key)];
       slot = std::move(op.value);
     }
@@ -459,6 +373,11 @@ Status KvEngine::rehashLocked(Table& t) {
   const std::int64_t buckets = std::min<std::int64_t>(4000000000ll, std::max<std::int64_t>(2 * rows, 2 * t.buckets));
   const std::string fresh = t.path + ".new";
   std::string error;
+  KeyFilter filter;  // the rebuilt file's keys, sized for its buckets
+  filter.reset(static_cast<std::uint64_t>(options_.key_filter) * static_cast<std::uint64_t>(buckets));
+  for (const auto& [key, value] : t.overlay) {
+    if (value) filter.add(key);
+  }
   {
     auto made = openKyoto(false, fresh, kc::BasicDB::OWRITER | kc::BasicDB::OCREATE | kc::BasicDB::OTRUNCATE, options_,
                           buckets);
@@ -471,6 +390,7 @@ Status KvEngine::rehashLocked(Table& t) {
       if (cur->jump()) {
         while (error.empty() && cur->get(&k, &v, true)) {
           if (!nd.set(k, v)) error = kcError(nd, fresh, "set");
+          filter.add(k);
         }
       }
       if (error.empty() && t.db->error().code() != kc::BasicDB::Error::NOREC &&
@@ -498,6 +418,7 @@ Status KvEngine::rehashLocked(Table& t) {
   (void)t.db->close();
   t.db = std::move(reopened).value();
   t.buckets = bucketsOf(*t.db);
+  t.filter = std::move(filter);
   if (logger_) {
     const auto ms = clock_ ? std::chrono::duration_cast<std::chrono::milliseconds>(clock_->monoNow() - start).count() : 0;
     logger_->info(t.path + ": rebuilt with " + std::to_string(t.buckets) + " buckets for " + std::to_string(rows) +
@@ -567,10 +488,51 @@ Result<bool> KvEngine::contains(std::uint8_t table, std::string_view key) {
   if (closed_) return writable();
   Table& t = tables_.at(table);
   if (auto it = t.overlay.find(key); it != t.overlay.end()) return it->second.has_value();
+  if (filterSaysAbsent(t, key)) return false;
   const std::string k(key);
   if (t.db->check(k) >= 0) return true;
   if (t.db->error().code() == kc::BasicDB::Error::NOREC) return false;
   return Status::ioError(kcError(*t.db, t.path, "check"));
+}
+
+bool KvEngine::filterSaysAbsent(const Table& t, std::string_view key) const { return !t.filter.mayContain(key); }
+
+Status KvEngine::buildFilter(Table& t) {
+  t.filter.reset(static_cast<std::uint64_t>(options_.key_filter) * static_cast<std::uint64_t>(std::max<std::int64_t>(t.buckets, 0)));
+  if (!t.filter.enabled()) return Status::ok();
+  std::unique_ptr<kc::BasicDB::Cursor> cur(t.db->cursor());
+  std::string k;
+  if (cur->jump()) {
+    while (cur->get_key(&k, true)) t.filter.add(k);
+  }
+  const auto code = t.db->error().code();
+  if (code != kc::BasicDB::Error::NOREC && code != kc::BasicDB::Error::SUCCESS) {
+    t.filter.reset(0);
+    return Status::ioError(kcError(*t.db, t.path, "cursor"));
+  }
+  for (const auto& [key, value] : t.overlay) {
+    if (value) t.filter.add(key);
+  }
+  return Status::ok();
+}
+
+Result<std::uint64_t> KvEngine::rowCount(std::uint8_t table) {
+  std::shared_lock<std::shared_mutex> rl(mu_);
+  if (closed_) return writable();
+  Table& t = tables_.at(table);
+  std::int64_t rows = t.db->count();
+  if (rows < 0) return Status::ioError(kcError(*t.db, t.path, "count"));
+  for (const auto& [key, value] : t.overlay) {
+    bool in_file = false;
+    if (!filterSaysAbsent(t, key)) {
+      in_file = t.db->check(key) >= 0;
+      if (!in_file && t.db->error().code() != kc::BasicDB::Error::NOREC) {
+        return Status::ioError(kcError(*t.db, t.path, "check"));
+      }
+    }
+    rows += (value ? 1 : 0) - (in_file ? 1 : 0);
+  }
+  return static_cast<std::uint64_t>(std::max<std::int64_t>(rows, 0));
 }
 
 Result<std::optional<std::string>> KvEngine::get(std::uint8_t table, std::string_view key) {
@@ -578,6 +540,7 @@ Result<std::optional<std::string>> KvEngine::get(std::uint8_t table, std::string
   if (closed_) return writable();
   Table& t = tables_.at(table);
   if (auto it = t.overlay.find(key); it != t.overlay.end()) return it->second;
+  if (filterSaysAbsent(t, key)) return std::optional<std::string>();
   std::string value;
   if (t.db->get(std::string(key), &value)) return std::optional<std::string>(std::move(value));
   if (t.db->error().code() == kc::BasicDB::Error::NOREC) return std::optional<std::string>();

@@ -39,6 +39,15 @@
 // over it. Until the rename the old file is whole; after it
 // the new one is, and the redo journal (blind puts) applies over either.
 //
+// ROW COUNT: rowCount() of a table is Kyoto's own record count of its file plus what
+// the overlay changes in it; Kyoto keeps the count in the file and recounts when it
+// repairs a file that was not closed, and redo applies blind puts/removes through it,
+// so the count is exact after a crash too. No lookup is made per applied row for it.
+//
+// ABSENT-KEY FILTER (key_filter.h): a hash table keeps a Bloom filter of its keys
+// (`key_filter` bits per bucket), built at open and at every rebuild, added to by
+// apply(): get()/contains() of a key it has never seen answer "absent" without Kyoto.
+//
 // THREADS: writes (apply/sync/close) are serialised by an internal mutex; reads may
 // run concurrently with them (a shared lock over overlay + Kyoto; scans of ordered
 // tables take the lock per chunk of rows, so a long scan never blocks the writer).
@@ -55,6 +64,8 @@
 #include <string_view>
 #include <vector>
 
+#include "key_filter.h"
+#include "kyoto_files.h"
 #include "lcc/support/journal.h"
 #include "lcc/host.h"
 #include "lcc/options.h"
@@ -69,22 +80,6 @@ namespace lcc::plugins::kyoto {
 
 inline constexpr const char* kPluginName = "storage-kyoto";
 inline constexpr int kFormatVersion = 1;
-
-struct EngineOptions {
-  std::int64_t buckets = 2000000;          // HashDB buckets (fixed when the file is made)
-  std::int64_t mmap_size = 32ll << 20;     // Kyoto mmap per file
-  std::int64_t page_cache = 64ll << 20;    // TreeDB page cache per file
-  std::uint64_t checkpoint_size = 64ull << 20;  // journal bytes that trigger a checkpoint
-  std::uint64_t max_unsynced = 64ull << 20;     // overlay bytes that force a sync
-  std::uint64_t compact_growth = 8ull << 20;    // B+ tree file growth that triggers compaction (0: never)
-  std::int64_t rehash_load = 2;            // rows per bucket past which a hash file is rebuilt (0: never)
-  std::string dir;                         // "" = host.data_dir
-};
-
-// Reads the plugin's options (already validated against the descriptor table).
-EngineOptions engineOptions(const OptionsView& options);
-extern const OptionSpec kOptionSpecs[];
-extern const std::size_t kOptionCount;
 
 struct TableSpec {
   std::string file;  // file name under the store dir: "queue.kch", "queue.kct"
@@ -117,6 +112,8 @@ class KvEngine {
 
   Result<std::optional<std::string>> get(std::uint8_t table, std::string_view key);
   Result<bool> contains(std::uint8_t table, std::string_view key);
+  // Rows in a table, the overlay included (ROW COUNT above).
+  Result<std::uint64_t> rowCount(std::uint8_t table);
   // Ordered tables: rows with from <= key < to (to empty: no bound), ascending.
   Status scanRange(std::uint8_t table, const std::string& from, const std::string& to, const RowFn& fn);
   // Any table, no particular order.
@@ -142,11 +139,15 @@ class KvEngine {
     std::int64_t compacted_size = 0;  // Kyoto's logical file size after the last compaction (0: none yet)
     std::int64_t buckets = 0;         // hash files: the bucket count the file was made with
     bool rehash_off = false;          // a rebuild failed before its rename: not tried again until reopened
+    KeyFilter filter;                 // hash files: ABSENT-KEY FILTER
   };
   bool needsCompaction(const Table& t) const;
   Status compactLocked(Table& t);
   bool needsRehash(const Table& t) const;
   Status rehashLocked(Table& t);
+  Status buildFilter(Table& t);  // fills the absent-key filter from the file
+  // Kyoto's answer for a key not in the overlay: absent if the filter never saw it.
+  bool filterSaysAbsent(const Table& t, std::string_view key) const;
 
   Env* env_ = nullptr;
   Clock* clock_ = nullptr;

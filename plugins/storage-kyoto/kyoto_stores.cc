@@ -67,8 +67,10 @@ const std::string kLastIdKey = "I";
 // ===========================================================================
 Result<QueueStore*> KyotoQueueStore::open(const HostContext& host, const EngineOptions& options) {
   LCC_ASSIGN_OR_RETURN(auto engine, KvEngine::open(host, "queue", {{"queue.kch", false}, {"queue.kct", true}}, options));
+  LCC_ASSIGN_OR_RETURN(auto legacy, engine->get(kQIndex, kCountKey));
   auto* s = new KyotoQueueStore();
   s->engine_ = std::move(engine);
+  s->legacy_count_ = legacy.has_value();
   return static_cast<QueueStore*>(s);
 }
 
@@ -82,28 +84,14 @@ Status KyotoQueueStore::apply(const QueueBatch& batch) {
       return failed_;
     }
   }
-  LCC_ASSIGN_OR_RETURN(auto count_raw, engine_->get(kQIndex, kCountKey));
-  auto count = readCounter(count_raw);
-  if (!count) return corruptRow("queue row counter is damaged");
-  std::int64_t rows = static_cast<std::int64_t>(*count);
-  std::map<std::string, bool, std::less<>> present;  // rows touched by this batch
-  auto exists = [&](const std::string& key) -> Result<bool> {
-    if (auto it = present.find(key); it != present.end()) return it->second;
-    return engine_->contains(kQRows, key);
-  };
+  // The row count is the hash file's own (KvEngine::rowCount): no lookup per row here.
   KvEngine::Batch kv;
   kv.reserve(batch.size() + 1);
+  if (legacy_count_) kv.push_back({kQIndex, kCountKey, std::nullopt});  // written before the engine counted
   for (const auto& op : batch.ops()) {
     if (const auto* o = std::get_if<QueueBatch::PutEntry>(&op)) {
-      std::string key = encodeUrlKey(o->entry.notice.key);
-      LCC_ASSIGN_OR_RETURN(bool had, exists(key));
-      if (!had) ++rows;
-      present[key] = true;
-      kv.push_back({kQRows, std::move(key), encodeQueueEntry(o->entry)});
+      kv.push_back({kQRows, encodeUrlKey(o->entry.notice.key), encodeQueueEntry(o->entry)});
     } else if (const auto* o = std::get_if<QueueBatch::RemoveEntry>(&op)) {
-      LCC_ASSIGN_OR_RETURN(bool had, exists(o->key));
-      if (had) --rows;
-      present[o->key] = false;
       kv.push_back({kQRows, o->key, std::nullopt});
     } else if (const auto* o = std::get_if<QueueBatch::PutPSet>(&op)) {
       kv.push_back({kQIndex, qPSetKey(o->pset.pset, o->pset.slot), encodePSet(o->pset)});
@@ -119,10 +107,9 @@ Status KyotoQueueStore::apply(const QueueBatch& batch) {
       kv.push_back({kQIndex, "M" + o->key, o->value});
     }
   }
-  if (rows != static_cast<std::int64_t>(*count)) {
-    kv.push_back({kQIndex, kCountKey, be64(static_cast<std::uint64_t>(std::max<std::int64_t>(rows, 0)))});
-  }
-  return engine_->apply(std::move(kv));
+  LCC_RETURN_IF_ERROR(engine_->apply(std::move(kv)));
+  legacy_count_ = false;
+  return Status::ok();
 }
 
 Result<std::optional<QueueEntry>> KyotoQueueStore::getEntry(std::string_view key) {
@@ -141,12 +128,7 @@ Status KyotoQueueStore::scanEntries(const std::function<bool(const QueueEntry&)>
   });
 }
 
-Result<std::uint64_t> KyotoQueueStore::entryCount() {
-  LCC_ASSIGN_OR_RETURN(auto v, engine_->get(kQIndex, kCountKey));
-  auto c = readCounter(v);
-  if (!c) return corruptRow("queue row counter is damaged");
-  return *c;
-}
+Result<std::uint64_t> KyotoQueueStore::entryCount() { return engine_->rowCount(kQRows); }
 
 Result<std::optional<PSetRecord>> KyotoQueueStore::getPSet(PSetId pset, TimeSlot slot) {
   LCC_ASSIGN_OR_RETURN(auto v, engine_->get(kQIndex, qPSetKey(pset, slot)));

@@ -4,7 +4,9 @@
 //   queue.kch      HashDB  QDB rows: encodeUrlKey -> QueueEntry
 //   queue.kct      TreeDB  'P' pset slot -> PSetRecord; 'S' slot pset -> "" (the
 //                          by-slot index); 'D' machine \0 filename -> DeleteRequest;
-//                          'M' key -> meta value; 'N' -> QDB row count
+//                          'M' key -> meta value ('N', the QDB row count of earlier
+//                          versions, is removed by the first batch: the count is
+//                          queue.kch's own now, KvEngine::rowCount)
 //   content.kct    TreeDB  'R' key -> ContentRecord; 'S' seq -> key; 'Q' -> max seq;
 //                          'N' -> record count; 'M' key -> meta value
 //   providers.kct  TreeDB  'R' id -> ProviderRecord; 'I' -> last id
@@ -40,6 +42,7 @@ class KyotoQueueStore final : public QueueStore {
  private:
   std::unique_ptr<KvEngine> engine_;
   Status failed_;  // a refused batch (precondition violated) is sticky like an I/O error
+  bool legacy_count_ = false;  // queue.kct still holds the 'N' row counter of an earlier version
 };
 
 class KyotoContentStore final : public ContentStore {
