@@ -183,6 +183,9 @@ Parsed parseGet(const http::Request& req) {
 }
 
 Parsed parsePost(std::string_view body) {
+  // JSON never holds a raw NUL, and nlohmann's lexer takes one for the end of the input:
+  // "{...}\0[[[" would be read as "{...}" with the rest never looked at.
+  if (body.find('\0') != std::string_view::npos) return refuse(400, "the body is not JSON: it holds a NUL byte");
   PostReader reader;
   const bool read = nlohmann::json::sax_parse(body.begin(), body.end(), &reader);
   if (reader.refusal) return *reader.refusal;

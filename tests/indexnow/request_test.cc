@@ -116,6 +116,9 @@ TEST(IndexNowRequestTest, TheBodyIsAFlatObjectAndAnythingDeeperIs400) {
       head + "\"host\": {\"name\": \"a.example\"}, " + list + "}",
       std::string(100'000, '['),
       std::string(50'000, '[') + std::string(50'000, ']'),
+      // a NUL ends nlohmann's input: what follows one must not go unread (found by indexnow_fuzz)
+      head + list + "}" + std::string(3, '\0') + "u[[[[[[",
+      head + "\"urlList\": [\"http://a.example/x" + std::string(1, '\0') + "\"]}",
   };
   for (const auto& body : refused) {
     auto r = parsePost(body);
