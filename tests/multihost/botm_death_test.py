@@ -17,7 +17,6 @@ Exit 77 with one line where namespaces cannot be made.
 """
 import argparse
 import os
-import shutil
 import sys
 import time
 
@@ -147,29 +146,14 @@ def check(central, senders, log, t_kill):
 
 def main():
     a = args_parse()
-    bedlib.require_namespaces()
-    start = time.monotonic()
-    bed = bedlib.Bed()
-    problems = ["not run"]
-    try:
+
+    def body(bed):
         central, senders, log, t_kill = scenario(a, bed)
         problems = check(central, senders, log, t_kill)
         if problems:
             print(central.log_tail(30), file=sys.stderr)
-    except BaseException:
-        bed.dump_logs()
-        raise
-    finally:
-        bed.close()
-        if not os.environ.get("LCC_MULTIHOST_KEEP"):
-            shutil.rmtree(bed.workdir, ignore_errors=True)
-    took = time.monotonic() - start
-    if problems:
-        for p in problems:
-            print("FAILED:", p)
-        print(f"multihost botm_death: 0 passed, 1 failed ({took:.1f} s)")
-        sys.exit(1)
-    print(f"multihost botm_death: 1 passed, 0 failed ({took:.1f} s)")
+        return problems
+    lccnode.run_scenario("botm_death", body)
 
 
 if __name__ == "__main__":

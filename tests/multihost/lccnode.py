@@ -7,6 +7,8 @@ UNS nodes, recording every send and what it answered.
 import json
 import os
 import re
+import shutil
+import sys
 import threading
 import time
 import xml.dom.minidom
@@ -170,3 +172,38 @@ def wait_stored(stored, want, stall, cap):
         if missing:
             time.sleep(0.5)
     return missing
+
+
+def run_scenario(name, body, needs_pg=False):
+    """The frame every scenario test shares: skip (77, one line) where the bed cannot
+    run, make a Bed, run body(bed) -> list of problems, dump the hosts' logs when it
+    raised, tear the bed down whatever happened, print the one-line verdict and exit
+    1 when a problem was found."""
+    bedlib.require_namespaces()
+    if needs_pg:
+        import pgcluster  # noqa: PLC0415 - only the PostgreSQL scenarios need it
+        why = pgcluster.missing()
+        if why:
+            print("skipped:", why)
+            sys.exit(bedlib.SKIP)
+    start = time.monotonic()
+    bed = bedlib.Bed()
+    problems = ["not run"]
+    try:
+        problems = body(bed)
+    except BaseException:
+        bed.dump_logs()
+        raise
+    finally:
+        t_down = time.monotonic()
+        bed.close()
+        if not os.environ.get("LCC_MULTIHOST_KEEP"):
+            shutil.rmtree(bed.workdir, ignore_errors=True)
+        print(f"torn down in {time.monotonic() - t_down:.1f} s", flush=True)
+    took = time.monotonic() - start
+    if problems:
+        for p in problems:
+            print("FAILED:", p)
+        print(f"multihost {name}: 0 passed, 1 failed ({took:.1f} s)")
+        sys.exit(1)
+    print(f"multihost {name}: 1 passed, 0 failed ({took:.1f} s)")

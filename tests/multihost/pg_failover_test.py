@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import sys
 import threading
 import time
@@ -33,6 +32,7 @@ import xml.dom.minidom
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bed as bedlib  # noqa: E402
+import lccnode  # noqa: E402
 import pgcluster  # noqa: E402
 
 ADDR = {"etcd": "10.231.0.10", "db1": "10.231.0.21", "db2": "10.231.0.22", "lcc1": "10.231.0.31",
@@ -43,7 +43,7 @@ STORE_STALL = 15.0  # acked URLs still missing when none was stored for this lon
 STORE_CAP = 240.0  # and at most this long in all (the 64-sender run fetches ~10000 URLs)
 # libpq: give up on a dead server in seconds rather than TCP's minutes (a cut link
 # answers nothing; without these an unanswered statement waits for TCP to give up).
-PG_TIMEOUTS = "keepalives_idle=2 keepalives_interval=1 keepalives_count=3 tcp_user_timeout=5000"
+PG_TIMEOUTS = lccnode.PG_TIMEOUTS
 
 
 def args_parse():
@@ -175,10 +175,10 @@ class Sender:
         except Exception as e:  # noqa: BLE001 - a hung send is a failed send
             rc, out = -1, repr(e)
         self.sends.append((start, time.monotonic(), rc, urls, out))
-        return rc == 0 and acked_all(out, len(urls))
+        return rc == 0 and lccnode.acked_all(out, len(urls))
 
     def acked(self, since=None):
-        return [s for s in self.sends if s[2] == 0 and acked_all(s[4], len(s[3])) and (since is None or s[1] >= since)]
+        return [s for s in self.sends if s[2] == 0 and lccnode.acked_all(s[4], len(s[3])) and (since is None or s[1] >= since)]
 
     def loop(self, deadline):
         k = len(self.sends)
@@ -190,11 +190,6 @@ class Sender:
     def start(self, deadline):
         self.thread = threading.Thread(target=self.loop, args=(deadline,), daemon=True)
         self.thread.start()
-
-
-def acked_all(out, n):
-    m = re.search(r"accepted (\d+) of (\d+) urls", out)
-    return bool(m) and int(m.group(1)) == n and int(m.group(2)) == n
 
 
 def db_conninfo(a, bed, cl):
@@ -289,26 +284,6 @@ def scenario(a, bed):
     return lccd, senders, acked, t_new, first
 
 
-def wait_stored(lccd, want, stall, cap):
-    """Waits until every URL of `want` is in the store; gives up when none was added for
-    `stall` seconds (the pipeline is idle: what is missing is lost) or after `cap`.
-    Returns the URLs still missing."""
-    missing = set(want)
-    end = time.monotonic() + cap
-    last_progress = time.monotonic()
-    while missing and time.monotonic() < end and time.monotonic() - last_progress < stall:
-        try:
-            now_missing = missing - lccd.stored_urls()
-        except AssertionError:
-            now_missing = missing
-        if len(now_missing) < len(missing):
-            last_progress = time.monotonic()
-        missing = now_missing
-        if missing:
-            time.sleep(0.5)
-    return missing
-
-
 def check_goals(lccd, acked, t_new, first):
     problems = []
     if first is None or first - t_new > INTAKE_GOAL:
@@ -317,7 +292,7 @@ def check_goals(lccd, acked, t_new, first):
     else:
         print(f"intake back {first - t_new:.1f} s after the new leader", flush=True)
     want = {u for x in acked for u in x[3]}
-    missing = wait_stored(lccd, want, stall=STORE_STALL, cap=STORE_CAP)
+    missing = lccnode.wait_stored(lccd.stored_urls, want, stall=STORE_STALL, cap=STORE_CAP)
     if missing:
         sets = sorted({u.rsplit("/", 1)[0] for u in missing})
         problems.append(f"acked sets lost: {len(missing)} of {len(want)} acked URLs not in the store, and none "
@@ -342,35 +317,14 @@ def check_goals(lccd, acked, t_new, first):
 
 def main():
     a = args_parse()
-    bedlib.require_namespaces()
-    why = pgcluster.missing()
-    if why:
-        print("skipped:", why)
-        sys.exit(bedlib.SKIP)
-    start = time.monotonic()
-    bed = bedlib.Bed()
-    problems = ["not run"]
-    try:
+
+    def body(bed):
         lccd, senders, acked, t_new, first = scenario(a, bed)
         problems = check_goals(lccd, acked, t_new, first)
         if problems:
             print(lccd.log_tail(30), file=sys.stderr)
-    except BaseException:
-        bed.dump_logs()
-        raise
-    finally:
-        t_down = time.monotonic()
-        bed.close()
-        if not os.environ.get("LCC_MULTIHOST_KEEP"):
-            shutil.rmtree(bed.workdir, ignore_errors=True)
-        print(f"torn down in {time.monotonic() - t_down:.1f} s", flush=True)
-    took = time.monotonic() - start
-    if problems:
-        for p in problems:
-            print("FAILED:", p)
-        print(f"multihost pg_failover: 0 passed, 1 failed ({took:.1f} s)")
-        sys.exit(1)
-    print(f"multihost pg_failover: 1 passed, 0 failed ({took:.1f} s)")
+        return problems
+    lccnode.run_scenario("pg_failover", body, needs_pg=True)
 
 
 if __name__ == "__main__":

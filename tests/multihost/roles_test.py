@@ -196,15 +196,8 @@ def check_content(cu1, site, acked):
 
 def main():
     a = args_parse()
-    bedlib.require_namespaces()
-    why = pgcluster.missing()
-    if why:
-        print("skipped:", why)
-        sys.exit(bedlib.SKIP)
-    start = time.monotonic()
-    bed = bedlib.Bed()
-    problems = ["not run"]
-    try:
+
+    def body(bed):
         qm1, uns, cu1, cu2, senders = setup(a, bed)
         problems = check_listed([cu1, uns[0]], senders)
         acked, failed = send_all(a, senders)
@@ -218,20 +211,8 @@ def main():
         if problems:
             for n in (qm1, *uns):
                 print(f"--- {n.name}\n{n.log_tail(20)}", file=sys.stderr)
-    except BaseException:
-        bed.dump_logs()
-        raise
-    finally:
-        bed.close()
-        if not os.environ.get("LCC_MULTIHOST_KEEP"):
-            shutil.rmtree(bed.workdir, ignore_errors=True)
-    took = time.monotonic() - start
-    if problems:
-        for p in problems:
-            print("FAILED:", p)
-        print(f"multihost roles: 0 passed, 1 failed ({took:.1f} s)")
-        sys.exit(1)
-    print(f"multihost roles: 1 passed, 0 failed ({took:.1f} s)")
+        return problems
+    lccnode.run_scenario("roles", body, needs_pg=True)
 
 
 if __name__ == "__main__":

@@ -16,14 +16,11 @@ Exit 77 with one line when namespaces, etcd, Patroni or PostgreSQL are missing.
 """
 import argparse
 import os
-import shutil
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bed as bedlib  # noqa: E402
 import lccnode  # noqa: E402
-import pgcluster  # noqa: E402
 import roles_test  # noqa: E402
 
 HEAL_GOAL = 30.0
@@ -106,33 +103,14 @@ def check(qm1, uns, cu1, local, t_cut, t_heal):
 
 def main():
     a = args_parse()
-    bedlib.require_namespaces()
-    why = pgcluster.missing()
-    if why:
-        print("skipped:", why)
-        sys.exit(bedlib.SKIP)
-    start = time.monotonic()
-    bed = bedlib.Bed()
-    problems = ["not run"]
-    try:
+
+    def body(bed):
         qm1, uns, cu1, local, t_cut, t_heal = scenario(a, bed)
         problems = check(qm1, uns, cu1, local, t_cut, t_heal)
         if problems:
             print(f"--- uns1\n{uns[0].log_tail(30)}", file=sys.stderr)
-    except BaseException:
-        bed.dump_logs()
-        raise
-    finally:
-        bed.close()
-        if not os.environ.get("LCC_MULTIHOST_KEEP"):
-            shutil.rmtree(bed.workdir, ignore_errors=True)
-    took = time.monotonic() - start
-    if problems:
-        for p in problems:
-            print("FAILED:", p)
-        print(f"multihost uns_cut: 0 passed, 1 failed ({took:.1f} s)")
-        sys.exit(1)
-    print(f"multihost uns_cut: 1 passed, 0 failed ({took:.1f} s)")
+        return problems
+    lccnode.run_scenario("uns_cut", body, needs_pg=True)
 
 
 if __name__ == "__main__":
