@@ -158,7 +158,10 @@ void runOne(const Args& a, std::uint64_t n) {
   std::ostringstream extra;
   extra << "storage:\n  queue: {plugin: " << a.store << "}\n  content: {plugin: " << a.store
         << "}\n  providers: {plugin: " << a.store << "}\nuns:\n  max_set_urls: " << n
-        << "\n  session_timeout: 1h\n  idle_timeout: 10m\n";
+        << "\n  session_timeout: 1h\n  idle_timeout: 10m\n"
+        // new providers get a files quota of 100,000 by default (issue 25): the QM would
+        // queue only that many of the set's URLs
+        << "rs:\n  default_quota_files: 0\n  default_quota_bytes: 0\n";
   LccdProcess lccd(dir, {"uns", "qm"}, extra.str());
   if (!lccd.start()) return (void)std::fprintf(stderr, "lccd did not start\n");
   const std::string added = lccd.lcc({"provider", "add", "--prefix", "http://p0.example/"});
@@ -183,7 +186,16 @@ void runOne(const Args& a, std::uint64_t n) {
   const std::uint64_t peak_at_ack = lccd.peakRss();
   // Applied: the QM's queue holds every URL (no BOT-M: nothing leaves it).
   Stopwatch apply;
-  while (a.apply && queuedUrls(lccd) < static_cast<long long>(n) && apply.seconds() < 7200) {
+  long long queued = 0, queued_before = -1;
+  Stopwatch since_progress;
+  while (a.apply && (queued = queuedUrls(lccd)) < static_cast<long long>(n)) {
+    if (queued != queued_before) since_progress = Stopwatch(), queued_before = queued;
+    if (since_progress.seconds() > 60) {
+      std::fprintf(stderr, "ingest_bench: the apply stalled at %lld of %llu URLs queued for 60 s\n", queued,
+                   static_cast<unsigned long long>(n));
+      lccd.stop();
+      return;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   const double apply_s = apply.seconds();
@@ -213,8 +225,8 @@ void runOne(const Args& a, std::uint64_t n) {
 
 int main(int argc, char** argv) {
   lcc::bench::Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  for (int i = 1; i < argc; i += 2) {
+    const std::string k = argv[i], v = i + 1 < argc ? argv[i + 1] : "";
     if (k == "--urls") {
       a.sizes.clear();
       std::stringstream ss(v);

@@ -91,6 +91,11 @@ RequestReader::Step RequestReader::feed(std::string_view unparsed) {
     // apart from the fields or with them.
     const std::size_t budget = header_seen_ ? limits_.max_header : limits_.max_header - header_used_;
     const std::size_t window = std::min(unparsed.size() - used, budget);
+    // Beast takes a chunk's size off its body limit when it reads the chunk line, and
+    // again each time it retries a line whose extension was not complete: a chunk line
+    // arriving a byte at a time would use the limit up (413 where the whole bytes give
+    // 400). The limit is set again before each put from the body actually read.
+    if (header_seen_) parser_.body_limit(limits_.max_body - std::min(limits_.max_body, parser_.get().body().size()));
     boost::beast::error_code ec;
     std::size_t n = 0;
     try {
