@@ -328,6 +328,21 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     };
     conn->start(std::move(h));
     send(proto::encodeUnsOpen(opt.uns_name));
+    armOpenTimer();
+  }
+
+  // A QM that took the connection but does not answer (a paused process: the kernel
+  // still completes the handshake) is given up after qm_ack_timeout, as a missing ack,
+  // so that the next address of uns.qm is tried (a standby that took over).
+  void armOpenTimer() {
+    const std::uint64_t my_gen = gen;
+    ack_armed = true;
+    ack_timer.expires_after(opt.qm_ack_timeout);
+    ack_timer.async_wait([self = shared_from_this(), my_gen](const boost::system::error_code& ec) {
+      if (ec || my_gen != self->gen || self->link_ready) return;
+      self->ack_armed = false;
+      self->linkDown("no answer from the QM within " + std::to_string(self->opt.qm_ack_timeout.count()) + " ms");
+    });
   }
 
   // Bytes go out through `outq` in slices, each once the connection has less than
@@ -366,6 +381,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   std::size_t outq_bytes = 0;    // in outq (counting what of the front was handed over)
 
   void armAckTimer(bool restart) {
+    if (!link_ready) return;  // the QM's open is awaited: armOpenTimer() runs
     if (inflight.empty() && replay_inflight == 0) {
       ack_timer.cancel();
       ack_armed = false;
@@ -552,6 +568,8 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   void onQmOpen() override {
     link_ready = true;
     logged_absent = false;
+    ack_timer.cancel();  // the open timer (armOpenTimer); pump() arms it again for acks
+    ack_armed = false;
     spdlog::info("uns: QM link up ({}); {} spooled sets to replay", opt.qm_address, spool.size());
     pump();
   }
