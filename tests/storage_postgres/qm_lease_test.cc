@@ -187,6 +187,35 @@ TEST_F(QmLeaseTest, StandbyWaitsTakesOverAndThePausedQmIsFenced) {
   EXPECT_TRUE(q2.value()->close().isOk());
 }
 
+// The fence is in the write's own transaction, not only in the renewals: with a lease
+// of 5 minutes (no renewal during the test), an epoch taken over behind the store's
+// back refuses its very next write, and nothing of it lands.
+TEST_F(QmLeaseTest, TheEpochCheckInsideTheWriteRefusesItWithoutWaitingForARenewal) {
+  if (access("/usr/bin/psql", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/psql";
+  auto reg = registry("qm1", nullptr);
+  auto q = reg->makeQueueStore(kPlugin, options(*reg, 300000));
+  ASSERT_TRUE(q.isOk()) << q.status().toString();
+  auto c = reg->makeContentStore(kPlugin, options(*reg, 0));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  QueueBatch qb;
+  qb.putEntry(entry(1));
+  ASSERT_TRUE(q.value()->apply(qb).isOk());
+  const std::string sql = "UPDATE " + schema_ + ".qm_lease SET epoch = epoch + 1, holder = 'qm9 pid 1'";
+  ASSERT_EQ(std::system(("/usr/bin/psql -q '" + conninfo_ + "' -c \"" + sql + "\"").c_str()), 0);
+  qb.clear();
+  qb.putEntry(entry(2));
+  Status s = q.value()->apply(qb);
+  EXPECT_NE(s.message().find("fenced: QM epoch 1 was taken over by qm9 pid 1 (epoch 2)"), std::string::npos)
+      << s.toString();
+  ContentBatch cb;
+  cb.put(record(1));
+  Status t = c.value()->apply(cb);
+  EXPECT_NE(t.message().find("fenced: QM epoch 1"), std::string::npos) << t.toString();
+  EXPECT_FALSE(q.value()->getEntry(encodeUrlKey(entry(2).notice.key)).value()) << "the fenced write landed";
+  EXPECT_FALSE(c.value()->get(encodeUrlKey(record(1).key)).value()) << "the fenced write landed";
+  EXPECT_FALSE(q.value()->close().isOk()) << "a fenced store closed cleanly (a write)";
+}
+
 TEST_F(QmLeaseTest, ACleanStopHandsTheLeaseOverAtOnce) {
   CapturingLogger log;
   auto reg1 = registry("qm1", &log);
