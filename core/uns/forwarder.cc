@@ -328,21 +328,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     };
     conn->start(std::move(h));
     send(proto::encodeUnsOpen(opt.uns_name));
-    armOpenTimer();
-  }
-
-  // A QM that took the connection but does not answer (a paused process: the kernel
-  // still completes the handshake) is given up after qm_ack_timeout, as a missing ack,
-  // so that the next address of uns.qm is tried (a standby that took over).
-  void armOpenTimer() {
-    const std::uint64_t my_gen = gen;
-    ack_armed = true;
-    ack_timer.expires_after(opt.qm_ack_timeout);
-    ack_timer.async_wait([self = shared_from_this(), my_gen](const boost::system::error_code& ec) {
-      if (ec || my_gen != self->gen || self->link_ready) return;
-      self->ack_armed = false;
-      self->linkDown("no answer from the QM within " + std::to_string(self->opt.qm_ack_timeout.count()) + " ms");
-    });
+    armAckTimer(true);  // for the QM's open
   }
 
   // Bytes go out through `outq` in slices, each once the connection has less than
@@ -380,9 +366,12 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   std::size_t out_off = 0;       // of outq.front(), already handed over
   std::size_t outq_bytes = 0;    // in outq (counting what of the front was handed over)
 
+  // Until the QM's open comes (!link_ready) it waits for that: a QM that took the
+  // connection and does not answer (paused: the kernel completes the handshake) is given
+  // up like a missing ack, and the next address of uns.qm is tried (its standby).
   void armAckTimer(bool restart) {
-    if (!link_ready) return;  // the QM's open is awaited: armOpenTimer() runs
-    if (inflight.empty() && replay_inflight == 0) {
+    if (!conn) return;  // no link: nothing is owed
+    if (link_ready && inflight.empty() && replay_inflight == 0) {
       ack_timer.cancel();
       ack_armed = false;
       return;
@@ -394,7 +383,8 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     ack_timer.async_wait([self = shared_from_this(), my_gen](const boost::system::error_code& ec) {
       if (ec || my_gen != self->gen) return;
       self->ack_armed = false;
-      self->linkDown("no ack from the QM within " + std::to_string(self->opt.qm_ack_timeout.count()) + " ms");
+      self->linkDown(std::string(self->link_ready ? "no ack" : "no open") + " from the QM within " +
+                     std::to_string(self->opt.qm_ack_timeout.count()) + " ms");
     });
   }
   bool ack_armed = false;
@@ -568,8 +558,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   void onQmOpen() override {
     link_ready = true;
     logged_absent = false;
-    ack_timer.cancel();  // the open timer (armOpenTimer); pump() arms it again for acks
-    ack_armed = false;
+    armAckTimer(true);  // it waited for the open: now for acks, if any is owed
     spdlog::info("uns: QM link up ({}); {} spooled sets to replay", opt.qm_address, spool.size());
     pump();
   }
