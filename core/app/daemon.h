@@ -20,7 +20,8 @@ struct DaemonArgs {
 constexpr int kExitDataDirInUse = 3;
 
 // Runs lccd; returns the process exit code (0 ok, 1 runtime failure, 2 bad config,
-// 3 the data folder is in use by another lccd).
+// 3 the data folder is in use by another lccd). 4 (qm::kExitFenced) is not returned:
+// a fenced QM exits the process at once (core/qm/qm_service.cc).
 int runDaemon(const DaemonArgs& args);
 
 }  // namespace lcc

@@ -48,9 +48,17 @@ Connector::~Connector() {
 }
 
 Status Connector::start(OnConnected on_connected, OnFailed on_failed) {
-  auto hp = HostPort::parse(options_.target);
-  if (!hp.isOk()) return hp.status().withContext(options_.what);
-  target_ = std::move(hp).value();
+  targets_.clear();
+  std::string_view rest = options_.target;
+  for (;;) {
+    const auto comma = rest.find(',');
+    auto hp = HostPort::parse(rest.substr(0, comma));
+    if (!hp.isOk()) return hp.status().withContext(options_.what);
+    targets_.push_back(std::move(hp).value());
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  target_ = targets_.front();
   on_connected_ = std::move(on_connected);
   on_failed_ = std::move(on_failed);
   asio::post(strand_, [self = shared_from_this()] { self->connect(); });
@@ -98,6 +106,7 @@ void Connector::connect() {
   if (stopped_ || attempting_) return;
   attempting_ = true;
   const std::uint64_t gen = ++generation_;
+  target_ = targets_[next_target_++ % targets_.size()];  // several addresses: in turn
   auto resolver = std::make_shared<tcp::resolver>(strand_);
   resolver->async_resolve(target_.host, target_.portString(), [self = shared_from_this(), resolver, gen](
                                                                   const boost::system::error_code& ec,

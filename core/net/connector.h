@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lcc/clock.h"
 #include "net/connection.h"
@@ -78,6 +79,8 @@ class Connector : public std::enable_shared_from_this<Connector> {
 
   // Parses the target (a bad one is returned here and nothing starts), then connects.
   // (Port 0 is taken: connecting to it fails and is retried, as any refused attempt.)
+  // A target may list several addresses, "a:1,b:2": each attempt takes the next one, in
+  // turn (an active QM and its standby: whichever listens answers).
   Status start(OnConnected on_connected, OnFailed on_failed = nullptr);
   // Connects again after the next back-off delay (after a connection ended).
   void retry();
@@ -95,7 +98,9 @@ class Connector : public std::enable_shared_from_this<Connector> {
   Clock& clock_;
   Strand strand_;
   ConnectorOptions options_;
-  HostPort target_;
+  HostPort target_;              // of the attempt under way
+  std::vector<HostPort> targets_;  // the target's addresses, tried in turn
+  std::size_t next_target_ = 0;
   BackOff back_off_;
   OnConnected on_connected_;
   OnFailed on_failed_;

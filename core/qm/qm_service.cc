@@ -4,6 +4,7 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <cstdlib>
 #include <future>
 #include <mutex>
 
@@ -57,6 +58,12 @@ class QmService final : public Service, public BotmLinkHandler {
     deps.metrics = node_.metrics;
     deps.botm = botm_.get();
     deps.post = [this](std::function<void()> fn) { asio::post(strand_, std::move(fn)); };
+    deps.on_fenced = [](const Status&) {
+      // Nothing more may be written, not even at a clean stop (its stores refuse it
+      // anyway): exit now, with the code a supervisor can tell apart.
+      spdlog::default_logger()->flush();
+      std::_Exit(kExitFenced);
+    };
     qm_ = std::make_unique<QueueManager>(deps, options);
 
     IntakeServerOptions io = IntakeServerOptions::fromConfig(cfg);

@@ -79,7 +79,14 @@ struct QmDeps {
   BotmPort* botm = nullptr;    // optional until a BOT-M connects
   // Runs a closure on the QM's thread later (timers, group commit). Null: inline.
   std::function<void(std::function<void()>)> post;
+  // A store refused a write because another QM took the lease over (storage-postgres
+  // option qm_lease: "fenced: QM epoch N ..."). Called once, after the one log line;
+  // lccd exits (kExitFenced). Null: the QM only fails (no cache-crash).
+  std::function<void(const Status&)> on_fenced;
 };
+
+// Whether a store error says that another QM took over (storage-postgres' fencing).
+bool isFencedStoreError(const Status& s);
 
 class QueueManager {
  public:
@@ -169,6 +176,16 @@ class QueueManager {
   void raiseCacheCrash(const std::string& why);
 
  private:
+  // qm.ack_after_store (queue_manager_acks.cc): an answer kept in arrival order until
+  // the set it answers is in the stores (the UNS takes acks in order).
+  struct HeldAck {
+    AckFn ack;
+    bool ok = true;
+    ErrorCode code = ErrorCode::kNone;
+    std::string reason;
+    bool ready = false;   // may be sent (an applied set: its group committed)
+    bool stored = false;  // answers a set applied to the stores: they are synced first
+  };
   struct Pending {
     IntakeSet set;  // the URLs held in memory (all of them unless streamed)
     AckFn ack;
@@ -181,7 +198,13 @@ class QueueManager {
     bool applied = false;      // its group committed with the metas: not applied again
     bool deferred = false;     // came back Busy once: its commit may have landed unseen
     std::uint64_t settled = 0;  // URLs taken off unapplied_urls_ so far (never twice)
+    std::shared_ptr<HeldAck> held;  // qm.ack_after_store: its ack, sent once it is stored
   };
+  std::deque<std::shared_ptr<HeldAck>> held_acks_;
+  // Answers a set now, or (qm.ack_after_store) queues the answer in order.
+  void answer(Pending& p, bool ok, ErrorCode code, const std::string& reason);
+  // Sends the queued answers that may go, in order, after one sync of the stores.
+  void flushAcks();
   // A set being applied: its context, and what it has applied so far.
   struct ApplyRun {
     IntakeHeader header;
@@ -304,6 +327,8 @@ class QueueManager {
   void flushProviderDeltas();
   // store failures (queue_manager_store_failure.cc) and overload (queue_manager_overload.cc)
   void storeFailed(const Status& s);       // THE route of a store error
+  void storeFenced(const Status& s);       // another QM took over: stop, no cache-crash
+  Status skipJournal();                    // qm.ack_after_store: open() replays nothing
   void commitLater(std::deque<Pending> batch, const Status& why);  // the journal was Busy: retry (intake)
   void routeStoreError(const Status& s);   // storeFailed() unless the QM has failed already
   void countStoreError();

@@ -206,7 +206,8 @@ void QueueManager::commitPending() {
     spdlog::info("qm: intake journal written again");
     commit_busy_ = false;
   }
-  // Acks in submission order, only for what is durable.
+  // Acks in submission order, only for what is durable (with qm.ack_after_store: in
+  // the stores, queue_manager_acks.cc).
   for (auto& p : batch) {
     if (p.kind == Pending::Kind::kApply && !failed_.isOk()) {
       p.kind = Pending::Kind::kRejected;
@@ -220,20 +221,21 @@ void QueueManager::commitPending() {
           std::lock_guard<std::mutex> lk(queued_mu_);
           unapplied_urls_[p.set.pid] += p.count;  // `processing` counts it from now on
         }
-        if (p.ack) p.ack(true, ErrorCode::kNone, "");
+        answer(p, true, ErrorCode::kNone, "");  // qm.ack_after_store: once it is in the stores
         break;
       }
       case Pending::Kind::kDuplicate:
         ++stats_.sets_duplicate;
-        if (p.ack) p.ack(true, ErrorCode::kNone, "");
+        answer(p, true, ErrorCode::kNone, "");
         break;
       case Pending::Kind::kRejected:
         ++stats_.sets_rejected;
-        if (p.ack) p.ack(false, ErrorCode::kOffline, p.reason);
+        answer(p, false, ErrorCode::kOffline, p.reason);
         break;
     }
   }
   if (failed_.isOk()) applyOrDefer(batch);  // a failure went through storeFailed(); Busy waits
+  flushAcks();
   if (deps_.journal && deps_.journal->sizeBytes() > options_.checkpoint_bytes) routeStoreError(checkpoint());
   updateOverload();
   pump();
@@ -413,6 +415,7 @@ Status QueueManager::finishGroup(ApplyGroup& g) {
     }
     if (run.src) {
       run.src->applied = true;
+      if (run.src->held) run.src->held->ready = true;  // qm.ack_after_store: its ack may go
       std::vector<UrlNotice>().swap(run.src->set.urls);  // applied: its memory goes now
     }
     stats_.urls += run.done;

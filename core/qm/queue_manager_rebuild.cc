@@ -17,6 +17,7 @@ namespace lcc::qm {
 // streamed set without its kEnd was cut off (by the crash, or by its link): ignored.
 Status QueueManager::replayJournal(std::string& crash_why) {
   if (!deps_.journal) return Status::ok();
+  if (options_.ack_after_store) return skipJournal();
   auto because = [&](const std::string& why) { crash_why += (crash_why.empty() ? "" : "; ") + why; };
   std::uint64_t replayed = 0;
   std::map<JournalPos, IntakeHeader> begun;  // kBegin seen, kEnd not yet
@@ -255,6 +256,24 @@ void QueueManager::reloadTables(const std::vector<PSetRecord>& lists) {
       sched_.addReadySet(p.pid, p.pset);
     }
   }
+}
+
+// qm.ack_after_store: a set is acked only once it is in the stores, so nothing acked
+// lives only in this host's journal and nothing is replayed from it: a set there that
+// is not in the stores was never acked, and its UNS sends it again. The journal's
+// positions (the pset ids) go on past what the shared store holds, which another QM
+// (a takeover) may have written since this journal was last used.
+Status QueueManager::skipJournal() {
+  const JournalPos last = deps_.journal->lastPosition();
+  const JournalPos next = std::max<JournalPos>({next_pset_, applied_end_ + 1, last + 1});
+  if (last > applied_end_) {
+    spdlog::info("qm: qm.ack_after_store: the intake journal's records past {} are not replayed (never acked)",
+                 applied_end_);
+  }
+  LCC_RETURN_IF_ERROR(deps_.journal->skipTo(next).withContext("intake journal"));
+  next_pset_ = next;
+  applied_pos_ = applied_end_ = next - 1;
+  return Status::ok();
 }
 
 }  // namespace lcc::qm

@@ -110,6 +110,7 @@ void QueueManager::retryStore() {
   spdlog::info("qm: store answers again after {} ms; the work it refused is done",
                (deps_.clock->now() - store_busy_since_).count());
   store_busy_ = false;
+  flushAcks();  // qm.ack_after_store: the sets applied now are answered
   updateOverload();
   pump();
 }

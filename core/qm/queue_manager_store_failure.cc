@@ -1,7 +1,8 @@
 // queue_manager_store_failure.cc — THE route of a store error (core/qm/README.md,
 // "Durability" 6): storeFailed() logs, counts, sets the sticky failed state and raises
 // cache-crash; routeStoreError() for work whose Status may come after the QM failed;
-// a Busy store (no descriptor) is an overload, counted and tried again, never a failure.
+// a Busy store (no descriptor) is an overload, counted and tried again, never a failure;
+// a fenced store (another QM took the lease over) stops the QM, no cache-crash.
 #include "qm/queue_manager.h"
 
 #include <spdlog/spdlog.h>
@@ -21,6 +22,7 @@ namespace lcc::qm {
 // periodic work at its next turn).
 void QueueManager::storeFailed(const Status& s) {
   countStoreError();
+  if (isFencedStoreError(s)) return storeFenced(s);
   if (s.isBusy()) {
     spdlog::debug("qm: store busy: {}", s.toString());
     return noteStoreBusy(s);
@@ -33,6 +35,26 @@ void QueueManager::storeFailed(const Status& s) {
     spdlog::error("qm: store error (the QM failed already): {}", s.toString());
   }
   raiseCacheCrash(s.toString());
+}
+
+bool isFencedStoreError(const Status& s) {
+  return s.code() == StatusCode::kAborted && s.message().find("fenced: QM epoch ") != std::string::npos;
+}
+
+// Another QM holds the lease now (storage-postgres, option qm_lease): this one's epoch
+// is stale and the stores refuse its writes. Not a broken store: no cache-crash and no
+// replay; the QM refuses sets and stops; lccd exits (on_fenced) and its supervisor may
+// start it again as the standby.
+void QueueManager::storeFenced(const Status& s) {
+  const bool first = failed_.isOk();
+  if (first) {
+    failed_ = s;
+    if (intake_listener_) intake_listener_(false);
+  }
+  if (!first && isFencedStoreError(failed_)) return;  // said once
+  const std::string& m = s.message();
+  spdlog::critical("qm: {}; stopping: another QM is active", m.substr(m.find("fenced: QM epoch ")));
+  if (deps_.on_fenced) deps_.on_fenced(s);
 }
 
 void QueueManager::routeStoreError(const Status& s) {

@@ -420,6 +420,28 @@ class FileJournal final : public Journal {
     return Status::ok();
   }
 
+  Status skipTo(JournalPos next) override {
+    if (!failed_.isOk()) return failed_;
+    if (pending_bytes_ > 0) return Status::invalidArgument("journal " + dir_ + ": skipTo() with records not committed");
+    next = std::max(next, next_);
+    if (active_) {
+      Status cs = active_->close();
+      active_.reset();
+      if (!cs.isOk()) return fail(cs);
+    }
+    for (const auto& seg : segments_) {
+      if (Status rs = removeSegment(seg); !rs.isOk()) return fail(rs);
+    }
+    segments_.clear();
+    // An empty segment named `next` (its folder synced, the removals with it): positions
+    // go on from there after a restart too.
+    if (Status cs = createSegment(next); !cs.isOk()) return fail(cs);
+    next_ = next;
+    setPositions(next - 1);
+    start_new_segment_ = false;
+    return Status::ok();
+  }
+
   JournalPos lastPosition() const override { return last_.load(std::memory_order_acquire); }
   JournalPos durablePosition() const override { return durable_.load(std::memory_order_acquire); }
   std::uint64_t sizeBytes() const override { return size_bytes_.load(std::memory_order_acquire); }

@@ -328,6 +328,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     };
     conn->start(std::move(h));
     send(proto::encodeUnsOpen(opt.uns_name));
+    armAckTimer(true);  // for the QM's open
   }
 
   // Bytes go out through `outq` in slices, each once the connection has less than
@@ -365,8 +366,12 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   std::size_t out_off = 0;       // of outq.front(), already handed over
   std::size_t outq_bytes = 0;    // in outq (counting what of the front was handed over)
 
+  // Until the QM's open comes (!link_ready) it waits for that: a QM that took the
+  // connection and does not answer (paused: the kernel completes the handshake) is given
+  // up like a missing ack, and the next address of uns.qm is tried (its standby).
   void armAckTimer(bool restart) {
-    if (inflight.empty() && replay_inflight == 0) {
+    if (!conn) return;  // no link: nothing is owed
+    if (link_ready && inflight.empty() && replay_inflight == 0) {
       ack_timer.cancel();
       ack_armed = false;
       return;
@@ -378,7 +383,8 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     ack_timer.async_wait([self = shared_from_this(), my_gen](const boost::system::error_code& ec) {
       if (ec || my_gen != self->gen) return;
       self->ack_armed = false;
-      self->linkDown("no ack from the QM within " + std::to_string(self->opt.qm_ack_timeout.count()) + " ms");
+      self->linkDown(std::string(self->link_ready ? "no ack" : "no open") + " from the QM within " +
+                     std::to_string(self->opt.qm_ack_timeout.count()) + " ms");
     });
   }
   bool ack_armed = false;
@@ -552,6 +558,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   void onQmOpen() override {
     link_ready = true;
     logged_absent = false;
+    armAckTimer(true);  // it waited for the open: now for acks, if any is owed
     spdlog::info("uns: QM link up ({}); {} spooled sets to replay", opt.qm_address, spool.size());
     pump();
   }

@@ -243,6 +243,10 @@ Status PgConn::begin(bool durable) {
     s = exec(sql);
   }
   if (s.isOk()) in_tx_ = true;
+  if (s.isOk() && after_begin_) {
+    s = after_begin_(*this);
+    if (!s.isOk()) rollback();
+  }
   return s;
 }
 

@@ -17,6 +17,7 @@
 #include <libpq-fe.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -112,6 +113,9 @@ class PgConn {
   Status begin(bool durable);
   Status commit();
   void rollback();  // best effort
+  // Runs inside every transaction begin() opens, first (the QM lease's fencing check,
+  // pg_lease.h); its error rolls the transaction back and is begin()'s.
+  void setAfterBegin(std::function<Status(PgConn&)> hook) { after_begin_ = std::move(hook); }
   bool inTransaction() const { return in_tx_; }
   // How many times this connection was made again after a loss.
   std::uint64_t reconnects() const { return reconnects_; }
@@ -132,6 +136,7 @@ class PgConn {
   bool broken_ = false;
   std::uint64_t reconnects_ = 0;  // reconnect before the next statement (a read-only server, 25006)
   std::map<const char*, std::string> prepared_;  // sql address → statement name
+  std::function<Status(PgConn&)> after_begin_;
 };
 
 // Maps a server error (SQLSTATE) to a StatusCode: 23xxx/22xxx → InvalidArgument;

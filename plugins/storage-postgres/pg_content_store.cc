@@ -1,5 +1,7 @@
 #include "pg_content_store.h"
 
+#include "pg_lease.h"
+
 #include <limits>
 #include <map>
 
@@ -63,6 +65,11 @@ Result<ContentStore*> PgContentStore::open(const HostContext& host, const StoreO
   if (!opts.probe) {
     LCC_ASSIGN_OR_RETURN(max_seq, readCounter(*conn, StoreKind::kContent, "max_seq"));
   }
+  if (!opts.read_only && !opts.probe) {
+    // A QM's content store: its writes check the QM lease of this process (pg_lease.h),
+    // when the queue store of the same conninfo and schema holds one.
+    checkLeaseAtBegin(*conn, opts);
+  }
   return new PgContentStore(host, opts, std::move(conn), std::move(info), max_seq);
 }
 
@@ -101,6 +108,7 @@ void PgContentStore::release(std::unique_ptr<PgConn> conn) {
 Status PgContentStore::writable() const {
   if (closed_) return Status::aborted(conn_->what() + ": the content store is closed");
   if (opts_.read_only) return Status::notSupported(conn_->what() + ": opened read_only: it does not write");
+  if (auto lease = PgLease::find(opts_)) LCC_RETURN_IF_ERROR(lease->fenced());
   return failed_;
 }
 
@@ -338,8 +346,10 @@ Status PgContentStore::close() {
   }
   LCC_RETURN_IF_ERROR(failed_);
   if (opts_.read_only || opts_.probe) return Status::ok();  // a reader or a probe changes nothing
+  // The clean flag first: its transaction checks the QM lease (fenced: nothing written).
+  LCC_RETURN_IF_ERROR(markClean(*conn_, StoreKind::kContent));
   (void)unsynced_.forget(*conn_);  // best effort: a stale row is harmless
-  return markClean(*conn_, StoreKind::kContent);
+  return Status::ok();
 }
 
 Result<std::optional<ContentRecord>> PgContentStore::get(std::string_view encoded_key) {

@@ -1,5 +1,7 @@
 #include "pg_provider_store.h"
 
+#include "pg_lease.h"
+
 #include <limits>
 
 #include "list_codec.h"
@@ -77,6 +79,8 @@ std::optional<ProviderRecord> recordFromRow(const PgResult& r, int i) {
 Result<ProviderStore*> PgProviderStore::open(const HostContext& host, const StoreOptions& opts) {
   StoreOpenInfo info;
   LCC_ASSIGN_OR_RETURN(auto conn, openStore(opts, StoreKind::kProviders, &info));
+  // A QM's writes to the PIDB check the QM lease of this process too (pg_lease.h).
+  if (!opts.probe) checkLeaseAtBegin(*conn, opts);
   auto* store = new PgProviderStore(host, std::move(conn), std::move(info));
   store->probe_ = opts.probe;
   return store;

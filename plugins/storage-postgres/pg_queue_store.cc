@@ -61,11 +61,20 @@ std::optional<PSetRecord> psetFromRow(const PgResult& r, int i) {
 Result<QueueStore*> PgQueueStore::open(const HostContext& host, const StoreOptions& opts) {
   StoreOpenInfo info;
   LCC_ASSIGN_OR_RETURN(auto conn, openStore(opts, StoreKind::kQueue, &info));
-  return new PgQueueStore(host, opts, std::move(conn), std::move(info));
+  std::shared_ptr<PgLease> lease;
+  if (opts.qm_lease_ms > 0 && !opts.probe) {
+    // The standby waits here until it holds the QM lease; then every write checks it.
+    LCC_ASSIGN_OR_RETURN(lease, PgLease::acquire(host, opts));
+    conn->setAfterBegin([l = lease.get()](PgConn& c) { return l->check(c); });
+  }
+  auto* store = new PgQueueStore(host, opts, std::move(conn), std::move(info));
+  store->lease_ = std::move(lease);
+  return store;
 }
 
 Status PgQueueStore::writable() const {
   if (closed_) return Status::aborted(conn_->what() + ": the queue store is closed");
+  if (lease_) LCC_RETURN_IF_ERROR(lease_->fenced());
   return failed_;
 }
 
@@ -261,8 +270,9 @@ Status PgQueueStore::close() {
     return Status::ok();
   }
   // The clean flag's commit waits for the WAL flush: every earlier commit is durable too.
-  (void)unsynced_.forget(*conn_);  // best effort: a stale row is harmless
+  // It goes first: its transaction checks the QM lease (fenced: nothing written).
   Status s = markClean(*conn_, StoreKind::kQueue);
+  if (s.isOk()) (void)unsynced_.forget(*conn_);  // best effort: a stale row is harmless
   closed_ = true;
   return s;
 }

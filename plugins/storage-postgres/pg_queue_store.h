@@ -8,14 +8,17 @@
 // makes the store sticky-failed. A committed apply survives the LCC process dying at
 // once (the server holds it). A lost connection is Busy, not a failure: the store stays
 // usable and the next call reconnects (a multi-host conninfo finds the new primary).
-// One QM writes a queue schema. entryCount() is a count(*) on the server (the QM asks
-// once, when it rebuilds its state at start).
+// One QM writes a queue schema; with the option qm_lease, open() waits for the QM lease
+// (a standby) and every write transaction checks its epoch (pg_lease.h).
+// entryCount() is a count(*) on the server (the QM asks once, when it rebuilds its
+// state at start).
 #pragma once
 
 #include <memory>
 
 #include "lcc/host.h"
 #include "lcc/queue_store.h"
+#include "pg_lease.h"
 #include "pg_store.h"
 
 namespace lcc::plugins::postgres {
@@ -58,6 +61,7 @@ class PgQueueStore final : public QueueStore {
   Status failed_;          // sticky
   bool closed_ = false;
   std::uint64_t corrupt_rows_ = 0;
+  std::shared_ptr<PgLease> lease_;  // option qm_lease: held from open (pg_lease.h); null when off
 };
 
 }  // namespace lcc::plugins::postgres

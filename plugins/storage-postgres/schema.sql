@@ -126,3 +126,16 @@ CREATE TABLE IF NOT EXISTS providers (
   sitemap_url          bytea NOT NULL,
   sitemap_interval     bigint NOT NULL
 );
+
+-- The QM lease (option qm_lease of the queue store; pg_lease.h): one row. The active
+-- QM holds it until expires_at (the server's clock), and renews it. A standby takes
+-- it once it expired, by one UPDATE that increments epoch: the fencing token that
+-- every write transaction of the holder checks (FOR SHARE), so a QM that was paused
+-- past a takeover writes nothing.
+CREATE TABLE IF NOT EXISTS qm_lease (
+  id         int PRIMARY KEY CHECK (id = 1),
+  epoch      bigint NOT NULL,
+  holder     bytea NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+INSERT INTO qm_lease (id, epoch, holder, expires_at) VALUES (1, 0, '', 'epoch') ON CONFLICT (id) DO NOTHING;

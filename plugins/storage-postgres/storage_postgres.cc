@@ -25,6 +25,12 @@ Status writerOnly(const StoreOptions& opts, const char* store) {
                                  " store writes; only the content store may be opened read_only");
 }
 
+Status queueOnly(const StoreOptions& opts, const char* store) {
+  if (opts.qm_lease_ms == 0) return Status::ok();
+  return Status::invalidArgument(std::string("storage-postgres: options.qm_lease: set it on the queue store; the ") +
+                                 store + " store of the same conninfo and schema checks the QM's lease by itself");
+}
+
 Result<QueueStore*> makeQueue(const HostContext& host, const OptionsView& options) {
   LCC_PLUGIN_GUARD({
     LCC_ASSIGN_OR_RETURN(StoreOptions opts, parseOptions(options));
@@ -38,6 +44,7 @@ Result<ContentStore*> makeContent(const HostContext& host, const OptionsView& op
   LCC_PLUGIN_GUARD({
     LCC_ASSIGN_OR_RETURN(StoreOptions opts, parseOptions(options));
     opts.probe = host.check_only;
+    LCC_RETURN_IF_ERROR(queueOnly(opts, "content"));
     return PgContentStore::open(host, opts);
   })
 }
@@ -47,6 +54,7 @@ Result<ProviderStore*> makeProviders(const HostContext& host, const OptionsView&
     LCC_ASSIGN_OR_RETURN(StoreOptions opts, parseOptions(options));
     opts.probe = host.check_only;
     LCC_RETURN_IF_ERROR(writerOnly(opts, "provider"));
+    LCC_RETURN_IF_ERROR(queueOnly(opts, "provider"));
     return PgProviderStore::open(host, opts);
   })
 }

@@ -15,6 +15,9 @@ const OptionSpec kOptionSpecs[] = {
     {"connect_timeout", OptionType::kDuration, "10s", 1000, 600000, "how long a connection attempt may take"},
     {"read_only", OptionType::kBool, "false", 0, 0,
      "content store only: open as a reader (a CU host, possibly on a standby DSN); never writes"},
+    {"qm_lease", OptionType::kDuration, "0", 0, 300000,
+     "queue store only: QM active/standby on one schema: hold a lease of this length (1s-5m; 0: off), wait as "
+     "the standby while another QM holds it, and fence every write with its epoch"},
 };
 const std::size_t kOptionCount = sizeof(kOptionSpecs) / sizeof(kOptionSpecs[0]);
 
@@ -65,6 +68,11 @@ Result<StoreOptions> parseOptions(const OptionsView& v) {
   o.max_readers = std::max<std::int64_t>(1, v.getInt("max_readers", o.max_readers));
   o.connect_timeout_ms = v.getInt("connect_timeout", o.connect_timeout_ms);
   o.read_only = v.getBool("read_only", false);
+  o.qm_lease_ms = v.getInt("qm_lease", 0);
+  if (o.qm_lease_ms != 0 && o.qm_lease_ms < 1000) {
+    return Status::invalidArgument("storage-postgres: options.qm_lease: 0 (off) or 1s to 5m (got " +
+                                   std::to_string(o.qm_lease_ms) + " ms)");
+  }
   return o;
 }
 

@@ -17,6 +17,7 @@ struct StoreOptions {
   std::int64_t max_readers = 4;            // ContentStore read connections
   std::int64_t connect_timeout_ms = 10000;
   bool read_only = false;                  // content store only: a reader (e.g. on a standby)
+  std::int64_t qm_lease_ms = 0;            // queue store only: the QM lease (pg_lease.h); 0: off
   // Not an option: set for `lccd --check` (HostContext::check_only). The store connects
   // and reads its identity, and changes nothing: no schema made, no flag set at close.
   bool probe = false;

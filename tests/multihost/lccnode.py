@@ -20,10 +20,13 @@ import bed as bedlib
 PG_TIMEOUTS = "keepalives_idle=2 keepalives_interval=1 keepalives_count=3 tcp_user_timeout=5000"
 
 
-def pg_store(conninfo, read_only=False):
-    """The YAML flow value of one storage.* entry on storage-postgres."""
+def pg_store(conninfo, read_only=False, extra=""):
+    """The YAML flow value of one storage.* entry on storage-postgres (`extra`: more
+    options, "synchronous: full, qm_lease: 5s")."""
     ro = ", read_only: true" if read_only else ""
-    return f"{{plugin: storage-postgres, options: {{conninfo: '{conninfo}', schema: lcc, connect_timeout: 3s{ro}}}}}"
+    more = f", {extra}" if extra else ""
+    return (f"{{plugin: storage-postgres, options: {{conninfo: '{conninfo}', schema: lcc, connect_timeout: 3s"
+            f"{ro}{more}}}}}")
 
 
 def node_config(work, machine_id, roles, listen, stores, plugins, extra=""):
@@ -172,6 +175,42 @@ def wait_stored(stored, want, stall, cap):
         if missing:
             time.sleep(0.5)
     return missing
+
+
+def stored_problems(name, stored, acked, stall, cap):
+    """Every URL of every acked send in stored() (wait_stored): [] or one problem."""
+    want = {u for x in acked for u in x[3]}
+    missing = wait_stored(stored, want, stall=stall, cap=cap)
+    if missing:
+        return [f"{name}: {len(missing)} of {len(want)} acked URLs missing (e.g. {sorted(missing)[:3]})"]
+    print(f"{name}: all {len(want)} URLs of the {len(acked)} acked sets", flush=True)
+    return []
+
+
+def seq_problems(node):
+    """Each record `node`'s CU answers has a seq of its own: [] or one problem."""
+    seqs = list(node.cu_records()[0].values())
+    shared = len(seqs) - len(set(seqs))
+    return [f"{node.name}: {shared} seqs shared by two records"] if shared else []
+
+
+def cluster_and_site(bed, addr, web_port):
+    """etcd, db1 and db2 (a Patroni cluster with a streaming sync standby), a CP host
+    and a web host serving `<bed>/site` on `web_port`, at the addresses `addr` names
+    (etcd, db1, db2, cp, web): (cluster, cp host, site folder) once all answer."""
+    import pgcluster  # noqa: PLC0415 - only the PostgreSQL scenarios need it
+    cl = pgcluster.PgCluster(bed, bed.add_host("etcd", addr["etcd"]),
+                             [bed.add_host("db1", addr["db1"]), bed.add_host("db2", addr["db2"])])
+    cp, web = bed.add_host("cp", addr["cp"]), bed.add_host("web", addr["web"])
+    site = os.path.join(bed.workdir, "site")
+    os.makedirs(site)
+    srv = web.spawn("site", [sys.executable, "-m", "http.server", "--bind", addr["web"], "--directory", site,
+                             str(web_port)])
+    cl.start()
+    cl.wait_sync_standby(30)
+    bedlib.wait_until("the site", lambda: srv.alive() and cp.http_get(f"http://{addr['web']}:{web_port}/")[0] == 200,
+                      timeout=15)
+    return cl, cp, site
 
 
 def run_scenario(name, body, needs_pg=False):

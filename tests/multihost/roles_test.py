@@ -32,9 +32,7 @@ import urllib.parse
 import xml.dom.minidom
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bed as bedlib  # noqa: E402
 import lccnode  # noqa: E402
-import pgcluster  # noqa: E402
 
 ADDR = {"etcd": "10.231.0.10", "db1": "10.231.0.21", "db2": "10.231.0.22", "qm1": "10.231.0.31",
         "uns1": "10.231.0.32", "uns2": "10.231.0.33", "cu1": "10.231.0.34", "cu2": "10.231.0.35",
@@ -84,17 +82,7 @@ def make_nodes(a, bed, cl):
 
 
 def setup(a, bed):
-    cl = pgcluster.PgCluster(bed, bed.add_host("etcd", ADDR["etcd"]),
-                             [bed.add_host("db1", ADDR["db1"]), bed.add_host("db2", ADDR["db2"])])
-    cp, web = bed.add_host("cp", ADDR["cp"]), bed.add_host("web", ADDR["web"])
-    site = os.path.join(bed.workdir, "site")
-    os.makedirs(site)
-    srv = web.spawn("site", [sys.executable, "-m", "http.server", "--bind", ADDR["web"], "--directory", site,
-                             str(WEB_PORT)])
-    cl.start()
-    cl.wait_sync_standby(30)
-    bedlib.wait_until("the site", lambda: srv.alive() and cp.http_get(f"http://{ADDR['web']}:{WEB_PORT}/")[0] == 200,
-                      timeout=15)
+    cl, cp, site = lccnode.cluster_and_site(bed, ADDR, WEB_PORT)
     qm1, uns, cu1, cu2 = make_nodes(a, bed, cl)
     qm1.start()  # first: it makes the schema, and the auth.key the UNS nodes take a copy of
     for n in uns:
@@ -140,7 +128,6 @@ def send_all(a, senders):
 def check_stored(cu1, cu2, acked):
     """Every acked URL on both CUs; cu2's last_seq never goes back; seqs unique."""
     problems = []
-    want = {u for x in acked for u in x[3]}
     seen_last = [0]
 
     def cu2_urls():
@@ -150,16 +137,8 @@ def check_stored(cu1, cu2, acked):
         seen_last[0] = max(seen_last[0], last)
         return set(live)
     for name, stored in (("cu1", cu1.stored_urls), ("cu2", cu2_urls)):
-        missing = lccnode.wait_stored(stored, want, stall=STORE_STALL, cap=STORE_CAP)
-        if missing:
-            problems.append(f"{name}: {len(missing)} of {len(want)} acked URLs missing (e.g. {sorted(missing)[:3]})")
-        else:
-            print(f"{name}: all {len(want)} URLs of the {len(acked)} acked sets", flush=True)
-    live, _ = cu1.cu_records()
-    seqs = list(live.values())
-    if len(set(seqs)) != len(seqs):
-        problems.append(f"cu1: {len(seqs) - len(set(seqs))} seqs shared by two records")
-    return problems
+        problems += lccnode.stored_problems(name, stored, acked, STORE_STALL, STORE_CAP)
+    return problems + lccnode.seq_problems(cu1)
 
 
 def check_full_set_flag(cu1, senders):

@@ -18,12 +18,15 @@ namespace lcc::qm::testing {
 // then every call of that kind fails with an IOError until disarmed. setBusy(true):
 // every call answers Busy until setBusy(false) (a lost connection, a failover).
 // landBusy(n): the next n applies are written, then answer Busy (the connection lost
-// during COMMIT: the caller cannot tell that it landed).
+// during COMMIT: the caller cannot tell that it landed). setFenced(true): every write
+// is refused as fenced (another QM took the lease over).
 class FaultPlan {
  public:
   void failReadsAfter(int n) { reads_left_ = n; }
   void failWritesAfter(int n) { writes_left_ = n; }
   void setBusy(bool on) { busy_ = on; }
+  // Every write refused as storage-postgres refuses a QM whose lease was taken over.
+  void setFenced(bool on) { fenced_ = on; }
   void landBusy(int n) { land_busy_ = n; }
   bool landsBusy() {
     if (land_busy_ <= 0) return false;
@@ -45,6 +48,11 @@ class FaultPlan {
   }
   Status write() {
     ++writes_;
+    if (fenced_) {
+      ++injected_;
+      return Status::aborted("injected: fenced: QM epoch 1 was taken over by qm2 pid 7 (epoch 2); this process "
+                             "writes nothing more");
+    }
     return take(writes_left_, "injected write error");
   }
 
@@ -64,6 +72,7 @@ class FaultPlan {
   }
   int reads_left_ = -1, writes_left_ = -1;
   bool busy_ = false;
+  bool fenced_ = false;
   int land_busy_ = 0;
   std::uint64_t reads_ = 0, writes_ = 0, injected_ = 0;
 };

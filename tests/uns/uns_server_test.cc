@@ -298,6 +298,30 @@ TEST_F(UnsServerTest, RefusingOrSilentQmMeansSpoolThenAccept) {
   EXPECT_EQ(applied[1].urls[0].key.url, urls("sil", 1)[0]);
 }
 
+// uns.qm names two QMs (an active one and its standby): the first takes connections
+// but never answers (a paused process: the kernel still completes the handshake). The
+// UNS gives it up after qm_ack_timeout and forwards to the second.
+TEST_F(UnsServerTest, AMuteQmIsGivenUpForTheNextAddressOfUnsQm) {
+  const int mute = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(mute, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(mute, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(mute, 16), 0);  // never accepted, never answered
+  ASSERT_EQ(::getsockname(mute, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  FakeQm qm(0);
+  UnsOptions opt = testOptions(dir_.path(), qm.port());
+  opt.forwarder.qm_address = "127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "," + opt.forwarder.qm_address;
+  opt.forwarder.qm_ack_timeout = Millis(300);
+  Harness h(opt, fx_.store());
+  ASSERT_TRUE(h.start().isOk());
+  EXPECT_TRUE(sendSet(h.port(), urls("via-standby", 2)));
+  EXPECT_TRUE(qm.waitApplied(1)) << "the set never left the mute QM's connection";
+  ::close(mute);
+}
+
 TEST_F(UnsServerTest, FullSpoolAnswers130) {
   UnsOptions opt = testOptions(dir_.path(), unusedPort());
   opt.forwarder.spool_limit = 4096;

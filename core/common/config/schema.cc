@@ -82,7 +82,8 @@ const std::vector<KeySpec>& Config::schema() {
        "MIME patterns CPs may send (type/subtype or type/*)"},
       // --- uns ---
       {"uns.qm", KeyType::kString, "", 0, 300,
-       "QM address the UNS forwards to, host:port or tls://host:port (empty: listen.qm)"},
+       "QM address the UNS forwards to, host:port or tls://host:port (empty: listen.qm); several, "
+       "host:port,host:port, are tried in turn (an active QM and its standby)"},
       {"uns.max_connections", KeyType::kInt, "1000", 1, 1000000, "CP connections at once, in total"},
       {"uns.max_connections_per_ip", KeyType::kInt, "64", 1, 1000000, "CP connections at once from one address"},
       {"uns.max_connections_per_provider", KeyType::kInt, "4", 1, 1000000, "sessions at once of one provider"},
@@ -145,6 +146,9 @@ const std::vector<KeySpec>& Config::schema() {
        "ceiling of a failed delete's back-off (doubled per failure)"},
       {"qm.store_retry_max", KeyType::kDuration, "2s", 100, kMin,
        "ceiling of the retry delay while a store is Busy (from 100ms, doubled per retry)"},
+      {"qm.ack_after_store", KeyType::kBool, "false", kNoMin, kNoMax,
+       "ack a set only once the stores hold it durably, and replay nothing from the local intake journal at start "
+       "(a QM with a standby on a shared storage-postgres store, option qm_lease)"},
       // --- botm ---
       {"botm.source", KeyType::kString, "", 0, 300,
        "url source to connect to, host:port or tls://host:port (empty: listen.botm)"},

@@ -66,6 +66,11 @@ class Journal {
 
   // Drops segments holding only records <= pos. Safe at any time.
   virtual Status trimUpTo(JournalPos pos) = 0;
+  // Drops every record (nothing may be appended and not committed) and goes on from
+  // position max(next, lastPosition() + 1), durably: the next append() gets it, also
+  // after a restart. For a QM whose positions (pset ids) must stay above those another
+  // QM wrote to a shared store (core/qm, qm.ack_after_store).
+  virtual Status skipTo(JournalPos next) = 0;
 
   virtual JournalPos lastPosition() const = 0;   // last appended (maybe not durable)
   virtual JournalPos durablePosition() const = 0;
