@@ -186,10 +186,16 @@ void runOne(const Args& a, std::uint64_t n) {
   const std::uint64_t peak_at_ack = lccd.peakRss();
   // Applied: the QM's queue holds every URL (no BOT-M: nothing leaves it).
   Stopwatch apply;
+  // Stalled: neither the queue nor lccd's CPU time moved for a minute (a streamed set's
+  // URLs may show in the queue only at its end).
   long long queued = 0, queued_before = -1;
+  double cpu_before = -1;
   Stopwatch since_progress;
   while (a.apply && (queued = queuedUrls(lccd)) < static_cast<long long>(n)) {
-    if (queued != queued_before) since_progress = Stopwatch(), queued_before = queued;
+    const double cpu = processCpuSeconds(lccd.pid());
+    if (queued != queued_before || cpu > cpu_before + 1.0) {
+      since_progress = Stopwatch(), queued_before = queued, cpu_before = cpu;
+    }
     if (since_progress.seconds() > 60) {
       std::fprintf(stderr, "ingest_bench: the apply stalled at %lld of %llu URLs queued for 60 s\n", queued,
                    static_cast<unsigned long long>(n));
