@@ -92,7 +92,7 @@ class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, privat
     }
   }
   void onLocalUrls(proto::UnsLocalUrls&& u) {
-    if (stream_ == 0) return;
+    if (stream_ == 0) return (void)local_->send(proto::QmLocalTaken{u.bytes});  // no set open: dropped
     for (auto& n : u.urls) n.key.pid = pid_;
     urls_ += u.urls.size();
     sink_->part(stream_, std::move(u.urls), [self = shared_from_this(), bytes = u.bytes] {

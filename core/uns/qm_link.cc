@@ -1,6 +1,7 @@
 #include "uns/qm_link.h"
 
 #include <algorithm>
+#include <limits>
 #include <boost/asio/post.hpp>
 #include <random>
 #include <spdlog/spdlog.h>
@@ -115,7 +116,9 @@ struct QmLink::Local final : proto::UnsStreamHandler {
   }
   void feedText(const std::string& bytes) {
     if (!text) {
-      text = std::make_unique<proto::UnsStreamDecoder>(*this);
+      // Our own text, whose sets the UNS capped already: no set cap here (as the QM's).
+      text = std::make_unique<proto::UnsStreamDecoder>(
+          *this, proto::UnsQmLimits{link->opt_.max_attribute_length, std::numeric_limits<std::uint64_t>::max()});
       text->feed(proto::encodeUnsOpen(link->opt_.uns_name));
     }
     if (!text->feed(bytes)) {
