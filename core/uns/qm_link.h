@@ -70,7 +70,6 @@ class QmLink : public std::enable_shared_from_this<QmLink> {
   // In process only: a record of a set whose notices are at hand.
   void sendRecord(proto::UnsLocalRecord record);
   std::uint64_t queuedBytes() const;
-  std::size_t localLinks() const { return local_form_ && made() ? 1 : 0; }
 
  private:
   struct Tcp;
