@@ -42,7 +42,7 @@ struct HeldSink {
   std::size_t parts = 0, ended = 0, aborted = 0;
   std::uint64_t untaken_bytes = 0, max_untaken_bytes = 0;
   bool hold_acks = false, hold_taken = false, refuse = false;
-  std::vector<std::function<void()>> held;  // acks and `taken`s not given yet, in order
+  std::vector<std::function<void()>> held;  // acks and `taken`s not given yet, in order (mu)
 
   qm::IntakeSink sink() {
     qm::IntakeSink s;
@@ -60,11 +60,9 @@ struct HeldSink {
       ++parts;
       untaken_bytes += bytes;
       max_untaken_bytes = std::max(max_untaken_bytes, untaken_bytes);
-      auto give = [this, bytes, taken = std::move(taken)] {
-        untaken_bytes -= bytes;
-        taken();
-      };
-      hold_taken ? held.push_back(std::move(give)) : give();
+      if (hold_taken) return held.push_back(std::move(taken));
+      untaken_bytes -= bytes;
+      taken();
     };
     s.end = [this](std::uint64_t, std::uint64_t, qm::IntakeSink::AckFn ack) {
       std::lock_guard<std::mutex> lk(mu);
@@ -86,6 +84,7 @@ struct HeldSink {
       std::lock_guard<std::mutex> lk(mu);
       h.swap(held);
       hold_acks = hold_taken = false;
+      untaken_bytes = 0;  // every part held is taken now
     }
     for (auto& f : h) f();
   }
