@@ -4,7 +4,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <future>
-#include <map>
 #include <optional>
 #include <spdlog/spdlog.h>
 
@@ -324,6 +323,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl> {
     h.on_taken = [w] { if (auto s = w.lock()) s->onTaken(); };
     h.on_down = [w](const std::string& why) { if (auto s = w.lock()) s->linkDown(why); };
     h.on_unreachable = [w](const std::string& why) { if (auto s = w.lock()) s->connectFailed(why); };
+    h.on_ping = [w] { if (auto s = w.lock()) s->send(proto::encodePong()); };  // behind what is queued
     link = std::make_shared<QmLink>(io, strand, clock, std::move(lo), std::move(h));
     Status st = link->start();
     local_form = link->local();

@@ -29,9 +29,7 @@ struct QmLink::Tcp final : proto::QmStreamHandler {
 
   void onQmOpen() override { link->h_.on_open(); }
   void onAck(const proto::UnsQmAck& ack) override { link->h_.on_ack(ack); }
-  void onPing() override {
-    if (conn) conn->send(proto::encodePong());
-  }
+  void onPing() override { link->h_.on_ping(); }  // not conn->send: a set may be half written
   void onClose() override {}  // the feed returns false: the link goes down
 
   void connected(const std::shared_ptr<QmLink>& self, std::shared_ptr<net::Connection> c) {

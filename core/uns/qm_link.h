@@ -49,6 +49,7 @@ class QmLink : public std::enable_shared_from_this<QmLink> {
     std::function<void()> on_taken;                         // queuedBytes() went down
     std::function<void(const std::string& why)> on_down;    // a link that was made ended
     std::function<void(const std::string& why)> on_unreachable;  // an attempt failed
+    std::function<void()> on_ping;  // TCP: answer <pong/> behind what is queued (sendText)
   };
 
   QmLink(boost::asio::io_context& io, net::Strand strand, Clock* clock, QmLinkOptions options, Handlers handlers);
