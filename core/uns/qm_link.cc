@@ -15,7 +15,7 @@ namespace asio = boost::asio;
 
 namespace {
 // URLs of a replayed or submitted XML set are handed over in parts of about this many
-// bytes (as a session's parts: uns_service.cc kStreamPartBytes).
+// bytes (as a session's parts: uns_options.cc kStreamPartBytes).
 constexpr std::size_t kLocalPartBytes = 256 * 1024;
 }  // namespace
 

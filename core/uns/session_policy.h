@@ -43,8 +43,8 @@ struct SessionConfig {
   int slots = 0;                         // qm.slots: the time-of-day slots a <url> may name
   std::vector<std::string> accept_mime;  // accept_mime
   // No config key (the UNS server sets 256 KiB): issue 13: > 0 streams a set once this
-  // many bytes of encoded URLs gathered: takeSetBegin() and takePart() then,
-  // takePart() again each time as many gathered, takeSetEnd() after the rest at
+  // many bytes of URLs gathered (their <url/> size, proto::urlSizeHint): takeSetBegin()
+  // and takePart() then, takePart() again each time as many gathered, takeSetEnd() after the rest at
   // </set>. A smaller set, or with 0 every set, is collected and given as one
   // SetSubmission (takeSubmission()).
   std::size_t stream_part_bytes = 0;
