@@ -10,6 +10,10 @@
 // lccd's at the ack (the UNS's share; the QM applies while the set comes).
 //
 //   build/bin/ingest_bench [--urls 1000000,10000000] [--store storage-kyoto] [--keep on] [--apply off]
+//                          [--links tcp|process|both]
+// --links: node.in_process_links (tcp: the UNS and the QM link over loopback TCP, the
+// XML stream; process: the UNS hands the QM its parsed notices; both: each size over
+// TCP, then in process).
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -39,6 +43,7 @@ struct Args {
   std::string store = "storage-kyoto";
   bool keep = false;
   bool apply = true;
+  std::vector<bool> links{true};  // node.in_process_links per pass (--links tcp|process|both)
 };
 
 // The set document `lcc cp scan` would print for `n` files (sz, md5, mt on each).
@@ -150,7 +155,7 @@ long long queuedUrls(const LccdProcess& lccd) {
   return p == std::string::npos ? -1 : std::atoll(j.c_str() + p + 14);
 }
 
-void runOne(const Args& a, std::uint64_t n) {
+void runOne(const Args& a, std::uint64_t n, bool in_process) {
   const std::string dir = makeTempDir("ingest");
   const std::string set_path = dir + "/set.xml";
   writeSet(set_path, n);
@@ -162,7 +167,7 @@ void runOne(const Args& a, std::uint64_t n) {
         // new providers get a files quota of 100,000 by default (issue 25): the QM would
         // queue only that many of the set's URLs
         << "rs:\n  default_quota_files: 0\n  default_quota_bytes: 0\n";
-  LccdProcess lccd(dir, {"uns", "qm"}, extra.str());
+  LccdProcess lccd(dir, {"uns", "qm"}, extra.str(), {}, in_process);
   if (!lccd.start()) return (void)std::fprintf(stderr, "lccd did not start\n");
   const std::string added = lccd.lcc({"provider", "add", "--prefix", "http://p0.example/"});
   const auto id_at = added.find("id="), pw_at = added.find(" password=");
@@ -213,11 +218,11 @@ void runOne(const Args& a, std::uint64_t n) {
     rss_after_checkpoint = lccd.rss();
     std::this_thread::sleep_for(std::chrono::seconds(10));
   }
-  std::printf("%9llu URLs: cp send %s in %.1f s = %.0f URLs/s (%.2fx the baseline of %.0f URLs/s); processing at "
+  std::printf("%9llu URLs, link %s: cp send %s in %.1f s = %.0f URLs/s (%.2fx the baseline of %.0f URLs/s); processing at "
               "the next connect %lld; %s %.1f s after the ack; lccd RSS %.0f MB at start, peak (VmHWM) %.0f MB at "
               "the ack, %.0f MB in all, %.0f MB 3 s after the apply, %.0f MB 13 s after; CPU per URL until the ack: "
               "lccd %.2f us, lcc cp send %.2f us\n",
-              static_cast<unsigned long long>(n), rc == 0 ? "ok" : "FAILED", send_s, n / send_s, n / send_s / base,
+              static_cast<unsigned long long>(n), in_process ? "in process" : "over TCP", rc == 0 ? "ok" : "FAILED", send_s, n / send_s, n / send_s / base,
               base, processing, a.apply ? "applied" : "not waiting for the apply;", apply_s, rss_start / 1e6,
               peak_at_ack / 1e6, lccd.peakRss() / 1e6, rss_after_checkpoint / 1e6, lccd.rss() / 1e6, lccd_us,
               client_us);
@@ -243,12 +248,16 @@ int main(int argc, char** argv) {
       a.keep = v == "on";
     } else if (k == "--apply") {
       a.apply = v != "off";
+    } else if (k == "--links") {
+      a.links = v == "both" ? std::vector<bool>{false, true} : std::vector<bool>{v != "tcp"};
     } else {
-      std::fprintf(stderr, "usage: ingest_bench [--urls 1000000,10000000] [--store storage-kyoto] [--keep on] [--apply off]\n");
+      std::fprintf(stderr, "usage: ingest_bench [--urls 1000000,10000000] [--store storage-kyoto] [--keep on] [--apply off] [--links tcp|process|both]\n");
       return 2;
     }
   }
   std::printf("ingest_bench: store %s\n%s\n", a.store.c_str(), lcc::bench::machineLine("/tmp").c_str());
-  for (auto n : a.sizes) lcc::bench::runOne(a, n);
+  for (auto n : a.sizes) {
+    for (bool in_process : a.links) lcc::bench::runOne(a, n, in_process);
+  }
   return 0;
 }

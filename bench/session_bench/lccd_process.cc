@@ -49,12 +49,13 @@ int connectLoopback(std::uint16_t port) {
 }
 
 LccdProcess::LccdProcess(std::string work_dir, std::vector<std::string> roles, std::string extra,
-                         const std::vector<std::string>& more_listeners)
+                         const std::vector<std::string>& more_listeners, bool in_process_links)
     : work_(std::move(work_dir)), config_(work_ + "/lcc.yaml") {
   for (const char* l : {"uns", "qm", "botm", "robots", "cu", "http"}) ports_[l] = freeLoopbackPort();
   for (const auto& l : more_listeners) ports_[l] = freeLoopbackPort();
   std::ofstream f(config_);
-  f << "node:\n  data_dir: " << work_ << "/var\n  machine_id: m1\nroles: [";
+  f << "node:\n  data_dir: " << work_ << "/var\n  machine_id: m1\n  in_process_links: "
+    << (in_process_links ? "true" : "false") << "\nroles: [";
   for (std::size_t i = 0; i < roles.size(); ++i) f << (i ? ", " : "") << roles[i];
   f << "]\nlisten:\n";
   for (const auto& [name, port] : ports_) f << "  " << name << ": 127.0.0.1:" << port << "\n";

@@ -15,8 +15,9 @@ class LccdProcess {
  public:
   // `roles` as in lcc.yaml; `extra` is YAML appended to the config; `more_listeners`
   // are listen.* keys beyond the six (e.g. "uns_tls"), each on a free loopback port.
+  // `in_process_links`: node.in_process_links (false: the roles link over loopback TCP).
   LccdProcess(std::string work_dir, std::vector<std::string> roles, std::string extra = "",
-              const std::vector<std::string>& more_listeners = {});
+              const std::vector<std::string>& more_listeners = {}, bool in_process_links = true);
   ~LccdProcess();
 
   // Starts lccd (build/bin/lccd, or `binary` when not empty: another build to

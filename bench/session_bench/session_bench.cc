@@ -11,7 +11,10 @@
 //
 //   build/bin/session_bench [--providers 64] [--clients N] [--sessions 20000] [--urls 10]
 //                           [--serial 20] [--runs 1] [--store storage-kyoto] [--tls on]
-//                           [--lccd PATH]
+//                           [--lccd PATH] [--links tcp|process|both]
+// --links: node.in_process_links of the lccd (tcp: the UNS and the QM link over loopback
+// TCP, the XML stream; process: the UNS hands the QM its parsed notices; both: a whole
+// pass of each, TCP first, in one run).
 // --tls on: the sessions go to listen.uns_tls (a certificate made with openssl in the
 // bench folder), each one a new TCP connection and a full TLS handshake.
 // --lccd PATH: run that lccd binary instead of build/bin/lccd (to compare two builds).
@@ -46,6 +49,8 @@ struct Args {
   int serial = 20;
   std::string store = "storage-kyoto";
   bool tls = false;
+  std::vector<bool> links{true};  // node.in_process_links per pass (--links tcp|process|both)
+  bool in_process = true;         // this pass's
 };
 
 // The client context of a TLS run (null: plain TCP).
@@ -177,8 +182,9 @@ RunResult runConcurrent(const Args& a, const LccdProcess& lccd, std::uint16_t po
 int run(const Args& a) {
   const std::string load_before = loadAverage();
   const std::string dir = makeTempDir("session");
-  std::printf("session_bench: %d providers, %d clients, %d sessions of %d URLs, %d run(s), store %s%s%s\n%s\n",
-              a.providers, a.clients, a.sessions, a.urls, a.runs, a.store.c_str(), a.tls ? ", over TLS" : "",
+  std::printf("session_bench: %d providers, %d clients, %d sessions of %d URLs, %d run(s), store %s, links %s%s%s\n%s\n",
+              a.providers, a.clients, a.sessions, a.urls, a.runs, a.store.c_str(),
+              a.in_process ? "in process" : "over TCP", a.tls ? ", over TLS" : "",
               a.lccd.empty() ? "" : (", lccd " + a.lccd).c_str(), machineLine(dir).c_str());
   const std::string stores = "storage:\n  queue: {plugin: " + a.store + "}\n  content: {plugin: " + a.store +
                              "}\n  providers: {plugin: " + a.store + "}\nuns:\n  max_connections_per_ip: 4096\n";
@@ -196,8 +202,8 @@ int run(const Args& a) {
     g_tls = ctx.value();
     tls_keys = "tls:\n  cert_file: " + dir + "/c.pem\n  key_file: " + dir + "/k.pem\n";
   }
-  LccdProcess lccd(dir, {"uns", "qm"}, stores + tls_keys, a.tls ? std::vector<std::string>{"uns_tls"}
-                                                                 : std::vector<std::string>{});
+  LccdProcess lccd(dir, {"uns", "qm"}, stores + tls_keys,
+                   a.tls ? std::vector<std::string>{"uns_tls"} : std::vector<std::string>{}, a.in_process);
   if (!lccd.start(a.lccd)) {
     std::fprintf(stderr, "lccd did not start (see %s/lccd.log)\n", dir.c_str());
     return 1;
@@ -266,14 +272,20 @@ int main(int argc, char** argv) {
     else if (k == "--serial") a.serial = std::atoi(v.c_str());
     else if (k == "--store") a.store = v;
     else if (k == "--tls") a.tls = v == "on";
+    else if (k == "--links") a.links = v == "both" ? std::vector<bool>{false, true} : std::vector<bool>{v != "tcp"};
     else {
       std::fprintf(stderr,
                    "usage: session_bench [--providers N] [--clients N] [--sessions N] [--urls N] [--serial N] "
-                   "[--runs N] [--store P] [--tls on] [--lccd PATH]\n");
+                   "[--runs N] [--store P] [--tls on] [--lccd PATH] [--links tcp|process|both]\n");
       return 2;
     }
   }
   if (a.clients == 0) a.clients = a.providers;
   if (a.providers < 1 || a.clients < 1 || a.sessions < 1 || a.urls < 1 || a.serial < 1 || a.runs < 1) return 2;
-  return lcc::bench::run(a);
+  int rc = 0;
+  for (bool in_process : a.links) {
+    a.in_process = in_process;
+    rc |= lcc::bench::run(a);
+  }
+  return rc;
 }

@@ -10,7 +10,9 @@
 
 #include "net/acceptor.h"
 #include "net/conn_set.h"
+#include "net/local_listeners.h"
 #include "proto/uns_qm.h"
+#include "proto/uns_qm_local.h"
 
 namespace lcc::qm {
 
@@ -21,9 +23,13 @@ namespace {
 
 class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, private proto::UnsStreamHandler {
  public:
-  IntakeConn(std::shared_ptr<net::Connection> conn, const IntakeServerOptions& o,
-             std::shared_ptr<const IntakeSink> sink, std::shared_ptr<std::atomic<std::uint64_t>> streams)
+  // Over TCP: the XML stream, decoded here. In process (`local`): the UNS's records
+  // (proto/uns_qm_local.h), its parsed notices handed over as they are.
+  IntakeConn(std::shared_ptr<net::Connection> conn, std::shared_ptr<proto::LocalQmEnd> local,
+             const IntakeServerOptions& o, std::shared_ptr<const IntakeSink> sink,
+             std::shared_ptr<std::atomic<std::uint64_t>> streams)
       : conn_(std::move(conn)),
+        local_(std::move(local)),
         decoder_(*this, proto::UnsQmLimits{o.max_attribute_length, o.max_set_urls}),
         sink_(std::move(sink)),
         streams_(std::move(streams)),
@@ -31,26 +37,72 @@ class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, privat
         parts_in_flight_(std::max<std::size_t>(1, o.parts_in_flight)) {}
 
   void start(std::function<void()> on_closed) {
-    net::Connection::Handlers h;
     auto self = shared_from_this();
-    h.on_bytes = [self](std::string_view bytes) { self->onBytes(bytes); };
-    h.on_close = [self, on_closed = std::move(on_closed)](net::CloseReason, const std::string&) {
+    // Either form: a set cut off by the close is dropped, then the server forgets us.
+    auto closed = [self, on_closed = std::move(on_closed)](net::CloseReason, const std::string&) {
       self->abortSet();
       if (on_closed) on_closed();
     };
+    if (local_) {
+      return local_->start({[self](std::vector<proto::UnsLocalRecord>& batch) { self->onRecords(batch); },
+                            std::move(closed)});
+    }
+    net::Connection::Handlers h;
+    h.on_bytes = [self](std::string_view bytes) { self->onBytes(bytes); };
+    h.on_close = std::move(closed);
     conn_->start(std::move(h));
   }
   // Called from any thread: close once every set sent so far is acknowledged.
   void closeWhenAcked() {
-    asio::post(conn_->strand(), [self = shared_from_this()] {
+    asio::post(strand(), [self = shared_from_this()] {
       self->closing_ = true;
       self->maybeClose();
     });
   }
-  void closeNow() { conn_->close(net::CloseReason::kShutdown); }
+  void closeNow() { local_ ? local_->close(net::CloseReason::kShutdown) : conn_->close(net::CloseReason::kShutdown); }
+  bool local() const { return local_ != nullptr; }
 
  private:
-  const std::string& peer() const { return conn_->peer(); }
+  const std::string& peer() const {
+    static const std::string kInProcess = "in process";
+    return local_ ? kInProcess : conn_->peer();
+  }
+  net::Strand& strand() { return local_ ? local_->strand() : conn_->strand(); }
+
+  // In process: the same steps as the decoder's, without the XML. A part is handed to
+  // the sink as it came (the UNS sends at most its window before the QM took some).
+  void onRecords(std::vector<proto::UnsLocalRecord>& batch) {
+    for (auto& r : batch) {
+      if (close_sent_) return;
+      if (const auto* o = std::get_if<proto::UnsLocalOpen>(&r)) {
+        onUnsOpen(o->uns_name);
+      } else if (const auto* h = std::get_if<proto::UnsQmSetHeader>(&r)) {
+        onSetBegin(*h);
+      } else if (auto* u = std::get_if<proto::UnsLocalUrls>(&r)) {
+        onLocalUrls(std::move(*u));
+      } else if (const auto* e = std::get_if<proto::UnsLocalEnd>(&r)) {
+        if (stream_ != 0) onSetEnd();
+        (void)e;
+      } else if (std::holds_alternative<proto::UnsLocalAbort>(r)) {
+        abortSet();
+      } else if (std::holds_alternative<proto::UnsLocalClose>(r)) {
+        closing_ = true;
+        maybeClose();
+      }
+    }
+  }
+  void onLocalUrls(proto::UnsLocalUrls&& u) {
+    if (stream_ == 0) return (void)local_->send(proto::QmLocalTaken{u.bytes});  // no set open: dropped
+    for (auto& n : u.urls) n.key.pid = pid_;
+    urls_ += u.urls.size();
+    sink_->part(stream_, std::move(u.urls), [self = shared_from_this(), bytes = u.bytes] {
+      self->local_->send(proto::QmLocalTaken{bytes});
+    });
+  }
+  void sendOpen() { local_ ? (void)local_->send(proto::QmLocalOpen{}) : conn_->send(proto::encodeQmOpen()); }
+  void sendAck(proto::UnsQmAck ack) {
+    local_ ? (void)local_->send(std::move(ack)) : conn_->send(proto::encodeAck(ack));
+  }
 
   void onBytes(std::string_view bytes) {
     if (broken_ || decoder_.feed(bytes.data(), bytes.size())) return;
@@ -69,8 +121,8 @@ class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, privat
   }
   void onUnsOpen(std::string_view name) override {
     uns_ = std::string(name);
-    conn_->send(proto::encodeQmOpen());
-    spdlog::info("qm intake: UNS {} connected from {}", uns_, peer());
+    sendOpen();
+    spdlog::info("qm intake: UNS {} connected ({})", uns_, local_ ? "in process" : "from " + peer());
   }
   void onSetBegin(const proto::UnsQmSetHeader& h) override {
     stream_ = ++*streams_;
@@ -100,14 +152,16 @@ class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, privat
         ack.code = code == ErrorCode::kNone ? ErrorCode::kOffline : code;
         ack.reason = reason;
       }
-      self->conn_->send(proto::encodeAck(ack));
-      asio::post(self->conn_->strand(), [self] {
+      self->sendAck(std::move(ack));
+      asio::post(self->strand(), [self] {
         --self->outstanding_;
         self->maybeClose();
       });
     });
   }
-  void onPing() override { conn_->send(proto::encodePong()); }
+  void onPing() override {
+    if (conn_) conn_->send(proto::encodePong());
+  }
   // The UNS's CP stopped mid-set (issue 13): nothing of it is applied, no ack.
   void onSetAbort() override { abortSet(); }
 
@@ -141,11 +195,16 @@ class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, privat
   void maybeClose() {
     if (closing_ && outstanding_ == 0 && !close_sent_) {
       close_sent_ = true;
+      if (local_) {
+        local_->send(proto::QmLocalClose{});
+        return local_->close(net::CloseReason::kShutdown);  // after what was sent
+      }
       conn_->closeAfterFlush(proto::encodeQmClose());
     }
   }
 
-  std::shared_ptr<net::Connection> conn_;
+  std::shared_ptr<net::Connection> conn_;     // TCP, or
+  std::shared_ptr<proto::LocalQmEnd> local_;  // in process
   proto::UnsStreamDecoder decoder_;
   std::shared_ptr<const IntakeSink> sink_;
   std::shared_ptr<std::atomic<std::uint64_t>> streams_;
@@ -184,9 +243,18 @@ struct IntakeServer::Impl : std::enable_shared_from_this<IntakeServer::Impl> {
 
   void accepted(std::shared_ptr<net::Connection> c, net::Admission) {
     if (stopped) return c->close(net::CloseReason::kShutdown);
-    conns.add([&](std::uint64_t) { return std::make_shared<IntakeConn>(std::move(c), options, sink, streams); },
+    conns.add([&](std::uint64_t) { return std::make_shared<IntakeConn>(std::move(c), nullptr, options, sink, streams); },
               [](IntakeConn& ic, std::function<void()> on_closed) { ic.start(std::move(on_closed)); });
   }
+  // A UNS of this lccd (issue 28). While the QM takes no sets (overload), the link is
+  // closed at once: the UNS spools and tries again after uns.qm_retry, as when its
+  // TCP connection is refused.
+  void acceptedLocal(std::shared_ptr<proto::LocalQmEnd> end) {
+    if (stopped || !accepting_local) return end->close(net::CloseReason::kShutdown, "the QM takes no sets now");
+    conns.add([&](std::uint64_t) { return std::make_shared<IntakeConn>(nullptr, std::move(end), options, sink, streams); },
+              [](IntakeConn& ic, std::function<void()> on_closed) { ic.start(std::move(on_closed)); });
+  }
+  std::atomic<bool> accepting_local{true};
 };
 
 IntakeServer::IntakeServer(asio::io_context& io, IntakeServerOptions options, IntakeSink sink)
@@ -199,11 +267,21 @@ Status IntakeServer::start() {
   ao.what = "listen.qm";
   LCC_RETURN_IF_ERROR(net::setListenAddress(ao, impl_->options.listen, impl_->options.tls));
   impl_->acceptor = net::makeAcceptor(impl_->io, ao, impl_);
-  return impl_->acceptor->start();
+  LCC_RETURN_IF_ERROR(impl_->acceptor->start());
+  if (net::LocalListeners* local = impl_->options.local_listeners) {
+    std::weak_ptr<Impl> weak = impl_;
+    local->listen<proto::QmLocalRecord, proto::UnsLocalRecord>(
+        impl_->options.listen, [weak](std::shared_ptr<proto::LocalQmEnd> end) {
+          if (auto impl = weak.lock()) return impl->acceptedLocal(std::move(end));
+          end->close(net::CloseReason::kShutdown);
+        });
+  }
+  return Status::ok();
 }
 
 void IntakeServer::stop() {
   if (!impl_ || impl_->stopped.exchange(true)) return;
+  if (impl_->options.local_listeners) impl_->options.local_listeners->unlisten(impl_->options.listen);
   if (impl_->acceptor) impl_->acceptor->stop();
   for (auto& c : impl_->conns.all()) c->closeNow();
 }
@@ -212,6 +290,7 @@ void IntakeServer::setAccepting(bool accepting) {
   asio::post(impl_->strand, [self = impl_, accepting] {
     if (self->stopped || self->accepting == accepting) return;
     self->accepting = accepting;
+    self->accepting_local = accepting;
     if (!self->acceptor) return;
     if (!accepting) {
       self->acceptor->stop();
@@ -226,6 +305,12 @@ void IntakeServer::setAccepting(bool accepting) {
 std::uint16_t IntakeServer::port() const { return impl_->acceptor ? impl_->acceptor->port() : 0; }
 
 std::size_t IntakeServer::connections() const { return impl_->conns.size(); }
+
+std::size_t IntakeServer::localLinks() const {
+  std::size_t n = 0;
+  for (const auto& c : impl_->conns.all()) n += c->local() ? 1 : 0;
+  return n;
+}
 
 bool IntakeServer::listening() const { return impl_->acceptor && impl_->acceptor->listening(); }
 

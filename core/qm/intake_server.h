@@ -7,7 +7,10 @@
 // (back-pressure instead of a queue). A connection that ends inside a set aborts it.
 // Overload (rule 6): setAccepting(false) closes the listener and closes every UNS
 // connection once its earlier sets are acknowledged; setAccepting(true) listens again.
-// A peer that breaks the framing is logged and disconnected.
+// A peer that breaks the framing is logged and disconnected. A UNS of the same lccd
+// links in process (options.local_listeners, issue 28): the same steps, with its
+// parsed notices as records (proto/uns_qm_local.h) and no XML; the window is the
+// UNS's (a part's QmLocalTaken answers the sink's `taken`).
 // THREADS: thread-safe; one strand per connection; the sink's functions run on it.
 #pragma once
 
@@ -26,6 +29,9 @@
 namespace lcc {
 class Config;
 }
+namespace lcc::net {
+class LocalListeners;
+}
 
 namespace lcc::qm {
 
@@ -42,6 +48,9 @@ struct IntakeServerOptions {
   std::uint64_t max_set_urls = 1'000'000;
   std::size_t part_urls = 1024;       // URLs per part handed to the sink
   std::size_t parts_in_flight = 4;    // parts handed over and not yet taken, at most
+  // Where a UNS of this lccd links in process (issue 28; null: node.in_process_links
+  // off): the same sets as records, their notices as the UNS parsed them.
+  net::LocalListeners* local_listeners = nullptr;
 
   static IntakeServerOptions fromConfig(const Config& config);
 };
@@ -70,7 +79,8 @@ class IntakeServer {
   void setAccepting(bool accepting);
 
   std::uint16_t port() const;        // the bound port (after start)
-  std::size_t connections() const;
+  std::size_t connections() const;  // TCP and in process
+  std::size_t localLinks() const;   // in process
   bool listening() const;
 
  private:

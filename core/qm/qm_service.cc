@@ -68,6 +68,7 @@ class QmService final : public Service, public BotmLinkHandler {
 
     IntakeServerOptions io = IntakeServerOptions::fromConfig(cfg);
     io.tls = linkListening(node_.tls, node_.clock);
+    io.local_listeners = node_.local_listeners;  // a UNS of this lccd links in process
     intake_ = std::make_unique<IntakeServer>(*node_.io, io, intakeSink());
     qm_->setIntakeListener([this](bool accepting) {
       if (intake_) intake_->setAccepting(accepting);
@@ -134,6 +135,7 @@ class QmService final : public Service, public BotmLinkHandler {
       out["uns_connections"] = intake_->connections();
       out["listening"] = intake_->listening();
       out["uns_port"] = intake_->port();
+      out["uns_local_links"] = intake_->localLinks();
     }
     if (botm_) {
       out["botm_connections"] = botm_->connections();

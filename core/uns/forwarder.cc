@@ -4,44 +4,39 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <future>
-#include <map>
 #include <optional>
 #include <spdlog/spdlog.h>
 
-#include "net/connector.h"
 #include "proto/uns_qm.h"
+#include "proto/uns_qm_local.h"
+#include "uns/forwarder_metrics.h"
+#include "uns/qm_link.h"
 #include "uns/spool.h"
 
 namespace lcc::uns {
 
 namespace asio = boost::asio;
 
-struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHandler {
-  Impl(asio::io_context& io_, Clock* clock_, Env* env_, ForwarderOptions o, Metrics* m)
-      : io(io_), strand(asio::make_strand(io_)), clock(clock_), env(env_), opt(std::move(o)), metrics(m),
-        spool(env_, spoolOptions()), ack_timer(strand) {
-    if (metrics) {
-      c_forwarded = &metrics->counter("lcc_uns_sets_forwarded_total", "sets the QM acknowledged directly");
-      c_spooled = &metrics->counter("lcc_uns_sets_spooled_total", "sets written to the UNS spool");
-      c_replayed = &metrics->counter("lcc_uns_sets_replayed_total", "spooled sets the QM acknowledged");
-      c_refused = &metrics->counter("lcc_uns_sets_refused_total", "sets refused with 130 (spool full or failed)");
-      c_link_drops = &metrics->counter("lcc_uns_qm_link_drops_total", "QM connections dropped (error, timeout, refusal)");
-      c_corrupt = &metrics->counter("lcc_uns_spool_corruptions_total",
-                                    "times the UNS spool was found corrupt (cache-crash raised)");
-      g_spool_bytes = &metrics->gauge("lcc_uns_spool_bytes", "bytes of sets waiting in the UNS spool");
-      g_spool_sets = &metrics->gauge("lcc_uns_spool_sets", "sets waiting in the UNS spool");
-    }
-  }
+namespace {
+// Notices → their <url/> elements (uns_qm.h), for the TCP form and the spool.
+template <typename T>
+void encodeUrls(T& set) {
+  appendUrls(set.urls_xml, set.urls);
+  set.urls = {};
+}
+}  // namespace
+
+struct Forwarder::Impl : std::enable_shared_from_this<Impl> {
+  Impl(asio::io_context& io_, Clock* clock_, Env* env_, ForwarderOptions o, Metrics* m_)
+      : io(io_), strand(asio::make_strand(io_)), clock(clock_), env(env_), opt(std::move(o)),
+        stats(m_), spool(env_, spoolOptions()), ack_timer(strand) {}
 
   asio::io_context& io;
   net::Strand strand;
   Clock* clock;
   Env* env;
   ForwarderOptions opt;
-  Metrics* metrics;
-  Counter *c_forwarded = nullptr, *c_spooled = nullptr, *c_replayed = nullptr, *c_refused = nullptr,
-          *c_link_drops = nullptr, *c_corrupt = nullptr;
-  Gauge *g_spool_bytes = nullptr, *g_spool_sets = nullptr;
+  ForwarderMetrics stats;
 
   std::atomic<std::uint64_t> held_max{0};
   std::atomic<bool> link_ready{false};
@@ -54,7 +49,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     so.limit = opt.spool_limit;
     so.write_bytes = opt.buffer_bytes;
     so.on_corrupt = [this](const std::string& why) {
-      if (c_corrupt) c_corrupt->inc();
+      if (stats.corrupt) stats.corrupt->inc();
       if (opt.on_spool_corrupt) opt.on_spool_corrupt(why);
     };
     return so;
@@ -67,34 +62,38 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
 
   struct Pending {
     std::uint64_t id = 0;
-    std::string xml;
+    std::string xml;  // the <set> element, or empty while `urls` holds the set
     Done done;
     bool streamed = false;  // sent as it was read: not kept, so not spoolable (130 if lost)
     JournalPos parts_begin = 0;  // a set spooled in parts: its B record (its E is written by the flush)
-    std::uint64_t count = 0;     // of a set in parts
+    std::uint64_t count = 0;     // of a set in parts, or of `urls`
+    // A whole set whose notices are at hand (the in-process form): encoded only if it
+    // has to be spooled.
+    std::vector<UrlNotice> urls;
+    ProviderId pid = 0;
+    SetKind kind = SetKind::kPartial;
   };
   std::vector<Pending> to_spool;  // group commit
   std::uint64_t to_spool_bytes = 0;
   bool flush_posted = false;
   std::deque<Pending> inflight;   // passed through, waiting for the QM's ack
 
-  std::shared_ptr<net::Connector> connector;
-  std::shared_ptr<net::Connection> conn;  // on `strand`, as everything here
+  std::shared_ptr<QmLink> link;  // on `strand`, as everything here
+  std::atomic<bool> local_form{false};  // link->local(), for the callers' threads
   std::uint64_t gen = 0;
-  std::shared_ptr<proto::QmStreamDecoder> decoder;
   asio::steady_timer ack_timer;
   bool stopped = false;
 
   void updateGauges() {
-    if (g_spool_bytes) g_spool_bytes->set(static_cast<std::int64_t>(spool.bytes()));
-    if (g_spool_sets) g_spool_sets->set(static_cast<std::int64_t>(spool.size()));
+    if (stats.spool_bytes) stats.spool_bytes->set(static_cast<std::int64_t>(spool.bytes()));
+    if (stats.spool_sets) stats.spool_sets->set(static_cast<std::int64_t>(spool.size()));
   }
 
   // Bytes of sets held in memory here: the spool's cache and unwritten records, sets
   // waiting for the group commit, and what waits for the link. Its high-water mark is
   // in /status (`memory_bytes_max`).
   std::uint64_t heldBytes() const {
-    return spool.heldBytes() + to_spool_bytes + outq_bytes + (conn ? conn->queuedBytes() : 0);
+    return spool.heldBytes() + to_spool_bytes + outq.bytes() + (link ? link->queuedBytes() : 0);
   }
   void noteHeld() {
     const std::uint64_t now = heldBytes();
@@ -111,38 +110,67 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
 
   static SetOutcome offline() { return SetOutcome{false, ErrorCode::kOffline, "system temporarily off-line, try again later"}; }
   void refuse(const Done& done) {
-    if (c_refused) c_refused->inc();
+    if (stats.refused) stats.refused->inc();
     done(offline());
   }
   void idFailed(const Done& done, const Status& s) {
     spdlog::error("uns: cannot persist set ids: {}", s.toString());
-    if (c_refused) c_refused->inc();
+    if (stats.refused) stats.refused->inc();
     done(SetOutcome{false, ErrorCode::kInternal, "internal error"});
   }
 
   // ---- submit ----
+  // A set's notices (a CP session's, in process) go to the QM as records; text (the
+  // TCP form, or a set an IndexNow or sitemap submitter encoded) as its <set> element.
   void submit(SetSubmission set, Done done) {
     auto id = ids.next();
     if (!id.isOk()) return idFailed(done, id.status());
-    // The set element is built around the URLs in place (one copy of a large set).
-    std::string head;
-    proto::appendSetBegin(head, {id.value(), set.pid, set.kind, set.count});
-    std::string xml = std::move(set.urls_xml);
-    xml.reserve(xml.size() + head.size() + 8);
-    xml.insert(0, head);
-    proto::appendSetEnd(xml);
+    Pending p{id.value(), {}, std::move(done)};
+    p.count = set.count;
+    p.pid = set.pid;
+    p.kind = set.kind;
+    const bool records = local_form && set.urls_xml.empty();
+    if (records) {
+      p.urls = std::move(set.urls);
+    } else {
+      // The set element is built around the URLs in place (one copy of a large set).
+      std::string head;
+      proto::appendSetBegin(head, {id.value(), set.pid, set.kind, set.count});
+      p.xml = std::move(set.urls_xml);
+      p.xml.reserve(p.xml.size() + head.size() + 8);
+      p.xml.insert(0, head);
+      proto::appendSetEnd(p.xml);
+    }
     if (!stopped && link_ready && spool.empty() && to_spool.empty() && !open_stream) {
-      send(xml);
-      inflight.push_back(Pending{id.value(), std::move(xml), std::move(done)});
+      records ? sendWholeRecords(p) : send(p.xml);
+      inflight.push_back(std::move(p));
       armAckTimer(false);
       return;
     }
     // Past the limit nothing more is spooled (the set that crossed it was taken).
-    if (spool.full(to_spool_bytes)) return refuse(done);
-    queueSpool(Pending{id.value(), std::move(xml), std::move(done)});
+    if (spool.full(to_spool_bytes)) return refuse(p.done);
+    queueSpool(std::move(p));
+  }
+
+  // A whole set as records; its notices stay in `p` until the ack (spooled if the link
+  // drops before it).
+  void sendWholeRecords(const Pending& p) {
+    sendRecord(proto::UnsQmSetHeader{p.id, p.pid, p.kind, p.urls.size(), false});
+    if (!p.urls.empty()) sendUrls(p.urls);
+    sendRecord(proto::UnsLocalEnd{p.urls.size()});
+  }
+
+  // The spool keeps the XML form: a whole set held as notices is encoded to go there.
+  static void encodeWhole(Pending& p) {
+    if (!p.xml.empty() || p.streamed || p.parts_begin) return;
+    proto::appendSetBegin(p.xml, {p.id, p.pid, p.kind, p.urls.size()});
+    appendUrls(p.xml, p.urls);
+    proto::appendSetEnd(p.xml);
+    p.urls = {};
   }
 
   void queueSpool(Pending p) {
+    encodeWhole(p);
     to_spool_bytes += p.xml.size();
     to_spool.push_back(std::move(p));
     noteHeld();
@@ -195,7 +223,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       if (!added[i]) continue;
       if (!added[i]->in_parts) added[i]->xml = std::move(batch[i].xml);
       spool.insert(std::move(*added[i]));
-      if (c_spooled) c_spooled->inc();
+      if (stats.spooled) stats.spooled->inc();
     }
     updateGauges();
     for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -238,8 +266,8 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
       parts_sending = true;
       parts_after = s.first;
     }
-    while (outq_bytes < opt.buffer_bytes) {
-      Status st = spool.readParts(s, &parts_after, opt.buffer_bytes - outq_bytes,
+    while (outq.bytes() < opt.buffer_bytes) {
+      Status st = spool.readParts(s, &parts_after, opt.buffer_bytes - outq.bytes(),
                                   [&](std::string_view urls) { send(std::string(urls)); });
       if (!st.isOk()) {
         partsSetUnreadable(st);
@@ -271,25 +299,27 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     }
   }
 
-  // ---- QM link ----
-  // A fixed retry interval (uns.qm_retry, less up to 20 % jitter): the spool absorbs
-  // the wait, and the QM is usually back within one interval.
+  // ---- QM link (qm_link.h: in process, or over TCP) ----
   Status startLink() {
-    net::ConnectorOptions co;
-    co.what = "uns.qm";
-    LCC_RETURN_IF_ERROR(net::setTargetAddress(co, opt.qm_address, opt.tls));
-    co.back_off = {opt.qm_retry, opt.qm_retry, 0.2};
-    co.connection.read_buffer = 16 * 1024;
-    co.strand = strand;
-    connector = std::make_shared<net::Connector>(io, *clock, co);
-    std::weak_ptr<Impl> weak = shared_from_this();
-    return connector->start(
-        [weak](std::shared_ptr<net::Connection> c) {
-          if (auto self = weak.lock()) asio::post(self->strand, [self, c] { self->connected(c); });
-        },
-        [weak](const std::string& why, Millis) {
-          if (auto self = weak.lock()) asio::post(self->strand, [self, why] { self->connectFailed(why); });
-        });
+    QmLinkOptions lo{opt.qm_address, opt.tls, opt.qm_retry, opt.max_attribute_length, opt.uns_name, opt.local_listeners};
+    std::weak_ptr<Impl> w = shared_from_this();
+    QmLink::Handlers h;
+    h.on_open = [w] { if (auto s = w.lock()) s->onQmOpen(); };
+    h.on_ack = [w](const proto::UnsQmAck& ack) { if (auto s = w.lock()) s->onAck(ack); };
+    h.on_taken = [w] { if (auto s = w.lock()) s->onTaken(); };
+    h.on_down = [w](const std::string& why) { if (auto s = w.lock()) s->linkDown(why); };
+    h.on_unreachable = [w](const std::string& why) { if (auto s = w.lock()) s->connectFailed(why); };
+    h.on_ping = [w] { if (auto s = w.lock()) s->send(proto::encodePong()); };  // behind what is queued
+    h.on_made = [w] { if (auto s = w.lock()) s->armAckTimer(true); };  // for the QM's open
+    link = std::make_shared<QmLink>(io, strand, clock, std::move(lo), std::move(h));
+    Status st = link->start();
+    local_form = link->local();
+    return st;
+  }
+  void onTaken() {
+    pumpOut();
+    if (parts_sending) pump();  // a replayed set in parts reads its next parts
+    armAckTimer(true);          // the ack is owed from the set's last byte on, not its first
   }
 
   bool logged_absent = false;
@@ -299,78 +329,35 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     logged_absent = true;
   }
 
-  void connected(std::shared_ptr<net::Connection> c) {
-    if (stopped) return c->close(net::CloseReason::kShutdown);
-    conn = std::move(c);
-    proto::UnsQmLimits limits;
-    limits.max_attribute_length = opt.max_attribute_length;
-    decoder = std::make_shared<proto::QmStreamDecoder>(*this, limits);
-    const std::uint64_t my_gen = gen;
-    net::Connection::Handlers h;
-    h.on_bytes = [self = shared_from_this(), my_gen](std::string_view bytes) {
-      if (my_gen != self->gen) return;
-      auto decoder = self->decoder;  // a handler may drop the link (and the decoder) mid-feed
-      if (!decoder->feed(bytes.data(), bytes.size())) {
-        if (self->gen != my_gen) return;  // a handler already dropped the link
-        self->linkDown(decoder->failed() ? "bad stream from the QM: " + decoder->errorMessage()
-                                         : "the QM ended the stream");
-      }
-    };
-    h.on_written = [self = shared_from_this(), my_gen](std::uint64_t) {
-      if (my_gen != self->gen) return;
-      self->pumpOut();
-      if (self->parts_sending) self->pump();  // a replayed set in parts reads its next parts
-      self->armAckTimer(true);  // the ack is owed from the set's last byte on, not its first
-    };
-    h.on_close = [self = shared_from_this(), my_gen](net::CloseReason reason, const std::string& detail) {
-      if (my_gen != self->gen) return;
-      self->linkDown(reason == net::CloseReason::kPeerClosed ? "the QM closed the connection" : detail);
-    };
-    conn->start(std::move(h));
-    send(proto::encodeUnsOpen(opt.uns_name));
-    armAckTimer(true);  // for the QM's open
-  }
-
-  // Bytes go out through `outq` in slices, each once the connection has less than
-  // buffer_bytes queued (on_written), so a set larger than the connection's write bound
-  // (net::ConnectionOptions::max_queued) passes, and at most a window is copied.
+  // What goes to the link waits in `outq` (qm_link.h), handed over as the link takes it.
   void send(std::string bytes) {
-    if (!conn || bytes.empty()) return;
-    outq_bytes += bytes.size();
-    outq.push_back(std::move(bytes));
+    if (!link || !link->made() || bytes.empty()) return;
+    outq.pushText(std::move(bytes));
     noteHeld();
     pumpOut();
   }
+  void sendRecord(proto::UnsLocalRecord r, std::uint64_t bytes = 0) {
+    if (!link || !link->made()) return;
+    outq.pushRecord(std::move(r), bytes);
+    noteHeld();
+    pumpOut();
+  }
+  void sendUrls(std::vector<UrlNotice> urls) {
+    proto::UnsLocalUrls r = localUrls(std::move(urls));
+    const std::uint64_t bytes = r.bytes;
+    sendRecord(std::move(r), bytes);
+  }
   void pumpOut() {
-    const std::size_t slice = std::clamp<std::size_t>(opt.buffer_bytes / 4, 4096, kOutSlice);
-    while (conn && !outq.empty() && conn->queuedBytes() < opt.buffer_bytes) {
-      std::string& front = outq.front();
-      const std::size_t size = front.size();  // (front may be moved out below)
-      const std::size_t n = std::min(slice, size - out_off);
-      if (out_off == 0 && n == front.size()) {
-        conn->send(std::move(front));
-      } else {
-        conn->send(front.substr(out_off, n));
-      }
-      out_off += n;
-      if (out_off >= size) {
-        outq_bytes -= size;
-        outq.pop_front();
-        out_off = 0;
-      }
-    }
+    if (link) outq.pump(*link);
     runTakenWaiters(false);
   }
-  static constexpr std::size_t kOutSlice = 1u << 20;
-  std::deque<std::string> outq;  // bytes for the QM not yet handed to the connection
-  std::size_t out_off = 0;       // of outq.front(), already handed over
-  std::size_t outq_bytes = 0;    // in outq (counting what of the front was handed over)
+  QmOutQueue outq{opt.buffer_bytes};
 
   // Until the QM's open comes (!link_ready) it waits for that: a QM that took the
   // connection and does not answer (paused: the kernel completes the handshake) is given
   // up like a missing ack, and the next address of uns.qm is tried (its standby).
   void armAckTimer(bool restart) {
-    if (!conn) return;  // no link: nothing is owed
+    if (!link || !link->made()) return;  // no link: nothing is owed
     if (link_ready && inflight.empty() && replay_inflight == 0) {
       ack_timer.cancel();
       ack_armed = false;
@@ -394,15 +381,11 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   void linkDown(const std::string& why) {
     const bool was_up = link_ready.load();
     ++gen;
-    if (c_link_drops) c_link_drops->inc();
+    if (stats.link_drops) stats.link_drops->inc();
     if (was_up || !inflight.empty()) spdlog::warn("uns: QM link down: {}; spooling", why);
     link_ready = false;
     logged_absent = was_up ? false : logged_absent;
-    if (conn) {
-      conn->close(net::CloseReason::kLocal, why);
-      conn.reset();
-    }
-    decoder.reset();
+    if (link) link->drop(why);
     clearOut();
     ack_timer.cancel();
     ack_armed = false;
@@ -419,13 +402,11 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
         asio::post(strand, [self = shared_from_this()] { self->flushSpool(); });
       }
     }
-    if (connector) connector->retry();
+    if (link) link->retry();
   }
 
   void clearOut() {
     outq.clear();
-    out_off = 0;
-    outq_bytes = 0;
     if (open_stream) open_stream->mode = StreamMode::kBroken;  // its start is lost
     open_stream.reset();
     runTakenWaiters(true);
@@ -435,7 +416,14 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   // gone), so its CP is answered 130 and sends it again.
   std::vector<Pending> takeInflight() {
     std::vector<Pending> moved;
-    for (auto& p : inflight) p.streamed ? refuse(p.done) : moved.push_back(std::move(p));
+    for (auto& p : inflight) {
+      if (p.streamed) {
+        refuse(p.done);
+        continue;
+      }
+      encodeWhole(p);
+      moved.push_back(std::move(p));
+    }
     inflight.clear();
     return moved;
   }
@@ -457,7 +445,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   std::deque<std::function<void()>> taken_waiters;
 
   void runTakenWaiters(bool all) {
-    while (!taken_waiters.empty() && (all || outq_bytes < opt.buffer_bytes)) {
+    while (!taken_waiters.empty() && (all || outq.bytes() < opt.buffer_bytes)) {
       auto f = std::move(taken_waiters.front());
       taken_waiters.pop_front();
       f();
@@ -470,11 +458,13 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     }
     auto id = ids.next();
     if (!id.isOk()) return spoolBegin(st);  // the id is asked for again at its end, which reports it
-    std::string head;
-    proto::appendSetBegin(head, proto::UnsQmSetHeader{id.value(), st->pid, st->kind, 0, true});
+    const proto::UnsQmSetHeader header{id.value(), st->pid, st->kind, 0, true};
     st->mode = StreamMode::kPass;
     st->id = id.value();
     open_stream = st;
+    if (local_form) return sendRecord(header);
+    std::string head;
+    proto::appendSetBegin(head, header);
     send(std::move(head));
   }
 
@@ -493,13 +483,20 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     st->begin = begin.value();
   }
 
-  void streamAdd(const std::shared_ptr<StreamState>& st, std::string xml, std::uint64_t n, std::function<void()> taken) {
-    st->count += n;
+  // A part comes as notices in process (encoded here only if it is spooled), as text
+  // over TCP (encoded by SetStream::add on the session's thread).
+  void streamAdd(const std::shared_ptr<StreamState>& st, SetPart part, std::function<void()> taken) {
+    st->count += part.count;
     if (st->mode == StreamMode::kPass) {
-      send(std::move(xml));
-      if (outq_bytes >= opt.buffer_bytes) return taken_waiters.push_back(std::move(taken));
+      if (part.urls_xml.empty() && local_form) {
+        if (!part.urls.empty()) sendUrls(std::move(part.urls));
+      } else {
+        send(std::move(part.urls_xml));
+      }
+      if (outq.bytes() >= opt.buffer_bytes) return taken_waiters.push_back(std::move(taken));
     } else if (st->mode == StreamMode::kSpool) {
-      Status s = spool.appendPart(st->begin, std::move(xml));
+      if (part.urls_xml.empty()) encodeUrls(part);
+      Status s = spool.appendPart(st->begin, std::move(part.urls_xml));
       noteHeld();
       if (!s.isOk()) spoolPartFailed(st, s);
     }
@@ -547,6 +544,11 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   }
   // Ends the set passing through: <end count/> (`count`) or <abort/>.
   void closeStream(std::optional<std::uint64_t> count) {
+    if (local_form) {
+      count ? sendRecord(proto::UnsLocalEnd{*count}) : sendRecord(proto::UnsLocalAbort{});
+      open_stream.reset();
+      return pump();
+    }
     std::string tail;
     count ? proto::appendStreamedSetEnd(tail, *count) : proto::appendStreamedSetAbort(tail);
     send(std::move(tail));
@@ -554,8 +556,8 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     pump();  // spooled sets may go now
   }
 
-  // ---- QmStreamHandler ----
-  void onQmOpen() override {
+  // ---- what the QM sends ----
+  void onQmOpen() {
     link_ready = true;
     logged_absent = false;
     armAckTimer(true);  // it waited for the open: now for acks, if any is owed
@@ -566,14 +568,14 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
   // Acks come in the order the sets were sent, and every set in `inflight` was sent
   // before any replayed one still in flight (nothing passes through while the spool is
   // not empty; a set passing through holds the replay back until its end).
-  void onAck(const proto::UnsQmAck& ack) override {
+  void onAck(const proto::UnsQmAck& ack) {
     if (inflight.empty() && replay_inflight > 0) {
       const SpooledSet& front = spool[0];
       if (ack.id != front.id) return linkDown("ack for set " + std::to_string(ack.id) + ", expected " + std::to_string(front.id));
       if (!ack.ok) return linkDown("the QM refused replayed set " + std::to_string(ack.id) + ": " + ack.reason);
       spool.popFront();  // and the journal is trimmed below what still waits
       --replay_inflight;
-      if (c_replayed) c_replayed->inc();
+      if (stats.replayed) stats.replayed->inc();
       updateGauges();
       if (spool.empty() && to_spool.empty()) spdlog::info("uns: spool replayed; passing sets through again");
       armAckTimer(true);
@@ -586,29 +588,17 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl>, proto::QmStreamHand
     if (!ack.ok) return linkDown("the QM refused set " + std::to_string(ack.id) + " (" + ack.reason + ")");
     Pending done = std::move(front);
     inflight.pop_front();
-    if (c_forwarded) c_forwarded->inc();
+    if (stats.forwarded) stats.forwarded->inc();
     armAckTimer(true);
     done.done(SetOutcome{true, ErrorCode::kNone, {}});
   }
 
-  void onPing() override { send(proto::encodePong()); }
-  void onClose() override {}  // read() sees the decoder closed and drops the link
-
   void stop() {
     stopped = true;
-    if (connector) connector->stop();
     ack_timer.cancel();
     ++gen;
     const bool was_ready = link_ready.exchange(false);
-    if (conn) {
-      // End the stream politely behind whatever is queued.
-      if (was_ready) {
-        conn->closeAfterFlush(proto::encodeUnsClose(), net::CloseReason::kShutdown);
-      } else {
-        conn->close(net::CloseReason::kShutdown);
-      }
-      conn.reset();
-    }
+    if (link) link->stop(was_ready);  // ends the stream politely behind whatever is queued
     clearOut();
     parts_sending = false;
     std::vector<Pending> moved = takeInflight();
@@ -654,9 +644,10 @@ Forwarder::SetStream::~SetStream() {
   if (h_) asio::post(h_->impl->strand, [h = h_] { h->impl->streamAbort(h->state); });
 }
 
-void Forwarder::SetStream::add(std::string urls_xml, std::uint64_t count, std::function<void()> taken) {
-  asio::post(h_->impl->strand, [h = h_, x = std::move(urls_xml), count, t = std::move(taken)]() mutable {
-    h->impl->streamAdd(h->state, std::move(x), count, std::move(t));
+void Forwarder::SetStream::add(SetPart part, std::function<void()> taken) {
+  if (!h_->impl->local_form) encodeUrls(part);  // over TCP: XML, encoded on the caller's thread
+  asio::post(h_->impl->strand, [h = h_, p = std::move(part), t = std::move(taken)]() mutable {
+    h->impl->streamAdd(h->state, std::move(p), std::move(t));
   });
 }
 
@@ -672,6 +663,7 @@ std::unique_ptr<Forwarder::SetStream> Forwarder::beginSet(ProviderId pid, SetKin
 }
 
 void Forwarder::submit(SetSubmission set, Done done) {
+  if (!impl_->local_form) encodeUrls(set);  // over TCP: XML, encoded on the caller's thread
   asio::post(impl_->strand, [self = impl_, set = std::move(set), done = std::move(done)]() mutable {
     self->submit(std::move(set), std::move(done));
   });
@@ -687,6 +679,7 @@ std::uint64_t Forwarder::lastSetId() const { return impl_->ids.last(); }
 void Forwarder::status(nlohmann::json& out) const {
   out["qm"] = impl_->opt.qm_address;
   out["qm_connected"] = connected();
+  out["qm_link"] = impl_->local_form ? "in process" : "tcp";
   out["spool_sets"] = spooledSets();
   out["spool_bytes"] = spoolBytes();
   out["spool_limit"] = impl_->opt.spool_limit;

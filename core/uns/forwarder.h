@@ -1,7 +1,9 @@
 // forwarder.h — the UNS's side of the UNS → QM link (docs/internal-protocols.md §1)
 // and the spool (the "unsdb", design document §5, §10, §11).
 //
-// One permanent, pipelined connection to the QM (net::Connector, net::Connection). A set is given a set id
+// One permanent, pipelined link to the QM (qm_link.h): in process when the QM runs in
+// this lccd (the parsed notices handed over, no XML), else a connection (net::Connector,
+// net::Connection). A set is given a set id
 // (strictly increasing, persisted in blocks in <spool_dir>/set_id) and then either
 //  - passes through: written to the QM, done(accepted) once the QM acks it ok; or
 //  - is spooled (uns/spool.h): appended to the journal (lcc::Journal in
@@ -38,6 +40,9 @@
 namespace lcc {
 class Config;
 }
+namespace lcc::net {
+class LocalListeners;
+}
 
 namespace lcc::uns {
 
@@ -61,6 +66,9 @@ struct ForwarderOptions {
   // Called (on the forwarder's thread) when the spool is found corrupt: spooled sets
   // that were accepted are lost. The UNS raises cache-crash (common/cache_crash.h).
   std::function<void(const std::string& why)> on_spool_corrupt;
+  // Where the QM of this lccd takes in-process links (issue 28; null: node.in_process_links
+  // off, or none): when it listens on qm_address, the link is in process (qm_link.h).
+  net::LocalListeners* local_listeners = nullptr;
 
   static ForwarderOptions fromConfig(const Config& config, const std::string& data_dir, const std::string& machine_id);
 };
@@ -100,10 +108,10 @@ class Forwarder {
     ~SetStream();
     SetStream(const SetStream&) = delete;
     SetStream& operator=(const SetStream&) = delete;
-    // `count` encoded <url/> elements; `taken` runs on the forwarder's strand once the
-    // part no longer holds the forwarder's output window, or was appended to the spool
-    // (read the next part then).
-    void add(std::string urls_xml, std::uint64_t count, std::function<void()> taken);
+    // `part.count` URLs (notices, or encoded <url/> elements); `taken` runs on the
+    // forwarder's strand once the part no longer holds the forwarder's output window,
+    // or was appended to the spool (read the next part then).
+    void add(SetPart part, std::function<void()> taken);
     // `done` runs on the forwarder's strand, exactly once: accepted after the QM's ack
     // or, spooled, once its end record is synced.
     void end(Done done);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "proto/uns_qm.h"
+#include "proto/uns_qm_local.h"
 #include "lcc/support/url_norm.h"
 
 namespace lcc::uns {
@@ -72,8 +73,9 @@ std::optional<SetBegin> SessionPolicy::takeSetBegin() { return std::exchange(set
 std::optional<SetPart> SessionPolicy::takePart() {
   if (!part_ready_) return std::nullopt;
   part_ready_ = false;
-  SetPart p{std::move(urls_xml_), part_urls_};
-  urls_xml_ = std::string();
+  SetPart p{std::move(urls_), {}, part_urls_};
+  urls_ = {};
+  urls_bytes_ = 0;
   part_urls_ = 0;
   return p;
 }
@@ -84,8 +86,8 @@ void SessionPolicy::finish(ErrorCode code) {
   state_ = State::kDone;
   end_code_ = code;
   part_ready_ = set_end_ = false;  // an unfinished streamed set is dropped (aborted)
-  urls_xml_.clear();
-  urls_xml_.shrink_to_fit();
+  urls_ = {};
+  urls_bytes_ = 0;
 }
 
 void SessionPolicy::reject(ErrorCode code, std::string_view message) {
@@ -229,17 +231,20 @@ void SessionPolicy::onUrl(const proto::UrlAttrs& attrs) {
   ++received_;
   // Every valid URL goes on, in order: the QM applies a set in order, so the last one
   // of an identity wins (at the first one's place). No per-identity table is kept.
-  proto::appendUrl(urls_xml_, v.notice);
+  const bool update = v.notice.op == UrlOp::kUpdate;
+  const std::uint64_t declared = v.notice.size.value_or(0);
+  urls_bytes_ += proto::urlSizeHint(v.notice);
+  urls_.push_back(std::move(v.notice));
   ++part_urls_;
-  if (config_.stream_part_bytes > 0 && urls_xml_.size() >= config_.stream_part_bytes) {
+  if (config_.stream_part_bytes > 0 && urls_bytes_ >= config_.stream_part_bytes) {
     // The set streams from its first full part on; a smaller one goes whole (spoolable).
     if (!streaming_) set_begin_ = SetBegin{auth_->pid, kind_, auth_->info.fullset_wanted};
     streaming_ = true;
     part_ready_ = true;
   }
-  if (v.notice.op == UrlOp::kUpdate) {
+  if (update) {
     ++updates_;
-    declared_bytes_ += v.notice.size.value_or(0);
+    declared_bytes_ += declared;
   }
 }
 
@@ -256,8 +261,9 @@ void SessionPolicy::onSetEnd() {
   s.kind = kind_;
   s.fullset_wanted = auth_->info.fullset_wanted;
   s.count = received_;
-  s.urls_xml = std::move(urls_xml_);
-  urls_xml_ = std::string();
+  s.urls = std::move(urls_);
+  urls_ = {};
+  urls_bytes_ = 0;
   submission_ = std::move(s);
 }
 

@@ -43,8 +43,8 @@ struct SessionConfig {
   int slots = 0;                         // qm.slots: the time-of-day slots a <url> may name
   std::vector<std::string> accept_mime;  // accept_mime
   // No config key (the UNS server sets 256 KiB): issue 13: > 0 streams a set once this
-  // many bytes of encoded URLs gathered: takeSetBegin() and takePart() then,
-  // takePart() again each time as many gathered, takeSetEnd() after the rest at
+  // many bytes of URLs gathered (their <url/> size, proto::urlSizeHint): takeSetBegin()
+  // and takePart() then, takePart() again each time as many gathered, takeSetEnd() after the rest at
   // </set>. A smaller set, or with 0 every set, is collected and given as one
   // SetSubmission (takeSubmission()).
   std::size_t stream_part_bytes = 0;
@@ -72,15 +72,19 @@ struct AuthResult {
   std::uint64_t quota_files = 0, quota_bytes = 0, used_files = 0, used_bytes = 0;
 };
 
-// A validated set for the forwarder: `urls_xml` is the <url/> elements (uns_qm.h
-// encoding), `count` of them, in the CP's order; an identity named twice is there
-// twice (the QM applies a set in order, so the last one wins).
+// A validated set for the forwarder, `count` URLs in the CP's order; an identity named
+// twice is there twice (the QM applies a set in order, so the last one wins). A session
+// gives the notices it parsed (`urls`); the forwarder encodes them (uns_qm.h) only for
+// the TCP form or its spool, and hands them to a QM of the same lccd as they are
+// (issue 28). Other submitters (IndexNow, sitemaps) may give `urls_xml`, the <url/>
+// elements, instead.
 struct SetSubmission {
   ProviderId pid = 0;
   SetKind kind = SetKind::kPartial;
   bool fullset_wanted = false;  // the full set answers the LCC's request (not counted)
   std::uint64_t count = 0;
-  std::string urls_xml;
+  std::vector<UrlNotice> urls;
+  std::string urls_xml;  // used when `urls` is empty
 };
 
 // A streamed set's start, and one part of it (`count` <url/> elements).
@@ -90,6 +94,7 @@ struct SetBegin {
   bool fullset_wanted = false;
 };
 struct SetPart {
+  std::vector<UrlNotice> urls;  // as SetSubmission
   std::string urls_xml;
   std::uint64_t count = 0;
 };
@@ -182,10 +187,11 @@ class SessionPolicy : private proto::CpRequestHandler {
   std::uint64_t received_ = 0;
   std::uint64_t updates_ = 0;            // valid updates so far (quota; a repeated identity counts again)
   std::uint64_t declared_bytes_ = 0;     // sum of declared sz of updates (quota)
-  std::string urls_xml_;                 // the valid <url/> elements so far, encoded in order
+  std::vector<UrlNotice> urls_;          // the valid notices so far, in order
+  std::size_t urls_bytes_ = 0;           // their <url/> size (proto::urlSizeHint), for the parts
   std::optional<SetSubmission> submission_;
   std::optional<SetBegin> set_begin_;
-  std::uint64_t part_urls_ = 0;  // in urls_xml_ (streaming)
+  std::uint64_t part_urls_ = 0;  // in urls_ (streaming)
   bool streaming_ = false, part_ready_ = false, set_end_ = false;
 };
 

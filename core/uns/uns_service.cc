@@ -172,7 +172,7 @@ class Session : public std::enable_shared_from_this<Session> {
       auto part = policy_.takePart();
       if (!part) break;
       ++parts_waiting_;
-      stream_->add(std::move(part->urls_xml), part->count, [self = shared_from_this()] {
+      stream_->add(std::move(*part), [self = shared_from_this()] {
         asio::post(self->conn_->strand(), [self] {
           --self->parts_waiting_;
           self->consume();
@@ -462,6 +462,7 @@ class UnsService final : public Service {
       o.handshake_timeout = node.tls->handshakeTimeout();
     }
     o.forwarder.tls = linkConnecting(node.tls, node.clock);
+    o.forwarder.local_listeners = node.local_listeners;  // the QM of this lccd links in process
     return o;
   }
   std::string_view name() const override { return "uns"; }

@@ -220,7 +220,7 @@ def e2e_args():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--plugins", required=True)
     ap.add_argument("--in-process-links", default="true", choices=("true", "false"),
-                    help="node.in_process_links of every lccd (false: the QM and BOT-M link over TCP)")
+                    help="node.in_process_links of every lccd (false: the UNS, QM and BOT-M link over TCP)")
     return ap.parse_args()
 
 
@@ -277,6 +277,9 @@ def run(lcc, site, work):
     want = "in process" if lcc.in_process == "true" else "tcp"
     assert status["botm"]["source_link"] == want, status["botm"]
     assert status["qm"]["botm_local_links"] == (1 if want == "in process" else 0), status["qm"]
+    # The UNS hands the QM its parsed notices in process, or the XML stream over TCP.
+    assert status["uns"]["forwarder"]["qm_link"] == want, status["uns"]["forwarder"]
+    assert status["qm"]["uns_local_links"] == (1 if want == "in process" else 0), status["qm"]
     robots = status["bot"]["robots"]
     assert status["bot"]["in_process"] == (robots if want == "in process" else 0), status["bot"]
     got = tar_contents(lcc.query_tar("--provider", pid))

@@ -227,6 +227,9 @@ class Deployment:
             self.uns = CrashNode(args, work, "uns", ["uns"], f"uns:\n  qm: 127.0.0.1:{self.qm.ports['qm']}\n"
                                  "  qm_retry: 200ms\n" + limit)
         self.nodes = [self.qm] + ([self.uns] if self.uns is not self.qm else []) + ([self.botm] if self.botm else [])
+        # The UNS → QM link (issue 28): in process when both roles run in one lccd and
+        # node.in_process_links is on (the parsed notices handed over), else TCP.
+        self.uns_link = "in process" if self.uns is self.qm and args.in_process_links == "true" else "tcp"
         self.content_node = self.botm or self.qm  # where the content files are
 
     def start(self):
@@ -238,6 +241,9 @@ class Deployment:
             want = len(self.robots) + 1
             wait_for("the robots on the BOT-M", lambda: self.botm.status()["botm"].get("robots") == want)
             wait_for("the BOT-M on the QM", lambda: self.qm.status()["qm"].get("botm_links") == 1)
+        fwd = lambda: self.uns.status()["uns"]["forwarder"]
+        wait_for("the UNS linked to the QM", lambda: fwd().get("qm_connected"))
+        assert fwd()["qm_link"] == self.uns_link, fwd()
 
     def kill(self):
         for r in self.robots:
@@ -550,7 +556,8 @@ def main():
                     help="both: all and split by turns; every: the five by turns")
     ap.add_argument("--checkpoint", default="500ms", help="qm.checkpoint_interval")
     ap.add_argument("--in-process-links", default="true", choices=("true", "false"),
-                    help="node.in_process_links: the QM and the BOT-M of one lccd (all, split) link in process "
+                    help="node.in_process_links: the QM and the BOT-M of one lccd (all, split), and the UNS and "
+                         "the QM of one lccd (all), link in process "
                          "or over TCP; botm and robot always link over TCP (two lccd)")
     ap.add_argument("--robots", type=int, default=2, help="lcc-bot processes (botm, robot)")
     ap.add_argument("--site-delay", type=float, default=None,

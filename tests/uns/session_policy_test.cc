@@ -106,7 +106,7 @@ std::string render(const Transcript& t) {
     proto::UnsQmSetHeader h{1, t.forwarded->pid, t.forwarded->kind, t.forwarded->count};
     std::string set;
     proto::appendSetBegin(set, h);
-    set += t.forwarded->urls_xml;
+    for (const auto& u : t.forwarded->urls) proto::appendUrl(set, u);
     proto::appendSetEnd(set);
     out += "forwarded: " + set + "\n";
   }
@@ -270,7 +270,7 @@ TEST_F(SessionTest, LastWinsWithinASet) {
   EXPECT_EQ(t.forwarded->count, 4u);  // all of them, in order: the QM applies in order
   std::string set;
   proto::appendSetBegin(set, {1, 1, SetKind::kPartial, t.forwarded->count});
-  set += t.forwarded->urls_xml;
+  for (const auto& u : t.forwarded->urls) proto::appendUrl(set, u);
   proto::appendSetEnd(set);
   auto decoded = proto::decodeSet(set);
   ASSERT_TRUE(decoded.isOk()) << decoded.status().toString();
@@ -379,7 +379,9 @@ TEST_F(SessionTest, AStreamedSetFedAllAtOnceComesInPartsOfAboutStreamPartBytes) 
     while (auto part = p.takePart()) {
       ++parts;
       count += part->count;
-      largest = std::max(largest, part->urls_xml.size());
+      std::string xml;  // the part as the TCP form sends it
+      for (const auto& u : part->urls) proto::appendUrl(xml, u);
+      largest = std::max(largest, xml.size());
     }
   }
   EXPECT_EQ(count, urls.size());

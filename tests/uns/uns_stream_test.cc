@@ -98,6 +98,25 @@ TEST_F(UnsStreamTest, ASetLargerThanTheForwardersOutputWindowPasses) {
   EXPECT_EQ(applied[0].urls.size(), 90000u);
 }
 
+// A QM's <ping/> while a whole set larger than the output window (4 MiB) is being
+// written in slices: the <pong/> goes behind the set's bytes, never between two slices.
+TEST_F(UnsStreamTest, APongNeverLandsInsideASetBeingWritten) {
+  FakeQm qm;
+  qm.setPinging(true);
+  UnsOptions o = options(qm.port());
+  o.session.stream_part_bytes = 0;  // collected whole: sent in 1 MiB slices
+  Harness h(o, fx_.store());
+  ASSERT_TRUE(h.start().isOk());
+  ASSERT_TRUE(eventually([&] { return h.server().forwarder().connected(); }));
+  for (int i = 0; i < 2; ++i) {
+    std::uint64_t received = 0;  // 95k URLs: ~6 MB
+    ASSERT_TRUE(sendSet(h.port(), urls("ping" + std::to_string(i), 95000), &received)) << i;
+    EXPECT_EQ(received, 95000u);
+  }
+  EXPECT_EQ(qm.applied().size(), 2u);
+  EXPECT_EQ(qm.connections(), 1u) << "the stream never broke";
+}
+
 TEST_F(UnsStreamTest, ACpCutOffMidSetHasNothingAppliedAndTheLinkGoesOn) {
   FakeQm qm;
   UnsOptions opt = options(qm.port());

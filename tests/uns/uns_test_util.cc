@@ -132,6 +132,10 @@ struct FakeQm::Conn : proto::UnsStreamHandler, std::enable_shared_from_this<Conn
         self->sock.close(ignored);
         return;
       }
+      if (self->qm->pinging_) {
+        boost::system::error_code ignored;
+        asio::write(self->sock, asio::buffer(proto::encodePing()), ignored);
+      }
       self->read();
     });
   }

@@ -55,6 +55,8 @@ class FakeQm {
   ~FakeQm();
   std::uint16_t port() const { return port_; }
   void setMode(Mode m) { mode_ = m; }
+  // Sends <ping/> after each read from a UNS (pongs are read and dropped).
+  void setPinging(bool on) { pinging_ = on; }
   // Sets in the order the QM applied them (duplicates not applied twice).
   std::vector<proto::UnsQmSet> applied();
   std::size_t received();  // every set element read, duplicates included
@@ -72,6 +74,7 @@ class FakeQm {
   boost::asio::ip::tcp::acceptor acceptor_;
   std::uint16_t port_ = 0;
   std::atomic<Mode> mode_;
+  std::atomic<bool> pinging_{false};
   std::mutex mu_;
   std::vector<proto::UnsQmSet> applied_;
   std::map<std::string, std::uint64_t> highest_;

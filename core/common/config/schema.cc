@@ -22,7 +22,7 @@ const std::vector<KeySpec>& Config::schema() {
       {"node.heap_trim_threshold", KeyType::kSize, "32MiB", 0, 64 * kGiB,
        "every 10 s, free memory the allocator holds past this is given back to the kernel (0: never)"},
       {"node.in_process_links", KeyType::kBool, "true", kNoMin, kNoMax,
-       "roles of this lccd that talk to each other (the QM, its BOT-M, its robots) hand over records in process "
+       "roles of this lccd that talk to each other (the UNS and the QM, the QM, its BOT-M, its robots) hand over records in process "
        "instead of XML over loopback TCP; false: TCP, as between machines"},
       {"node.in_process_queue", KeyType::kInt, "524288", 64, 16777216,
        "messages waiting in one direction of an in-process link; one more closes the link, as a TCP link "
