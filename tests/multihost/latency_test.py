@@ -12,9 +12,10 @@ slow_site.py with no delay, which logs every request).
 
 Asserted ("nothing lost, nothing duplicated"):
 - every URL of every acked set is in the store (`lcc cu query` on qm1) within
-  --store-bound seconds of the last ack: a bound the QM meets when it pays its round
-  trips per batch, and misses when it pays several per URL one after the other (before
-  the group commit of results: 344 acked URLs not all stored after 150 s at +5 ms);
+  --store-bound (60) seconds of the first send: a bound the QM meets when it pays its
+  round trips per batch (34 s measured), and misses when it pays several per URL one
+  after the other (the QM before the group commit of results: 121 s, same run of
+  this test on the same machine);
 - no URL fetched twice from the site (its request log), no two records share a seq;
 - no cache-crash, lccd still running.
 --count-statements also prints what PostgreSQL ran per stored URL (log_statement =
@@ -44,8 +45,8 @@ def args_parse():
     ap = lccnode.arg_parser(providers=6, urls=8, sets=6)
     ap.add_argument("--delay-ms", type=float, default=5.0, help="added each way on every relayed link")
     ap.add_argument("--drop", type=float, default=0.0005, help="probability a relayed chunk is dropped (reset)")
-    ap.add_argument("--store-bound", type=float, default=40.0,
-                    help="seconds after the last ack within which every acked URL must be stored")
+    ap.add_argument("--store-bound", type=float, default=60.0,
+                    help="seconds from the first send within which every acked URL must be stored")
     ap.add_argument("--count-statements", action="store_true",
                     help="log every statement on the leader and print them per stored URL")
     a = ap.parse_args()
@@ -82,9 +83,11 @@ def make_nodes(a, bed, dsn):
         text = lccnode.node_config(os.path.join(bed.workdir, name), f"m-{name}", roles, listen, stores, a.plugins,
                                    extra)
         return lccnode.LccNode(a, bed, host, name, text, HTTP_PORT)
+    # Every provider's site is on host web: qm.host_inflight lets the providers' fetches
+    # run at once there, as they would on sites of their own.
     qm1 = node("qm1", ["qm", "botm", "bot", "cu"],
                {"qm": f"{ADDR['qm1']}:{QM_PORT}", "cu": "127.0.0.1:7704", "http": f"127.0.0.1:{HTTP_PORT}"},
-               {"queue": store, "content": store, "providers": store})
+               {"queue": store, "content": store, "providers": store}, f"qm:\n  host_inflight: {a.providers}\n")
     uns1 = node("uns1", ["uns"], {"uns": f"{ADDR['uns1']}:{UNS_PORT}", "http": f"127.0.0.1:{HTTP_PORT}"},
                 {"providers": store}, f"uns:\n  qm: {ADDR['wan']}:{QM_RELAY_PORT}\n")
     return qm1, uns1
@@ -135,18 +138,18 @@ def check_fetched_once(site_log, want):
     return []
 
 
-def check(a, qm1, uns1, acked, site_log, t_last_ack):
+def check(a, qm1, uns1, acked, site_log, t0):
     problems = []
     want = {u for x in acked for u in x[3]}
-    left = max(1.0, a.store_bound - (time.monotonic() - t_last_ack))
+    left = max(1.0, a.store_bound - (time.monotonic() - t0))
     missing = lccnode.wait_stored(qm1.stored_urls, want, stall=left, cap=left)
-    took = time.monotonic() - t_last_ack
+    took = time.monotonic() - t0
     if missing:
-        problems.append(f"{len(missing)} of {len(want)} acked URLs not stored {took:.0f} s after the last ack "
+        problems.append(f"{len(missing)} of {len(want)} acked URLs not stored {took:.0f} s after the first send "
                         f"(bound {a.store_bound:g} s; e.g. {sorted(missing)[:3]})")
     else:
-        print(f"all {len(want)} URLs of the {len(acked)} acked sets stored {took:.1f} s after the last ack",
-              flush=True)
+        print(f"all {len(want)} URLs of the {len(acked)} acked sets stored {took:.1f} s after the first send "
+              f"({len(want) / took:.1f} URLs/s)", flush=True)
     live, _ = qm1.cu_records()
     seqs = list(live.values())
     if len(set(seqs)) != len(seqs):
@@ -174,10 +177,13 @@ def count_statements(bed, cl, stored):
             if not m:
                 continue
             sql = re.sub(r"\s+", " ", m.group(2)).strip()
-            kinds[" ".join(sql.split()[:6])[:70]] += 1
+            head = " ".join(sql.split()[:2])
+            where = re.search(r" FROM (\w+)( WHERE [^$]*\$?\d?\)?)?", sql)
+            kinds[(head + (where.group(0) if where and head.startswith("SELECT") else " " + " ".join(
+                sql.split()[2:4])))[:90]] += 1
     total = sum(kinds.values())
     print(f"statements on the leader: {total} for {stored} stored URLs = {total / max(1, stored):.1f} per URL")
-    for k, n in kinds.most_common(25):
+    for k, n in kinds.most_common(30):
         print(f"  {n:7d} {n / max(1, stored):6.2f}/URL  {k}")
 
 
@@ -190,7 +196,7 @@ def main():
         acked, _ = lccnode.send_all(senders, a.sets, first_must_ack=False)
         t_last_ack = max((x[1] for x in acked), default=time.monotonic())
         print(f"last ack {t_last_ack - t0:.1f} s after the first send", flush=True)
-        problems, stored = check(a, qm1, uns1, acked, site_log, t_last_ack)
+        problems, stored = check(a, qm1, uns1, acked, site_log, t0)
         quiet = [s.id for s in senders if not s.acked()]
         if quiet:
             problems.append(f"providers {quiet} had no set acked")
