@@ -279,8 +279,9 @@ class QueueManager {
   bool dispatchOne(ProviderId pid);  // false: nothing more can go now
   // The head rows (QPSDB list, QDB row, LCC DB record) of the providers pump() is likely
   // to pick, read in one batch per store before its turns: a store a round trip away
-  // pays three per pump(), not three per fetch. Dropped at the end of pump() and at
-  // every write (finishTxn()), so what is used is what the stores hold.
+  // pays three per pump(), not three per fetch (only on a store whose openInfo() says
+  // `remote`). Dropped at the end of pump() and at every write (finishTxn()), so what is
+  // used is what the stores hold.
   struct ReadsAhead {
     std::map<PSetId, std::optional<PSetRecord>> psets;  // (pset, kSlotNow)
     std::unordered_map<std::string, std::optional<QueueEntry>> entries;

@@ -77,7 +77,8 @@ Status QueueManager::readAhead() {
   reads_ahead_.clear();
   const std::uint64_t room = sched_.limit() > sched_.inFlight() ? sched_.limit() - sched_.inFlight() : 0;
   const std::vector<ProviderId> pids = sched_.candidates(static_cast<std::size_t>(room));
-  if (pids.size() < 2) return Status::ok();  // one pick: its own reads are as many
+  // One pick: its own reads are as many. A local store: reading ahead only adds work.
+  if (pids.size() < 2 || !deps_.queue->openInfo().remote) return Status::ok();
   std::vector<std::pair<PSetId, TimeSlot>> lists;
   for (ProviderId pid : pids) {
     const std::vector<PSetId> sets = sched_.readySets(pid);

@@ -90,6 +90,8 @@ class FaultyQueueStore final : public QueueStore {
     }
   }
   FaultPlan plan;
+  // Says it is a store a network away (StoreOpenInfo::remote): the QM reads ahead.
+  void setRemote(bool on) { info_.remote = on; }
   // A persistent error on some QPSDB rows only (the rest of the store reads fine).
   std::function<bool(PSetId, TimeSlot)> fail_pset;
 

@@ -23,10 +23,10 @@ class QmRoundTrips : public QmEngine {
     QmEngine::SetUp();
     options_.provider_inflight = kUrls;  // every URL of the set out at once
     options_.host_inflight = kUrls;
-    start();
   }
   // One set of kUrls URLs of provider 1, all out: the fetches.
   std::vector<RecordingBotm::Fetch> sendAll() {
+    start();
     std::vector<UrlNotice> urls;
     for (int i = 0; i < kUrls; ++i) urls.push_back(update(1, "http://a/" + std::to_string(i)));
     submit(makeSet(1, urls, 1));
@@ -92,9 +92,30 @@ TEST_F(QmRoundTrips, AGroupThatMeetsABusyStoreIsHeldWholeAndWrittenLater) {
   EXPECT_FALSE(qm_->cacheCrash());
 }
 
+// On a store a network away, pump() reads the head rows of the providers it picks in one
+// batch per store: sending a fetch to each of 2 providers costs 2 queue store reads
+// (their lists, their head rows), not 2 per fetch.
+TEST_F(QmRoundTrips, DispatchReadsItsPicksHeadRowsInOneBatch) {
+  queue_->setRemote(true);
+  options_.provider_inflight = 1;
+  start();
+  qm_->linkUp(1, "m1", 0);  // a link with no room yet: its deletes are read now, not below
+  submit(makeSet(1, {update(1, "http://a/1"), update(1, "http://a/2")}, 1));
+  submit(makeSet(2, {update(2, "http://b/1"), update(2, "http://b/2")}, 1, SetKind::kPartial, "m2/uns"));
+  ASSERT_TRUE(botm_.takeFetches().empty());
+  const auto qr = queue_->plan.reads(), cr = content_->plan.reads();
+  qm_->linkCapacity(1, 8);
+  auto f = botm_.takeFetches();
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_NE(f[0].order.url.substr(0, 9), f[1].order.url.substr(0, 9)) << "one fetch per provider";
+  EXPECT_EQ(queue_->plan.reads() - qr, 2u);
+  EXPECT_EQ(content_->plan.reads() - cr, 1u);
+}
+
 // A set's rows and records are read in batches, not one round trip per URL (no BOT-M
 // link: nothing is dispatched, only the apply reads).
 TEST_F(QmRoundTrips, ASetIsReadInBatches) {
+  start();
   const auto qr = queue_->plan.reads(), cr = content_->plan.reads();
   std::vector<UrlNotice> urls;
   for (int i = 0; i < 64; ++i) urls.push_back(update(2, "http://b/" + std::to_string(i)));
