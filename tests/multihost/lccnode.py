@@ -112,6 +112,13 @@ class LccNode:
         return set(self.cu_records()[0])
 
 
+def bed_node(a, bed, name, addr, roles, listen, stores, extra="", http_port=7780):
+    """A new host `name` at `addr` in `bed` and its LccNode (machine id = name)."""
+    host = bed.add_host(name, addr)
+    text = node_config(os.path.join(bed.workdir, name), name, roles, listen, stores, a.plugins, extra)
+    return LccNode(a, bed, host, name, text, http_port)
+
+
 class Sender:
     """One provider's sets, sent with `lcc cp send` from host `cp` by `node`'s lcc, to the
     UNS addresses in `uns` in turn; every send is recorded as (start, end, rc, urls, output)."""
