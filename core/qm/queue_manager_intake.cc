@@ -324,7 +324,7 @@ Status QueueManager::applyUrls(ApplyGroup& g, const std::vector<UrlNotice>& urls
   const bool full = run.header.kind == SetKind::kFull;
   // The rows and records of the next URLs, read in one batch per store (a store a round
   // trip away must not pay two per URL); again after a flush, which empties the overlay.
-  std::size_t fetched_to = 0;
+  std::size_t fetched_to = deps_.queue->openInfo().remote ? 0 : urls.size();  // local: read as they come
   for (std::size_t i = 0; i < urls.size(); ++i) {
     if (i >= fetched_to) {
       fetched_to = std::min(urls.size(), i + kPrefetchUrls);
@@ -362,7 +362,7 @@ Status QueueManager::applyUrls(ApplyGroup& g, const std::vector<UrlNotice>& urls
     ++run.done;
     if (g.txn.pendingOps() >= options_.apply_batch_ops) {
       LCC_RETURN_IF_ERROR(flushGroup(g));
-      fetched_to = 0;
+      if (deps_.queue->openInfo().remote) fetched_to = 0;
     }
   }
   return Status::ok();

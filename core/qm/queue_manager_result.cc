@@ -50,8 +50,9 @@ void QueueManager::writeResults(std::vector<HeldResult>& group) {
     keys.push_back(h.f.key);
     lists.emplace_back(h.f.pset, kSlotNow);
   }
-  Status s = t.prefetch(keys);
-  if (s.isOk()) s = t.prefetchPSets(lists);
+  // A remote store answers them in one round trip each; a local one as cheaply one by one.
+  Status s = deps_.queue->openInfo().remote ? t.prefetch(keys) : Status::ok();
+  if (s.isOk() && deps_.queue->openInfo().remote) s = t.prefetchPSets(lists);
   std::vector<StagedResult> staged;
   for (std::size_t i = 0; s.isOk() && i < group.size(); ++i) {
     auto st = stageResult(t, group[i].f, group[i].o, group[i].counted);

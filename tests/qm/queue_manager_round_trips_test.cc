@@ -26,6 +26,7 @@ class QmRoundTrips : public QmEngine {
   }
   // One set of kUrls URLs of provider 1, all out: the fetches.
   std::vector<RecordingBotm::Fetch> sendAll() {
+    queue_->setRemote(true);  // a store a network away: the QM reads in batches
     start();
     std::vector<UrlNotice> urls;
     for (int i = 0; i < kUrls; ++i) urls.push_back(update(1, "http://a/" + std::to_string(i)));
@@ -115,6 +116,7 @@ TEST_F(QmRoundTrips, DispatchReadsItsPicksHeadRowsInOneBatch) {
 // A set's rows and records are read in batches, not one round trip per URL (no BOT-M
 // link: nothing is dispatched, only the apply reads).
 TEST_F(QmRoundTrips, ASetIsReadInBatches) {
+  queue_->setRemote(true);
   start();
   const auto qr = queue_->plan.reads(), cr = content_->plan.reads();
   std::vector<UrlNotice> urls;
