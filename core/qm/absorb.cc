@@ -17,9 +17,43 @@ std::optional<std::uint64_t> parseMetaU64(const std::optional<std::string>& valu
 // ---------------------------------------------------------------------------
 // StoreTxn
 
+// Reads are kept in the overlay too: the QM is the only writer of both stores, so
+// what it read stays true until it writes it, through this txn (read-your-writes).
 Result<std::optional<QueueEntry>> StoreTxn::entry(const std::string& key) {
   if (auto it = entries_.find(key); it != entries_.end()) return it->second;
-  return queue_.getEntry(key);
+  LCC_ASSIGN_OR_RETURN(auto e, queue_.getEntry(key));
+  entries_[key] = e;
+  return e;
+}
+
+Status StoreTxn::prefetch(const std::vector<std::string>& keys) {
+  std::vector<std::string> rows, records;
+  for (const auto& k : keys) {
+    if (!entries_.count(k)) rows.push_back(k);
+    if (!content_overlay_.count(k)) records.push_back(k);
+  }
+  if (!rows.empty()) {
+    LCC_ASSIGN_OR_RETURN(auto got, queue_.getEntries(rows));
+    for (std::size_t i = 0; i < rows.size() && i < got.size(); ++i) entries_.emplace(rows[i], std::move(got[i]));
+  }
+  if (!records.empty()) {
+    LCC_ASSIGN_OR_RETURN(auto got, content_.getMany(records));
+    for (std::size_t i = 0; i < records.size() && i < got.size(); ++i) {
+      content_overlay_.emplace(records[i], std::move(got[i]));
+    }
+  }
+  return Status::ok();
+}
+
+Status StoreTxn::prefetchPSets(const std::vector<std::pair<PSetId, TimeSlot>>& lists) {
+  std::vector<std::pair<PSetId, TimeSlot>> want;
+  for (const auto& l : lists) {
+    if (!psets_.count(l)) want.push_back(l);
+  }
+  if (want.empty()) return Status::ok();
+  LCC_ASSIGN_OR_RETURN(auto got, queue_.getPSets(want));
+  for (std::size_t i = 0; i < want.size() && i < got.size(); ++i) psets_.emplace(want[i], std::move(got[i]));
+  return Status::ok();
 }
 
 void StoreTxn::putEntry(const QueueEntry& e) {
@@ -35,7 +69,9 @@ void StoreTxn::removeEntry(const std::string& key) {
 
 Result<std::optional<PSetRecord>> StoreTxn::pset(PSetId pset, TimeSlot slot) {
   if (auto it = psets_.find({pset, slot}); it != psets_.end()) return it->second;
-  return queue_.getPSet(pset, slot);
+  LCC_ASSIGN_OR_RETURN(auto p, queue_.getPSet(pset, slot));
+  psets_[{pset, slot}] = p;
+  return p;
 }
 
 void StoreTxn::putPSet(const PSetRecord& p) {
@@ -50,7 +86,9 @@ void StoreTxn::removePSet(PSetId pset, TimeSlot slot) {
 
 Result<std::optional<ContentRecord>> StoreTxn::content(const std::string& key) {
   if (auto it = content_overlay_.find(key); it != content_overlay_.end()) return it->second;
-  return content_.get(key);
+  LCC_ASSIGN_OR_RETURN(auto r, content_.get(key));
+  content_overlay_[key] = r;
+  return r;
 }
 
 void StoreTxn::putContent(const ContentRecord& r) {
@@ -80,7 +118,9 @@ void StoreTxn::eraseContent(const std::string& key) {
 
 Result<std::optional<std::string>> StoreTxn::meta(const std::string& key) {
   if (auto it = meta_.find(key); it != meta_.end()) return it->second;
-  return queue_.getMeta(key);
+  LCC_ASSIGN_OR_RETURN(auto v, queue_.getMeta(key));
+  meta_[key] = v;
+  return v;
 }
 
 void StoreTxn::putMeta(const std::string& key, const std::string& value) {

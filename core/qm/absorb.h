@@ -3,7 +3,8 @@
 // StoreTxn gathers the changes of one step (absorbing a set, a fetch result, a slot
 // merge) as a QueueBatch and a ContentBatch, with a read-your-writes overlay so a
 // step sees its own earlier changes (a set naming the same URL twice, a list whose
-// tail was just appended to). commit() applies the ContentBatch first, then the
+// tail was just appended to); what it read is kept there too, until commit(), so each
+// row costs one read per step (prefetch() reads many in one). commit() applies the ContentBatch first, then the
 // QueueBatch (docs/architecture.md rule 2: catalog, then queue), unsynced; the QM syncs
 // both at checkpoints.
 //
@@ -77,7 +78,14 @@ class StoreTxn {
   StoreTxn(QueueStore& queue, ContentStore& content, ChangeSeq& seq)
       : queue_(queue), content_(content), seq_(seq), base_seq_(seq) {}
 
+  // Reads go to the store once per txn (kept with the writes in the overlay).
   Result<std::optional<QueueEntry>> entry(const std::string& key);
+  // Reads the QDB rows and LCC DB records of `keys` not yet in the overlay, one batch
+  // per store (one round trip each on storage-postgres), so a step over many URLs does
+  // not pay a round trip per URL.
+  Status prefetch(const std::vector<std::string>& keys);
+  // The same for QPSDB lists.
+  Status prefetchPSets(const std::vector<std::pair<PSetId, TimeSlot>>& lists);
   void putEntry(const QueueEntry& e);
   void removeEntry(const std::string& key);
 

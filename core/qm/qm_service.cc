@@ -190,9 +190,23 @@ class QmService final : public Service, public BotmLinkHandler {
   void linkDown(LinkId link) override {
     asio::post(strand_, [this, link] { qm_->linkDown(link); });
   }
+  // Results that arrive while the engine is busy (a store call a round trip away) wait
+  // here and reach it together: one StoreTxn for all of them (group commit).
   void result(LinkId link, const FetchResult& outcome) override {
-    asio::post(strand_, [this, link, outcome] {
-      qm_->onResult(link, outcome);
+    {
+      std::lock_guard<std::mutex> lk(results_mu_);
+      results_.emplace_back(link, outcome);
+      if (results_posted_) return;
+      results_posted_ = true;
+    }
+    asio::post(strand_, [this] {
+      std::vector<std::pair<LinkId, FetchResult>> batch;
+      {
+        std::lock_guard<std::mutex> lk(results_mu_);
+        batch.swap(results_);
+        results_posted_ = false;
+      }
+      qm_->onResults(batch);
       refresh(false);
     });
   }
@@ -237,6 +251,9 @@ class QmService final : public Service, public BotmLinkHandler {
   std::unique_ptr<QueueManager> qm_;
   std::unique_ptr<IntakeServer> intake_;
   mutable std::mutex mu_;
+  std::mutex results_mu_;  // results_ and results_posted_, from the connection strands
+  std::vector<std::pair<LinkId, FetchResult>> results_;
+  bool results_posted_ = false;
   nlohmann::json snapshot_ = nlohmann::json::object();
   MonoTime last_refresh_{};
   TimerId timer_ = 0;

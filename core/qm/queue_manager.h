@@ -124,6 +124,9 @@ class QueueManager {
   void linkDown(LinkId link);
   // A BOT-M's <result> (lcc::FetchResult, decoded by botm_server.cc).
   void onResult(LinkId link, const FetchResult& outcome);
+  // Results that arrived together (the engine's thread was busy meanwhile): written in
+  // one StoreTxn, one apply per store (group commit), then pump() once.
+  void onResults(const std::vector<std::pair<LinkId, FetchResult>>& results);
   void onDeleted(LinkId link, std::uint64_t id, bool ok, const std::string& reason);
 
   // --- the orphan sweep (queue_manager_sweep.cc, issue 15) ---
@@ -243,6 +246,8 @@ class QueueManager {
     std::vector<std::string> prefixes;
     std::uint64_t quota_files = 0;  // 0: none
     std::uint64_t used_files = 0;   // the PIDB's, kept up with flushProviderDeltas()
+    std::uint64_t quota_bytes = 0;  // 0: none; taken again at every provider refresh
+    std::uint64_t used_bytes = 0;   // the PIDB's, kept up with flushProviderDeltas()
   };
 
   // What one walk of a ready set's list came to (dispatch).
@@ -295,6 +300,25 @@ class QueueManager {
   void reloadTables(const std::vector<PSetRecord>& lists);
   // dispatch (queue_manager_dispatch.cc)
   bool dispatchOne(ProviderId pid);  // false: nothing more can go now
+  // The head rows (QPSDB list, QDB row, LCC DB record) of the providers pump() is likely
+  // to pick, read in one batch per store before its turns: a store a round trip away
+  // pays three per pump(), not three per fetch (only on a store whose openInfo() says
+  // `remote`). Dropped at the end of pump() and at every write (finishTxn()), so what is
+  // used is what the stores hold.
+  struct ReadsAhead {
+    std::map<PSetId, std::optional<PSetRecord>> psets;  // (pset, kSlotNow)
+    std::unordered_map<std::string, std::optional<QueueEntry>> entries;
+    std::unordered_map<std::string, std::optional<ContentRecord>> records;
+    void clear() {
+      psets.clear();
+      entries.clear();
+      records.clear();
+    }
+  };
+  Status readAhead();
+  Result<std::optional<PSetRecord>> headPSet(PSetId pset);
+  Result<std::optional<QueueEntry>> headEntry(const std::string& key);
+  Result<std::optional<ContentRecord>> headRecord(const std::string& key);
   Walk walkReadySet(ProviderId pid, PSetId pset, WallTime now, TimeSlot cur_slot);
   bool holdForRetry(ProviderId pid);  // the head row is bad and its retry time has not come
   // false: a store read failed (routed); nothing was sent
@@ -305,6 +329,16 @@ class QueueManager {
   // `counted`: whether its outcome was counted; counted once, by the first try that
   // gets that far (a held result is written again, queue_manager_store_busy.cc).
   Status handleResult(const InFlight& f, const FetchResult& o, bool& counted);
+  // What a result did inside a StoreTxn not yet committed (stageResult), and what is left
+  // once it committed (finishResult: the PIDB error list, the scheduler).
+  struct StagedResult {
+    ResultAction action;
+    std::optional<QueueEntry> row;
+    bool landed = false;  // a held result whose earlier commit landed: nothing written
+  };
+  void writeResults(std::vector<HeldResult>& group);
+  Result<StagedResult> stageResult(StoreTxn& t, const InFlight& f, const FetchResult& o, bool& counted);
+  Status finishResult(const InFlight& f, const FetchResult& o, const StagedResult& st);
   void countResult(const FetchResult& o, const ResultAction& a);
   Status writeResult(StoreTxn& t, const InFlight& f, const FetchResult& o, const ResultAction& a,
                      std::optional<QueueEntry>& row, const std::optional<ContentRecord>& old, WallTime now);
@@ -367,6 +401,7 @@ class QueueManager {
   std::unordered_map<ProviderId, std::uint64_t> unapplied_urls_;  // acked, not yet applied (queued_mu_)
   FetchRates rates_;  // results by provider (fetchRate)
   std::unordered_map<ProviderId, ProviderInfo> provider_info_;
+  ReadsAhead reads_ahead_;  // valid during one pump() (dispatch)
   std::unordered_map<ProviderId, std::optional<std::uint64_t>> claimed_;  // metaClaimedKey, read lazily (nullopt: none kept)
   std::unordered_set<ProviderId> removed_;  // removed by refreshProviders(): held, late rows dropped
   std::unordered_map<std::string, std::uint64_t> uns_seen_;

@@ -57,6 +57,10 @@ void QueueManager::pump() {
   // provider out of the eligible ones (blocked, delayed, its sets moved to a slot); a
   // QPSDB rebuild (a list pointing at a missing row) may put each back once.
   const std::uint64_t bound = sched_.limit() + 2 * sched_.providerCount() + 2;
+  if (Status s = readAhead(); !s.isOk()) {
+    reads_ahead_.clear();
+    return storeFailed(s);
+  }
   for (std::uint64_t turn = 0;; ++turn) {
     if (!LCC_INVARIANT(turn <= bound, "qm: pump() ends within the in-flight limit plus two turns per provider")) break;
     auto pid = sched_.pick();
@@ -66,6 +70,49 @@ void QueueManager::pump() {
     // either way; trying the same head again would only repeat the error.
     if (!dispatchOne(*pid)) break;
   }
+  reads_ahead_.clear();
+}
+
+Status QueueManager::readAhead() {
+  reads_ahead_.clear();
+  const std::uint64_t room = sched_.limit() > sched_.inFlight() ? sched_.limit() - sched_.inFlight() : 0;
+  const std::vector<ProviderId> pids = sched_.candidates(static_cast<std::size_t>(room));
+  // One pick: its own reads are as many. A local store: reading ahead only adds work.
+  if (pids.size() < 2 || !deps_.queue->openInfo().remote) return Status::ok();
+  std::vector<std::pair<PSetId, TimeSlot>> lists;
+  for (ProviderId pid : pids) {
+    const std::vector<PSetId> sets = sched_.readySets(pid);
+    if (!sets.empty()) lists.emplace_back(sets.front(), kSlotNow);
+  }
+  LCC_ASSIGN_OR_RETURN(auto psets, deps_.queue->getPSets(lists));
+  std::vector<std::string> heads;
+  for (std::size_t i = 0; i < lists.size() && i < psets.size(); ++i) {
+    if (psets[i] && !psets[i]->first.empty()) heads.push_back(psets[i]->first);
+    reads_ahead_.psets.emplace(lists[i].first, std::move(psets[i]));
+  }
+  if (heads.empty()) return Status::ok();
+  LCC_ASSIGN_OR_RETURN(auto rows, deps_.queue->getEntries(heads));
+  LCC_ASSIGN_OR_RETURN(auto records, deps_.content->getMany(heads));
+  for (std::size_t i = 0; i < heads.size(); ++i) {
+    if (i < rows.size()) reads_ahead_.entries.emplace(heads[i], std::move(rows[i]));
+    if (i < records.size()) reads_ahead_.records.emplace(heads[i], std::move(records[i]));
+  }
+  return Status::ok();
+}
+
+Result<std::optional<PSetRecord>> QueueManager::headPSet(PSetId pset) {
+  if (auto it = reads_ahead_.psets.find(pset); it != reads_ahead_.psets.end()) return it->second;
+  return deps_.queue->getPSet(pset, kSlotNow);
+}
+
+Result<std::optional<QueueEntry>> QueueManager::headEntry(const std::string& key) {
+  if (auto it = reads_ahead_.entries.find(key); it != reads_ahead_.entries.end()) return it->second;
+  return deps_.queue->getEntry(key);
+}
+
+Result<std::optional<ContentRecord>> QueueManager::headRecord(const std::string& key) {
+  if (auto it = reads_ahead_.records.find(key); it != reads_ahead_.records.end()) return it->second;
+  return deps_.content->get(key);
 }
 
 bool QueueManager::dispatchOne(ProviderId pid) {
@@ -88,7 +135,7 @@ bool QueueManager::dispatchOne(ProviderId pid) {
 }
 
 QueueManager::Walk QueueManager::walkReadySet(ProviderId pid, PSetId pset, WallTime now, TimeSlot cur_slot) {
-  auto rec = deps_.queue->getPSet(pset, kSlotNow);
+  auto rec = headPSet(pset);
   if (!rec.isOk()) {
     storeFailed(rec.status());
     return Walk::kStop;
@@ -99,7 +146,7 @@ QueueManager::Walk QueueManager::walkReadySet(ProviderId pid, PSetId pset, WallT
   }
   std::string cur = rec.value()->first;
   while (!cur.empty()) {
-    auto row = deps_.queue->getEntry(cur);
+    auto row = headEntry(cur);
     if (!row.isOk()) {
       storeFailed(row.status());
       return Walk::kStop;
@@ -174,7 +221,7 @@ bool QueueManager::sendFetch(ProviderId pid, PSetId pset, LinkId link, const std
     }
     order.redirect_prefixes = info->prefixes;
   }
-  auto content = deps_.content->get(key);
+  auto content = headRecord(key);
   if (!content.isOk()) {
     storeFailed(content.status().withContext("content store"));
     return false;

@@ -11,6 +11,9 @@
 namespace lcc::qm {
 
 namespace {
+
+// URLs of a set whose QDB rows and LCC DB records are read in one batch (applyUrls()).
+constexpr std::size_t kPrefetchUrls = 512;
 constexpr std::uint64_t kLocalStream = 1ull << 63;  // stream numbers of submit()
 constexpr std::size_t kMaxRefusedIds = 4096;         // refused ids kept per UNS
 }  // namespace
@@ -280,6 +283,8 @@ Result<QueueManager::ProviderInfo> QueueManager::readProviderInfo(ProviderId pid
       info.prefixes = r.value()->prefixes;
       info.quota_files = r.value()->quota_files;
       info.used_files = r.value()->used_files;
+      info.quota_bytes = r.value()->quota_bytes;
+      info.used_bytes = r.value()->used_bytes;
     }
   }
   provider_info_[pid] = info;
@@ -319,7 +324,20 @@ Status QueueManager::applyUrls(ApplyGroup& g, const std::vector<UrlNotice>& urls
   const ProviderId pid = run.header.pid;
   armFileQuota(g, run);
   const bool full = run.header.kind == SetKind::kFull;
-  for (const auto& u0 : urls) {
+  // The rows and records of the next URLs, read in one batch per store (a store a round
+  // trip away must not pay two per URL); again after a flush, which empties the overlay.
+  std::size_t fetched_to = deps_.queue->openInfo().remote ? 0 : urls.size();  // local: read as they come
+  for (std::size_t i = 0; i < urls.size(); ++i) {
+    if (i >= fetched_to) {
+      fetched_to = std::min(urls.size(), i + kPrefetchUrls);
+      std::vector<std::string> keys;
+      for (std::size_t k = i; k < fetched_to; ++k) keys.push_back(encodeUrlKey(UrlKey{pid, urls[k].key.url, urls[k].key.mime}));
+      if (Status s = g.txn.prefetch(keys); !s.isOk()) {
+        storeFailed(s);
+        return s;
+      }
+    }
+    const UrlNotice& u0 = urls[i];
     const UrlNotice* u = &u0;
     UrlNotice fixed;
     if (u0.key.pid != pid) {
@@ -344,7 +362,10 @@ Status QueueManager::applyUrls(ApplyGroup& g, const std::vector<UrlNotice>& urls
       return s;
     }
     ++run.done;
-    if (g.txn.pendingOps() >= options_.apply_batch_ops) LCC_RETURN_IF_ERROR(flushGroup(g));
+    if (g.txn.pendingOps() >= options_.apply_batch_ops) {
+      LCC_RETURN_IF_ERROR(flushGroup(g));
+      if (deps_.queue->openInfo().remote) fetched_to = 0;
+    }
   }
   return Status::ok();
 }
@@ -478,6 +499,7 @@ Status QueueManager::applyStreamed(ApplyGroup& g, const IntakeHeader& header, Jo
   return endApply(g);
 }
 Status QueueManager::finishTxn(StoreTxn& t) {
+  reads_ahead_.clear();  // what dispatch read ahead may be what this changes
   const auto claimed = writeClaimed(t);  // with the rows that changed it
   Status s = t.commit();
   if (!s.isOk()) {

@@ -90,6 +90,8 @@ void QueueManager::flushProviderDeltas() {
     if (auto info = provider_info_.find(pid); info != provider_info_.end()) {
       info->second.used_files = static_cast<std::uint64_t>(
           std::max<std::int64_t>(0, static_cast<std::int64_t>(info->second.used_files) + u.files));
+      info->second.used_bytes = static_cast<std::uint64_t>(
+          std::max<std::int64_t>(0, static_cast<std::int64_t>(info->second.used_bytes) + u.bytes));
     }
   }
   usage_pending_.clear();

@@ -35,6 +35,7 @@ void QueueManager::refreshProviders() {
       lite.state = r.state;
       lite.priority = r.priority;
       lite.bandwidth = r.bandwidth;
+      lite.quota_bytes = r.quota_bytes;
       changed.push_back(std::move(lite));
     }
     return true;
@@ -58,6 +59,7 @@ void QueueManager::applyProviderState(const ProviderRecord& r) {
   const bool removing = isProviderRemoving(r.state);
   if (r.state == ProviderState::kPending && !sched_.hasProvider(pid)) return;  // nothing queued yet
   auto& info = provider_info_[pid];
+  info.quota_bytes = r.quota_bytes;  // an administrator's change counts from this refresh
   if (!sched_.hasProvider(pid) || info.priority != r.priority || info.bandwidth != r.bandwidth) {
     info.priority = r.priority;
     info.bandwidth = r.bandwidth;

@@ -208,6 +208,7 @@ class ListRebuilder {
 }  // namespace
 
 Status QueueManager::rebuildPSets() {
+  reads_ahead_.clear();  // the lists change under dispatch
   QueueBatch b;
   ListRebuilder rebuilder(b, [this](ProviderId pid) { return providerInfo(pid).priority; });
   LCC_RETURN_IF_ERROR(deps_.queue->scanEntries([&](const QueueEntry& e) {

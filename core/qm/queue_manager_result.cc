@@ -9,18 +9,22 @@
 
 namespace lcc::qm {
 
-void QueueManager::onResult(LinkId link, const FetchResult& o) {
-  auto it = inflight_.find(o.id);
-  if (it == inflight_.end()) {
-    spdlog::warn("qm: result for unknown fetch id {} from link {}", o.id, link);
-    return;
-  }
-  InFlight f = std::move(it->second);
-  inflight_.erase(it);
-  inflight_keys_.erase(f.key);
-  links_.fetchEnded(f.link);
-  sched_.hostDone(f.host);  // whatever the result does: the host has room again
-  if (failed_.isOk()) {
+void QueueManager::onResult(LinkId link, const FetchResult& o) { onResults({{link, o}}); }
+
+void QueueManager::onResults(const std::vector<std::pair<LinkId, FetchResult>>& results) {
+  std::vector<HeldResult> group;
+  for (const auto& [link, o] : results) {
+    auto it = inflight_.find(o.id);
+    if (it == inflight_.end()) {
+      spdlog::warn("qm: result for unknown fetch id {} from link {}", o.id, link);
+      continue;
+    }
+    InFlight f = std::move(it->second);
+    inflight_.erase(it);
+    inflight_keys_.erase(f.key);
+    links_.fetchEnded(f.link);
+    sched_.hostDone(f.host);  // whatever the result does: the host has room again
+    if (!failed_.isOk()) continue;
     FetchResult checked = o;
     if (checked.ok() && !checked.unchanged && checked.filename.empty()) {
       // A success that names no file cannot be stored: retry it like an internal error.
@@ -28,16 +32,40 @@ void QueueManager::onResult(LinkId link, const FetchResult& o) {
       checked.code = ErrorCode::kInternal;
       checked.message = "result without a file";
     }
-    bool counted = false;
-    Status s = handleResult(f, checked, counted);
-    if (s.isBusy()) {
-      holdResult(f, checked, counted, s);  // written again later; the provider stays in flight
-    } else {
-      routeStoreError(s);
-    }
+    group.push_back(HeldResult{std::move(f), std::move(checked), false});
   }
+  if (!group.empty()) writeResults(group);
   updateOverload();
   pump();
+}
+
+// Every result of `group` in one StoreTxn: their rows, records and lists read in one
+// batch per store, one apply per store (group commit; a store a round trip away pays
+// a fixed number of them per group, not per URL). A Busy store holds them all.
+void QueueManager::writeResults(std::vector<HeldResult>& group) {
+  StoreTxn t(*deps_.queue, *deps_.content, seq_);
+  std::vector<std::string> keys;
+  std::vector<std::pair<PSetId, TimeSlot>> lists;
+  for (const auto& h : group) {
+    keys.push_back(h.f.key);
+    lists.emplace_back(h.f.pset, kSlotNow);
+  }
+  // A remote store answers them in one round trip each; a local one as cheaply one by one.
+  Status s = deps_.queue->openInfo().remote ? t.prefetch(keys) : Status::ok();
+  if (s.isOk() && deps_.queue->openInfo().remote) s = t.prefetchPSets(lists);
+  std::vector<StagedResult> staged;
+  for (std::size_t i = 0; s.isOk() && i < group.size(); ++i) {
+    auto st = stageResult(t, group[i].f, group[i].o, group[i].counted);
+    s = st.status();
+    if (s.isOk()) staged.push_back(std::move(st).value());
+  }
+  if (s.isOk()) s = finishTxn(t);
+  if (s.isBusy()) {
+    for (auto& h : group) holdResult(h.f, h.o, h.counted, s);  // written again later, in flight till then
+    return;
+  }
+  if (!s.isOk()) return routeStoreError(s);
+  for (std::size_t i = 0; i < group.size(); ++i) routeStoreError(finishResult(group[i].f, group[i].o, staged[i]));
 }
 
 namespace {
@@ -89,9 +117,18 @@ ContentRecord refreshedRecord(StoreTxn& t, ContentRecord r, const UrlNotice& n, 
 }  // namespace
 
 Status QueueManager::handleResult(const InFlight& f, const FetchResult& o, bool& counted) {
-  const WallTime now = deps_.clock->now();
   StoreTxn t(*deps_.queue, *deps_.content, seq_);
-  LCC_ASSIGN_OR_RETURN(auto row, t.entry(f.key));
+  LCC_ASSIGN_OR_RETURN(StagedResult st, stageResult(t, f, o, counted));
+  LCC_RETURN_IF_ERROR(finishTxn(t));
+  return finishResult(f, o, st);
+}
+
+Result<QueueManager::StagedResult> QueueManager::stageResult(StoreTxn& t, const InFlight& f, const FetchResult& o,
+                                                             bool& counted) {
+  const WallTime now = deps_.clock->now();
+  StagedResult st;
+  LCC_ASSIGN_OR_RETURN(st.row, t.entry(f.key));
+  const auto& row = st.row;
   ResultEvent ev;
   ev.ok = o.ok();
   ev.unchanged = o.unchanged;
@@ -112,7 +149,9 @@ Status QueueManager::handleResult(const InFlight& f, const FetchResult& o, bool&
     if (cur && !cur->deleted && cur->machine == o.machine && cur->filename == o.filename) {
       ResultEvent landed = ev;
       landed.row = RowState::kCurrent;
-      return afterResult(f.pid, decideResult(landed, rules));
+      st.action = decideResult(landed, rules);
+      st.landed = true;
+      return st;
     }
   }
   std::optional<ContentRecord> old;
@@ -123,7 +162,8 @@ Status QueueManager::handleResult(const InFlight& f, const FetchResult& o, bool&
   if (ev.has_file && (ev.row == RowState::kCurrent || ev.row == RowState::kNewer)) {
     LCC_ASSIGN_OR_RETURN(ev.over_quota, overQuota(t, f.pid, f.key, o.size));
   }
-  const ResultAction a = decideResult(ev, rules);
+  st.action = decideResult(ev, rules);
+  const ResultAction& a = st.action;
   if (!counted) {
     counted = true;
     countResult(o, a);
@@ -136,11 +176,14 @@ Status QueueManager::handleResult(const InFlight& f, const FetchResult& o, bool&
     // unlink the new content.
     t.removeDelete(o.machine, o.filename);
   }
-  LCC_RETURN_IF_ERROR(writeResult(t, f, o, a, row, old, now));
-  LCC_RETURN_IF_ERROR(finishTxn(t));
+  LCC_RETURN_IF_ERROR(writeResult(t, f, o, a, st.row, old, now));
+  return st;
+}
+
+Status QueueManager::finishResult(const InFlight& f, const FetchResult& o, const StagedResult& st) {
   // Final: into the PIDB error list, once the txn committed (a Busy one is written again).
-  if (a.verdict == ResultVerdict::kGiveUp) recordError(f.pid, row->notice, o, a.code);
-  return afterResult(f.pid, a);
+  if (!st.landed && st.action.verdict == ResultVerdict::kGiveUp) recordError(f.pid, st.row->notice, o, st.action.code);
+  return afterResult(f.pid, st.action);
 }
 
 Status QueueManager::afterResult(ProviderId pid, const ResultAction& a) {
@@ -156,17 +199,19 @@ Status QueueManager::afterResult(ProviderId pid, const ResultAction& a) {
 
 Result<bool> QueueManager::overQuota(StoreTxn& t, ProviderId pid, const std::string& key, std::uint64_t size) {
   if (!deps_.providers) return false;
-  auto rec = deps_.providers->get(pid);
-  if (!rec.isOk()) return rec.status().withContext("provider store");
-  if (!rec.value() || rec.value()->quota_bytes == 0) return false;
-  // Stored bytes: the PIDB's (flushed at checkpoints) plus what changed since, less
-  // what this body replaces.
-  std::int64_t used = static_cast<std::int64_t>(rec.value()->used_bytes);
+  // The PIDB record as the QM holds it (read once, quota_bytes taken again at every
+  // provider refresh, used_bytes kept up at checkpoints): no PIDB read per result.
+  LCC_ASSIGN_OR_RETURN(ProviderInfo info, readProviderInfo(pid));
+  if (info.quota_bytes == 0) return false;
+  // Stored bytes: the PIDB's (flushed at checkpoints) plus what changed since (and in
+  // this txn, which may hold other results of the provider), less what this body replaces.
+  std::int64_t used = static_cast<std::int64_t>(info.used_bytes);
   if (auto it = usage_pending_.find(pid); it != usage_pending_.end()) used += it->second.bytes;
+  if (auto it = t.effects.usage_delta.find(pid); it != t.effects.usage_delta.end()) used += it->second.bytes;
   LCC_ASSIGN_OR_RETURN(auto old, t.content(key));
   if (old && !old->deleted) used -= static_cast<std::int64_t>(old->size);
   const auto after = static_cast<std::uint64_t>(std::max<std::int64_t>(0, used)) + size;
-  return after > rec.value()->quota_bytes;
+  return after > info.quota_bytes;
 }
 
 void QueueManager::countResult(const FetchResult& o, const ResultAction& a) {

@@ -104,6 +104,12 @@ std::optional<ProviderId> Scheduler::pick() const {
   return std::get<2>(*eligible_.begin());
 }
 
+std::vector<ProviderId> Scheduler::candidates(std::size_t n) const {
+  std::vector<ProviderId> out;
+  for (auto it = eligible_.begin(); it != eligible_.end() && out.size() < n; ++it) out.push_back(std::get<2>(*it));
+  return out;
+}
+
 void Scheduler::dispatched(ProviderId pid, const std::string& host) {
   Provider& p = get(pid);
   p.in_flight += 1;

@@ -87,6 +87,9 @@ class Scheduler {
   // The provider that should get the next free fetch slot, or nullopt when the cap is
   // reached or nobody is eligible.
   std::optional<ProviderId> pick() const;
+  // The first `n` eligible providers in pick() order (what the next picks are likely to
+  // be, with no fetch ending meanwhile): their rows are read in one batch (dispatch).
+  std::vector<ProviderId> candidates(std::size_t n) const;
   void dispatched(ProviderId pid, const std::string& host);
   // The provider had nothing to hand out (every ready URL already in flight): not
   // eligible again until one of its fetches ends or a set arrives.

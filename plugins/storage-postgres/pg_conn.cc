@@ -124,6 +124,12 @@ std::string PgResult::bytes(int row, int col) const {
   return std::string(PQgetvalue(r_, row, col), static_cast<std::size_t>(PQgetlength(r_, row, col)));
 }
 
+std::unordered_map<std::string, int> PgResult::rowsBy(int col) const {
+  std::unordered_map<std::string, int> out;
+  for (int i = 0; i < rows(); ++i) out.emplace(bytes(i, col), i);
+  return out;
+}
+
 // --- PgConn --------------------------------------------------------------------------
 
 Status statusFromSqlState(const char* sqlstate, std::string message) {

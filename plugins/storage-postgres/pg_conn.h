@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "lcc/status.h"
@@ -84,6 +85,9 @@ class PgResult {
   std::optional<std::string> optBytes(int row, int col) const {
     return isNull(row, col) ? std::nullopt : std::optional<std::string>(bytes(row, col));
   }
+  // Rows by the bytes of column `col` (a key): which row answers which key of a
+  // `WHERE key = ANY($1)` read, whatever order the server returned them in.
+  std::unordered_map<std::string, int> rowsBy(int col) const;
 
  private:
   PGresult* r_;

@@ -362,6 +362,23 @@ Result<std::optional<ContentRecord>> PgContentStore::get(std::string_view encode
   return rec;
 }
 
+Result<std::vector<std::optional<ContentRecord>>> PgContentStore::getMany(const std::vector<std::string>& keys) {
+  std::vector<std::optional<ContentRecord>> out(keys.size());
+  if (keys.empty()) return out;
+  std::vector<std::optional<std::string>> arr(keys.begin(), keys.end());
+  LCC_ASSIGN_OR_RETURN(Reader r, acquire());
+  LCC_ASSIGN_OR_RETURN(PgResult res, r->run("SELECT " LCC_LCC_COLS " FROM lcc WHERE key = ANY($1)",
+                                            PgParams().bytesArray(arr)));
+  const auto row_of = res.rowsBy(0);
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    auto it = row_of.find(keys[k]);
+    if (it == row_of.end()) continue;
+    out[k] = recordFromRow(res, it->second);
+    if (!out[k]) return Status::corruption(r->what() + ": the LCC DB row of this key does not decode");
+  }
+  return out;
+}
+
 Result<bool> PgContentStore::scanChunk(const std::function<Result<PgResult>(PgConn&)>& read,
                                        const ContentFilter* filter,
                                        const std::function<bool(const ContentRecord&)>& fn, std::string* after_key,

@@ -41,6 +41,7 @@ class PgContentStore final : public ContentStore {
   Status close() override;
 
   Result<std::optional<ContentRecord>> get(std::string_view encoded_key) override;
+  Result<std::vector<std::optional<ContentRecord>>> getMany(const std::vector<std::string>& keys) override;
   Status scanProvider(ProviderId pid, const std::function<bool(const ContentRecord&)>& fn) override;
   Status scanSince(ChangeSeq after, const ContentFilter& filter,
                    const std::function<bool(const ContentRecord&)>& fn) override;

@@ -287,6 +287,23 @@ Result<std::optional<QueueEntry>> PgQueueStore::getEntry(std::string_view key) {
   return e;
 }
 
+Result<std::vector<std::optional<QueueEntry>>> PgQueueStore::getEntries(const std::vector<std::string>& keys) {
+  LCC_RETURN_IF_ERROR(readable());
+  std::vector<std::optional<QueueEntry>> out(keys.size());
+  if (keys.empty()) return out;
+  std::vector<std::optional<std::string>> arr(keys.begin(), keys.end());
+  LCC_ASSIGN_OR_RETURN(PgResult r, conn_->run("SELECT " LCC_QDB_COLS " FROM qdb WHERE key = ANY($1)",
+                                              PgParams().bytesArray(arr)));
+  const auto row_of = r.rowsBy(0);
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    auto it = row_of.find(keys[k]);
+    if (it == row_of.end()) continue;
+    out[k] = entryFromRow(r, it->second);
+    if (!out[k]) return Status::corruption(conn_->what() + ": the QDB row of this key does not decode");
+  }
+  return out;
+}
+
 Status PgQueueStore::scanEntries(const std::function<bool(const QueueEntry&)>& fn) {
   LCC_RETURN_IF_ERROR(readable());
   std::string after;  // every encoded key is longer than ""
@@ -320,6 +337,29 @@ Result<std::optional<PSetRecord>> PgQueueStore::getPSet(PSetId pset, TimeSlot sl
   auto p = psetFromRow(r, 0);
   if (!p) return Status::corruption(conn_->what() + ": the QPSDB row does not decode");
   return p;
+}
+
+Result<std::vector<std::optional<PSetRecord>>> PgQueueStore::getPSets(
+    const std::vector<std::pair<PSetId, TimeSlot>>& lists) {
+  LCC_RETURN_IF_ERROR(readable());
+  std::vector<std::optional<PSetRecord>> out(lists.size());
+  if (lists.empty()) return out;
+  std::vector<std::optional<std::int64_t>> ps, sl;
+  for (const auto& [pset, slot] : lists) {
+    ps.emplace_back(static_cast<std::int64_t>(pset));
+    sl.emplace_back(slot);
+  }
+  LCC_ASSIGN_OR_RETURN(PgResult r, conn_->run("SELECT " LCC_QPSDB_COLS " FROM qpsdb WHERE (pset, slot) IN "
+                                              "(SELECT * FROM unnest($1, $2))",
+                                              PgParams().i64Array(ps).i64Array(sl)));
+  for (int i = 0; i < r.rows(); ++i) {
+    auto p = psetFromRow(r, i);
+    if (!p) return Status::corruption(conn_->what() + ": a QPSDB row does not decode");
+    for (std::size_t k = 0; k < lists.size(); ++k) {
+      if (lists[k].first == p->pset && lists[k].second == p->slot) out[k] = *p;
+    }
+  }
+  return out;
 }
 
 Status PgQueueStore::scanPSets(std::optional<TimeSlot> slot, const std::function<bool(const PSetRecord&)>& fn) {

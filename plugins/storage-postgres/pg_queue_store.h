@@ -34,9 +34,11 @@ class PgQueueStore final : public QueueStore {
   Status close() override;
 
   Result<std::optional<QueueEntry>> getEntry(std::string_view key) override;
+  Result<std::vector<std::optional<QueueEntry>>> getEntries(const std::vector<std::string>& keys) override;
   Status scanEntries(const std::function<bool(const QueueEntry&)>& fn) override;
   Result<std::uint64_t> entryCount() override;
   Result<std::optional<PSetRecord>> getPSet(PSetId pset, TimeSlot slot) override;
+  Result<std::vector<std::optional<PSetRecord>>> getPSets(const std::vector<std::pair<PSetId, TimeSlot>>& lists) override;
   Status scanPSets(std::optional<TimeSlot> slot, const std::function<bool(const PSetRecord&)>& fn) override;
   Status scanDeletes(std::optional<std::string> machine,
                      const std::function<bool(const DeleteRequest&)>& fn) override;

@@ -88,6 +88,7 @@ Result<std::unique_ptr<PgConn>> openStore(const StoreOptions& opts, StoreKind ki
   LCC_ASSIGN_OR_RETURN(std::unique_ptr<PgConn> c, connectStore(opts, kind));
   info->engine = "postgres";
   info->persistent = true;
+  info->remote = true;
   info->may_have_lost_synced = false;
   if (opts.read_only || opts.probe) {
     // A reader (maybe on a standby, where nothing can be written) checks only. So does

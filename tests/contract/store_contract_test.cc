@@ -63,6 +63,31 @@ TEST_P(StoreContractTest, QueueEntryPutGetReplaceRemove) {
   EXPECT_TRUE(q->close().isOk());
 }
 
+// getEntries() / getPSets(): several rows in one call (one round trip on a store a
+// network away), answered in the order asked, absent ones nullopt, a key asked twice twice.
+TEST_P(StoreContractTest, QueueBatchReadsAnswerInTheOrderAsked) {
+  auto q = queue();
+  ASSERT_TRUE(q);
+  QueueEntry a = entry(1, "http://a/x.htm"), b = entry(2, "http://b/y.htm");
+  QueueBatch batch;
+  batch.putEntry(a);
+  batch.putEntry(b);
+  batch.putPSet(pset(7, kSlotNow));
+  batch.putPSet(pset(7, 3));
+  ASSERT_TRUE(q->apply(batch).isOk());
+  const std::string ka = encodeUrlKey(a.notice.key), kb = encodeUrlKey(b.notice.key);
+  const std::string absent = encodeUrlKey({1, "http://a/none", "text/html"});
+  auto rows = q->getEntries({kb, absent, ka, kb});
+  ASSERT_TRUE(rows.isOk()) << rows.status().toString();
+  EXPECT_EQ(rows.value(), (std::vector<std::optional<QueueEntry>>{b, std::nullopt, a, b}));
+  EXPECT_TRUE(q->getEntries({}).value().empty());
+  auto lists = q->getPSets({{7, 3}, {8, kSlotNow}, {7, kSlotNow}});
+  ASSERT_TRUE(lists.isOk()) << lists.status().toString();
+  EXPECT_EQ(lists.value(),
+            (std::vector<std::optional<PSetRecord>>{pset(7, 3), std::nullopt, pset(7, kSlotNow)}));
+  EXPECT_TRUE(q->close().isOk());
+}
+
 TEST_P(StoreContractTest, QueueBatchAppliesInOrder) {
   auto q = queue();
   ASSERT_TRUE(q);
@@ -286,6 +311,27 @@ TEST_P(StoreContractTest, ContentPutGetEveryField) {
   EXPECT_EQ(c->get(encodeUrlKey({1, "http://a/x", "text/plain"})).value(), std::nullopt);
   EXPECT_EQ(c->count().value(), 3u);
   EXPECT_EQ(c->maxSeq().value(), 3u);
+  EXPECT_TRUE(c->close().isOk());
+}
+
+// getMany(): several records in one call, in the order asked (tombstones too).
+TEST_P(StoreContractTest, ContentGetManyAnswersInTheOrderAsked) {
+  auto c = content();
+  ASSERT_TRUE(c);
+  ContentRecord x = record(1, "http://a/x", 1), gone = record(1, "http://a/g", 2);
+  gone.deleted = true;
+  ContentBatch batch;
+  batch.put(x);
+  batch.put(gone);
+  ASSERT_TRUE(c->apply(batch).isOk());
+  const std::string absent = encodeUrlKey({2, "http://a/x", "text/html"});
+  auto got = c->getMany({encodeUrlKey(gone.key), absent, encodeUrlKey(x.key)});
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  EXPECT_EQ(got.value(), (std::vector<std::optional<ContentRecord>>{c->get(encodeUrlKey(gone.key)).value(),
+                                                                    std::nullopt, x}));
+  ASSERT_TRUE(got.value()[0]);
+  EXPECT_TRUE(got.value()[0]->deleted);
+  EXPECT_TRUE(c->getMany({}).value().empty());
   EXPECT_TRUE(c->close().isOk());
 }
 

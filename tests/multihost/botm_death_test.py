@@ -45,9 +45,7 @@ def args_parse():
 
 def make_nodes(a, bed):
     def node(name, roles, listen, extra):
-        host = bed.add_host(name, ADDR[name])
-        text = lccnode.node_config(os.path.join(bed.workdir, name), name, roles, listen, {}, a.plugins, extra)
-        return lccnode.LccNode(a, bed, host, name, text, HTTP_PORT)
+        return lccnode.bed_node(a, bed, name, ADDR[name], roles, listen, {}, extra, HTTP_PORT)
     central = node("central", ["uns", "qm", "cu"],
                    {"uns": f"{ADDR['central']}:{UNS_PORT}", "botm": f"{ADDR['central']}:{BOTM_PORT}",
                     "http": f"0.0.0.0:{HTTP_PORT}"},

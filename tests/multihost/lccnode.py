@@ -4,6 +4,7 @@ LccNode is one lccd in one bed host, with its own work folder (`<bed>/<name>`), 
 and log; Sender is one provider's loop of `lcc cp send` from a CP host to one or more
 UNS nodes, recording every send and what it answered.
 """
+import argparse
 import json
 import os
 import re
@@ -18,6 +19,18 @@ import bed as bedlib
 # libpq: give up on a dead server in seconds rather than TCP's minutes (a cut link
 # answers nothing; without these an unanswered statement waits for TCP to give up).
 PG_TIMEOUTS = "keepalives_idle=2 keepalives_interval=1 keepalives_count=3 tcp_user_timeout=5000"
+
+
+def arg_parser(providers, urls, sets):
+    """The options every sending scenario takes: --bin, --plugins, and the load
+    (--providers, --urls per set, --sets per provider after its first full set)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--plugins", required=True)
+    ap.add_argument("--providers", type=int, default=providers)
+    ap.add_argument("--urls", type=int, default=urls, help="URLs in each set")
+    ap.add_argument("--sets", type=int, default=sets, help="sets per provider after its first full set")
+    return ap
 
 
 def pg_store(conninfo, read_only=False, extra=""):
@@ -102,6 +115,13 @@ class LccNode:
         return set(self.cu_records()[0])
 
 
+def bed_node(a, bed, name, addr, roles, listen, stores, extra="", http_port=7780):
+    """A new host `name` at `addr` in `bed` and its LccNode (machine id = name)."""
+    host = bed.add_host(name, addr)
+    text = node_config(os.path.join(bed.workdir, name), name, roles, listen, stores, a.plugins, extra)
+    return LccNode(a, bed, host, name, text, http_port)
+
+
 class Sender:
     """One provider's sets, sent with `lcc cp send` from host `cp` by `node`'s lcc, to the
     UNS addresses in `uns` in turn; every send is recorded as (start, end, rc, urls, output)."""
@@ -150,6 +170,26 @@ class Sender:
     def start(self, deadline, max_sets=500):
         self.thread = threading.Thread(target=self.loop, args=(deadline, max_sets), daemon=True)
         self.thread.start()
+
+
+def send_all(senders, sets, window=60.0, first_must_ack=True):
+    """Each sender: its first set full (asserted acked unless first_must_ack is False),
+    then `sets` more, all senders at once, for at most `window` seconds. Returns the
+    acked sends; prints how many were not acked and why (the first five)."""
+    for s in senders:
+        ok = s.send(0, full=True)
+        assert ok or not first_must_ack, f"the first full set of provider {s.index}: {s.sends[-1]}"
+    deadline = time.monotonic() + window
+    for s in senders:
+        s.start(deadline, max_sets=1 + sets)
+    for s in senders:
+        s.thread.join(timeout=window + 30)
+    acked = [x for s in senders for x in s.acked()]
+    failed = [x for s in senders for x in s.sends if x not in acked]
+    print(f"sends: {len(acked)} acked, {len(failed)} not acked", flush=True)
+    for x in failed[:5]:
+        print(f"  not acked (rc {x[2]}): {x[4].strip()[:200]}")
+    return acked, failed
 
 
 def acked_all(out, n):

@@ -213,8 +213,7 @@ def db_conninfo(a, bed, cl):
 
 
 def setup(a, bed):
-    cl = pgcluster.PgCluster(bed, bed.add_host("etcd", ADDR["etcd"]),
-                             [bed.add_host("db1", ADDR["db1"]), bed.add_host("db2", ADDR["db2"])])
+    cl = pgcluster.PgCluster.in_bed(bed, ADDR)
     lcc1, cp, web = (bed.add_host(n, ADDR[n]) for n in ("lcc1", "cp", "web"))
     site = os.path.join(bed.workdir, "site")
     os.makedirs(site)

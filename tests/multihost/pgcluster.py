@@ -110,6 +110,11 @@ class PgCluster:
         self.etcd = None
         self.patroni = {}
 
+    @classmethod
+    def in_bed(cls, bed, addr):
+        """The cluster on new hosts etcd, db1 and db2 of `bed`, at addr[name]."""
+        return cls(bed, bed.add_host("etcd", addr["etcd"]), [bed.add_host(n, addr[n]) for n in ("db1", "db2")])
+
     def start(self, timeout=60):
         os.makedirs(self.dir, exist_ok=True)
         os.chmod(self.dir, 0o755)

@@ -22,12 +22,10 @@ Asserted:
   from qm1's content URL), byte for byte the site's file.
 Exit 77 with one line when namespaces, etcd, Patroni or PostgreSQL are missing.
 """
-import argparse
 import base64
 import os
 import shutil
 import sys
-import time
 import urllib.parse
 import xml.dom.minidom
 
@@ -42,12 +40,7 @@ STORE_STALL, STORE_CAP = 15.0, 120.0
 
 
 def args_parse():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--plugins", required=True)
-    ap.add_argument("--providers", type=int, default=4)
-    ap.add_argument("--urls", type=int, default=6, help="URLs in each set")
-    ap.add_argument("--sets", type=int, default=6, help="sets per provider after its first full set")
+    ap = lccnode.arg_parser(providers=4, urls=6, sets=6)
     a = ap.parse_args()
     if not (2 <= a.providers <= 32 and 1 <= a.urls <= 100 and 2 <= a.sets <= 50):
         ap.error("--providers 2..32, --urls 1..100, --sets 2..50")
@@ -109,22 +102,6 @@ def check_listed(nodes, senders):
     return problems
 
 
-def send_all(a, senders):
-    for s in senders:
-        assert s.send(0, full=True), f"the first full set of provider {s.index}: {s.sends[-1]}"
-    deadline = time.monotonic() + 60
-    for s in senders:
-        s.start(deadline, max_sets=1 + a.sets)
-    for s in senders:
-        s.thread.join(timeout=90)
-    acked = [x for s in senders for x in s.acked()]
-    failed = [x for s in senders for x in s.sends if x not in acked]
-    print(f"sends: {len(acked)} acked, {len(failed)} not acked", flush=True)
-    for x in failed[:5]:
-        print(f"  not acked (rc {x[2]}): {x[4].strip()[:200]}")
-    return acked, failed
-
-
 def check_stored(cu1, cu2, acked):
     """Every acked URL on both CUs; cu2's last_seq never goes back; seqs unique."""
     problems = []
@@ -179,7 +156,7 @@ def main():
     def body(bed):
         qm1, uns, cu1, cu2, senders = setup(a, bed)
         problems = check_listed([cu1, uns[0]], senders)
-        acked, failed = send_all(a, senders)
+        acked, failed = lccnode.send_all(senders, a.sets)
         if failed:
             problems.append(f"{len(failed)} sends not acked")
         problems += check_stored(cu1, cu2, acked)

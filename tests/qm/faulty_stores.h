@@ -8,6 +8,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "lcc/content_store.h"
 #include "lcc/queue_store.h"
@@ -97,6 +99,8 @@ class FaultyQueueStore final : public QueueStore {
     }
   }
   FaultPlan plan;
+  // Says it is a store a network away (StoreOpenInfo::remote): the QM reads ahead.
+  void setRemote(bool on) { info_.remote = on; }
   // A persistent error on some QPSDB rows only (the rest of the store reads fine).
   std::function<bool(PSetId, TimeSlot)> fail_pset;
 
@@ -110,6 +114,18 @@ class FaultyQueueStore final : public QueueStore {
   Result<std::optional<QueueEntry>> getEntry(std::string_view k) override {
     LCC_RETURN_IF_ERROR(plan.read());
     return base_.getEntry(k);
+  }
+  // A batch read is one read (one round trip on a store a network away).
+  Result<std::vector<std::optional<QueueEntry>>> getEntries(const std::vector<std::string>& keys) override {
+    LCC_RETURN_IF_ERROR(plan.read());
+    return base_.getEntries(keys);
+  }
+  Result<std::vector<std::optional<PSetRecord>>> getPSets(const std::vector<std::pair<PSetId, TimeSlot>>& lists) override {
+    LCC_RETURN_IF_ERROR(plan.read());
+    for (const auto& [p, s] : lists) {
+      if (fail_pset && fail_pset(p, s)) return Status::ioError("injected read error of one list");
+    }
+    return base_.getPSets(lists);
   }
   Status scanEntries(const std::function<bool(const QueueEntry&)>& fn) override {
     return unlessInjected(plan.read(), [&] { return base_.scanEntries(fn); });
@@ -154,6 +170,10 @@ class FaultyContentStore final : public ContentStore {
   Result<std::optional<ContentRecord>> get(std::string_view k) override {
     LCC_RETURN_IF_ERROR(plan.read());
     return base_.get(k);
+  }
+  Result<std::vector<std::optional<ContentRecord>>> getMany(const std::vector<std::string>& keys) override {
+    LCC_RETURN_IF_ERROR(plan.read());
+    return base_.getMany(keys);
   }
   Status scanProvider(ProviderId pid, const std::function<bool(const ContentRecord&)>& fn) override {
     return unlessInjected(plan.read(), [&] { return base_.scanProvider(pid, fn); });

@@ -79,6 +79,17 @@ class ContentStore {
   virtual Status close() = 0;
 
   virtual Result<std::optional<ContentRecord>> get(std::string_view encoded_key) = 0;
+  // The records of several keys, in the order of `keys` (nullopt when absent). One
+  // round trip on storage-postgres; get() each by default.
+  virtual Result<std::vector<std::optional<ContentRecord>>> getMany(const std::vector<std::string>& keys) {
+    std::vector<std::optional<ContentRecord>> out;
+    out.reserve(keys.size());
+    for (const auto& k : keys) {
+      LCC_ASSIGN_OR_RETURN(auto r, get(k));
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
   // Every record (tombstones included) of provider `pid`, in key order.
   virtual Status scanProvider(ProviderId pid, const std::function<bool(const ContentRecord&)>& fn) = 0;
   // Records with seq > `after` that match `filter`, in ascending seq order, until `fn`

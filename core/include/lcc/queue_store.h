@@ -80,11 +80,33 @@ class QueueStore {
 
   // QDB row by encoded key; nullopt when absent.
   virtual Result<std::optional<QueueEntry>> getEntry(std::string_view key) = 0;
+  // The QDB rows of several keys, in the order of `keys` (nullopt when absent). A store
+  // a round trip away answers them in one (storage-postgres); the default asks getEntry().
+  virtual Result<std::vector<std::optional<QueueEntry>>> getEntries(const std::vector<std::string>& keys) {
+    std::vector<std::optional<QueueEntry>> out;
+    out.reserve(keys.size());
+    for (const auto& k : keys) {
+      LCC_ASSIGN_OR_RETURN(auto e, getEntry(k));
+      out.push_back(std::move(e));
+    }
+    return out;
+  }
   // Every QDB row, in no particular order (QPSDB rebuild, checks). Stop by returning false.
   virtual Status scanEntries(const std::function<bool(const QueueEntry&)>& fn) = 0;
   virtual Result<std::uint64_t> entryCount() = 0;
 
   virtual Result<std::optional<PSetRecord>> getPSet(PSetId pset, TimeSlot slot) = 0;
+  // The QPSDB rows of several (pset, slot) lists, in the order asked (nullopt when
+  // absent); one round trip on storage-postgres, getPSet() each by default.
+  virtual Result<std::vector<std::optional<PSetRecord>>> getPSets(const std::vector<std::pair<PSetId, TimeSlot>>& lists) {
+    std::vector<std::optional<PSetRecord>> out;
+    out.reserve(lists.size());
+    for (const auto& [pset, slot] : lists) {
+      LCC_ASSIGN_OR_RETURN(auto p, getPSet(pset, slot));
+      out.push_back(std::move(p));
+    }
+    return out;
+  }
   // QPSDB rows with start slot `slot` (all slots when nullopt), ordered by (pset, slot):
   // "SELECT * FROM QPSDB WHERE STARTTIMESLOT = st ORDER BY PSETID".
   virtual Status scanPSets(std::optional<TimeSlot> slot, const std::function<bool(const PSetRecord&)>& fn) = 0;

@@ -15,6 +15,10 @@ struct StoreOpenInfo {
   // True when the store cannot promise that everything it reported synced is still
   // there (an engine repair dropped records, a file was replaced). Raises cache-crash.
   bool may_have_lost_synced = false;
+  // True when every call is a round trip to a server (storage-postgres): the caller
+  // then reads ahead in batches (getEntries, getMany) what it is likely to need; a
+  // local store answers a get as cheaply, and reading ahead would only add work.
+  bool remote = false;
 };
 
 }  // namespace lcc
