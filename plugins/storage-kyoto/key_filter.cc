@@ -16,15 +16,21 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
 
 }  // namespace
 
+// A probe's bit: the 64-bit hash scaled onto [0, bits_) by a multiply (no power-of-two
+// rounding, so the filter is the size asked for: a power of two would double it just past
+// each boundary, 64 MiB instead of 32 for a queue of 16M buckets).
+std::uint64_t KeyFilter::bitOf(std::uint64_t h) const {
+  return static_cast<std::uint64_t>((static_cast<unsigned __int128>(h) * bits_) >> 64);
+}
+
 void KeyFilter::reset(std::uint64_t bits) {
   words_.clear();
   words_.shrink_to_fit();
-  mask_ = 0;
+  bits_ = 0;
   if (bits == 0) return;
-  std::uint64_t n = 64;
-  while (n < bits && n < (1ull << 40)) n <<= 1;
-  words_.assign(n / 64, 0);
-  mask_ = n - 1;
+  bits = std::min<std::uint64_t>(bits, 1ull << 40);
+  words_.assign((bits + 63) / 64, 0);
+  bits_ = words_.size() * 64;
 }
 
 void KeyFilter::add(std::string_view key) {
@@ -32,7 +38,7 @@ void KeyFilter::add(std::string_view key) {
   const std::uint64_t h1 = std::hash<std::string_view>{}(key);
   const std::uint64_t h2 = mix(h1) | 1;
   for (int i = 0; i < kProbes; ++i) {
-    const std::uint64_t bit = (h1 + static_cast<std::uint64_t>(i) * h2) & mask_;
+    const std::uint64_t bit = bitOf(h1 + static_cast<std::uint64_t>(i) * h2);
     words_[bit >> 6] |= 1ull << (bit & 63);
   }
 }
@@ -42,7 +48,7 @@ bool KeyFilter::mayContain(std::string_view key) const {
   const std::uint64_t h1 = std::hash<std::string_view>{}(key);
   const std::uint64_t h2 = mix(h1) | 1;
   for (int i = 0; i < kProbes; ++i) {
-    const std::uint64_t bit = (h1 + static_cast<std::uint64_t>(i) * h2) & mask_;
+    const std::uint64_t bit = bitOf(h1 + static_cast<std::uint64_t>(i) * h2);
     if ((words_[bit >> 6] & (1ull << (bit & 63))) == 0) return false;
   }
   return true;

@@ -16,7 +16,7 @@ namespace lcc::plugins::kyoto {
 
 class KeyFilter {
  public:
-  // Empties the filter and sizes it for `bits` (rounded up to a power of two; 0: off,
+  // Empties the filter and sizes it for `bits` (rounded up to a multiple of 64; 0: off,
   // every key "may be present").
   void reset(std::uint64_t bits);
   bool enabled() const { return !words_.empty(); }
@@ -27,8 +27,9 @@ class KeyFilter {
 
  private:
   static constexpr int kProbes = 4;
+  std::uint64_t bitOf(std::uint64_t h) const;
   std::vector<std::uint64_t> words_;
-  std::uint64_t mask_ = 0;  // bits - 1
+  std::uint64_t bits_ = 0;  // words_.size() * 64
 };
 
 }  // namespace lcc::plugins::kyoto

@@ -64,9 +64,19 @@ function(expect_in what text want)
 endfunction()
 
 # `<bin>/<program> --version` of lccd, lcc and lcc-bot: exit 0, and the lines name the
-# program and version, the commit the build was configured at (COMMIT) and the plugin
-# ABI of core/include/lcc/plugin.h.
+# program and version, the commit the build was configured at and the plugin ABI of
+# core/include/lcc/plugin.h. The commit is read from the build tree's build_info.h when
+# there is one: the test's own build step reconfigures after a commit made since ctest
+# started (the configure depends on git's HEAD), so COMMIT may name the one before.
 function(expect_versions bin)
+  set(info ${BUILD_DIR}/core/app/build_info/build_info.h)
+  if(EXISTS ${info})
+    file(STRINGS ${info} line REGEX "#define LCC_BUILD_COMMIT ")
+    string(REGEX MATCH "\"([^\"]*)\"" _ "${line}")
+    if(NOT CMAKE_MATCH_1 STREQUAL "")
+      set(COMMIT ${CMAKE_MATCH_1})
+    endif()
+  endif()
   file(STRINGS ${SOURCE_DIR}/core/include/lcc/plugin.h abi REGEX "#define LCC_PLUGIN_ABI_(MAJOR|MINOR) ")
   string(REGEX MATCH "MAJOR ([0-9]+)u" _ "${abi}")
   set(major ${CMAKE_MATCH_1})

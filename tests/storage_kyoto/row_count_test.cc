@@ -189,5 +189,16 @@ TEST(KeyFilterTest, NeverAnswersAbsentForAnAddedKeyAndRarelyPresentForAnother) {
   EXPECT_TRUE(f.mayContain("http://filter.test/1"));
 }
 
+// The filter is the size asked for: 16 bits a bucket just past a power of two (a queue
+// rebuilt for a little over 16M buckets) took twice that when the size was rounded up.
+TEST(KeyFilterTest, TakesTheBitsAskedForNotTheNextPowerOfTwo) {
+  plugins::kyoto::KeyFilter f;
+  const std::uint64_t bits = 16ull * ((1ull << 20) + 3);  // 1M + 3 buckets
+  f.reset(bits);
+  EXPECT_EQ(f.bytes(), (bits + 63) / 64 * 8);
+  for (int n = 0; n < 30000; ++n) f.add("http://size.test/" + std::to_string(n));
+  for (int n = 0; n < 30000; ++n) ASSERT_TRUE(f.mayContain("http://size.test/" + std::to_string(n))) << n;
+}
+
 }  // namespace
 }  // namespace lcc::testing
