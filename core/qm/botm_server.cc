@@ -12,6 +12,7 @@
 #include "net/conn_set.h"
 #include "net/local_listeners.h"
 #include "proto/botm_link.h"
+#include "proto/link_frames.h"
 
 namespace lcc::qm {
 
@@ -24,7 +25,11 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
  public:
   // Over TCP: bytes through the link codec.
   BotmConn(std::shared_ptr<net::Connection> conn, LinkId id, const BotmServerOptions& o, BotmLinkHandler& h)
-      : conn_(std::move(conn)), id_(id), options_(o), handler_(h), decoder_(proto::linkLimits(o.max_attribute_length)) {}
+      : conn_(std::move(conn)),
+        id_(id),
+        options_(o),
+        handler_(h),
+        decoder_(proto::linkLimits(o.max_attribute_length), o.frames) {}
   // In process: the messages themselves (net/local_link.h).
   BotmConn(std::shared_ptr<proto::LocalSourceEnd> local, LinkId id, const BotmServerOptions& o, BotmLinkHandler& h)
       : local_(std::move(local)), id_(id), options_(o), handler_(h), decoder_(proto::linkLimits(o.max_attribute_length)) {}
@@ -53,7 +58,7 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
       proto::asOnWire(m);
       local_->send(std::move(m));
     } else {
-      conn_->send(proto::encodeMessage(m));
+      conn_->send(proto::encodeMessage(m, form_));
     }
   }
   // Ends the link after what was sent, with the close of the stream.
@@ -62,7 +67,8 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
       local_->send(proto::LinkEnd{});
       return local_->close(net::CloseReason::kShutdown);
     }
-    conn_->closeAfterFlush(proto::encodeSourceClose(), net::CloseReason::kShutdown);
+    conn_->closeAfterFlush(proto::encodeMessage(proto::SourceMessage{proto::LinkEnd{}}, form_),
+                           net::CloseReason::kShutdown);
   }
   bool local() const { return local_ != nullptr; }
 
@@ -110,8 +116,14 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
       if (up_) return true;
       up_ = true;
       machine_ = h->machine;
-      send(proto::LinkSourceHello{options_.source_name});
-      spdlog::info("qm: BOT-M {} connected from {} (capacity {}, link {})", machine_, peer(), h->capacity, id_);
+      const std::uint32_t frames = local_ ? 0 : proto::agreedFrames(h->frames, options_.frames);
+      send(proto::LinkSourceHello{options_.source_name, frames});
+      if (frames != 0) {  // the BOT-M offered frames: what follows from us is frames
+        conn_->send(proto::encodeFramesSwitch());
+        form_ = proto::LinkForm::kFrames;
+      }
+      spdlog::info("qm: BOT-M {} connected from {} (capacity {}, link {}{})", machine_, peer(), h->capacity, id_,
+                   frames != 0 ? ", compact frames" : "");
       handler_.linkUp(id_, h->machine, h->capacity);
       if (!h->content_url.empty()) noteContentUrl(h->machine, h->content_url);
       return true;
@@ -162,6 +174,7 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
   const BotmServerOptions& options_;
   BotmLinkHandler& handler_;
   proto::BotmStreamDecoder decoder_;
+  proto::LinkForm form_ = proto::LinkForm::kXml;  // what we write: frames once the BOT-M offered them
   std::vector<proto::BotmMessage> msgs_;
   bool up_ = false;
   bool done_ = false;
