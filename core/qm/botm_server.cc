@@ -174,7 +174,9 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
   const BotmServerOptions& options_;
   BotmLinkHandler& handler_;
   proto::BotmStreamDecoder decoder_;
-  proto::LinkForm form_ = proto::LinkForm::kXml;  // what we write: frames once the BOT-M offered them
+  // What we write: frames once the BOT-M offered them. Set on the connection's strand
+  // before linkUp(); send() may run on the engine's thread.
+  std::atomic<proto::LinkForm> form_{proto::LinkForm::kXml};
   std::vector<proto::BotmMessage> msgs_;
   bool up_ = false;
   bool done_ = false;
