@@ -25,6 +25,12 @@ std::string checkUnsQmProperties(std::string_view data);
 // botm_link: the BOT-M's source-stream decoder and the QM's BOT-M-stream decoder;
 // what was decoded, encoded again and decoded, encodes to the same bytes.
 std::string checkBotmLinkProperties(std::string_view data);
+// link_frames: the BOT-M link's compact frames (proto/link_frames.h) after the switch,
+// read by both sides: the same messages and verdict whole and in pieces of 1 and 13; a
+// refusal has a message; what was decoded, as frames again, reads back the same.
+std::string checkLinkFramesProperties(std::string_view data);
+// robot_frames: the same for the robot protocol's frames, both sides.
+std::string checkRobotFramesProperties(std::string_view data);
 // config: Config::loadText() on the bytes as YAML either loads with no problem or
 // refuses with problems that each read "fuzz.yaml: key: why" with a why.
 std::string checkConfigProperties(std::string_view data);

@@ -2,8 +2,10 @@
 // and its robots as fast as they go, for the end-to-end fetch benchmark
 // (bench/fetch_bench/fetch_bench.sh, docs/benchmarks.md "Fetching").
 //
-//   fetch_bench --listen 127.0.0.1:PORT --urls FILE [--count N] [--overload-pct 150]
+//   fetch_bench --listen 127.0.0.1:PORT --urls FILE [--count N] [--overload-pct 150] [--frames 1]
 //
+// --frames 1: answer the BOT-M's offer of compact frames (proto/link_frames.h) and
+// send the fetches as frames (the BOT-M then writes its results as frames too).
 // Waits for one BOT-M, waits until it reports a capacity, then keeps
 // capacity x overload fetches outstanding (as the QM does), cycling through the URLs
 // of FILE (one per line) until N results came back. Prints one line of results.
@@ -23,18 +25,20 @@
 #include <vector>
 
 #include "proto/botm_link.h"
+#include "proto/link_frames.h"
 
 using namespace lcc;
 
 int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:17702", urls_file;
-  std::uint64_t count = 20000, overload = 150;
+  std::uint64_t count = 20000, overload = 150, frames = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--listen") listen = v;
     else if (k == "--urls") urls_file = v;
     else if (k == "--count") count = std::stoull(v);
     else if (k == "--overload-pct") overload = std::stoull(v);
+    else if (k == "--frames") frames = std::stoull(v);
     else {
       std::cerr << "fetch_bench: unknown option " << k << "\n";
       return 2;
@@ -76,7 +80,9 @@ int main(int argc, char** argv) {
     }
     return true;
   };
-  sendAll(proto::encodeSourceOpen({"fetch_bench"}));
+  const proto::LinkForm form = frames != 0 ? proto::LinkForm::kFrames : proto::LinkForm::kXml;
+  sendAll(proto::encodeSourceOpen({"fetch_bench", frames != 0 ? proto::kFramesVersion : 0}) +
+          (frames != 0 ? proto::encodeFramesSwitch() : ""));
   proto::BotmStreamDecoder dec;
   std::uint64_t capacity = 0, sent = 0, done = 0, ok = 0, bytes = 0;
   std::map<int, std::uint64_t> codes;
@@ -90,14 +96,16 @@ int main(int argc, char** argv) {
         started = true;
         start = std::chrono::steady_clock::now();
       }
-      std::string batch;
+      std::vector<FetchRequest> fetches;
       while (sent < count && sent - done < window) {
         FetchRequest f;
         f.id = ++sent;
         f.url = urls[(sent - 1) % urls.size()];
         f.expected_mime = "text/html";
-        batch += proto::encodeFetch(f);
+        fetches.push_back(std::move(f));
       }
+      std::string batch;
+      proto::appendFetches(batch, fetches, proto::detail::FetchWire::kLink, form);
       if (!batch.empty() && !sendAll(batch)) break;
     }
     ssize_t n = ::recv(fd, buf, sizeof buf, 0);
@@ -131,7 +139,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(capacity * overload / 100), secs, done / secs);
   for (auto [c, n] : codes) std::printf(" code%d=%llu", c, static_cast<unsigned long long>(n));
   std::printf("\n");
-  std::string close = proto::encodeSourceClose();
+  std::string close = proto::encodeMessage(proto::SourceMessage{proto::LinkEnd{}}, form);
   sendAll(close);
   ::close(fd);
   ::close(lfd);

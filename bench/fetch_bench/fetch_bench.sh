@@ -11,7 +11,8 @@
 # default 64), IO_THREADS (fetch-curl writer threads),
 # LCCD_THREADS (lccd io threads; default 0: lccd's choice, 1 for roles botm+bot), OUT (where files go: /dev/shm =
 # tmpfs), HEAD (bot.max_response_head: 16KiB, 0 keeps no response heads). Diagnostics of the lcc part of each run: THREADS_CPU=1 (CPU seconds and context
-# switches per lccd thread), PERF=<file> (perf record of the whole machine; perf report
+# switches per lccd thread), LINKS=tcp (robots over TCP), FRAMES=0|1 (XML or compact frames on
+# the TCP links), PERF=<file> (perf record of the whole machine; perf report
 # --pid=<printed pid>), STAT=<file> (perf stat), STRACE=<file> (system call counts).
 #
 # Needs a Release build with lccd, fetch_bench, fetch-curl and storage-memory:
@@ -108,8 +109,14 @@ for run in $(seq 1 "$RUNS"); do
 
   # --- lccd: BOT-M + robots + fetch-curl, driven by fetch_bench as the url source ---
   rm -rf "$OUT/curl_out" "$OUT/lcc"; mkdir -p "$OUT/lcc"; sync
+  # LINKS=tcp: the robots link to the BOT-M over loopback TCP (node.in_process_links:
+  # false); FRAMES=0|1 (a build that has node.link_frames): XML or compact frames on the
+  # TCP links, fetch_bench's included (issue 28).
+  node_extra=""
+  [ "${LINKS:-}" = tcp ] && node_extra="$node_extra, in_process_links: false"
+  [ -n "${FRAMES:-}" ] && node_extra="$node_extra, link_frames: $([ "$FRAMES" = 1 ] && echo true || echo false)"
   cat > "$SCR/lcc.yaml" <<YAML
-node: {data_dir: $OUT/lcc, machine_id: m1}
+node: {data_dir: $OUT/lcc, machine_id: m1$node_extra}
 roles: [botm, bot]
 threads: ${LCCD_THREADS:-0}
 listen: {botm: 127.0.0.1:$SRC, robots: 127.0.0.1:$ROB, http: 127.0.0.1:$HTTP}
@@ -119,7 +126,9 @@ fetcher: {plugin: fetch-curl, options: {allow_private: true, max_connections: 25
 bot: {robots: $ROBOTS, slots: $SLOTS, max_response_head: ${HEAD:-16KiB}}
 botm: {reconnect_min: 10ms, reconnect_max: 100ms}
 YAML
-  "$BUILD/bin/fetch_bench" --listen "127.0.0.1:$SRC" --urls "$SCR/urls_n.txt" --count "$N" > "$SCR/lcc_result.txt" &
+  frames_arg=(); [ "${FRAMES:-}" = 1 ] && frames_arg=(--frames 1)
+  "$BUILD/bin/fetch_bench" --listen "127.0.0.1:$SRC" --urls "$SCR/urls_n.txt" --count "$N" "${frames_arg[@]}" \
+    > "$SCR/lcc_result.txt" &
   BENCH_PID=$!
   sleep 0.2
   "$BUILD/bin/lccd" -c "$SCR/lcc.yaml" 2> "$SCR/lccd.log" &

@@ -14,16 +14,20 @@ one file each, on the same file system. The ratio is lcc files/s over curl files
 --links (issue 28): how the QM and the BOT-M of the one lccd link, node.in_process_links:
 `in-process`, `tcp` (XML over loopback, as between machines), or `both` (the default:
 each run times curl, then lcc over TCP, then lcc in process, so the two forms are
-compared in the same run).
+compared in the same run). Over TCP (issue 28, compact frames): `tcp-xml` is TCP with
+node.link_frames: false, `frames` runs tcp-xml then tcp (frames, the build's default) in
+each run, and `--before BIN_DIR` adds a TCP run of another build (its plugins beside its
+bin/), e.g. main's, in the same run.
 
     python3 bench/pipeline_bench/pipeline_bench.py --bin build/bin --plugins build/plugins \
         [--providers 64] [--files 313] [--runs 3] [--slots 64] [--robots 1] [--head 16KiB] [--perf FILE] [--keep]
-        [--links both|in-process|tcp]
+        [--links both|in-process|tcp|tcp-xml|frames] [--before /work/main/build/bin]
 
 --perf FILE records lccd (perf record -g) during the last lcc run.
 Results go to docs/benchmarks.md ("pipeline_bench").
 """
 import argparse
+import copy
 import os
 import re
 import shutil
@@ -107,7 +111,12 @@ def proc_stat(pid):
 def run_lcc(args, work, site_root, web_port, providers, total, perf, links):
     # The providers stand for sites on as many hosts; here they share one web server,
     # whose host would otherwise allow one fetch at a time (qm.host_inflight).
+    args = copy.copy(args)
     args.in_process_links = "true" if links == "in-process" else "false"
+    args.link_frames = "false" if links == "tcp-xml" else None
+    if links == "tcp-before":
+        args.bin = args.before
+        args.plugins = os.path.join(os.path.dirname(args.before), "plugins")
     node = Node(args, work, extra=f"""bot:
   robots: {args.robots}
   slots: {args.slots}
@@ -161,8 +170,10 @@ def main():
     ap.add_argument("--head", default="16KiB", help="bot.max_response_head (0: no response-head side files)")
     ap.add_argument("--perf", default="")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder (lccd logs) and print it")
-    ap.add_argument("--links", default="both", choices=("both", "in-process", "tcp"),
-                    help="node.in_process_links of the lccd; both: one lcc run of each per run")
+    ap.add_argument("--links", default="both", choices=("both", "in-process", "tcp", "tcp-xml", "frames"),
+                    help="node.in_process_links of the lccd; both: one lcc run of each per run; tcp-xml: TCP "
+                         "with node.link_frames false; frames: tcp-xml and tcp per run")
+    ap.add_argument("--before", default="", help="a bin/ folder of another build, timed over TCP in each run too")
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
     args.plugins = os.path.abspath(args.plugins)
@@ -180,7 +191,10 @@ def main():
         urls = [f"http://127.0.0.1:{web_port}/p{p:02d}/f{f:04d}.html"
                 for f in range(args.files) for p in range(args.providers)]
         total = len(urls)
-        forms = ["tcp", "in-process"] if args.links == "both" else [args.links]
+        forms = {"both": ["tcp", "in-process"], "frames": ["tcp-xml", "tcp"]}.get(args.links, [args.links])
+        if args.before:
+            args.before = os.path.abspath(args.before)
+            forms.insert(0, "tcp-before")
         curl_rates = []
         by_form = {f: {"ratios": [], "rates": [], "cpu_us": []} for f in forms}
         for run in range(1, args.runs + 1):

@@ -36,6 +36,7 @@ RobotOptions RobotOptions::fromConfig(const Config& cfg) {
   o.slots = static_cast<std::uint32_t>(cfg.getInt("bot.slots"));
   o.sync_files = cfg.getBool("bot.sync_files");
   o.max_response_head = static_cast<std::uint64_t>(cfg.getInt("bot.max_response_head"));
+  o.frames = cfg.getBool("node.link_frames");
   return o;
 }
 
@@ -254,7 +255,7 @@ RobotSession::RobotSession(std::shared_ptr<net::Connection> socket, Fetcher& fet
                            RobotCounters* counters)
     : RobotStream(fetcher, env, std::move(options), counters),
       socket_(std::move(socket)),
-      decoder_(proto::linkLimits(opts_.max_value_length)) {}
+      decoder_(proto::linkLimits(opts_.max_value_length), opts_.frames) {}
 
 RobotSession::~RobotSession() = default;
 
@@ -268,7 +269,7 @@ void RobotSession::start(std::function<void(const std::string&)> on_end) {
     if (self->answers_.push(r)) asio::post(self->socket_->strand(), [self] { self->sendAnswers(); });
   });
   auto self = shared_from_this();
-  socket_->send(proto::encodeRobotOpen({opts_.slots, opts_.name}));
+  socket_->send(proto::encodeRobotOpen({opts_.slots, opts_.name, opts_.frames ? proto::kFramesVersion : 0}));
   net::Connection::Handlers h;
   h.on_bytes = [self](std::string_view b) { self->onData(b); };
   h.on_close = [self](net::CloseReason, const std::string& why) { self->ended(why); };
@@ -281,13 +282,13 @@ void RobotSession::stop() {
     if (self->ended_ || self->closing_) return;
     self->closing_ = true;
     if (self->core_) self->core_->cancelAll();
-    self->socket_->closeAfterFlush(proto::encodeRobotClose());
+    self->socket_->closeAfterFlush(proto::encodeMessage(proto::FromRobotMessage{proto::RobotEnd{}}, self->form_));
   });
 }
 
 void RobotSession::sendAnswers() {
   std::string bytes;
-  for (const auto& r : answers_.drain()) proto::appendRobotResult(bytes, r);
+  proto::appendResults(bytes, answers_.drain(), false, form_);  // one batch frame on a framed link
   if (!bytes.empty() && !ended_ && !closing_ && !socket_->closed()) socket_->send(std::move(bytes));
 }
 
@@ -298,15 +299,20 @@ void RobotSession::onData(std::string_view bytes) {
     if (ended_ || closing_ || socket_->closed()) return;
     if (auto* h = std::get_if<proto::RobotBotmHello>(&m)) {
       hello_seen_ = true;
-      spdlog::info("robot {}: BOT-M {} (machine {}) accepted us", opts_.name, socket_->peer(), h->machine);
+      if (proto::agreedFrames(h->frames, opts_.frames) != 0 && form_ == proto::LinkForm::kXml) {
+        socket_->send(proto::encodeFramesSwitch());  // what follows from us is frames
+        form_ = proto::LinkForm::kFrames;
+      }
+      spdlog::info("robot {}: BOT-M {} (machine {}) accepted us{}", opts_.name, socket_->peer(), h->machine,
+                   form_ == proto::LinkForm::kFrames ? " (compact frames)" : "");
     } else if (auto* f = std::get_if<FetchRequest>(&m)) {
       core_->fetch(*f);
     } else if (std::holds_alternative<proto::LinkPing>(m)) {
-      socket_->send(proto::encodeLinkPong());
+      socket_->send(proto::encodeMessage(proto::FromRobotMessage{proto::LinkPong{}}, form_));
     } else if (std::holds_alternative<proto::RobotEnd>(m)) {
       closing_ = true;
       core_->cancelAll();
-      socket_->closeAfterFlush(proto::encodeRobotClose());
+      socket_->closeAfterFlush(proto::encodeMessage(proto::FromRobotMessage{proto::RobotEnd{}}, form_));
       return;
     }
   }

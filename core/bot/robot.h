@@ -27,6 +27,7 @@
 #include "net/connector.h"
 #include "net/local_listeners.h"
 #include "net/tls.h"
+#include "proto/link_frames.h"
 #include "proto/robot.h"
 
 namespace lcc {
@@ -43,6 +44,7 @@ struct RobotOptions {
   // Keep each fetch's response head with its file (common/response_head.h) up to this
   // many bytes; 0: keep none.
   std::uint64_t max_response_head = 0;  // bot.max_response_head
+  bool frames = false;          // node.link_frames: offer compact frames to the BOT-M (lcc-bot: --xml turns off)
   // No config key:
   std::string name;             // announced name (default: host-pid)
   std::string content_root;     // when set, every file must lie below it
@@ -166,6 +168,7 @@ class RobotSession : public RobotStream, public std::enable_shared_from_this<Rob
   std::shared_ptr<net::Connection> socket_;
   proto::BotmRobotStreamDecoder decoder_;
   bool hello_seen_ = false;
+  proto::LinkForm form_ = proto::LinkForm::kXml;  // what we write: frames once the BOT-M took our offer
   bool closing_ = false;  // we are ending the stream: cancelled fetches are not answered
   HandOff<FetchResult> answers_;  // finished on the fetcher's thread, not yet sent
 };

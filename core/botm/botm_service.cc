@@ -11,6 +11,7 @@
 #include <atomic>
 #include <future>
 #include <map>
+#include <set>
 
 #include "botm/content_route.h"
 #include "botm/dispatch.h"
@@ -21,6 +22,7 @@
 #include "net/acceptor.h"
 #include "net/connector.h"
 #include "net/local_listeners.h"
+#include "proto/link_frames.h"
 
 namespace lcc::botm {
 namespace {
@@ -28,20 +30,6 @@ namespace {
 namespace asio = boost::asio;
 using net::Connection;
 using tcp = asio::ip::tcp;
-
-std::string encodeUp(const Upstream& u) {
-  return std::visit(
-      [](const auto& m) -> std::string {
-        using T = std::decay_t<decltype(m)>;
-        if constexpr (std::is_same_v<T, FetchResult>) return proto::encodeResult(m);
-        if constexpr (std::is_same_v<T, proto::LinkDeleted>) return proto::encodeDeleted(m);
-        if constexpr (std::is_same_v<T, proto::LinkCapacity>) return proto::encodeCapacity(m);
-        if constexpr (std::is_same_v<T, proto::LinkMachines>) return proto::encodeMachines(m);
-        if constexpr (std::is_same_v<T, proto::LinkFile>) return proto::encodeFile(m);
-        if constexpr (std::is_same_v<T, proto::LinkSwept>) return proto::encodeSwept(m);
-      },
-      u);
-}
 
 // Read from the config by makeBotmService() only; keyed members carry no default of
 // their own (the schema's).
@@ -60,6 +48,7 @@ struct Settings {
   std::uint32_t fanout = 0;        // botm.fanout
   std::size_t max_value_length = 8192;  // no config key: the links' longest attribute value
   std::string content_url;   // botm.content_url: advertised upstream (leaf only); empty: not advertised
+  bool frames = false;       // node.link_frames: offer (and take) compact frames on the TCP links
 };
 
 class BotmService final : public Service {
@@ -69,6 +58,7 @@ class BotmService final : public Service {
     Metrics& m = *node.metrics;
     g_capacity_ = &m.gauge("lcc_botm_capacity", "fetches the BOT-M can run at once (robots' or children's slots)");
     g_peers_ = &m.gauge("lcc_botm_peers", "robots (or child BOT-Ms) connected");
+    g_framed_ = &m.gauge("lcc_botm_framed_peers", "robots (or child BOT-Ms) whose link uses compact frames");
     g_queued_ = &m.gauge("lcc_botm_queued", "fetches waiting for a free slot");
     g_source_ = &m.gauge("lcc_botm_source_connected", "1 when the url source connection is up");
     c_fetches_ = &m.counter("lcc_botm_fetches_total", "fetches taken from the url source");
@@ -162,6 +152,8 @@ class BotmService final : public Service {
     out["source"] = s_.source;
     out["source_connected"] = g_source_->value() == 1;
     out["source_link"] = source_local_.load() ? "in process" : "tcp";
+    out["source_frames"] = source_frames_.load();  // the TCP link to the source writes compact frames
+    out["framed_peers"] = g_framed_->value();
     out["capacity"] = g_capacity_->value();
     out[s_.parent ? "children" : "robots"] = g_peers_->value();
     out["queued"] = g_queued_->value();
@@ -181,6 +173,8 @@ class BotmService final : public Service {
     g_peers_->set(static_cast<std::int64_t>(disp_ ? disp_->robots() : fwd_->children()));
     g_queued_->set(static_cast<std::int64_t>(disp_ ? disp_->queued() : fwd_->queued()));
     g_source_->set(source_ || local_source_ ? 1 : 0);
+    g_framed_->set(static_cast<std::int64_t>(framed_peers_.size()));
+    source_frames_ = source_ && source_form_ == proto::LinkForm::kFrames;
     c_fetches_->setTotal(c.fetches);
     c_ok_->setTotal(c.results_ok);
     c_failed_->setTotal(c.results_failed);
@@ -199,16 +193,17 @@ class BotmService final : public Service {
       return;
     }
     if (!source_) return;
-    std::string bytes;
-    for (const auto& u : ups) bytes += encodeUp(u);
-    source_->send(std::move(bytes));
+    std::vector<proto::BotmMessage> ms;
+    ms.reserve(ups.size());
+    for (const auto& u : ups) ms.push_back(std::visit([](const auto& v) -> proto::BotmMessage { return v; }, u));
+    source_->send(proto::encodeMessages(ms, source_form_));  // results in batch frames on a framed link
   }
   // A message to the url source that is not a result (pong, the close of the stream).
   void sendSource(proto::BotmMessage m) {
     if (local_source_) {
       local_source_->send(std::move(m));
     } else if (source_) {
-      source_->send(proto::encodeMessage(m));
+      source_->send(proto::encodeMessage(m, source_form_));
     }
   }
   // Ends the url source link after what was sent, with the close of the stream.
@@ -217,24 +212,27 @@ class BotmService final : public Service {
       local_source_->send(proto::LinkEnd{});
       local_source_->close(net::CloseReason::kShutdown);
     }
-    if (source_) source_->closeAfterFlush(proto::encodeBotmClose());
+    if (source_) source_->closeAfterFlush(proto::encodeMessage(proto::BotmMessage{proto::LinkEnd{}}, source_form_));
   }
 
   void run(Actions& a) {
     publish();  // gauges first: whoever sees a message sees the state behind it
-    std::map<RobotId, std::string> per_robot;
+    std::map<RobotId, std::vector<FetchRequest>> per_robot;
     for (auto& [rid, f] : a.to_robots) {
       if (auto it = local_robots_.find(rid); it != local_robots_.end()) {
         proto::ToRobotMessage m = std::move(f);
         proto::asOnWire(m);
         it->second->send(std::move(m));
       } else {
-        proto::appendRobotFetch(per_robot[rid], f);
+        per_robot[rid].push_back(std::move(f));
       }
     }
-    for (auto& [rid, bytes] : per_robot) {
+    for (auto& [rid, fetches] : per_robot) {
       auto it = peers_.find(rid);
-      if (it != peers_.end()) it->second->send(std::move(bytes));
+      if (it == peers_.end()) continue;
+      std::string bytes;  // a robot's fetches of this turn: one batch frame on a framed link
+      proto::appendFetches(bytes, fetches, proto::detail::FetchWire::kRobot, peerForm(rid));
+      it->second->send(std::move(bytes));
     }
     sendUp(a.upstream);
   }
@@ -242,15 +240,26 @@ class BotmService final : public Service {
 
   void run(ForwardActions& a) {
     publish();
-    std::map<ChildId, std::string> per_child;
-    for (const auto& [cid, f] : a.fetches) per_child[cid] += proto::encodeFetch(f);
-    for (const auto& [cid, d] : a.deletes) per_child[cid] += proto::encodeDelete(d);
-    for (const auto& [cid, sw] : a.sweeps) per_child[cid] += proto::encodeSweep(sw);
-    for (auto& [cid, bytes] : per_child) {
+    std::map<ChildId, std::vector<proto::SourceMessage>> per_child;
+    for (const auto& [cid, f] : a.fetches) per_child[cid].push_back(f);
+    for (const auto& [cid, d] : a.deletes) per_child[cid].push_back(d);
+    for (const auto& [cid, sw] : a.sweeps) per_child[cid].push_back(sw);
+    for (auto& [cid, ms] : per_child) {
       auto it = peers_.find(cid);
-      if (it != peers_.end()) it->second->send(std::move(bytes));
+      if (it != peers_.end()) it->second->send(proto::encodeMessages(ms, peerForm(cid)));
     }
     sendUp(a.upstream);
+  }
+
+  proto::LinkForm peerForm(std::uint64_t id) const {
+    return framed_peers_.count(id) ? proto::LinkForm::kFrames : proto::LinkForm::kXml;
+  }
+  // The answer to a peer's hello (XML), and the switch to frames when it offered them
+  // and node.link_frames is on (link_frames.h).
+  std::string answerHello(std::uint64_t id, std::uint64_t offered, const std::string& hello_xml) {
+    if (proto::agreedFrames(offered, s_.frames) == 0) return hello_xml;
+    framed_peers_.insert(id);
+    return hello_xml + proto::encodeFramesSwitch();
   }
 
   std::uint64_t capacity() const { return disp_ ? disp_->capacity() : fwd_->capacity(); }
@@ -271,13 +280,14 @@ class BotmService final : public Service {
   void sourceConnected(std::shared_ptr<Connection> sock) {
     if (stopping_) return sock->close(net::CloseReason::kShutdown);
     source_ = sock;
+    source_form_ = proto::LinkForm::kXml;  // frames once the source takes our offer
     source_warned_ = false;
     if (disp_) disp_->sourceUp();
     if (fwd_) fwd_->sourceUp();
     spdlog::info("botm: connected to url source {} (capacity {})", s_.source, capacity());
-    sock->send(proto::encodeBotmOpen({s_.machine, capacity(), s_.content_url}) +
+    sock->send(proto::encodeBotmOpen({s_.machine, capacity(), s_.content_url, s_.frames ? proto::kFramesVersion : 0}) +
                proto::encodeMachines({machines(), contentUrls()}));
-    auto dec = std::make_shared<proto::SourceStreamDecoder>(proto::linkLimits(s_.max_value_length));
+    auto dec = std::make_shared<proto::SourceStreamDecoder>(proto::linkLimits(s_.max_value_length), s_.frames);
     std::weak_ptr<Connection> weak = sock;
     startConnection(
         sock,
@@ -364,6 +374,13 @@ class BotmService final : public Service {
       } else if (const auto* sw = std::get_if<proto::LinkSweep>(&m)) {
         if (disp_) disp_->sweep(*sw, &a);
         if (fwd_) fwd_->sweep(*sw, &fa);
+      } else if (const auto* h = std::get_if<proto::LinkSourceHello>(&m)) {
+        if (source_ && source_form_ == proto::LinkForm::kXml && proto::agreedFrames(h->frames, s_.frames) != 0) {
+          source_->send(proto::encodeFramesSwitch());  // what follows from us is frames
+          source_form_ = proto::LinkForm::kFrames;
+          spdlog::info("botm: url source {} took compact frames", s_.source);
+          publish();
+        }
       } else if (std::holds_alternative<proto::LinkPing>(m)) {
         sendSource(proto::LinkPong{});
       } else if (std::holds_alternative<proto::LinkEnd>(m)) {
@@ -386,7 +403,7 @@ class BotmService final : public Service {
 
   void startRobot(std::shared_ptr<Connection> sock) {
     const std::uint64_t id = next_peer_.fetch_add(1);
-    auto dec = std::make_shared<proto::RobotStreamDecoder>(proto::linkLimits(s_.max_value_length));
+    auto dec = std::make_shared<proto::RobotStreamDecoder>(proto::linkLimits(s_.max_value_length), s_.frames);
     std::weak_ptr<Connection> weak = sock;
     startConnection(
         sock,
@@ -402,15 +419,16 @@ class BotmService final : public Service {
               if (const auto* h = std::get_if<proto::RobotHello>(&m)) {
                 if (stopping_ || peers_.count(id)) continue;
                 peers_[id] = s;
-                s->send(proto::encodeBotmRobotOpen({s_.machine}));
-                spdlog::info("botm: robot {} ({}) connected with {} slots", h->name, s->peer(), h->slots);
+                s->send(answerHello(id, h->frames, proto::encodeBotmRobotOpen({s_.machine, proto::agreedFrames(h->frames, s_.frames)})));
+                spdlog::info("botm: robot {} ({}) connected with {} slots{}", h->name, s->peer(), h->slots,
+                             framed_peers_.count(id) ? ", compact frames" : "");
                 disp_->robotUp(id, h->slots, &a);
               } else if (const auto* r = std::get_if<FetchResult>(&m)) {
                 if (peers_.count(id)) disp_->robotResult(id, *r, &a);
               } else if (std::holds_alternative<proto::LinkPing>(m)) {
-                s->send(proto::encodeLinkPong());
+                s->send(proto::encodeMessage(proto::ToRobotMessage{proto::LinkPong{}}, peerForm(id)));
               } else if (std::holds_alternative<proto::RobotEnd>(m)) {
-                s->closeAfterFlush(proto::encodeBotmRobotClose());
+                s->closeAfterFlush(proto::encodeMessage(proto::ToRobotMessage{proto::RobotEnd{}}, peerForm(id)));
               }
             }
             run(a);
@@ -422,6 +440,7 @@ class BotmService final : public Service {
         },
         [this, id](const std::string& why) {
           asio::post(strand_, [this, id, why] {
+            framed_peers_.erase(id);
             if (!peers_.erase(id)) return;
             spdlog::info("botm: robot connection {} ended: {}", id, why);
             Actions a;
@@ -480,7 +499,7 @@ class BotmService final : public Service {
 
   void startChild(std::shared_ptr<Connection> sock) {
     const std::uint64_t id = next_peer_.fetch_add(1);
-    auto dec = std::make_shared<proto::BotmStreamDecoder>(proto::linkLimits(s_.max_value_length));
+    auto dec = std::make_shared<proto::BotmStreamDecoder>(proto::linkLimits(s_.max_value_length), s_.frames);
     std::weak_ptr<Connection> weak = sock;
     startConnection(
         sock,
@@ -496,7 +515,8 @@ class BotmService final : public Service {
               if (const auto* h = std::get_if<proto::LinkBotmHello>(&m)) {
                 if (stopping_ || peers_.count(id)) continue;
                 peers_[id] = s;
-                s->send(proto::encodeSourceOpen({"botm:" + s_.machine}));
+                s->send(answerHello(id, h->frames,
+                                    proto::encodeSourceOpen({"botm:" + s_.machine, proto::agreedFrames(h->frames, s_.frames)})));
                 spdlog::info("botm: child BOT-M {} ({}) connected, capacity {}{}{}", h->machine, s->peer(),
                              h->capacity, h->content_url.empty() ? "" : ", content at ", h->content_url);
                 fwd_->childUp(id, h->machine, h->capacity, &a, h->content_url);
@@ -515,9 +535,9 @@ class BotmService final : public Service {
               } else if (const auto* sw = std::get_if<proto::LinkSwept>(&m)) {
                 fwd_->childSwept(*sw, &a);
               } else if (std::holds_alternative<proto::LinkPing>(m)) {
-                s->send(proto::encodeLinkPong());
+                s->send(proto::encodeMessage(proto::SourceMessage{proto::LinkPong{}}, peerForm(id)));
               } else if (std::holds_alternative<proto::LinkEnd>(m)) {
-                s->closeAfterFlush(proto::encodeSourceClose());
+                s->closeAfterFlush(proto::encodeMessage(proto::SourceMessage{proto::LinkEnd{}}, peerForm(id)));
               }
             }
             run(a);
@@ -529,6 +549,7 @@ class BotmService final : public Service {
         },
         [this, id](const std::string& why) {
           asio::post(strand_, [this, id, why] {
+            framed_peers_.erase(id);
             if (!peers_.erase(id)) return;
             spdlog::info("botm: child BOT-M connection {} ended: {}", id, why);
             ForwardActions a;
@@ -550,13 +571,16 @@ class BotmService final : public Service {
   std::shared_ptr<proto::LocalBotmEnd> local_source_;  // in process
   std::atomic<bool> source_local_{false};              // local_source_ is set (status())
   std::map<std::uint64_t, std::shared_ptr<Connection>> peers_;  // robots or children (policy strand)
+  std::set<std::uint64_t> framed_peers_;  // the peers_ we write frames to (policy strand)
+  proto::LinkForm source_form_ = proto::LinkForm::kXml;  // what we write to source_
   std::map<std::uint64_t, std::shared_ptr<proto::LocalBotmRobotEnd>> local_robots_;  // in process (policy strand)
   std::atomic<std::uint64_t> next_peer_{1};
   bool stopping_ = false;
   bool source_warned_ = false;
   TimerId timer_ = 0;
   Millis delay_;
-  Gauge *g_capacity_, *g_peers_, *g_queued_, *g_source_;
+  Gauge *g_capacity_, *g_peers_, *g_queued_, *g_source_, *g_framed_;
+  std::atomic<bool> source_frames_{false};  // status(): source_form_ is kFrames
   Counter *c_fetches_, *c_ok_, *c_failed_, *c_rehanded_, *c_deletes_;
 };
 
@@ -613,6 +637,7 @@ Result<ServicePtr> makeBotmService(NodeContext& node) {
   s.child_overload_pct = static_cast<int>(cfg.getInt("botm.child_overload_pct"));
   s.max_queued = static_cast<std::size_t>(cfg.getInt("botm.max_queued"));
   s.reconnect_min = Millis(cfg.getInt("botm.reconnect_min"));
+  s.frames = cfg.getBool("node.link_frames");
   s.reconnect_max = Millis(std::max(cfg.getInt("botm.reconnect_max"), cfg.getInt("botm.reconnect_min")));
   s.fanout = static_cast<std::uint32_t>(cfg.getInt("botm.fanout"));
   if (!s.parent) {

@@ -1,5 +1,6 @@
 #include "proto/botm_link.h"
 #include "proto/codec_util.h"
+#include "proto/link_frames.h"
 
 #include <algorithm>
 #include <charconv>
@@ -19,8 +20,8 @@ const std::string* RawElement::attr(std::string_view n) const {
   return nullptr;
 }
 
-StreamDecoder::StreamDecoder(XmlLimits limits, std::string_view ns, std::string_view root)
-    : reader_(*this, limits, XmlFraming::kStream), ns_(ns), root_(root) {}
+StreamDecoder::StreamDecoder(XmlLimits limits, std::string_view ns, std::string_view root, bool frames)
+    : reader_(*this, limits, XmlFraming::kStream), ns_(ns), root_(root), frames_(frames) {}
 StreamDecoder::~StreamDecoder() = default;
 
 void StreamDecoder::onStart(int depth, const XmlName& name, const XmlAttrs& attrs) {
@@ -45,6 +46,18 @@ void StreamDecoder::onText(int depth, std::string_view text) {
 
 void StreamDecoder::onEnd(int depth, const XmlName& name) {
   if (depth > 2) return;
+  if (depth == 2 && name.local == "frames") {  // the switch (link_frames.h): frames follow
+    const std::string* v = current_.attr("v");
+    if (!frames_) {
+      reader_.fail(ErrorCode::kMalformed, "<frames/> on a link that did not offer them");
+    } else if (v == nullptr || *v != std::to_string(kFramesVersion)) {
+      reader_.fail(ErrorCode::kMalformed, "<frames/> of a version other than " + std::to_string(kFramesVersion));
+    } else {
+      reader_.handOff();
+    }
+    current_ = RawElement{};
+    return;
+  }
   if (depth == 2) ready_.emplace_back(false, std::move(current_));
   current_ = RawElement{};
 }
@@ -297,6 +310,7 @@ std::string encodeBotmOpen(const LinkBotmHello& hello) {
   appendAttr(out, "machine", hello.machine);
   appendAttr(out, "capacity", u64(hello.capacity));
   if (!hello.content_url.empty()) appendAttr(out, "content", hello.content_url);
+  if (hello.frames != 0) appendAttr(out, "frames", u64(hello.frames));
   out.append(">\n");
   return out;
 }
@@ -369,6 +383,7 @@ std::string encodeBotmClose() { return "</lcc:botm>\n"; }
 std::string encodeSourceOpen(const LinkSourceHello& hello) {
   std::string out = openRoot("source");
   appendAttr(out, "name", hello.name);
+  if (hello.frames != 0) appendAttr(out, "frames", u64(hello.frames));
   out.append(">\n");
   return out;
 }
@@ -401,16 +416,17 @@ std::string encodeLinkPong() { return "<pong/>\n"; }
 
 // ---- decoders ---------------------------------------------------------------
 
-SourceStreamDecoder::SourceStreamDecoder(XmlLimits limits) : LinkStreamReader(limits, kInternalNs, "source") {}
+SourceStreamDecoder::SourceStreamDecoder(XmlLimits limits, bool frames)
+    : LinkStreamReader(limits, kInternalNs, "source", frames) {}
 
 bool SourceStreamDecoder::feed(std::string_view bytes, std::vector<SourceMessage>* out) {
   auto& dec = dec_;
-  return dec.feed(
-      bytes,
+  return feedStream<LinkEnd>(
+      bytes, out,
       [&](bool is_root, const RawElement& el) {
         AttrParser p{dec, el};
         if (is_root) {
-          out->push_back(LinkSourceHello{p.str("name")});
+          out->push_back(LinkSourceHello{p.str("name"), agreedFrames(p.optU64("frames"), true)});
           return;
         }
         if (detail::readKeepAlive(el, out)) return;
@@ -429,10 +445,11 @@ bool SourceStreamDecoder::feed(std::string_view bytes, std::vector<SourceMessage
           if (p.ok) out->push_back(s);
         }
       },
-      [&] { out->push_back(LinkEnd{}); });
+      [&](FrameType type, FieldReader& r) { return decodeFrame(type, r, out); });
 }
 
-BotmStreamDecoder::BotmStreamDecoder(XmlLimits limits) : LinkStreamReader(limits, kInternalNs, "botm") {}
+BotmStreamDecoder::BotmStreamDecoder(XmlLimits limits, bool frames)
+    : LinkStreamReader(limits, kInternalNs, "botm", frames) {}
 
 namespace {
 std::vector<std::string> splitIds(std::string_view s) {
@@ -451,8 +468,8 @@ std::vector<std::string> splitIds(std::string_view s) {
 
 bool BotmStreamDecoder::feed(std::string_view bytes, std::vector<BotmMessage>* out) {
   auto& dec = dec_;
-  return dec.feed(
-      bytes,
+  return feedStream<LinkEnd>(
+      bytes, out,
       [&](bool is_root, const RawElement& el) {
         AttrParser p{dec, el};
         if (is_root) {
@@ -460,6 +477,7 @@ bool BotmStreamDecoder::feed(std::string_view bytes, std::vector<BotmMessage>* o
           h.machine = p.reqStr("machine");
           h.capacity = p.optU64("capacity");
           h.content_url = p.str("content");
+          h.frames = agreedFrames(p.optU64("frames"), true);
           if (p.ok) out->push_back(std::move(h));
           return;
         }
@@ -504,7 +522,7 @@ bool BotmStreamDecoder::feed(std::string_view bytes, std::vector<BotmMessage>* o
           if (p.ok) out->push_back(std::move(s));
         }
       },
-      [&] { out->push_back(LinkEnd{}); });
+      [&](FrameType type, FieldReader& r) { return decodeFrame(type, r, out); });
 }
 
 namespace detail {

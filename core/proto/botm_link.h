@@ -25,6 +25,7 @@
 #include "lcc/error_codes.h"
 #include "lcc/types.h"
 #include "net/local_link.h"
+#include "proto/frame_codec.h"
 #include "proto/xml_reader.h"
 
 namespace lcc::proto {
@@ -37,12 +38,16 @@ struct LinkBotmHello {
   // Where `machine`'s content files are read: GET <content_url>/content/<file>.
   // Empty: not advertised (attribute absent; older BOT-Ms never send it).
   std::string content_url;
+  // The compact frames this side reads and writes (frames="1"; 0: XML only, the
+  // attribute absent). The BOT-M offers, the source answers (link_frames.h).
+  std::uint32_t frames = 0;
   friend bool operator==(const LinkBotmHello&, const LinkBotmHello&) = default;
 };
 
 // Opening of the source's stream: <lcc:source name="..">.
 struct LinkSourceHello {
   std::string name;
+  std::uint32_t frames = 0;  // frames="1": the answer to the BOT-M's offer; frames follow
   friend bool operator==(const LinkSourceHello&, const LinkSourceHello&) = default;
 };
 
@@ -188,15 +193,21 @@ struct RawElement {
 // as a RawElement. Elements below the children are ignored.
 class StreamDecoder : public XmlHandler {
  public:
-  StreamDecoder(XmlLimits limits, std::string_view ns, std::string_view root);
+  // frames: a child <frames v="1"/> switches the stream to frames (link_frames.h);
+  // false: it is refused (malformed).
+  StreamDecoder(XmlLimits limits, std::string_view ns, std::string_view root, bool frames = true);
   ~StreamDecoder() override;
   // fn(is_root, element) per element; returns false on a protocol error.
-  // on_end() when the root closes.
-  template <typename OnElement, typename OnEnd>
-  bool feed(std::string_view bytes, OnElement&& on_element, OnEnd&& on_end) {
+  // on_end() when the root closes; on_rest(bytes) with every byte after the switch.
+  template <typename OnElement, typename OnEnd, typename OnRest>
+  bool feed(std::string_view bytes, OnElement&& on_element, OnEnd&& on_end, OnRest&& on_rest) {
     if (failed() || ended_) return !failed();
+    if (reader_.handedOff()) {
+      on_rest(bytes);
+      return !failed();
+    }
     ready_.clear();
-    reader_.feed(bytes);
+    const std::size_t used = reader_.feed(bytes);
     for (auto& [is_root, el] : ready_) {
       if (failed()) break;
       on_element(is_root, el);
@@ -206,6 +217,7 @@ class StreamDecoder : public XmlHandler {
       ended_ = true;
       on_end();
     }
+    if (!failed() && reader_.handedOff()) on_rest(bytes.substr(std::min(used, bytes.size())));
     return !failed();
   }
   void fail(ErrorCode code, std::string message) { reader_.fail(code, std::move(message)); }
@@ -221,6 +233,7 @@ class StreamDecoder : public XmlHandler {
  private:
   XmlReader reader_;
   std::string ns_, root_;
+  bool frames_;
   bool ended_ = false;
   RawElement current_;
   std::vector<std::pair<bool, RawElement>> ready_;
@@ -279,26 +292,67 @@ bool readKeepAlive(const RawElement& el, std::vector<Message>* out) {
 }  // namespace detail
 
 // What every reader of a link stream shares: the stream's state and its error. Each
-// reader below adds feed(), which turns the elements into its side's messages.
+// reader below adds feed(), which turns the elements (or, after the peer's switch, the
+// frames: link_frames.h) into its side's messages.
 class LinkStreamReader {
  public:
-  LinkStreamReader(XmlLimits limits, std::string_view ns, std::string_view root) : dec_(limits, ns, root) {}
+  LinkStreamReader(XmlLimits limits, std::string_view ns, std::string_view root, bool frames)
+      : dec_(limits, ns, root, frames), frames_(FrameLimits{kMaxLinkFrameBytes, limits.max_value_length, 4096}) {}
   LinkStreamReader(const LinkStreamReader&) = delete;
   LinkStreamReader& operator=(const LinkStreamReader&) = delete;
 
-  bool failed() const { return dec_.failed(); }
-  ErrorCode error() const { return dec_.error(); }
-  const std::string& errorMessage() const { return dec_.errorMessage(); }
-  bool ended() const { return dec_.ended(); }  // the root element was closed
+  bool failed() const { return dec_.failed() || !frame_error_.empty(); }
+  ErrorCode error() const { return dec_.failed() ? dec_.error() : failed() ? ErrorCode::kMalformed : ErrorCode::kNone; }
+  const std::string& errorMessage() const { return dec_.failed() ? dec_.errorMessage() : frame_error_; }
+  bool ended() const { return dec_.ended() || frames_ended_; }  // the root element was closed
+  bool framed() const { return framed_; }  // the peer switched to frames
+
+  // The longest frame a link reads (a batch of fetches or results is cut below it).
+  static constexpr std::size_t kMaxLinkFrameBytes = 1 << 20;
 
  protected:
+  // XML through on_element(is_root, el); after the switch, frames through
+  // on_frame(type, FieldReader&) (false: malformed), ping, pong and End themselves.
+  template <typename End, typename Message, typename OnElement, typename OnFrame>
+  bool feedStream(std::string_view bytes, std::vector<Message>* out, OnElement&& on_element, OnFrame&& on_frame) {
+    if (failed() || ended()) return !failed();
+    dec_.feed(bytes, on_element, [&] { out->push_back(End{}); },
+              [&](std::string_view rest) { feedFrames<End>(rest, out, on_frame); });
+    return !failed();
+  }
+
   detail::StreamDecoder dec_;
+
+ private:
+  template <typename End, typename Message, typename OnFrame>
+  void feedFrames(std::string_view rest, std::vector<Message>* out, OnFrame& on_frame) {
+    framed_ = true;
+    frames_.feed(rest, [&](std::uint8_t type, std::string_view payload) {
+      switch (static_cast<FrameType>(type)) {
+        case FrameType::kEnd: frames_ended_ = true; out->push_back(End{}); return false;
+        case FrameType::kPing: out->push_back(LinkPing{}); return true;
+        case FrameType::kPong: out->push_back(LinkPong{}); return true;
+        default: break;
+      }
+      FieldReader r(payload, frames_.limits());
+      if (on_frame(static_cast<FrameType>(type), r) && r.ok()) return true;
+      frame_error_ = "frame of type " + std::to_string(type) + ": " + (r.why().empty() ? "malformed" : r.why());
+      return false;
+    });
+    if (frames_.failed() && frame_error_.empty()) frame_error_ = frames_.why();
+  }
+
+  FrameSplitter frames_;
+  std::string frame_error_;
+  bool framed_ = false;
+  bool frames_ended_ = false;
 };
 
 // Reads what a source sends (used by a BOT-M).
 class SourceStreamDecoder : public LinkStreamReader {
  public:
-  explicit SourceStreamDecoder(XmlLimits limits = linkLimits());
+  // frames: the peer may switch to frames (this side offers or answers them).
+  explicit SourceStreamDecoder(XmlLimits limits = linkLimits(), bool frames = true);
   // Parses bytes and appends every complete message to `out`. Returns false on a
   // protocol error (see error()); nothing more is parsed afterwards. Bytes after the
   // end of the stream are ignored.
@@ -308,7 +362,7 @@ class SourceStreamDecoder : public LinkStreamReader {
 // Reads what a BOT-M sends (used by the QM and by a parent BOT-M).
 class BotmStreamDecoder : public LinkStreamReader {
  public:
-  explicit BotmStreamDecoder(XmlLimits limits = linkLimits());
+  explicit BotmStreamDecoder(XmlLimits limits = linkLimits(), bool frames = true);
   bool feed(std::string_view bytes, std::vector<BotmMessage>* out);
 };
 

@@ -1,5 +1,6 @@
 #include "proto/robot.h"
 #include "proto/codec_util.h"
+#include "proto/link_frames.h"
 
 
 namespace lcc::proto {
@@ -26,6 +27,7 @@ std::string encodeRobotOpen(const RobotHello& hello) {
   std::string out = openRoot("robot");
   appendAttr(out, "slots", std::to_string(hello.slots));
   if (!hello.name.empty()) appendAttr(out, "name", hello.name);
+  if (hello.frames != 0) appendAttr(out, "frames", std::to_string(hello.frames));
   out.append(">\n");
   return out;
 }
@@ -43,6 +45,7 @@ std::string encodeRobotClose() { return "</lcc:robot>\n"; }
 std::string encodeBotmRobotOpen(const RobotBotmHello& hello) {
   std::string out = openRoot("botm");
   appendAttr(out, "machine", hello.machine);
+  if (hello.frames != 0) appendAttr(out, "frames", std::to_string(hello.frames));
   out.append(">\n");
   return out;
 }
@@ -57,12 +60,13 @@ void appendRobotFetch(std::string& out, const FetchRequest& f) { detail::appendF
 
 std::string encodeBotmRobotClose() { return "</lcc:botm>\n"; }
 
-RobotStreamDecoder::RobotStreamDecoder(XmlLimits limits) : LinkStreamReader(limits, kRobotNs, "robot") {}
+RobotStreamDecoder::RobotStreamDecoder(XmlLimits limits, bool frames)
+    : LinkStreamReader(limits, kRobotNs, "robot", frames) {}
 
 bool RobotStreamDecoder::feed(std::string_view bytes, std::vector<FromRobotMessage>* out) {
   auto& dec = dec_;
-  return dec.feed(
-      bytes,
+  return feedStream<RobotEnd>(
+      bytes, out,
       [&](bool is_root, const RawElement& el) {
         AttrParser p{dec, el};
         if (is_root) {
@@ -71,6 +75,7 @@ bool RobotStreamDecoder::feed(std::string_view bytes, std::vector<FromRobotMessa
           if (p.ok && (slots == 0 || slots > 65536)) p.bad("slots", "must be 1..65536");
           h.slots = static_cast<std::uint32_t>(slots);
           h.name = p.str("name");
+          h.frames = agreedFrames(p.optU64("frames"), true);
           if (p.ok) out->push_back(std::move(h));
           return;
         }
@@ -80,19 +85,20 @@ bool RobotStreamDecoder::feed(std::string_view bytes, std::vector<FromRobotMessa
           if (p.ok) out->push_back(std::move(r));
         }
       },
-      [&] { out->push_back(RobotEnd{}); });
+      [&](FrameType type, FieldReader& r) { return decodeFrame(type, r, out); });
 }
 
-BotmRobotStreamDecoder::BotmRobotStreamDecoder(XmlLimits limits) : LinkStreamReader(limits, kRobotNs, "botm") {}
+BotmRobotStreamDecoder::BotmRobotStreamDecoder(XmlLimits limits, bool frames)
+    : LinkStreamReader(limits, kRobotNs, "botm", frames) {}
 
 bool BotmRobotStreamDecoder::feed(std::string_view bytes, std::vector<ToRobotMessage>* out) {
   auto& dec = dec_;
-  return dec.feed(
-      bytes,
+  return feedStream<RobotEnd>(
+      bytes, out,
       [&](bool is_root, const RawElement& el) {
         AttrParser p{dec, el};
         if (is_root) {
-          out->push_back(RobotBotmHello{p.str("machine")});
+          out->push_back(RobotBotmHello{p.str("machine"), agreedFrames(p.optU64("frames"), true)});
           return;
         }
         if (detail::readKeepAlive(el, out)) return;
@@ -101,7 +107,7 @@ bool BotmRobotStreamDecoder::feed(std::string_view bytes, std::vector<ToRobotMes
           if (p.ok) out->push_back(std::move(f));
         }
       },
-      [&] { out->push_back(RobotEnd{}); });
+      [&](FrameType type, FieldReader& r) { return decodeFrame(type, r, out); });
 }
 
 void asOnWire(FromRobotMessage& m) {

@@ -27,14 +27,16 @@
 
 namespace lcc::proto {
 
-struct RobotHello {  // <lcc:robot slots name>
+struct RobotHello {  // <lcc:robot slots name frames>
   std::uint32_t slots = 1;
   std::string name;
+  std::uint32_t frames = 0;  // frames="1": offers compact frames (link_frames.h); 0: XML only
   friend bool operator==(const RobotHello&, const RobotHello&) = default;
 };
 
-struct RobotBotmHello {  // <lcc:botm machine>
+struct RobotBotmHello {  // <lcc:botm machine frames>
   std::string machine;
+  std::uint32_t frames = 0;  // frames="1": takes the robot's offer; its frames follow
   friend bool operator==(const RobotBotmHello&, const RobotBotmHello&) = default;
 };
 
@@ -80,14 +82,14 @@ std::string encodeBotmRobotClose();  // "</lcc:botm>"
 // Reads what a robot sends (used by the BOT-M).
 class RobotStreamDecoder : public LinkStreamReader {
  public:
-  explicit RobotStreamDecoder(XmlLimits limits = linkLimits());
+  explicit RobotStreamDecoder(XmlLimits limits = linkLimits(), bool frames = true);
   bool feed(std::string_view bytes, std::vector<FromRobotMessage>* out);
 };
 
 // Reads what a BOT-M sends (used by a robot).
 class BotmRobotStreamDecoder : public LinkStreamReader {
  public:
-  explicit BotmRobotStreamDecoder(XmlLimits limits = linkLimits());
+  explicit BotmRobotStreamDecoder(XmlLimits limits = linkLimits(), bool frames = true);
   bool feed(std::string_view bytes, std::vector<ToRobotMessage>* out);
 };
 

@@ -25,6 +25,7 @@ struct XmlReader::Impl {
   int depth = 0;
   bool started = false;     // the top-level element began
   bool complete = false;    // the top-level element ended
+  bool handed_off = false;  // handOff(): the bytes after the current event are not XML
   std::uint64_t elements = 0;
   std::uint64_t fed_total = 0;   // bytes given to the current parser before this chunk
   std::uint64_t end_offset = 0;  // absolute offset just after the top-level end tag
@@ -60,6 +61,7 @@ struct XmlReader::Impl {
     depth = 0;
     started = false;
     complete = false;
+    handed_off = false;
     elements = 0;
     fed_total = 0;
     end_offset = 0;
@@ -148,6 +150,7 @@ XmlReader::~XmlReader() = default;
 std::size_t XmlReader::feed(const char* data, std::size_t n) {
   Impl& s = *impl_;
   if (s.error != ErrorCode::kNone) return n;
+  if (s.handed_off) return 0;
   if (s.complete) {
     if (s.framing == XmlFraming::kStream) return 0;  // the stream is over
     s.reset();
@@ -175,7 +178,7 @@ std::size_t XmlReader::feed(const char* data, std::size_t n) {
     }
   }
   XML_Status st = XML_Parse(s.parser, p, static_cast<int>(len), XML_FALSE);
-  if (s.complete) {
+  if (s.complete || s.handed_off) {
     std::uint64_t used = s.end_offset - s.fed_total;
     s.fed_total += len;
     return skipped + static_cast<std::size_t>(used);
@@ -201,6 +204,15 @@ bool XmlReader::finish() {
 }
 
 void XmlReader::fail(ErrorCode code, std::string message) { impl_->stop(code, std::move(message)); }
+void XmlReader::handOff() {
+  Impl& s = *impl_;
+  if (s.error != ErrorCode::kNone || s.handed_off) return;
+  s.handed_off = true;
+  s.end_offset = static_cast<std::uint64_t>(XML_GetCurrentByteIndex(s.parser)) +
+                 static_cast<std::uint64_t>(XML_GetCurrentByteCount(s.parser));
+  XML_StopParser(s.parser, XML_FALSE);
+}
+bool XmlReader::handedOff() const { return impl_->handed_off; }
 bool XmlReader::failed() const { return impl_->error != ErrorCode::kNone; }
 ErrorCode XmlReader::error() const { return impl_->error; }
 const std::string& XmlReader::errorMessage() const { return impl_->message; }

@@ -102,6 +102,11 @@ class XmlReader {
   bool finish();
   // Let the handler refuse: stops parsing with this code and message.
   void fail(ErrorCode code, std::string message);
+  // From a handler: the XML ends with the current event (an element's end tag, or an
+  // empty element); feed() returns the bytes used up to it, and parses nothing more
+  // (the link readers switch to frames there: link_frames.h).
+  void handOff();
+  bool handedOff() const;
 
   bool failed() const;
   ErrorCode error() const;              // kNone, kMalformed, kLimitExceeded, or what fail() set

@@ -4,14 +4,17 @@
 
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "common/content_locator.h"
 #include "net/acceptor.h"
 #include "net/conn_set.h"
 #include "net/local_listeners.h"
 #include "proto/botm_link.h"
+#include "proto/link_frames.h"
 
 namespace lcc::qm {
 
@@ -24,7 +27,11 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
  public:
   // Over TCP: bytes through the link codec.
   BotmConn(std::shared_ptr<net::Connection> conn, LinkId id, const BotmServerOptions& o, BotmLinkHandler& h)
-      : conn_(std::move(conn)), id_(id), options_(o), handler_(h), decoder_(proto::linkLimits(o.max_attribute_length)) {}
+      : conn_(std::move(conn)),
+        id_(id),
+        options_(o),
+        handler_(h),
+        decoder_(proto::linkLimits(o.max_attribute_length), o.frames) {}
   // In process: the messages themselves (net/local_link.h).
   BotmConn(std::shared_ptr<proto::LocalSourceEnd> local, LinkId id, const BotmServerOptions& o, BotmLinkHandler& h)
       : local_(std::move(local)), id_(id), options_(o), handler_(h), decoder_(proto::linkLimits(o.max_attribute_length)) {}
@@ -48,13 +55,22 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
     };
     conn_->start(std::move(h));
   }
+  // Over TCP the messages of a burst (the engine's fetches of one dispatch turn) wait
+  // here and leave in one hand-off to the connection's strand, encoded together (one
+  // batch frame of fetches on a framed link), in the order they were sent.
   void send(proto::SourceMessage m) {
     if (local_) {
       proto::asOnWire(m);
       local_->send(std::move(m));
-    } else {
-      conn_->send(proto::encodeMessage(m));
+      return;
     }
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> l(out_mu_);
+      first = out_.empty();
+      out_.push_back(std::move(m));
+    }
+    if (first) asio::post(conn_->strand(), [self = shared_from_this()] { self->flushOut(); });
   }
   // Ends the link after what was sent, with the close of the stream.
   void close() {
@@ -62,11 +78,23 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
       local_->send(proto::LinkEnd{});
       return local_->close(net::CloseReason::kShutdown);
     }
-    conn_->closeAfterFlush(proto::encodeSourceClose(), net::CloseReason::kShutdown);
+    std::vector<proto::SourceMessage> rest = takeOut();
+    rest.push_back(proto::LinkEnd{});
+    conn_->closeAfterFlush(proto::encodeMessages(rest, form_), net::CloseReason::kShutdown);
   }
   bool local() const { return local_ != nullptr; }
 
  private:
+  std::vector<proto::SourceMessage> takeOut() {
+    std::vector<proto::SourceMessage> batch;
+    std::lock_guard<std::mutex> l(out_mu_);
+    batch.swap(out_);
+    return batch;
+  }
+  void flushOut() {  // on the connection's strand: its send() queues at once, in order
+    std::vector<proto::SourceMessage> batch = takeOut();
+    if (!batch.empty()) conn_->send(proto::encodeMessages(batch, form_));
+  }
   const std::string& peer() const {
     static const std::string kInProcess = "in process";
     return local_ ? kInProcess : conn_->peer();
@@ -110,8 +138,16 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
       if (up_) return true;
       up_ = true;
       machine_ = h->machine;
-      send(proto::LinkSourceHello{options_.source_name});
-      spdlog::info("qm: BOT-M {} connected from {} (capacity {}, link {})", machine_, peer(), h->capacity, id_);
+      const std::uint32_t frames = local_ ? 0 : proto::agreedFrames(h->frames, options_.frames);
+      if (local_) {
+        send(proto::LinkSourceHello{options_.source_name, 0});
+      } else {  // nothing waits in out_ yet: the engine sends only after linkUp() below
+        conn_->send(proto::encodeSourceOpen({options_.source_name, frames}) +
+                    (frames != 0 ? proto::encodeFramesSwitch() : ""));  // frames follow from us
+        if (frames != 0) form_ = proto::LinkForm::kFrames;
+      }
+      spdlog::info("qm: BOT-M {} connected from {} (capacity {}, link {}{})", machine_, peer(), h->capacity, id_,
+                   frames != 0 ? ", compact frames" : "");
       handler_.linkUp(id_, h->machine, h->capacity);
       if (!h->content_url.empty()) noteContentUrl(h->machine, h->content_url);
       return true;
@@ -162,6 +198,11 @@ class BotmConn final : public std::enable_shared_from_this<BotmConn> {
   const BotmServerOptions& options_;
   BotmLinkHandler& handler_;
   proto::BotmStreamDecoder decoder_;
+  // What we write: frames once the BOT-M offered them. Set on the connection's strand
+  // before linkUp(); send() may run on the engine's thread.
+  std::atomic<proto::LinkForm> form_{proto::LinkForm::kXml};
+  std::mutex out_mu_;
+  std::vector<proto::SourceMessage> out_;  // sent, not yet handed to the connection (TCP)
   std::vector<proto::BotmMessage> msgs_;
   bool up_ = false;
   bool done_ = false;

@@ -55,6 +55,7 @@ class BotmLinkHandler {
 struct BotmServerOptions {
   std::string listen;                      // listen.botm: host:port, or tls://host:port
   std::size_t max_attribute_length = 0;    // uns.max_attribute_length: the link's longest attribute value
+  bool frames = false;                     // node.link_frames: take a BOT-M's offer of compact frames
   // No config key:
   net::TlsLink tls;                        // for tls:// (common/tls_config.h)
   std::string source_name = "qm";

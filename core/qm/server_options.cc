@@ -12,6 +12,7 @@ BotmServerOptions BotmServerOptions::fromConfig(const Config& cfg) {
   BotmServerOptions o;
   o.listen = cfg.getString("listen.botm");
   o.max_attribute_length = static_cast<std::size_t>(cfg.getInt("uns.max_attribute_length"));
+  o.frames = cfg.getBool("node.link_frames");
   return o;
 }
 

@@ -27,6 +27,7 @@
 #include "net/io_loop.h"
 #include "support/loopback.h"
 #include "support/sim_clock.h"
+#include "support/stream_reader.h"
 #include "support/temp_dir.h"
 
 namespace lcc {
@@ -61,12 +62,7 @@ class BotmEnd {
   void send(const std::string& s) { ASSERT_EQ(::send(fd_, s.data(), s.size(), MSG_NOSIGNAL), (ssize_t)s.size()); }
   // Reads until `n` messages of the robot were seen (or the stream ended).
   std::vector<proto::FromRobotMessage> read(std::size_t n) {
-    char buf[65536];
-    while (msgs_.size() < n) {
-      ssize_t k = ::recv(fd_, buf, sizeof buf, 0);
-      if (k <= 0) break;
-      EXPECT_TRUE(dec_.feed(std::string_view(buf, static_cast<std::size_t>(k)), &msgs_)) << dec_.errorMessage();
-    }
+    testing::readMessages(fd_, dec_, &msgs_, n);
     return msgs_;
   }
   FetchResult result(std::size_t index) {

@@ -22,6 +22,7 @@
 #include "common/posix_env.h"
 #include "http/http_server.h"
 #include "proto/botm_link.h"
+#include "proto/link_frames.h"
 #include "qm/botm_server.h"
 #include "support/http_test_server.h"
 #include "support/loopback.h"
@@ -72,7 +73,8 @@ bool eventually(Pred pred, std::chrono::milliseconds limit = 20s) {
 // A url source (what the QM is to a BOT-M): accepts one BOT-M, records what it says.
 class FakeSource {
  public:
-  FakeSource() {
+  // frames: answers the BOT-M's offer of compact frames (link_frames.h) and writes them.
+  explicit FakeSource(bool frames = false) : form_(frames ? proto::LinkForm::kFrames : proto::LinkForm::kXml) {
     fd_ = testing::listenLoopback(&port_);
     EXPECT_GE(fd_, 0);
     thread_ = std::thread([this] { run(); });
@@ -92,6 +94,11 @@ class FakeSource {
     std::lock_guard<std::mutex> l(mu_);
     ASSERT_GE(conn_, 0);
     ASSERT_EQ(::send(conn_, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  }
+  void sendMessages(const std::vector<proto::SourceMessage>& ms) { send(proto::encodeMessages(ms, form_)); }
+  bool framed() {  // the BOT-M switched to frames
+    std::lock_guard<std::mutex> l(mu_);
+    return framed_;
   }
   template <typename Pred>
   bool waitFor(Pred pred, std::chrono::milliseconds limit = 20s) {
@@ -123,7 +130,7 @@ class FakeSource {
   // Round trip: everything the BOT-M sent before the pong has arrived.
   void sync() {
     std::size_t pongs = all<proto::LinkPong>().size();
-    send(proto::encodeLinkPing());
+    sendMessages({proto::LinkPing{}});
     ASSERT_TRUE(waitFor([&](const auto& ms) { return count<proto::LinkPong>(ms) > pongs; }));
   }
 
@@ -135,7 +142,8 @@ class FakeSource {
       std::lock_guard<std::mutex> l(mu_);
       conn_ = c;
     }
-    std::string open = proto::encodeSourceOpen({"qm"});
+    const bool frames = form_ == proto::LinkForm::kFrames;
+    std::string open = proto::encodeSourceOpen({"qm", frames ? 1u : 0u}) + (frames ? proto::encodeFramesSwitch() : "");
     ::send(c, open.data(), open.size(), MSG_NOSIGNAL);
     proto::BotmStreamDecoder dec;
     char buf[65536];
@@ -145,6 +153,7 @@ class FakeSource {
       std::vector<proto::BotmMessage> got;
       bool ok = dec.feed(std::string_view(buf, static_cast<std::size_t>(n)), &got);
       std::lock_guard<std::mutex> l(mu_);
+      framed_ = dec.framed();
       for (auto& m : got) msgs_.push_back(std::move(m));
       if (!ok) msgs_.push_back(proto::LinkEnd{});
       cv_.notify_all();
@@ -158,6 +167,8 @@ class FakeSource {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<proto::BotmMessage> msgs_;
+  const proto::LinkForm form_;
+  bool framed_ = false;
   std::thread thread_;
 };
 
@@ -246,8 +257,9 @@ class BotmServiceTest : public ::testing::Test {
   }
 
   std::shared_ptr<bot::RobotClient> robot(BotmNode& node, Fetcher& f, std::uint16_t port, std::uint32_t slots,
-                                          net::LocalListeners* local = nullptr) {
+                                          net::LocalListeners* local = nullptr, bool frames = true) {
     bot::RobotOptions o = bot::RobotOptions::fromConfig(Config::defaults());
+    o.frames = frames;
     o.slots = slots;
     o.name = "test-robot";
     auto c = std::make_shared<bot::RobotClient>(node.io(), clock_, f, *posixEnv(), "127.0.0.1:" + std::to_string(port),
@@ -266,7 +278,8 @@ TEST_F(BotmServiceTest, ARobotKilledMidFetchHasItsFetchRehandedWithTheSameFileAn
   const std::uint16_t robots = freePort();
   BotmNode node(clock_, leafYaml("m1", source.address(), robots));
   ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkBotmHello>(ms) == 1; }));
-  EXPECT_EQ(source.all<proto::LinkBotmHello>()[0], (proto::LinkBotmHello{"m1", 0, ""}));
+  EXPECT_EQ(source.all<proto::LinkBotmHello>()[0], (proto::LinkBotmHello{"m1", 0, "", proto::kFramesVersion}))
+      << "the opening offers frames";
   EXPECT_EQ(source.all<proto::LinkMachines>().at(0).ids, std::vector<std::string>{"m1"});
 
   // Robot A: a real lcc-bot process whose fetch hangs (fetch-stub, real-time delay).
@@ -330,7 +343,7 @@ TEST_F(BotmServiceTest, ResultsAndDeletesOverTheWire) {
   // opening's capacity, and no <capacity> message would follow.
   ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkBotmHello>(ms) == 1; }));
   auto f = stub();
-  auto r = robot(node, *f, robots, 2);
+  auto r = robot(node, *f, robots, 2, nullptr, /*frames=*/false);  // XML both ways (the frames: below)
   ASSERT_TRUE(source.waitFor([](const auto& ms) {
     auto c = FakeSource::last<proto::LinkCapacity>(ms);
     return c && c->slots == 2;
@@ -356,6 +369,42 @@ TEST_F(BotmServiceTest, ResultsAndDeletesOverTheWire) {
   EXPECT_EQ(del[0], (proto::LinkDeleted{1, false, "unknown-machine"}));
   EXPECT_EQ(del[1], (proto::LinkDeleted{2, true, ""}));
   EXPECT_FALSE(del[2].ok);
+  EXPECT_FALSE(posixEnv()->exists(file));
+  EXPECT_EQ(node.status()["source_frames"], false);
+  EXPECT_EQ(node.status()["framed_peers"], 0);
+  r->stop();
+}
+
+// Issue 28: a source that answers the BOT-M's offer gets compact frames both ways, and
+// the robot (it offers too) talks frames to the BOT-M: the same fetches, results and
+// deletes as over XML (the test above, whose source answers XML only).
+TEST_F(BotmServiceTest, ResultsAndDeletesOverCompactFrames) {
+  FakeSource source(/*frames=*/true);
+  const std::uint16_t robots = freePort();
+  BotmNode node(clock_, leafYaml("m1", source.address(), robots));
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkBotmHello>(ms) == 1; }));
+  EXPECT_EQ(source.all<proto::LinkBotmHello>().at(0).frames, 1u) << "the BOT-M offers frames";
+  auto f = stub();
+  auto r = robot(node, *f, robots, 2);
+  ASSERT_TRUE(source.waitFor([](const auto& ms) {
+    auto c = FakeSource::last<proto::LinkCapacity>(ms);
+    return c && c->slots == 2;
+  }));
+  EXPECT_TRUE(source.framed()) << "the BOT-M switched to frames";
+  EXPECT_TRUE(eventually([&] { return node.status()["source_frames"] == true && node.status()["framed_peers"] == 1; }))
+      << "and so did the robot: " << node.status().dump();
+  source.sendMessages({linkFetch(10, "http://p.test/ok?stub_size=10", "text/html", std::nullopt),
+                       linkFetch(11, "http://p.test/gone?stub_status=404", "text/html", std::nullopt)});
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<FetchResult>(ms) == 2; }));
+  std::map<std::uint64_t, FetchResult> by_id;
+  for (auto& res : source.all<FetchResult>()) by_id[res.id] = res;
+  ASSERT_TRUE(by_id[10].ok()) << by_id[10].message;
+  EXPECT_EQ(by_id[11].code, ErrorCode::kNotFound);
+  const std::string file = node.content() + "/" + by_id[10].filename;
+  ASSERT_TRUE(posixEnv()->exists(file));
+  source.sendMessages({proto::LinkDelete{2, "m1", by_id[10].filename}});
+  ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkDeleted>(ms) == 1; }));
+  EXPECT_TRUE(source.all<proto::LinkDeleted>().at(0).ok);
   EXPECT_FALSE(posixEnv()->exists(file));
   r->stop();
 }

@@ -4,18 +4,12 @@
 
 #include "proto/botm_link.h"
 #include "proto/robot.h"
+#include "support/stream_reader.h"
 
 namespace lcc::proto {
 namespace {
 
-template <typename Dec, typename Msg>
-std::vector<Msg> feedAll(Dec& dec, const std::string& bytes, std::size_t chunk) {
-  std::vector<Msg> out;
-  for (std::size_t i = 0; i < bytes.size(); i += chunk) {
-    EXPECT_TRUE(dec.feed(std::string_view(bytes).substr(i, chunk), &out)) << dec.errorMessage();
-  }
-  return out;
-}
+using lcc::testing::feedAll;
 
 // Results for the tests below.
 FetchResult storedResult(std::uint64_t id, std::string machine = "", std::string filename = "") {

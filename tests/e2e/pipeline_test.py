@@ -106,13 +106,17 @@ class Node:
         self.log = os.path.join(self.work, "lccd.log")
         # --in-process-links false: the roles of one lccd link over loopback TCP.
         self.in_process = getattr(args, "in_process_links", "true")
+        # link_frames (a build that has node.link_frames): XML or compact frames over TCP.
+        frames = getattr(args, "link_frames", None)
         with open(self.config, "w") as f:
             f.write(
                 f"""node:
   data_dir: {os.path.join(self.work, "var")}
   machine_id: {machine}
   in_process_links: {self.in_process}
-roles: [{", ".join(roles)}]
+"""
+                + (f"  link_frames: {frames}\n" if frames else "")
+                + f"""roles: [{", ".join(roles)}]
 listen:
 """
                 + "".join(f"  {k}: 127.0.0.1:{p}\n" for k, p in self.ports.items())

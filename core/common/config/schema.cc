@@ -24,6 +24,9 @@ const std::vector<KeySpec>& Config::schema() {
       {"node.in_process_links", KeyType::kBool, "true", kNoMin, kNoMax,
        "roles of this lccd that talk to each other (the UNS and the QM, the QM, its BOT-M, its robots) hand over records in process "
        "instead of XML over loopback TCP; false: TCP, as between machines"},
+      {"node.link_frames", KeyType::kBool, "true", kNoMin, kNoMax,
+       "the links between processes (QM and BOT-M, BOT-M and its robots or child BOT-Ms) switch from XML to compact "
+       "binary frames when both ends offer them (docs/internal-protocols.md §4); false: XML only"},
       {"node.in_process_queue", KeyType::kInt, "524288", 64, 16777216,
        "messages waiting in one direction of an in-process link; one more closes the link, as a TCP link "
        "closes past 64 MiB unread (its fetches go out again; an orphan sweep sends one per content file)"},
