@@ -8,7 +8,7 @@
 #   BUILD=build-rel N=20000 RUNS=5 ROBOTS=1 SLOTS=64 [OUT=/dev/shm] bench/fetch_bench/fetch_bench.sh
 #
 # S3=1 adds, in each run, the same lccd fetching into an S3 bucket of a single-node Ceph
-# RADOS Gateway started here (issue 31 §1; S3_UPLOAD_THREADS, default 8), and prints it
+# RADOS Gateway started here (issue 31 §1; S3_UPLOAD_THREADS, default 0: one per slot), and prints it
 # against the local-disk run just before it.
 #
 # Knobs: ROBOTS, SLOTS (robots x slots = capacity), CURL_PARALLEL (curl's --parallel-max,
@@ -88,7 +88,7 @@ for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$WEB/p00/f1.html
 
 # --- S3=1: a single-node Ceph RADOS Gateway (tests/s3/rgw_cluster.sh) for the lcc-s3 runs ---
 RGW_DIR=""
-S3_UPLOAD_THREADS=${S3_UPLOAD_THREADS:-8}
+S3_UPLOAD_THREADS=${S3_UPLOAD_THREADS:-0}  # 0: the schema's default (one per slot)
 if [ "${S3:-0}" = 1 ]; then
   RGW_DIR="$SCR/rgw"; RGW=$((BASE + 5)); S3_SECRET=bench-secret-0123456789
   RGW_MEMSTORE_BYTES=$((1024 * 1024 * 1024)) "$ROOT/tests/s3/rgw_cluster.sh" start "$RGW_DIR" $((BASE + 4)) "$RGW" \

@@ -157,7 +157,10 @@ int main(int argc, char** argv) {
     std::cerr << "lcc-bot: " << s3.status().message() << "\n";
     return 2;
   }
-  if (s3->enabled()) ro.uploader = std::make_shared<lcc::s3::Uploader>(*s3);
+  if (s3->enabled()) {
+    if (s3->upload_threads == 0) s3->upload_threads = ro.slots;  // one per slot (core/s3/README.md)
+    ro.uploader = std::make_shared<lcc::s3::Uploader>(*s3);
+  }
 
   int rc = 0;
   {

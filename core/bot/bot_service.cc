@@ -127,7 +127,12 @@ Result<ServicePtr> makeBotService(NodeContext& node) {
   // Issue 31 §1: fetched bodies go to the object store (core/s3/README.md).
   auto s3 = s3::S3Options::fromConfig(cfg, node.data_dir);
   if (!s3.isOk()) return s3.status();
-  if (s3->enabled()) o.uploader = std::make_shared<s3::Uploader>(*s3);
+  if (s3->enabled()) {
+    // A fetch holds its robot's slot until its PUT is answered: one thread per slot
+    // lets every fetch in flight upload at once (the store is latency-bound).
+    if (s3->upload_threads == 0) s3->upload_threads = o.slots * static_cast<std::uint32_t>(cfg.getInt("bot.robots"));
+    o.uploader = std::make_shared<s3::Uploader>(*s3);
+  }
   return ServicePtr(new BotService(node, target, o, static_cast<int>(cfg.getInt("bot.robots")),
                                    cfg.getBool("bot.sweep_temp_files")));
 }

@@ -30,7 +30,7 @@ struct S3Options {
   std::string key_prefix;  // s3.key_prefix
   Millis connect_timeout{0};  // s3.connect_timeout
   Millis timeout{0};          // s3.timeout: one whole request
-  std::uint32_t upload_threads = 0;  // s3.upload_threads: PUTs at once of one node's robots
+  std::uint32_t upload_threads = 0;  // s3.upload_threads: PUTs at once of one node's robots (0: the caller's choice)
 
   bool enabled() const { return !endpoint.empty(); }
   // The object key of `file` (a FilenameStore name) of `machine`.

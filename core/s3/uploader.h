@@ -34,6 +34,7 @@ struct UploadJob {
 
 class Uploader {
  public:
+  // `options.upload_threads` threads (at least one).
   explicit Uploader(S3Options options);
   ~Uploader();  // stop()
   Uploader(const Uploader&) = delete;

@@ -188,8 +188,9 @@ const std::vector<KeySpec>& Config::schema() {
        "put before every object key (<prefix><machine>/<d1>/<d2>/<n>), so one bucket can hold several LCCs"},
       {"s3.connect_timeout", KeyType::kDuration, "5s", 10, kHour, "connecting to the object store"},
       {"s3.timeout", KeyType::kDuration, "60s", 100, kDay, "longest one request to the object store takes, body included"},
-      {"s3.upload_threads", KeyType::kInt, "8", 1, 1024,
-       "PUTs to the object store at once from one node's robots (threads lcc-s3-put)"},
+      {"s3.upload_threads", KeyType::kInt, "0", 0, 4096,
+       "PUTs to the object store at once from one node's robots (threads lcc-s3-put); "
+       "0: one per fetch the robots may run at once (bot.robots x bot.slots; lcc-bot: --slots)"},
       // --- cu ---
       {"cu.max_connections", KeyType::kInt, "64", 1, 100000, "CU connections at once"},
       {"cu.max_connections_per_ip", KeyType::kInt, "8", 1, 100000,
