@@ -4,12 +4,14 @@
 One real lccd with s3.endpoint pointing at the Ceph RADOS Gateway the ctest fixture
 lcc_rgw_server started. A provider's full set goes in with `lcc cp send`; every body
 must then be an object of the bucket under <machine>/<file> (read back with curl's own
-SigV4), with no content file on the node's disk; the tar.gz and XML answers carry the
-site's bytes read from the bucket; a removal deletes its object; `lcc botm sweep`
+SigV4), with no content file on the node's disk; the tar.gz, XML and WARC answers carry
+the site's bytes (and, in the WARC, the response heads kept as object metadata) read
+from the bucket; a removal deletes its object; `lcc botm sweep`
 deletes a stray object nobody references and keeps the others. Skips (one line)
 without the gateway.
 """
 import base64
+import gzip
 import hashlib
 import os
 import re
@@ -98,6 +100,17 @@ def run(lcc, site, work):
         c = u.getElementsByTagName("content")[0]
         got[u.getAttribute("c")] = base64.b64decode("".join(t.data for t in c.childNodes if t.nodeType == t.TEXT_NODE))
     assert got == expected, sorted(set(got) ^ set(expected))
+
+    # The WARC answer: each body with the response head the robot kept as the object's
+    # metadata (a `response` record, its HTTP head first), read from the bucket.
+    warc_path = os.path.join(work, "answer.warc.gz")
+    lcc.lcc("cu", "query", "--cu", f"127.0.0.1:{lcc.ports['cu']}", "--format", "warc.gz", "-o", warc_path)
+    with gzip.open(warc_path, "rb") as f:
+        warc = f.read()
+    responses = warc.count(b"WARC-Type: response\r\n")
+    assert responses == 14, f"{responses} response records of 14 (heads from the objects' metadata)"
+    assert warc.count(b"\r\n\r\nHTTP/1.0 200 OK\r\n") == 14, "a response record without its HTTP head"
+    assert expected[site.base + "docs/page07.html"] in warc
 
     # A removal deletes its object.
     last_seq = int(lcc.query_xml().getAttribute("last_seq"))
