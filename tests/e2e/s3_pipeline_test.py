@@ -7,7 +7,9 @@ must then be an object of the bucket under <machine>/<file> (read back with curl
 SigV4), with no content file on the node's disk; the tar.gz, XML and WARC answers carry
 the site's bytes (and, in the WARC, the response heads kept as object metadata) read
 from the bucket; a removal deletes its object; `lcc botm sweep`
-deletes a stray object nobody references and keeps the others. Skips (one line)
+deletes a stray object nobody references and keeps the others. A second lccd starts
+with its bucket missing: every PUT is refused, the fetches fail retryably and no record
+is stored; once the bucket exists the QM's retries store every URL. Skips (one line)
 without the gateway.
 """
 import base64
@@ -135,12 +137,35 @@ def run(lcc, site, work):
     lcc.stop()
 
 
-def main():
-    if not ENDPOINT:
-        print("SKIP: " + os.environ.get("LCC_TEST_S3_MISSING", "no object store (fixture lcc_rgw_server)"))
-        return 77
-    args = p.e2e_args()
-    work = tempfile.mkdtemp(prefix="lcc-s3-")
+def run_retry(lcc, site, work):
+    """PUTs that fail (the bucket is not there yet: 404) answer the fetch 140, which the
+    QM retries; no record is stored meanwhile. Once the bucket exists every URL is."""
+    for i in range(3):
+        site.write(f"r/page{i}.html", f"<html>retry {i}</html>\n".encode())
+    lcc.start()
+    out = lcc.lcc("provider", "add", "--prefix", site.base).stdout.decode()
+    m = re.fullmatch(r"id=(\d+) password=(\S+)\n", out)
+    pid, password = m.group(1), m.group(2)
+    scan = lcc.lcc("cp", "scan", site.root, "--base-url", site.base, "--state", os.path.join(work, "r.state")).stdout
+    lcc.lcc("cp", "send", "--uns", f"127.0.0.1:{lcc.ports['uns']}", "--id", pid, "--password", password,
+            "--full", "-", stdin=scan)
+    p.wait_for("PUTs refused", lambda: lcc.status()["bot"]["s3_put_failures"] >= 3)
+    assert int(lcc.query_xml().getAttribute("count")) == 0, "a record names an object that is not there"
+    code, _ = s3("PUT")
+    assert code == 200, code
+    p.wait_for("the retries stored", lambda: int(lcc.query_xml().getAttribute("count")) == 3, timeout=90)
+    expected = {site.base + k: v for k, v in p.site_files(site.root).items()}
+    assert sorted(objects("m1/").values()) == sorted(expected.values())
+    assert p.tar_contents(lcc.query_tar("--provider", pid)) == expected
+    lcc.stop()
+
+
+def with_node(args, name, bucket, extra, body):
+    """body(lcc, site, work) with one lccd whose content goes to `bucket` (the bucket
+    s3() and objects() use)."""
+    global BUCKET
+    BUCKET = bucket
+    work = tempfile.mkdtemp(prefix=f"lcc-{name}-")
     secret = os.path.join(work, "s3.secret")
     with open(secret, "w") as f:
         f.write(SECRET + "\n")
@@ -150,11 +175,21 @@ def main():
   bucket: {BUCKET}
   access_key: {ACCESS}
   secret_key_file: {secret}
-"""
+""" + extra
     site = p.Site(os.path.join(work, "site"))
     lcc = p.Node(args, work, extra=extra)
-    p.run_guarded(lcc, site, work, lambda: run(lcc, site, work))
-    print("e2e s3_pipeline: 1 passed, 0 failed")
+    p.run_guarded(lcc, site, work, lambda: body(lcc, site, work))
+
+
+def main():
+    if not ENDPOINT:
+        print("SKIP: " + os.environ.get("LCC_TEST_S3_MISSING", "no object store (fixture lcc_rgw_server)"))
+        return 77
+    args = p.e2e_args()
+    with_node(args, "s3", "lcc-e2e-pipeline", "", run)
+    # A bucket nobody made yet; retries come fast here (qm.retry_delay).
+    with_node(args, "s3-retry", "lcc-e2e-retry", "qm:\n  retry_delay: 1s\n  max_retries: 100\n", run_retry)
+    print("e2e s3_pipeline: 2 passed, 0 failed")
     return 0
 
 
