@@ -44,6 +44,7 @@ packages=(
   htdig swish++      # search engines fed by `lcc cu mirror` (tests/cu_engines/engines_test.py)
   python3-aiosmtpd   # the SMTP server of tests/e2e/mail_test.py (mail to site owners, issue 29)
   etcd-server patroni iproute2  # the multi-host bed: PostgreSQL failover (tests/multihost, issue 27)
+  radosgw ceph-mon ceph-osd  # the Ceph RADOS Gateway the S3 content tests start (tests/s3/rgw_cluster.sh, issue 31)
 )
 wanted=("${run_packages[@]}")
 if [ "$with_tests" = 1 ]; then wanted+=("${packages[@]}"); fi

@@ -10,6 +10,7 @@
 #include "app/data_dir_lock.h"
 #include "net/acceptor.h"
 #include "net/host_port.h"
+#include "s3/s3_options.h"
 
 namespace lcc {
 namespace {
@@ -78,6 +79,19 @@ const std::vector<std::pair<std::string, std::string>>& listenKeys() {
       {"botm", "listen.robots"}, {"cu", "listen.cu"},       {"cu", "listen.cu_tls"}, {"", "listen.http"},
       {"", "listen.https"}};
   return kKeys;
+}
+
+void checkObjectStore(const Config& cfg, const std::set<std::string>& roles, std::vector<ConfigProblem>* problems) {
+  if (!roles.count("bot") && !roles.count("botm") && !roles.count("cu")) return;
+  auto s3 = s3::S3Options::fromConfig(cfg, Config::absolutePath(cfg.getString("node.data_dir")));
+  if (s3.isOk()) return;
+  // The message starts with the key it is about ("s3.secret_key_file: ...").
+  const std::string& why = s3.status().message();
+  const auto colon = why.find(": ");
+  std::string key = colon == std::string::npos ? "s3.endpoint" : why.substr(0, colon);
+  if (key.find(' ') != std::string::npos) key = "s3.endpoint";
+  const std::string text = key == why.substr(0, colon) ? why.substr(colon + 2) : why;
+  problems->push_back({cfg.sourceOf(key), key, text});
 }
 
 void checkEnvironment(const Config& cfg, const std::set<std::string>& roles, std::vector<ConfigProblem>* problems,

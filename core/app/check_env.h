@@ -22,4 +22,8 @@ const std::vector<std::pair<std::string, std::string>>& listenKeys();
 void checkEnvironment(const Config& cfg, const std::set<std::string>& roles, std::vector<ConfigProblem>* problems,
                       std::vector<std::string>* notes);
 
+// Adds a problem for s3.* keys the robots, the BOT-M or the CU of `roles` could not use
+// (an endpoint without keys, a secret file missing, empty or readable by others).
+void checkObjectStore(const Config& cfg, const std::set<std::string>& roles, std::vector<ConfigProblem>* problems);
+
 }  // namespace lcc

@@ -213,6 +213,7 @@ int checkOnly(const Config& cfg, const std::set<std::string>& roles, bool enviro
   std::error_code ec;
   std::filesystem::remove_all(scratch, ec);
   std::vector<std::string> notes;
+  checkObjectStore(cfg, roles, &problems);
   if (environment) checkEnvironment(cfg, roles, &problems, &notes);  // the ports free, node.data_dir writable
   if (!problems.empty()) {
     printProblems(problems);

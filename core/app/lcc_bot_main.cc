@@ -151,6 +151,16 @@ int main(int argc, char** argv) {
   ro.name = name;
   ro.sync_files = ro.sync_files || sync_files;
   if (!content_dir.empty()) ro.content_root = lcc::Config::absolutePath(content_dir);
+  // The s3.* keys of -c: fetched bodies go to the object store (core/s3/README.md).
+  auto s3 = lcc::s3::S3Options::fromConfig(cfg ? *cfg : lcc::Config::defaults(), data_dir);
+  if (!s3.isOk()) {
+    std::cerr << "lcc-bot: " << s3.status().message() << "\n";
+    return 2;
+  }
+  if (s3->enabled()) {
+    if (s3->upload_threads == 0) s3->upload_threads = ro.slots;  // one per slot (core/s3/README.md)
+    ro.uploader = std::make_shared<lcc::s3::Uploader>(*s3);
+  }
 
   int rc = 0;
   {
@@ -229,6 +239,7 @@ int main(int argc, char** argv) {
     });
     io.run();
     fetcher->stop();
+    if (ro.uploader) ro.uploader->stop();  // after the fetcher: no new upload comes
   }
   return rc;
 }

@@ -55,12 +55,13 @@ class BotService final : public Service {
     stopping_ = true;
     if (sweeper_.joinable()) sweeper_.join();
     for (auto& c : clients_) c->stop();
-    // Cancelled fetches answer on the fetcher's thread; wait for them (bounded).
+    // Cancelled fetches answer on the fetcher's thread, uploads on theirs; wait for them (bounded).
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     for (;;) {
       if (inFlight() == 0 || std::chrono::steady_clock::now() > deadline) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+    if (opts_.uploader) opts_.uploader->stop();
   }
 
   std::size_t inFlight() const {
@@ -89,6 +90,11 @@ class BotService final : public Service {
     out["head_files"] = counters_.head_files.load();
     out["temp_files_removed"] = swept_.load();
     out["botm"] = target_;
+    if (opts_.uploader) {
+      out["s3_puts"] = opts_.uploader->puts();
+      out["s3_put_failures"] = opts_.uploader->failures();
+      out["s3_bytes"] = opts_.uploader->bytes();
+    }
   }
 
  private:
@@ -117,6 +123,15 @@ Result<ServicePtr> makeBotService(NodeContext& node) {
     target = cfg.getString("listen.robots");
     std::string dir = cfg.getString("botm.content_dir");
     o.content_root = dir.empty() ? node.data_dir + "/content" : Config::absolutePath(dir);
+  }
+  // Issue 31 §1: fetched bodies go to the object store (core/s3/README.md).
+  auto s3 = s3::S3Options::fromConfig(cfg, node.data_dir);
+  if (!s3.isOk()) return s3.status();
+  if (s3->enabled()) {
+    // A fetch holds its robot's slot until its PUT is answered: one thread per slot
+    // lets every fetch in flight upload at once (the store is latency-bound).
+    if (s3->upload_threads == 0) s3->upload_threads = o.slots * static_cast<std::uint32_t>(cfg.getInt("bot.robots"));
+    o.uploader = std::make_shared<s3::Uploader>(*s3);
   }
   return ServicePtr(new BotService(node, target, o, static_cast<int>(cfg.getInt("bot.robots")),
                                    cfg.getBool("bot.sweep_temp_files")));

@@ -8,6 +8,7 @@
 
 #include "common/config/config.h"
 #include "common/response_head.h"
+#include "lcc/support/cu_xml_format.h"
 
 namespace lcc::bot {
 
@@ -146,6 +147,7 @@ void RobotCore::fetch(const FetchRequest& f) {
   in_flight_++;
   auto self = shared_from_this();
   Status s = fetcher_.start(req, [self, fid, botm_id = f.id, file = f.path, tmp = req.path](const FetchResult& r) {
+    if (self->opts_.uploader && r.ok() && !r.unchanged) return self->upload(fid, r, botm_id, file, tmp);
     self->finished(fid, self->store(r, botm_id, file, tmp));
   });
   if (!s.isOk()) {
@@ -161,17 +163,51 @@ void RobotCore::fetch(const FetchRequest& f) {
   }
 }
 
-FetchResult RobotCore::store(const FetchResult& r, std::uint64_t botm_id, const std::string& file,
-                               const std::string& tmp) {
+namespace {
+// What every answer takes from the fetcher's result: the BOT-M's id, the HTTP status,
+// a Retry-After, and the ETag of a stored or unchanged body.
+FetchResult answerTo(const FetchResult& r, std::uint64_t botm_id) {
   FetchResult out;
   out.id = botm_id;
   out.http_status = r.http_status;
   out.retry_after = r.retry_after;
-  if (r.ok()) out.etag = r.etag;  // stored or unchanged: a failure below clears it
-  if (r.ok() && r.unchanged) {
-    out.unchanged = true;
-    if (out.http_status == 0) out.http_status = 304;
-  } else if (r.ok()) {
+  if (r.ok()) out.etag = r.etag;
+  return out;
+}
+}  // namespace
+
+FetchResult RobotCore::storedAnswer(const FetchResult& r, std::uint64_t botm_id, const Status& st,
+                                     const char* what) {
+  FetchResult out = answerTo(r, botm_id);
+  if (st.isOk()) {
+    out.mime = r.mime;
+    out.size = r.size;
+    out.md5 = r.md5;
+    out.last_modified = r.last_modified;
+  } else {
+    out.etag.clear();
+    out.code = ErrorCode::kInternal;  // retryable: the URL is fetched again
+    out.message = std::string(what) + st.message();
+  }
+  count(out);
+  return out;
+}
+
+void RobotCore::count(const FetchResult& out) {
+  if (!counters_) return;
+  if (!out.ok()) {
+    counters_->failed++;
+  } else if (out.unchanged) {
+    counters_->unchanged++;
+  } else {
+    counters_->fetched++;
+    counters_->bytes += out.size;
+  }
+}
+
+FetchResult RobotCore::store(const FetchResult& r, std::uint64_t botm_id, const std::string& file,
+                               const std::string& tmp) {
+  if (r.ok() && !r.unchanged) {
     // The head rides on the temporary file: the rename shows body and head together.
     // Without a head nothing is removed: a side file an earlier fetch left names that
     // body's MD5 (common/response_head.h).
@@ -180,33 +216,20 @@ FetchResult RobotCore::store(const FetchResult& r, std::uint64_t botm_id, const 
     Status st = opts_.sync_files ? fsyncPath(tmp) : Status::ok();
     if (st.isOk()) st = env_.rename(tmp, file);
     if (st.isOk() && opts_.sync_files) st = env_.syncDir(parentOf(file));
-    if (st.isOk()) {
-      if (!attribute.isOk()) keepHead(r, file, attribute);
-      out.mime = r.mime;
-      out.size = r.size;
-      out.md5 = r.md5;
-      out.last_modified = r.last_modified;
-    } else {
-      (void)env_.removeFile(tmp);
-      out.etag.clear();
-      out.code = ErrorCode::kInternal;
-      out.message = "storing the file failed: " + st.message();
-    }
+    if (st.isOk() && !attribute.isOk()) keepHead(r, file, attribute);
+    if (!st.isOk()) (void)env_.removeFile(tmp);
+    return storedAnswer(r, botm_id, st, "storing the file failed: ");
+  }
+  FetchResult out = answerTo(r, botm_id);
+  if (r.ok()) {
+    out.unchanged = true;
+    if (out.http_status == 0) out.http_status = 304;
   } else {
     if (env_.exists(tmp)) (void)env_.removeFile(tmp);
     out.code = r.code;
     out.message = r.message.empty() ? std::string(errorCodeMessage(r.code)) : r.message;
   }
-  if (counters_) {
-    if (!out.ok()) {
-      counters_->failed++;
-    } else if (out.unchanged) {
-      counters_->unchanged++;
-    } else {
-      counters_->fetched++;
-      counters_->bytes += out.size;
-    }
-  }
+  count(out);
   return out;
 }
 
@@ -220,6 +243,68 @@ void RobotCore::keepHead(const FetchResult& r, const std::string& file, const St
   }
   if (counters_) counters_->heads_failed++;
   spdlog::warn("robot: keeping the response head of {}: {}; then {}", file, attribute.message(), h.message());
+}
+
+void RobotCore::setMachine(const std::string& machine) {
+  std::lock_guard<std::mutex> lock(mu_);
+  machine_ = machine;
+}
+
+namespace {
+// The BOT-M's name of a content file: the last three parts of its path (<d1>/<d2>/<n>,
+// core/botm/filename_store.h); empty when the path has fewer.
+std::string issuedName(const std::string& file) {
+  std::size_t cut = file.size();
+  for (int parts = 0; parts < 3; ++parts) {
+    if (cut == 0) return {};
+    cut = file.rfind('/', cut - 1);
+    if (cut == std::string::npos) return {};
+  }
+  return file.substr(cut + 1);
+}
+
+// The robot's head as object metadata: base64 of its stored form (it names the body's
+// MD5, common/response_head.h); empty when it would pass what S3 allows in metadata.
+constexpr std::size_t kMaxHeadMetadata = 2048;
+std::string headMetadata(const FetchResult& r) {
+  if (r.response_head.empty()) return {};
+  const std::string stored = encodeResponseHead(r.md5, r.response_head);
+  if ((stored.size() + 2) / 3 * 4 > kMaxHeadMetadata) return {};
+  std::string out;
+  proto::Base64Encoder enc;
+  enc.update(stored.data(), stored.size(), out);
+  enc.finish(out);
+  return out;
+}
+}  // namespace
+
+void RobotCore::upload(std::uint64_t fid, const FetchResult& r, std::uint64_t botm_id, const std::string& file,
+                       const std::string& tmp) {
+  std::string machine;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    machine = machine_;
+  }
+  const std::string name = issuedName(file);
+  if (machine.empty() || name.empty()) {
+    (void)env_.removeFile(tmp);
+    finished(fid, storedAnswer(r, botm_id, Status::invalidArgument("no object key for " + file),
+                               "storing the object failed: "));
+    return;
+  }
+  s3::UploadJob job;
+  job.key = opts_.uploader->options().objectKey(machine, name);
+  job.path = tmp;
+  job.md5 = r.md5;
+  job.head_b64 = headMetadata(r);
+  if (!r.response_head.empty() && job.head_b64.empty() && counters_) counters_->heads_failed++;
+  auto self = shared_from_this();
+  job.done = [self, fid, r, botm_id, tmp](const Status& st) {
+    // The PUT has been answered: the object exists (or not) before the BOT-M hears of it.
+    (void)self->env_.removeFile(tmp);
+    self->finished(fid, self->storedAnswer(r, botm_id, st, "storing the object failed: "));
+  };
+  opts_.uploader->submit(std::move(job));
 }
 
 void RobotCore::finished(std::uint64_t fid, const FetchResult& r) {
@@ -299,6 +384,7 @@ void RobotSession::onData(std::string_view bytes) {
     if (ended_ || closing_ || socket_->closed()) return;
     if (auto* h = std::get_if<proto::RobotBotmHello>(&m)) {
       hello_seen_ = true;
+      core_->setMachine(h->machine);
       if (proto::agreedFrames(h->frames, opts_.frames) != 0 && form_ == proto::LinkForm::kXml) {
         socket_->send(proto::encodeFramesSwitch());  // what follows from us is frames
         form_ = proto::LinkForm::kFrames;
@@ -366,6 +452,7 @@ void LocalRobotSession::onMessages(std::vector<proto::ToRobotMessage>& msgs) {
   for (auto& m : msgs) {
     if (ended_ || closing_) return;
     if (auto* h = std::get_if<proto::RobotBotmHello>(&m)) {
+      core_->setMachine(h->machine);
       spdlog::info("robot {}: BOT-M (machine {}) accepted us, in process", opts_.name, h->machine);
     } else if (auto* f = std::get_if<FetchRequest>(&m)) {
       core_->fetch(*f);

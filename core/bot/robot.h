@@ -29,6 +29,7 @@
 #include "net/tls.h"
 #include "proto/link_frames.h"
 #include "proto/robot.h"
+#include "s3/uploader.h"
 
 namespace lcc {
 class Config;
@@ -50,6 +51,9 @@ struct RobotOptions {
   std::string content_root;     // when set, every file must lie below it
   std::size_t max_value_length = 8192;
   net::TlsLink tls;             // RobotClient: for a tls://host:port target
+  // With s3.endpoint set (issue 31 §1): fetched files go to the object store through
+  // this uploader instead of being renamed into place (null: files).
+  std::shared_ptr<s3::Uploader> uploader;
 
   static RobotOptions fromConfig(const Config& config);
 };
@@ -81,6 +85,9 @@ class RobotCore : public std::enable_shared_from_this<RobotCore> {
   RobotCore(Fetcher& fetcher, Env& env, RobotOptions options, RobotCounters* counters, Reply reply);
 
   void fetch(const FetchRequest& f);  // f.path: the final file
+  // The machine of the BOT-M that names the files (its hello): the namespace of the
+  // object keys when files go to an object store.
+  void setMachine(const std::string& machine);
   // Cancels every fetch in flight; from now on results are dropped, not replied.
   void cancelAll();
   // Fetches started and not yet finished (cancelled ones count until they finish).
@@ -93,6 +100,13 @@ class RobotCore : public std::enable_shared_from_this<RobotCore> {
   // it, and makes the answer.
   FetchResult store(const FetchResult& r, std::uint64_t botm_id, const std::string& file, const std::string& tmp);
   void keepHead(const FetchResult& r, const std::string& file, const Status& attribute);
+  // Fetcher thread, object store: hands the temporary file to the uploader; the answer
+  // is made when the PUT has been answered (then the temporary file is removed).
+  void upload(std::uint64_t fetcher_id, const FetchResult& r, std::uint64_t botm_id, const std::string& file,
+              const std::string& tmp);
+  // The answer of a fetched body that was (st OK) or could not be (else) kept.
+  FetchResult storedAnswer(const FetchResult& r, std::uint64_t botm_id, const Status& st, const char* what);
+  void count(const FetchResult& out);
   void finished(std::uint64_t fetcher_id, const FetchResult& r);
 
   Fetcher& fetcher_;
@@ -103,6 +117,7 @@ class RobotCore : public std::enable_shared_from_this<RobotCore> {
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::uint64_t> running_;  // fetcher id -> BOT-M id (mu_)
   bool cancelled_ = false;                                    // (mu_)
+  std::string machine_;                                       // (mu_) from the BOT-M's hello
   std::atomic<std::size_t> in_flight_{0};
   std::unordered_set<std::string> known_dirs_;  // folders seen to exist (carrier's thread)
 };

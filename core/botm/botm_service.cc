@@ -49,6 +49,7 @@ struct Settings {
   std::size_t max_value_length = 8192;  // no config key: the links' longest attribute value
   std::string content_url;   // botm.content_url: advertised upstream (leaf only); empty: not advertised
   bool frames = false;       // node.link_frames: offer (and take) compact frames on the TCP links
+  s3::S3Options s3;          // s3.*: content in an object store when enabled (issue 31 §1)
 };
 
 class BotmService final : public Service {
@@ -77,6 +78,11 @@ class BotmService final : public Service {
       fo.fanout = s_.fanout;
       LCC_ASSIGN_OR_RETURN(names_, FilenameStore::open(node_.env, s_.state_dir, fo));
       disp_ = std::make_unique<Dispatcher>(s_.machine, s_.content_dir, names_.get(), node_.env, s_.max_queued);
+      if (s_.s3.enabled()) {
+        // Deletes and sweeps run on the dispatch strand: one client, one thread at a time.
+        objects_ = std::make_unique<s3::S3Client>(s_.s3);
+        disp_->useObjectStore(objects_.get());
+      }
     } else {
       fwd_ = std::make_unique<Forwarder>(s_.child_overload_pct, s_.max_queued);
     }
@@ -563,6 +569,7 @@ class BotmService final : public Service {
   Settings s_;
   asio::strand<asio::io_context::executor_type> strand_;
   std::unique_ptr<FilenameStore> names_;
+  std::unique_ptr<s3::S3Client> objects_;  // before disp_, which uses it
   std::unique_ptr<Dispatcher> disp_;
   std::unique_ptr<Forwarder> fwd_;
   std::shared_ptr<net::Acceptor> acceptor_;
@@ -640,6 +647,9 @@ Result<ServicePtr> makeBotmService(NodeContext& node) {
   s.frames = cfg.getBool("node.link_frames");
   s.reconnect_max = Millis(std::max(cfg.getInt("botm.reconnect_max"), cfg.getInt("botm.reconnect_min")));
   s.fanout = static_cast<std::uint32_t>(cfg.getInt("botm.fanout"));
+  auto s3 = s3::S3Options::fromConfig(cfg, node.data_dir);
+  if (!s3.isOk()) return s3.status();
+  s.s3 = std::move(s3).value();
   if (!s.parent) {
     // Filename management happens here: this machine's content is served on the HTTP
     // port and its URL advertised upstream (docs/internal-protocols.md §2).

@@ -178,14 +178,21 @@ void Dispatcher::removeHead(std::uint64_t name) {
   }
 }
 
+Status Dispatcher::removeContent(std::uint64_t name) {
+  if (objects_ != nullptr) return objects_->remove(objects_->options().objectKey(machine_, names_->format(name)));
+  Status s = env_->removeFile(pathOf(name));
+  if (!s.isOk() && s.code() != StatusCode::kNotFound) return s;
+  removeHead(name);
+  return Status::ok();
+}
+
 void Dispatcher::dropName(std::uint64_t name, bool unlink_file) {
   if (unlink_file) {
-    Status s = env_->removeFile(pathOf(name));
-    if (!s.isOk() && s.code() != StatusCode::kNotFound) {
-      spdlog::warn("botm: cannot unlink {}: {}; the name is not reused", pathOf(name), s.message());
+    Status s = removeContent(name);
+    if (!s.isOk()) {
+      spdlog::warn("botm: cannot remove {}: {}; the name is not reused", names_->format(name), s.message());
       return;
     }
-    removeHead(name);
   }
   names_->release(name);
 }
@@ -256,21 +263,15 @@ void Dispatcher::remove(const proto::LinkDelete& d, Actions* out) {
     out->upstream.push_back(proto::LinkDeleted{d.id, false, "in-use"});
     return;
   }
-  if (names_->isFree(*n)) {
-    // A repeated delete, or a stray file under a name nobody holds (the orphan sweep
-    // lists what is on disk): the file goes, the name is free already.
-    Status s = env_->removeFile(pathOf(*n));
-    const bool gone = s.isOk() || s.code() == StatusCode::kNotFound;
-    out->upstream.push_back(proto::LinkDeleted{d.id, gone, gone ? "" : "io-error: " + s.message()});
-    return;
-  }
-  Status s = env_->removeFile(pathOf(*n));
-  if (!s.isOk() && s.code() != StatusCode::kNotFound) {
+  // A name that is free already: a repeated delete, or a stray file under a name
+  // nobody holds (the orphan sweep lists what is there): its content goes.
+  const bool held = !names_->isFree(*n);
+  Status s = removeContent(*n);
+  if (!s.isOk()) {
     out->upstream.push_back(proto::LinkDeleted{d.id, false, "io-error: " + s.message()});
     return;
   }
-  removeHead(*n);
-  names_->release(*n);
+  if (held) names_->release(*n);
   out->upstream.push_back(proto::LinkDeleted{d.id, true, ""});
 }
 
@@ -280,6 +281,13 @@ void Dispatcher::sweep(const proto::LinkSweep& s, Actions* out) {
   for (const auto& [id, j] : jobs_) {
     if (j.name) held.insert(*j.name);
   }
+  const std::uint64_t files = objects_ != nullptr ? listObjects(s, held, out) : listFiles(s, held, out);
+  out->upstream.push_back(proto::LinkSwept{s.id, machine_, files});
+  spdlog::info("botm: sweep {}: {} content file(s) listed to the url source", s.id, files);
+}
+
+std::uint64_t Dispatcher::listFiles(const proto::LinkSweep& s, const std::unordered_set<std::uint64_t>& held,
+                                    Actions* out) {
   std::uint64_t files = 0;
   auto top = env_->listDir(content_dir_);
   for (const std::string& a : top.isOk() ? top.value() : std::vector<std::string>{}) {
@@ -299,8 +307,33 @@ void Dispatcher::sweep(const proto::LinkSweep& s, Actions* out) {
       }
     }
   }
-  out->upstream.push_back(proto::LinkSwept{s.id, machine_, files});
-  spdlog::info("botm: sweep {}: {} content file(s) listed to the url source", s.id, files);
+  return files;
+}
+
+// ListObjectsV2 under "<prefix><machine>/", page by page. A listing that fails ends
+// the sweep early (warned): the source then deletes only what was listed.
+std::uint64_t Dispatcher::listObjects(const proto::LinkSweep& s, const std::unordered_set<std::uint64_t>& held,
+                                      Actions* out) {
+  const std::string prefix = objects_->options().machinePrefix(machine_);
+  std::uint64_t files = 0;
+  std::string token;
+  do {
+    auto page = objects_->list(prefix, token);
+    if (!page.isOk()) {
+      spdlog::warn("botm: sweep {}: listing the bucket: {}; the sweep ends here", s.id, page.status().message());
+      break;
+    }
+    for (const auto& o : page->objects) {
+      const std::string name = o.key.substr(prefix.size());
+      auto n = names_->parse(name);
+      if (!n || held.count(*n)) continue;
+      out->upstream.push_back(proto::LinkFile{s.id, machine_, name, o.size});
+      ++files;
+    }
+    if (!page->next_token.empty() && page->next_token == token) break;  // no progress: a broken store
+    token = page->next_token;
+  } while (!token.empty());
+  return files;
 }
 
 // ============================ Forwarder (children) ============================

@@ -24,6 +24,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -31,6 +32,7 @@
 #include "lcc/env.h"
 #include "proto/botm_link.h"
 #include "proto/robot.h"
+#include "s3/s3_client.h"
 
 namespace lcc::botm {
 
@@ -77,6 +79,10 @@ class Dispatcher {
   std::size_t robots() const { return robots_.size(); }
   const DispatchCounters& counters() const { return counters_; }
   std::string pathOf(std::uint64_t name) const { return content_dir_ + "/" + names_->format(name); }
+  // Content in an object store (issue 31 §1): deletes remove objects and the orphan
+  // sweep lists the bucket under this machine's prefix, through `objects` (used on the
+  // caller's thread only; null: files in the content folder).
+  void useObjectStore(s3::S3Client* objects) { objects_ = objects; }
 
  private:
   struct Job {
@@ -94,11 +100,17 @@ class Dispatcher {
   void capacityChanged(Actions* out);
   void dropName(std::uint64_t name, bool unlink_file);
   void removeHead(std::uint64_t name);
+  // Removes the content of `name` (file and head, or object); an absent one is OK.
+  Status removeContent(std::uint64_t name);
+  // The sweep's <file>s of the content folder, or of the bucket; returns how many.
+  std::uint64_t listFiles(const proto::LinkSweep& s, const std::unordered_set<std::uint64_t>& held, Actions* out);
+  std::uint64_t listObjects(const proto::LinkSweep& s, const std::unordered_set<std::uint64_t>& held, Actions* out);
 
   std::string machine_;
   std::string content_dir_;
   FilenameStore* names_;
   Env* env_;
+  s3::S3Client* objects_ = nullptr;
   std::size_t max_queued_;
   bool source_up_ = false;
   std::uint64_t session_ = 0;

@@ -1,5 +1,7 @@
 #include "cu/cu_service.h"
 
+#include "s3/s3_options.h"
+
 #include <spdlog/spdlog.h>
 
 #include "common/tls_config.h"
@@ -105,6 +107,10 @@ Result<ServicePtr> makeCuService(NodeContext& node) {
   if (node.exporters.empty()) return Status::invalidArgument("the cu role needs at least one exporter (exporters:)");
   const Config& cfg = *node.config;
   EngineOptions e = EngineOptions::fromConfig(cfg, node.data_dir, node.machine_id);
+  // Issue 31 §1: with s3.endpoint set, every record's bytes are read from the bucket.
+  auto s3 = s3::S3Options::fromConfig(cfg, node.data_dir);
+  if (!s3.isOk()) return s3.status();
+  e.s3 = std::move(s3).value();
   e.locator = node.content_locator;
   CuServerOptions s = CuServerOptions::fromConfig(cfg);
   if (node.tls) {

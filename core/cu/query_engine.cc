@@ -10,20 +10,20 @@
 
 #include "common/response_head.h"
 #include "common/content_meta.h"
+#include "cu/exact_size_source.h"
+#include "cu/object_content.h"
 
 namespace lcc::cu {
 namespace {
 
-// Reads a content file as exactly `size` bytes: if the file shrinks while it is read
-// (a robot rewrote it in place), the rest is zero-filled and a warning logged, so that
-// formats that announced the size stay readable.
-class FileContentSource final : public ContentSource {
+// Reads a content file as exactly `size` bytes (ExactSizeSource: if the file shrinks
+// while it is read, a robot rewrote it in place, the rest is zero-filled).
+class FileContentSource final : public ExactSizeSource {
  public:
   FileContentSource(std::unique_ptr<ReadableFile> file, std::uint64_t size, std::string path, Counter& bytes,
                     Env& env, std::string md5)
-      : file_(std::move(file)), size_(size), path_(std::move(path)), bytes_(bytes), env_(env), md5_(std::move(md5)) {}
-
-  std::uint64_t size() const override { return size_; }
+      : ExactSizeSource(size, path, bytes), file_(std::move(file)), path_(std::move(path)), env_(env),
+        md5_(std::move(md5)) {}
 
   // The head the robot kept (common/response_head.h), if it belongs to these bytes: the
   // content file's attribute, else the side file.
@@ -39,31 +39,9 @@ class FileContentSource final : public ContentSource {
     return sideFileHead();
   }
 
-  Result<std::size_t> read(char* buf, std::size_t n) override {
-    const std::uint64_t left = size_ - offset_;
-    if (n > left) n = static_cast<std::size_t>(left);
-    if (n == 0) return std::size_t{0};
-    std::size_t got = 0;
-    if (!short_) {
-      auto r = file_->read(offset_, n, buf);
-      if (!r.isOk()) {
-        spdlog::warn("cu: reading {}: {}; the rest is zero-filled", path_, r.status().toString());
-        short_ = true;
-      } else if (*r == 0) {
-        spdlog::warn("cu: {} is shorter than its record says ({} of {} bytes); the rest is zero-filled", path_,
-                     offset_, size_);
-        short_ = true;
-      } else {
-        got = *r;
-      }
-    }
-    if (short_) {
-      std::memset(buf, 0, n);
-      got = n;
-    }
-    offset_ += got;
-    bytes_.inc(got);
-    return got;
+ protected:
+  Result<std::size_t> readAt(std::uint64_t offset, char* buf, std::size_t n) override {
+    return file_->read(offset, n, buf);
   }
 
  private:
@@ -84,13 +62,9 @@ class FileContentSource final : public ContentSource {
   }
 
   std::unique_ptr<ReadableFile> file_;
-  const std::uint64_t size_;
   const std::string path_;
-  Counter& bytes_;
   Env& env_;
   const std::string md5_;
-  std::uint64_t offset_ = 0;
-  bool short_ = false;
 };
 
 constexpr std::size_t kScanChunk = 256;
@@ -150,13 +124,14 @@ ContentLocation QueryEngine::locate(const ContentRecord& r) const {
   using Kind = ContentLocation::Kind;
   if (r.deleted) return {Kind::kMissing, "", ContentMissing::kNone};
   std::optional<std::string> url;
-  if (r.machine != options_.machine_id) {
+  if (r.machine != options_.machine_id && !options_.s3.enabled()) {
     // Another machine's BOT-M holds it: read from that machine's HTTP port
     // (GET <url>/content/<file>) when someone said where that is.
     url = options_.locator ? options_.locator->urlOf(r.machine) : std::nullopt;
     if (!url) return {Kind::kMissing, "", ContentMissing::kOtherMachine};
   }
   if (!safeContentName(r.filename)) return {Kind::kMissing, "", ContentMissing::kUnreadable};
+  if (options_.s3.enabled()) return {Kind::kObject, options_.s3.objectKey(r.machine, r.filename)};
   if (url) return {Kind::kRemote, std::move(*url)};
   return {Kind::kLocal, options_.content_dir + "/" + r.filename};
 }
@@ -187,6 +162,14 @@ std::unique_ptr<ContentSource> QueryEngine::openContent(const ContentRecord& r,
           spdlog::warn("cu: content of {} on machine {}: {}; content omitted", r.key.url, r.machine,
                        src.status().message());
         }
+        return missing(ContentMissing::kUnreadable);
+      }
+      return std::move(src).value();
+    }
+    case ContentLocation::Kind::kObject: {
+      auto src = openObjectContent(options_.s3, at.where, r, stats_.content_bytes);
+      if (!src.isOk()) {
+        spdlog::warn("cu: content of {}: {}; content omitted", r.key.url, src.status().message());
         return missing(ContentMissing::kUnreadable);
       }
       return std::move(src).value();

@@ -29,6 +29,7 @@
 #include "lcc/env.h"
 #include "lcc/exporter.h"
 #include "proto/cu_query.h"
+#include "s3/s3_options.h"
 
 namespace lcc::cu {
 
@@ -45,6 +46,9 @@ struct EngineOptions {
   // No config key: where other machines' content is read (null: nowhere; such records
   // are missing="other-machine"). Static cu.content_urls win over discovered entries.
   const ContentLocator* locator = nullptr;
+  // s3.*: when enabled, content of every machine is read from the object store (the
+  // object key of (machine, file)), not from files (issue 31 §1). Set by the cu role.
+  s3::S3Options s3;
 
   // `data_dir` (absolute) holds content/ and tmp/ when their keys are empty.
   static EngineOptions fromConfig(const Config& config, const std::string& data_dir, const std::string& machine_id);
@@ -59,8 +63,8 @@ enum class ContentMissing : std::uint8_t {
 
 // Where a record's content is: the one decision of "local or remote" (QueryEngine::locate).
 struct ContentLocation {
-  enum class Kind : std::uint8_t { kLocal, kRemote, kMissing } kind = Kind::kMissing;
-  std::string where;  // kLocal: the file's path; kRemote: the machine's content URL
+  enum class Kind : std::uint8_t { kLocal, kRemote, kObject, kMissing } kind = Kind::kMissing;
+  std::string where;  // kLocal: the file's path; kRemote: the machine's content URL; kObject: the object key
   ContentMissing why = ContentMissing::kNone;  // kMissing: the reason (kNone for a tombstone)
 };
 

@@ -478,6 +478,27 @@ TEST_F(LccdErrorsTest, CheckBeforeARestartNotesTheRunningLccd) {
       << r.output;
 }
 
+// --check reads the object store's secret as the robots would (issue 31 §1): a secret
+// file others can read is a problem naming the key, and its content is never printed.
+TEST_F(LccdErrorsTest, CheckRefusesAnObjectStoreSecretOthersCanRead) {
+  const std::string secret = dir_.file("s3.secret");
+  std::ofstream(secret) << "very-secret-key\n";
+  fs::permissions(secret, fs::perms(0644), fs::perm_options::replace);
+  const std::vector<std::string> args = {"--check", "--set", "roles=[bot]", "--set",
+                                         "listen.robots=127.0.0.1:" + std::to_string(freePort()), "--set",
+                                         "s3.endpoint=http://127.0.0.1:9", "--set", "s3.access_key=ak", "--set",
+                                         "s3.secret_key_file=" + secret};
+  const RunResult r = lccd(args);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "--set: s3.secret_key_file: " + secret + " is readable by group or others (chmod 600)"))
+      << r.output;
+  EXPECT_FALSE(has(r.output, "very-secret-key")) << r.output;
+  fs::permissions(secret, fs::perms(0600), fs::perm_options::replace);
+  const RunResult ok = lccd(args);
+  EXPECT_EQ(ok.code, 0) << ok.output;
+  EXPECT_FALSE(has(ok.output, "very-secret-key")) << ok.output;
+}
+
 // A bad --set is blamed on --set (not on the file), an enum names its words, and an
 // unknown key gets the nearest one.
 TEST_F(LccdErrorsTest, SetProblemsNameSetTheAllowedWordsAndTheNearestKey) {

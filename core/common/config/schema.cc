@@ -178,6 +178,22 @@ const std::vector<KeySpec>& Config::schema() {
       {"bot.max_response_head", KeyType::kSize, "16KiB", 0, kMiB,
        "keep each fetch's HTTP status line and headers with its file (attribute user.lcc.response-head, "
        "else <file>.http; for the WARC answer) when they fit in this many bytes; 0: keep none"},
+      // --- s3 (content in an S3-compatible object store, issue 31 §1; core/s3/README.md) ---
+      {"s3.endpoint", KeyType::kString, "", 0, 2048,
+       "http(s)://host:port of an S3-compatible object store: robots PUT each fetched body to s3.bucket, the CU "
+       "reads it there, deletes and the orphan sweep go there; empty: content files stay in botm.content_dir"},
+      {"s3.bucket", KeyType::kString, "lcc", 3, 63, "the bucket holding every machine's content objects"},
+      {"s3.region", KeyType::kString, "us-east-1", 1, 64, "the region of the SigV4 signature's scope"},
+      {"s3.access_key", KeyType::kString, "", 0, 256, "the access key id requests are signed with"},
+      {"s3.secret_key_file", KeyType::kString, "", 0, 4096,
+       "file holding the secret key (mode 600, relative to node.data_dir); never logged"},
+      {"s3.key_prefix", KeyType::kString, "", 0, 512,
+       "put before every object key (<prefix><machine>/<d1>/<d2>/<n>), so one bucket can hold several LCCs"},
+      {"s3.connect_timeout", KeyType::kDuration, "5s", 10, kHour, "connecting to the object store"},
+      {"s3.timeout", KeyType::kDuration, "60s", 100, kDay, "longest one request to the object store takes, body included"},
+      {"s3.upload_threads", KeyType::kInt, "0", 0, 4096,
+       "PUTs to the object store at once from one node's robots (threads lcc-s3-put); "
+       "0: one per fetch the robots may run at once (bot.robots x bot.slots; lcc-bot: --slots)"},
       // --- cu ---
       {"cu.max_connections", KeyType::kInt, "64", 1, 100000, "CU connections at once"},
       {"cu.max_connections_per_ip", KeyType::kInt, "8", 1, 100000,
