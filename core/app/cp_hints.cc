@@ -25,8 +25,8 @@ std::string commonHint(unsigned code) {
       return "something sent was over the UNS's size limits (an id or password that long, a URL or attribute too "
              "long): check the input and --id/--password";
     case ErrorCode::kOffline:
-      return std::string("the LCC takes nothing for now (its spool is full or its queue is overloaded); nothing was "
-                         "stored: send again later, and tell ") + kAdmin + " if it lasts";
+      return std::string("the LCC takes nothing for now (its spool is full, its queue is overloaded or "
+                         "out of reach); nothing was stored: send again later, and tell ") + kAdmin + " if it lasts";
     case ErrorCode::kTimeout:
       return "the UNS waited too long for lcc (uns.idle_timeout, uns.session_timeout): check the network to it and "
              "send again; split a set that takes longer than the session allows";

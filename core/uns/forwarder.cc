@@ -170,6 +170,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl> {
   }
 
   void queueSpool(Pending p) {
+    if (!opt.spool) return refuse(p.done);  // uns.spool: false: 130, the CP sends it again
     encodeWhole(p);
     to_spool_bytes += p.xml.size();
     to_spool.push_back(std::move(p));
@@ -382,7 +383,9 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl> {
     const bool was_up = link_ready.load();
     ++gen;
     if (stats.link_drops) stats.link_drops->inc();
-    if (was_up || !inflight.empty()) spdlog::warn("uns: QM link down: {}; spooling", why);
+    if (was_up || !inflight.empty()) {
+      spdlog::warn("uns: QM link down: {}; {}", why, opt.spool ? "spooling" : "answering sets 130 (uns.spool: false)");
+    }
     link_ready = false;
     logged_absent = was_up ? false : logged_absent;
     if (link) link->drop(why);
@@ -413,11 +416,12 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl> {
   }
 
   // The sets sent and not acked, to be spooled; a streamed one cannot be (its text is
-  // gone), so its CP is answered 130 and sends it again.
+  // gone), nor any without a spool (uns.spool: false), so its CP is answered 130 and
+  // sends it again.
   std::vector<Pending> takeInflight() {
     std::vector<Pending> moved;
     for (auto& p : inflight) {
-      if (p.streamed) {
+      if (p.streamed || !opt.spool) {
         refuse(p.done);
         continue;
       }
@@ -470,7 +474,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl> {
 
   void spoolBegin(const std::shared_ptr<StreamState>& st) {
     st->mode = StreamMode::kBroken;
-    if (stopped) return;
+    if (stopped || !opt.spool) return;  // read and dropped; its end gets 130
     if (!spool.usable()) {
       if (Status s = reopenSpool(); !s.isOk()) {
         spdlog::warn("uns spool: cannot take a set in parts ({}); it will be refused with 130", s.toString());
@@ -670,6 +674,7 @@ void Forwarder::submit(SetSubmission set, Done done) {
 }
 
 bool Forwarder::spoolFull() const { return impl_->spool.full(0); }
+bool Forwarder::refusesSets() const { return spoolFull() || (!impl_->opt.spool && !impl_->link_ready.load()); }
 bool Forwarder::connected() const { return impl_->link_ready.load(); }
 std::uint64_t Forwarder::spooledSets() const { return impl_->spool.sets(); }
 std::uint64_t Forwarder::spoolBytes() const { return impl_->spool.bytes(); }
@@ -682,6 +687,7 @@ void Forwarder::status(nlohmann::json& out) const {
   out["qm_link"] = impl_->local_form ? "in process" : "tcp";
   out["spool_sets"] = spooledSets();
   out["spool_bytes"] = spoolBytes();
+  out["spool"] = impl_->opt.spool;
   out["spool_limit"] = impl_->opt.spool_limit;
   out["spool_full"] = spoolFull();
   out["last_set_id"] = lastSetId();

@@ -52,6 +52,10 @@ struct ForwarderOptions {
   std::string qm_address;          // uns.qm (empty: listen.qm): host:port, or tls://host:port (then `tls` is set)
   Millis qm_retry{};               // uns.qm_retry
   Millis qm_ack_timeout{};         // uns.qm_ack_timeout
+  // uns.spool: false, nothing new is spooled: a set the QM does not take (absent,
+  // refusing, silent, the link dropped before its ack) is answered 130, and so is an
+  // init while the link is down. What an earlier run spooled is still replayed.
+  bool spool = false;
   std::uint64_t spool_limit = 0;   // uns.spool_limit (bytes waiting in the spool)
   std::size_t max_attribute_length = 0;  // uns.max_attribute_length
   // No config key:
@@ -125,6 +129,9 @@ class Forwarder {
 
   // True when new sets would be refused (spool over its limit).
   bool spoolFull() const;
+  // True when a new session's set would be refused: the spool is full, or it is off
+  // (ForwarderOptions::spool) and the QM link is down.
+  bool refusesSets() const;
   bool connected() const;  // the QM's opening was received and the link is up
   std::uint64_t spooledSets() const;  // sets waiting in the spool
   std::uint64_t spoolBytes() const;

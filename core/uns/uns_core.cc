@@ -11,6 +11,16 @@
 
 namespace lcc::uns {
 
+std::uint64_t queuedUrlsInStore(ProviderStore* providers, ProviderId pid) {
+  if (providers == nullptr) return 0;
+  Result<std::uint64_t> n = providers->queuedUrls(pid);
+  if (n.isOk()) return n.value();
+  if (n.status().code() != StatusCode::kNotSupported) {  // a lost connection: the init goes on without it
+    spdlog::debug("uns: provider {}: reading its queued URLs failed: {}", pid, n.status().toString());
+  }
+  return 0;
+}
+
 UnsCore::UnsCore(CoreConfig config, ProviderStore* providers, Clock* clock,
                  std::function<std::uint64_t(ProviderId)> queued_urls, std::function<std::uint64_t()> free_space)
     : config_(std::move(config)),
@@ -157,6 +167,9 @@ void UnsCore::countConnection(Admission a, const std::string& peer_ip, AuthDone 
   const ProviderId pid = a.result.pid;
   const WallTime now = clock_->now();
   const Millis period = config_.fullset_period;
+  // Read here, on the session's thread, not on the committer's: on a shared PIDB it is
+  // a round trip, and the committer serves every session.
+  const std::uint64_t processing = queued_urls_ ? queued_urls_(pid) : queuedUrlsInStore(providers_, pid);
   auto rec = std::make_shared<ProviderRecord>();
   auto change = [rec, now, period, ip = peer_ip, stored = std::move(a.stored_hash),
                  upgraded = std::move(a.upgraded_hash)](ProviderRecord& p) {
@@ -183,8 +196,8 @@ void UnsCore::countConnection(Admission a, const std::string& peer_ip, AuthDone 
     return Status::ok();
   };
   // The CP is told its connection seq only once the write that counts it is synced.
-  committer_.modify(pid, std::move(change), [this, pid, rec, done = std::move(done)](const Status& s) {
-    if (s.isOk()) return done(admitted(pid, *rec));
+  committer_.modify(pid, std::move(change), [this, pid, rec, processing, done = std::move(done)](const Status& s) {
+    if (s.isOk()) return done(admitted(pid, *rec, processing));
     releaseProvider(pid);
     spdlog::warn("uns: provider {}: updating the PIDB failed: {}", pid, s.toString());
     AuthResult r;
@@ -194,7 +207,7 @@ void UnsCore::countConnection(Admission a, const std::string& peer_ip, AuthDone 
   });
 }
 
-AuthResult UnsCore::admitted(ProviderId pid, const ProviderRecord& rec) const {
+AuthResult UnsCore::admitted(ProviderId pid, const ProviderRecord& rec, std::uint64_t processing) const {
   AuthResult r;
   r.pid = pid;
   auto& info = r.info;
@@ -220,7 +233,7 @@ AuthResult UnsCore::admitted(ProviderId pid, const ProviderRecord& rec) const {
   info.error_total = std::max<std::uint64_t>(rec.error_total, rec.errors.size());
   for (std::size_t i = 0; i < rec.errors.size() && i < config_.report_errors; ++i) info.errors.push_back(rec.errors[i]);
   r.reported_errors = rec.errors;
-  info.processing = queued_urls_ ? queued_urls_(pid) : 0;
+  info.processing = processing;
   r.prefixes = rec.prefixes;
   r.quota_files = rec.quota_files;
   r.quota_bytes = rec.quota_bytes;

@@ -50,8 +50,15 @@ struct CoreConfig {
   static CoreConfig fromConfig(const Config& config);
 };
 
+// A provider's URLs still queued as the PIDB's own queue tables hold them
+// (ProviderStore::queuedUrls: storage-postgres, where the QM of another host writes
+// them); 0 when the store cannot tell (its queue lives on the QM's host) or fails.
+std::uint64_t queuedUrlsInStore(ProviderStore* providers, ProviderId pid);
+
 class UnsCore {
  public:
+  // `queued_urls`: the QM of this process's count (init_accepted "processing");
+  // empty: queuedUrlsInStore().
   UnsCore(CoreConfig config, ProviderStore* providers, Clock* clock,
           std::function<std::uint64_t(ProviderId)> queued_urls,
           std::function<std::uint64_t()> free_space = nullptr);
@@ -111,8 +118,9 @@ class UnsCore {
   // Counts the connection in the PIDB (seq, last IP and time, the full-set period) and,
   // once that is synced, gives `done` the init_accepted data.
   void countConnection(Admission admission, const std::string& peer_ip, AuthDone done);
-  // The init_accepted data from the record as it was before this connection counted.
-  AuthResult admitted(ProviderId pid, const ProviderRecord& rec) const;
+  // The init_accepted data from the record as it was before this connection counted;
+  // `processing`: the provider's queued URLs, read before the PIDB write.
+  AuthResult admitted(ProviderId pid, const ProviderRecord& rec, std::uint64_t processing) const;
   // True when `password` is the provider's; sets *upgrade to a fast hash to store
   // in place of a slow one that protected a generated token.
   bool checkPassword(ProviderId pid, const std::string& stored, const std::string& password, std::string* upgrade);

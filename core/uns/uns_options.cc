@@ -54,6 +54,7 @@ ForwarderOptions ForwarderOptions::fromConfig(const Config& cfg, const std::stri
   f.qm_address = cfg.getString("uns.qm").empty() ? cfg.getString("listen.qm") : cfg.getString("uns.qm");
   f.qm_retry = Millis(cfg.getInt("uns.qm_retry"));
   f.qm_ack_timeout = Millis(cfg.getInt("uns.qm_ack_timeout"));
+  f.spool = cfg.getBool("uns.spool");
   f.spool_limit = static_cast<std::uint64_t>(cfg.getInt("uns.spool_limit"));
   f.max_attribute_length = static_cast<std::size_t>(cfg.getInt("uns.max_attribute_length"));
   f.uns_name = machine_id + "/uns";

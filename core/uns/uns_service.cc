@@ -84,7 +84,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (sh_.c_sessions) sh_.c_sessions->inc();
     if (!admitted_) {
       policy_.refuse(ErrorCode::kTooManyConnections, "too many connections");
-    } else if (sh_.fwd->spoolFull()) {
+    } else if (sh_.fwd->refusesSets()) {
       policy_.refuse(ErrorCode::kOffline, "system temporarily off-line, try again later");
     }
     drive();
@@ -443,7 +443,11 @@ class UnsService final : public Service {
   explicit UnsService(NodeContext& node)
       : server_(*node.io, optionsFor(node), node.providers,
                 node.clock, node.env, node.metrics,
-                [&node](ProviderId pid) -> std::uint64_t { return node.queued_urls ? node.queued_urls(pid) : 0; }) {
+                [&node](ProviderId pid) -> std::uint64_t {
+                  // The QM of this lccd, else the queue the QM of another host writes into
+                  // a shared PIDB (storage-postgres), else 0.
+                  return node.queued_urls ? node.queued_urls(pid) : queuedUrlsInStore(node.providers, pid);
+                }) {
     indexnow::addIndexNowRoutes(node, partialSetSubmitter(server_.forwarder()));
     sitemaps_ = sitemap::makeSitemapPoller(node, partialSetSubmitter(server_.forwarder()));
     if (sitemap::SitemapPoller* poller = sitemaps_.get()) {  // the admin API and the status page

@@ -36,7 +36,7 @@ struct UnsOptions {
   Millis session_timeout{};             // uns.session_timeout
   SessionConfig session;                // uns.max_attribute_length, uns.max_depth, uns.max_set_urls, ...
   CoreConfig core;                      // uns.max_connections..., uns.auth_*
-  ForwarderOptions forwarder;           // uns.qm, uns.qm_retry, uns.qm_ack_timeout, uns.spool_limit
+  ForwarderOptions forwarder;           // uns.qm, uns.qm_retry, uns.qm_ack_timeout, uns.spool, uns.spool_limit
   // No config key: the TLS port's context (NodeTls::server()).
   std::shared_ptr<net::TlsContextSlot> tls;
 

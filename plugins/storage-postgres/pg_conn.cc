@@ -1,5 +1,6 @@
 #include "pg_conn.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace lcc::plugins::postgres {
@@ -32,12 +33,19 @@ void appendI32(std::string* out, std::int32_t v) {
 
 // PostgreSQL's binary array format (array_send): ndim, has-nulls flag, element type,
 // then per dimension (size, lower bound 1), then per element its length (-1 = NULL)
-// and bytes. An empty array has no dimensions.
+// and bytes. An empty array has no dimensions. `encode(element, scratch)` gives an
+// element's bytes (a view of the element, or of the 8-byte scratch), copied once.
 template <typename T, typename Enc>
 std::string arrayBytes(const std::vector<std::optional<T>>& v, Oid element, Enc encode) {
   bool nulls = false;
-  for (const auto& e : v) nulls = nulls || !e;
+  std::size_t bytes = 20 + 4 * v.size();
+  char scratch[8];
+  for (const auto& e : v) {
+    nulls = nulls || !e;
+    if (e) bytes += encode(*e, scratch).size();
+  }
   std::string out;
+  out.reserve(bytes);
   appendI32(&out, v.empty() ? 0 : 1);
   appendI32(&out, nulls ? 1 : 0);
   appendI32(&out, static_cast<std::int32_t>(element));
@@ -50,9 +58,9 @@ std::string arrayBytes(const std::vector<std::optional<T>>& v, Oid element, Enc 
       appendI32(&out, -1);
       continue;
     }
-    const std::string b = encode(*e);
+    const std::string_view b = encode(*e, scratch);
     appendI32(&out, static_cast<std::int32_t>(b.size()));
-    out += b;
+    out.append(b.data(), b.size());
   }
   return out;
 }
@@ -76,12 +84,19 @@ PgParams& PgParams::text(std::string_view v) { return add(kText, std::string(v),
 PgParams& PgParams::null(Oid oid) { return add(oid, std::string(), true); }
 
 PgParams& PgParams::bytesArray(const std::vector<std::optional<std::string>>& v) {
-  return add(kByteaArray, arrayBytes(v, kBytea, [](const std::string& b) { return b; }), false);
+  return add(kByteaArray, arrayBytes(v, kBytea, [](const std::string& b, char*) { return std::string_view(b); }),
+             false);
 }
 
 PgParams& PgParams::i64Array(const std::vector<std::optional<std::int64_t>>& v) {
   return add(kInt8Array,
-             arrayBytes(v, kInt8, [](std::int64_t x) { return bigEndian(static_cast<std::uint64_t>(x)); }), false);
+             arrayBytes(v, kInt8,
+                        [](std::int64_t x, char* scratch) {
+                          auto u = static_cast<std::uint64_t>(x);
+                          for (int i = 7; i >= 0; --i, u >>= 8) scratch[i] = static_cast<char>(u & 0xff);
+                          return std::string_view(scratch, 8);
+                        }),
+             false);
 }
 
 std::vector<const char*> PgParams::values() const {
@@ -265,6 +280,82 @@ Status PgConn::commit() {
     return Status::aborted(what_ + ": the transaction was rolled back by the server");
   }
   return Status::ok();
+}
+
+Status PgConn::sendPipeline(const std::vector<PgStep>& steps, std::vector<std::string>* names, int* expected) {
+  *expected = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const PgStep& st = steps[i];
+    auto it = prepared_.find(st.sql);
+    if (it == prepared_.end()) {
+      // A name never used before on this connection: one prepared by a pipeline that
+      // failed later may exist on the server without being in prepared_.
+      auto same = std::find_if(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(i),
+                               [&](const PgStep& o) { return o.sql == st.sql; });
+      if (same != steps.begin() + static_cast<std::ptrdiff_t>(i)) {
+        names->push_back((*names)[static_cast<std::size_t>(same - steps.begin())]);
+      } else {
+        names->push_back("lcc_p" + std::to_string(++pipeline_names_));
+        if (PQsendPrepare(c_, names->back().c_str(), st.sql, st.params.size(), st.params.oids()) != 1) {
+          return resultStatus(nullptr, "sending a statement");
+        }
+        ++*expected;
+      }
+    } else {
+      names->push_back(it->second);
+    }
+    const std::vector<const char*> values = st.params.values();
+    if (PQsendQueryPrepared(c_, names->back().c_str(), st.params.size(), values.data(), st.params.lengths(),
+                            st.params.formats(), 1) != 1) {
+      return resultStatus(nullptr, "sending a statement");
+    }
+    ++*expected;
+  }
+  if (PQsendQueryParams(c_, "COMMIT", 0, nullptr, nullptr, nullptr, nullptr, 0) != 1 || PQpipelineSync(c_) != 1) {
+    return resultStatus(nullptr, "sending COMMIT");
+  }
+  return Status::ok();
+}
+
+// Every result in order (each followed by a null), then the sync's. The first error
+// wins; what the server skipped after it answers PGRES_PIPELINE_ABORTED.
+Status PgConn::readPipeline(const std::vector<PgStep>& steps, const std::vector<std::string>& names, int expected) {
+  Status first;
+  bool committed = false;
+  for (int i = 0; i <= expected; ++i) {  // the prepares and statements, then COMMIT
+    PgResult r(PQgetResult(c_));
+    if (r.raw() == nullptr) return first.isOk() ? resultStatus(nullptr, "reading a pipeline") : first;
+    const ExecStatusType t = PQresultStatus(r.raw());
+    if (first.isOk() && t != PGRES_PIPELINE_ABORTED) {
+      first = resultStatus(r.raw(), i < expected ? "a statement failed" : "COMMIT");
+    }
+    if (i == expected && t == PGRES_COMMAND_OK) committed = std::strcmp(PQcmdStatus(r.raw()), "COMMIT") == 0;
+    while (PGresult* rest = PQgetResult(c_)) PQclear(rest);  // up to the null that ends it
+  }
+  PgResult sync(PQgetResult(c_));
+  if (sync.raw() == nullptr || PQresultStatus(sync.raw()) != PGRES_PIPELINE_SYNC) {
+    broken_ = true;  // out of step with the server: make the connection again
+    return first.isOk() ? resultStatus(sync.raw(), "reading a pipeline") : first;
+  }
+  if (!first.isOk()) return first;
+  for (std::size_t k = 0; k < steps.size(); ++k) prepared_.emplace(steps[k].sql, names[k]);
+  if (!committed) return Status::aborted(what_ + ": the transaction was rolled back by the server");
+  return Status::ok();
+}
+
+Status PgConn::runAndCommit(const std::vector<PgStep>& steps) {
+  in_tx_ = false;  // as commit(): on an error the caller rolls back
+  if (PQenterPipelineMode(c_) != 1) return resultStatus(nullptr, "entering pipeline mode");
+  std::vector<std::string> names;
+  int expected = 0;
+  Status s = sendPipeline(steps, &names, &expected);
+  if (s.isOk()) {
+    s = readPipeline(steps, names, expected);
+  } else {
+    broken_ = true;  // what was sent is not synced: make the connection again (PQreset ends the mode)
+  }
+  if (!lost() && PQexitPipelineMode(c_) != 1) broken_ = true;
+  return s;
 }
 
 void PgConn::rollback() {

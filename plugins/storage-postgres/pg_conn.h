@@ -64,6 +64,12 @@ class PgParams {
   std::vector<int> formats_;
 };
 
+// One statement of a pipeline (PgConn::runAndCommit): `sql` a constant, as for run().
+struct PgStep {
+  const char* sql;
+  PgParams params;
+};
+
 // A statement's rows (binary). Owns the PGresult.
 class PgResult {
  public:
@@ -116,6 +122,12 @@ class PgConn {
   // (SET LOCAL synchronous_commit TO off). commit() returns once the server committed.
   Status begin(bool durable);
   Status commit();
+  // Runs `steps` in order and then COMMIT, inside the transaction begin() opened, in
+  // one round trip (libpq pipeline mode; a statement not prepared on this connection
+  // yet is prepared in the same pipeline). The server skips what follows a failed
+  // statement: the first error is returned and the caller rolls back, as after run().
+  // OK once the server committed; results (rows) are not kept.
+  Status runAndCommit(const std::vector<PgStep>& steps);
   void rollback();  // best effort
   // Runs inside every transaction begin() opens, first (the QM lease's fencing check,
   // pg_lease.h); its error rolls the transaction back and is begin()'s.
@@ -131,6 +143,9 @@ class PgConn {
   Status setupSession();
   Status reconnect();
   Result<PgResult> runOnce(const char* sql, const PgParams& params);
+  // runAndCommit's halves: send every statement and the sync; read every result.
+  Status sendPipeline(const std::vector<PgStep>& steps, std::vector<std::string>* names, int* expected);
+  Status readPipeline(const std::vector<PgStep>& steps, const std::vector<std::string>& names, int expected);
   Status resultStatus(PGresult* r, const char* doing);
 
   PGconn* c_;
@@ -140,6 +155,7 @@ class PgConn {
   bool broken_ = false;
   std::uint64_t reconnects_ = 0;  // reconnect before the next statement (a read-only server, 25006)
   std::map<const char*, std::string> prepared_;  // sql address → statement name
+  std::uint64_t pipeline_names_ = 0;             // statements prepared in pipelines: lcc_p<n>
   std::function<Status(PgConn&)> after_begin_;
 };
 

@@ -150,11 +150,14 @@ Status PgContentStore::apply(const ContentBatch& batch) {
   if (batch.empty()) return Status::ok();
   Plan plan;
   plan.caller_max = caller_max_;
+  // BEGIN, the seq lock and the held rows (their answers decide the seqs), then every
+  // write, the counters, the stamp and COMMIT in one round trip (libpq pipeline mode).
   Status s = conn_->begin(opts_.full_sync);
   if (s.isOk()) s = planBatch(batch, &plan);
-  if (s.isOk()) s = writePlan(plan);
-  if (s.isOk() && !opts_.full_sync) s = unsynced_.stamp(*conn_);
-  if (s.isOk()) s = conn_->commit();
+  std::vector<PgStep> steps;
+  if (s.isOk()) writePlan(plan, &steps);
+  if (s.isOk() && !opts_.full_sync) steps.push_back(unsynced_.stampStep());
+  if (s.isOk()) s = conn_->runAndCommit(steps);
   if (!s.isOk()) {
     conn_->rollback();
     // The connection went away (server restart, failover): the server rolled the
@@ -233,7 +236,7 @@ Status PgContentStore::planPut(const ContentRecord& put, Plan* plan) {
   return Status::ok();
 }
 
-Status PgContentStore::writePlan(const Plan& plan) {
+void PgContentStore::writePlan(const Plan& plan, std::vector<PgStep>* steps) {
   std::vector<std::optional<std::string>> erased;
   std::int64_t delta = 0;
   for (const auto& [key, row] : plan.rows) {
@@ -245,30 +248,27 @@ Status PgContentStore::writePlan(const Plan& plan) {
       delta += existed ? 0 : 1;
     }
   }
-  if (!erased.empty()) {
-    LCC_RETURN_IF_ERROR(conn_->run("DELETE FROM lcc WHERE key = ANY($1)", PgParams().bytesArray(erased)).status());
-  }
-  LCC_RETURN_IF_ERROR(writePuts(plan));
+  if (!erased.empty()) steps->push_back({"DELETE FROM lcc WHERE key = ANY($1)", PgParams().bytesArray(erased)});
+  writePuts(plan, steps);
   if (!plan.meta.empty()) {
     std::vector<std::optional<std::string>> keys, values;
     for (const auto& [k, v] : plan.meta) {
       keys.emplace_back(k);
       values.emplace_back(v);
     }
-    LCC_RETURN_IF_ERROR(conn_->run("INSERT INTO meta (store, key, value) SELECT 'content', k, v FROM unnest($1, $2) "
-                                   "AS m(k, v) ON CONFLICT (store, key) DO UPDATE SET value = EXCLUDED.value",
-                                   PgParams().bytesArray(keys).bytesArray(values)).status());
+    steps->push_back({"INSERT INTO meta (store, key, value) SELECT 'content', k, v FROM unnest($1, $2) "
+                      "AS m(k, v) ON CONFLICT (store, key) DO UPDATE SET value = EXCLUDED.value",
+                      PgParams().bytesArray(keys).bytesArray(values)});
   }
   if (plan.locked && (delta != 0 || plan.max_seq != plan.old_max)) {
-    LCC_RETURN_IF_ERROR(conn_->run("UPDATE lcc_store SET value = CASE name WHEN 'max_seq' THEN $1 "
-                                   "ELSE (value::bigint + $2)::text END "
-                                   "WHERE store = 'content' AND name IN ('max_seq', 'rows')",
-                                   PgParams().text(std::to_string(plan.max_seq)).i64(delta)).status());
+    steps->push_back({"UPDATE lcc_store SET value = CASE name WHEN 'max_seq' THEN $1 "
+                      "ELSE (value::bigint + $2)::text END "
+                      "WHERE store = 'content' AND name IN ('max_seq', 'rows')",
+                      PgParams().text(std::to_string(plan.max_seq)).i64(delta)});
   }
-  return Status::ok();
 }
 
-Status PgContentStore::writePuts(const Plan& plan) {
+void PgContentStore::writePuts(const Plan& plan, std::vector<PgStep>* steps) {
   constexpr int kCols = 19;
   std::vector<std::optional<std::string>> b[kCols];  // bytea columns (by column index)
   std::vector<std::optional<std::int64_t>> n[kCols];  // bigint columns
@@ -298,7 +298,7 @@ Status PgContentStore::writePuts(const Plan& plan) {
     n[17].emplace_back(r.key.pid);
     b[18].emplace_back(r.etag);
   }
-  if (puts == 0) return Status::ok();
+  if (puts == 0) return;
   PgParams p;
   for (int c = 0; c < kCols; ++c) {
     if (b[c].empty()) {
@@ -307,16 +307,15 @@ Status PgContentStore::writePuts(const Plan& plan) {
       p.bytesArray(b[c]);
     }
   }
-  return conn_->run("INSERT INTO lcc (" LCC_LCC_COLS ") SELECT * FROM unnest($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,"
-                    "$13,$14,$15,$16,$17,$18,$19) ON CONFLICT (key) DO UPDATE SET seq=EXCLUDED.seq, "
+  steps->push_back({"INSERT INTO lcc (" LCC_LCC_COLS ") SELECT * FROM unnest($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,"
+                    "$12,$13,$14,$15,$16,$17,$18,$19) ON CONFLICT (key) DO UPDATE SET seq=EXCLUDED.seq, "
                     "deleted=EXCLUDED.deleted, view_tag=EXCLUDED.view_tag, browse=EXCLUDED.browse, "
                     "fetch_url=EXCLUDED.fetch_url, mtime=EXCLUDED.mtime, size=EXCLUDED.size, md5=EXCLUDED.md5, "
                     "machine=EXCLUDED.machine, filename=EXCLUDED.filename, stored=EXCLUDED.stored, "
                     "refreshed=EXCLUDED.refreshed, declared_mtime=EXCLUDED.declared_mtime, "
                     "declared_size=EXCLUDED.declared_size, declared_md5=EXCLUDED.declared_md5, "
                     "created_seq=EXCLUDED.created_seq, pid=EXCLUDED.pid, etag=EXCLUDED.etag",
-                    p)
-      .status();
+                    std::move(p)});
 }
 
 Status PgContentStore::sync() {

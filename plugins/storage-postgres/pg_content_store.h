@@ -70,8 +70,9 @@ class PgContentStore final : public ContentStore {
 
   Status planBatch(const ContentBatch& batch, Plan* plan);
   Status planPut(const ContentRecord& put, Plan* plan);
-  Status writePlan(const Plan& plan);
-  Status writePuts(const Plan& plan);
+  // The statements writing `plan`, appended to `steps` (run in one pipeline).
+  void writePlan(const Plan& plan, std::vector<PgStep>* steps);
+  void writePuts(const Plan& plan, std::vector<PgStep>* steps);
   // lcc_store `name` of the content store, read on a pooled connection.
   Result<std::int64_t> readShared(const char* name);
   std::int64_t noteSeen(std::int64_t max_seq);  // raises seen_max_; returns it

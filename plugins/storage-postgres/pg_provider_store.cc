@@ -227,6 +227,15 @@ Status PgProviderStore::scan(const std::function<bool(const ProviderRecord&)>& f
   }
 }
 
+Result<std::uint64_t> PgProviderStore::queuedUrls(ProviderId id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (closed_) return Status::aborted(conn_->what() + ": the provider store is closed");
+  LCC_ASSIGN_OR_RETURN(PgResult r, conn_->run("SELECT coalesce(sum(count), 0)::bigint FROM qpsdb WHERE pid = $1",
+                                              PgParams().i64(id)));
+  const std::int64_t n = r.i64(0, 0);
+  return static_cast<std::uint64_t>(n < 0 ? 0 : n);
+}
+
 Status PgProviderStore::sync() {
   std::lock_guard<std::mutex> lk(mu_);
   LCC_RETURN_IF_ERROR(usableLocked());

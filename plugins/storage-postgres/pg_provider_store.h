@@ -36,6 +36,9 @@ class PgProviderStore final : public ProviderStore {
   using ProviderStore::put;
   Status remove(ProviderId id) override;
   Status scan(const std::function<bool(const ProviderRecord&)>& fn) override;
+  // The sum of the provider's QPSDB counts in this schema (index qpsdb_by_pid): what
+  // the QM has committed, read at the call.
+  Result<std::uint64_t> queuedUrls(ProviderId id) override;
   Status sync() override;
   Status close() override;
 

@@ -94,7 +94,7 @@ void PgQueueStore::corruptRow(const std::string& what) {
 // The end state of one batch: ops in order, folded per row key (the last put or
 // remove of a row wins); each table is then written with one multi-row statement.
 struct PgQueueStore::Plan {
-  std::map<std::string, std::optional<QueueEntry>> entries;  // nullopt = remove
+  std::map<std::string, const QueueEntry*> entries;  // null = remove; the batch's own rows, not copied
   std::map<std::pair<PSetId, TimeSlot>, std::optional<PSetRecord>> psets;
   std::map<std::pair<std::string, std::string>, std::optional<WallTime>> deletes;
   std::map<std::string, std::string> meta;
@@ -105,11 +105,14 @@ Status PgQueueStore::apply(const QueueBatch& batch) {
   if (batch.empty()) return Status::ok();
   Plan plan;
   for (const auto& op : batch.ops()) LCC_RETURN_IF_ERROR(fold(op, &plan));
+  // BEGIN (and the QM lease's check), then every write, the stamp and COMMIT in one
+  // round trip (libpq pipeline mode): two round trips a batch, whatever it holds.
+  std::vector<PgStep> steps;
+  writeEntries(plan, &steps);
+  writeOthers(plan, &steps);
   Status s = conn_->begin(opts_.full_sync);
-  if (s.isOk()) s = writeEntries(plan);
-  if (s.isOk()) s = writeOthers(plan);
-  if (s.isOk() && !opts_.full_sync) s = unsynced_.stamp(*conn_);
-  if (s.isOk()) s = conn_->commit();
+  if (s.isOk() && !opts_.full_sync) steps.push_back(unsynced_.stampStep());
+  if (s.isOk()) s = conn_->runAndCommit(steps);
   if (!s.isOk()) {
     conn_->rollback();
     if (s.isBusy()) {
@@ -126,10 +129,10 @@ Status PgQueueStore::apply(const QueueBatch& batch) {
 
 Status PgQueueStore::fold(const QueueBatch::Op& op, Plan* plan) {
   if (const auto* put = std::get_if<QueueBatch::PutEntry>(&op)) {
-    plan->entries[encodeUrlKey(put->entry.notice.key)] = put->entry;
+    plan->entries[encodeUrlKey(put->entry.notice.key)] = &put->entry;
   } else if (const auto* rm = std::get_if<QueueBatch::RemoveEntry>(&op)) {
     if (!decodeUrlKey(rm->key)) return Status::invalidArgument("queue batch removes a key that is not an encoded UrlKey");
-    plan->entries[rm->key] = std::nullopt;
+    plan->entries[rm->key] = nullptr;
   } else if (const auto* pp = std::get_if<QueueBatch::PutPSet>(&op)) {
     plan->psets[{pp->pset.pset, pp->pset.slot}] = pp->pset;
   } else if (const auto* rp = std::get_if<QueueBatch::RemovePSet>(&op)) {
@@ -144,7 +147,7 @@ Status PgQueueStore::fold(const QueueBatch::Op& op, Plan* plan) {
   return Status::ok();
 }
 
-Status PgQueueStore::writeEntries(const Plan& plan) {
+void PgQueueStore::writeEntries(const Plan& plan, std::vector<PgStep>* steps) {
   constexpr int kCols = 15;
   std::vector<std::optional<std::string>> b[kCols], removed;  // bytea columns (by index in LCC_QDB_COLS)
   std::vector<std::optional<std::int64_t>> n[kCols];           // bigint columns
@@ -170,10 +173,8 @@ Status PgQueueStore::writeEntries(const Plan& plan) {
     n[13].emplace_back(e->bad_count);
     n[14].emplace_back(toUnixMillis(e->queued));
   }
-  if (!removed.empty()) {
-    LCC_RETURN_IF_ERROR(conn_->run("DELETE FROM qdb WHERE key = ANY($1)", PgParams().bytesArray(removed)).status());
-  }
-  if (b[0].empty()) return Status::ok();
+  if (!removed.empty()) steps->push_back({"DELETE FROM qdb WHERE key = ANY($1)", PgParams().bytesArray(removed)});
+  if (b[0].empty()) return;
   PgParams p;
   for (int c = 0; c < kCols; ++c) {
     if (b[c].empty()) {
@@ -182,16 +183,17 @@ Status PgQueueStore::writeEntries(const Plan& plan) {
       p.bytesArray(b[c]);
     }
   }
-  return conn_->run(
-      "INSERT INTO qdb (" LCC_QDB_COLS ") SELECT * FROM unnest($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,"
-      "$13,$14,$15) ON CONFLICT (key) DO UPDATE SET url_op=EXCLUDED.url_op, view_tag=EXCLUDED.view_tag, "
-      "browse=EXCLUDED.browse, fetch_url=EXCLUDED.fetch_url, mtime=EXCLUDED.mtime, size=EXCLUDED.size, "
-      "md5=EXCLUDED.md5, tod=EXCLUDED.tod, op=EXCLUDED.op, pset=EXCLUDED.pset, slot=EXCLUDED.slot, "
-      "next=EXCLUDED.next, bad_count=EXCLUDED.bad_count, queued=EXCLUDED.queued",
-      p).status();
+  steps->push_back(
+      {"INSERT INTO qdb (" LCC_QDB_COLS ") SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5), "
+       "unnest($6), unnest($7), unnest($8), unnest($9), unnest($10), unnest($11), unnest($12), unnest($13), "
+       "unnest($14), unnest($15) ON CONFLICT (key) DO UPDATE SET url_op=EXCLUDED.url_op, view_tag=EXCLUDED.view_tag, "
+       "browse=EXCLUDED.browse, fetch_url=EXCLUDED.fetch_url, mtime=EXCLUDED.mtime, size=EXCLUDED.size, "
+       "md5=EXCLUDED.md5, tod=EXCLUDED.tod, op=EXCLUDED.op, pset=EXCLUDED.pset, slot=EXCLUDED.slot, "
+       "next=EXCLUDED.next, bad_count=EXCLUDED.bad_count, queued=EXCLUDED.queued",
+       std::move(p)});
 }
 
-Status PgQueueStore::writeOthers(const Plan& plan) {
+void PgQueueStore::writeOthers(const Plan& plan, std::vector<PgStep>* steps) {
   std::vector<std::optional<std::int64_t>> ps, sl, pid, prio, cnt, del_ps, del_sl, since;
   std::vector<std::optional<std::string>> first, last, mach, file, del_mach, del_file, mk, mv;
   for (const auto& [k, p] : plan.psets) {
@@ -218,32 +220,30 @@ Status PgQueueStore::writeOthers(const Plan& plan) {
     mv.emplace_back(v);
   }
   if (!del_ps.empty()) {
-    LCC_RETURN_IF_ERROR(conn_->run("DELETE FROM qpsdb WHERE (pset, slot) IN (SELECT * FROM unnest($1, $2))",
-                                   PgParams().i64Array(del_ps).i64Array(del_sl)).status());
+    steps->push_back({"DELETE FROM qpsdb WHERE (pset, slot) IN (SELECT * FROM unnest($1, $2))",
+                      PgParams().i64Array(del_ps).i64Array(del_sl)});
   }
   if (!ps.empty()) {
-    LCC_RETURN_IF_ERROR(conn_->run(
-        "INSERT INTO qpsdb (" LCC_QPSDB_COLS ") SELECT * FROM unnest($1,$2,$3,$4,$5,$6,$7) "
-        "ON CONFLICT (pset, slot) DO UPDATE SET pid=EXCLUDED.pid, priority=EXCLUDED.priority, "
-        "first=EXCLUDED.first, last=EXCLUDED.last, count=EXCLUDED.count",
-        PgParams().i64Array(ps).i64Array(sl).i64Array(pid).i64Array(prio).bytesArray(first).bytesArray(last)
-            .i64Array(cnt)).status());
+    steps->push_back({"INSERT INTO qpsdb (" LCC_QPSDB_COLS ") SELECT * FROM unnest($1,$2,$3,$4,$5,$6,$7) "
+                      "ON CONFLICT (pset, slot) DO UPDATE SET pid=EXCLUDED.pid, priority=EXCLUDED.priority, "
+                      "first=EXCLUDED.first, last=EXCLUDED.last, count=EXCLUDED.count",
+                      PgParams().i64Array(ps).i64Array(sl).i64Array(pid).i64Array(prio).bytesArray(first)
+                          .bytesArray(last).i64Array(cnt)});
   }
   if (!del_mach.empty()) {
-    LCC_RETURN_IF_ERROR(conn_->run("DELETE FROM fsmdb WHERE (machine, filename) IN (SELECT * FROM unnest($1, $2))",
-                                   PgParams().bytesArray(del_mach).bytesArray(del_file)).status());
+    steps->push_back({"DELETE FROM fsmdb WHERE (machine, filename) IN (SELECT * FROM unnest($1, $2))",
+                      PgParams().bytesArray(del_mach).bytesArray(del_file)});
   }
   if (!mach.empty()) {
-    LCC_RETURN_IF_ERROR(conn_->run("INSERT INTO fsmdb (machine, filename, since) SELECT * FROM unnest($1, $2, $3) "
-                                   "ON CONFLICT (machine, filename) DO UPDATE SET since=EXCLUDED.since",
-                                   PgParams().bytesArray(mach).bytesArray(file).i64Array(since)).status());
+    steps->push_back({"INSERT INTO fsmdb (machine, filename, since) SELECT * FROM unnest($1, $2, $3) "
+                      "ON CONFLICT (machine, filename) DO UPDATE SET since=EXCLUDED.since",
+                      PgParams().bytesArray(mach).bytesArray(file).i64Array(since)});
   }
   if (!mk.empty()) {
-    LCC_RETURN_IF_ERROR(conn_->run("INSERT INTO meta (store, key, value) SELECT 'queue', k, v FROM unnest($1, $2) "
-                                   "AS m(k, v) ON CONFLICT (store, key) DO UPDATE SET value = EXCLUDED.value",
-                                   PgParams().bytesArray(mk).bytesArray(mv)).status());
+    steps->push_back({"INSERT INTO meta (store, key, value) SELECT 'queue', k, v FROM unnest($1, $2) "
+                      "AS m(k, v) ON CONFLICT (store, key) DO UPDATE SET value = EXCLUDED.value",
+                      PgParams().bytesArray(mk).bytesArray(mv)});
   }
-  return Status::ok();
 }
 
 Status PgQueueStore::sync() {

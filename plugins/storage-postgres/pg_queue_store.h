@@ -49,8 +49,9 @@ class PgQueueStore final : public QueueStore {
       : host_(host), opts_(opts), conn_(std::move(conn)), info_(std::move(info)) {}
   struct Plan;  // what one apply() writes (pg_queue_store.cc)
   static Status fold(const QueueBatch::Op& op, Plan* plan);
-  Status writeEntries(const Plan& plan);
-  Status writeOthers(const Plan& plan);
+  // The statements writing `plan`, appended to `steps` (run in one pipeline).
+  void writeEntries(const Plan& plan, std::vector<PgStep>* steps);
+  void writeOthers(const Plan& plan, std::vector<PgStep>* steps);
   Status writable() const;
   Status readable() const;
   void corruptRow(const std::string& what);

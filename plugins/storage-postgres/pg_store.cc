@@ -137,15 +137,13 @@ Status writeCounter(PgConn& conn, StoreKind kind, const char* name, std::int64_t
       .status();
 }
 
-// One statement in a transaction whose COMMIT waits for the WAL flush.
+// One statement in a transaction whose COMMIT waits for the WAL flush: the statement
+// and COMMIT in one round trip after BEGIN's.
 static Status runDurably(PgConn& conn, const char* sql, StoreKind kind) {
   LCC_RETURN_IF_ERROR(conn.begin(true));
-  Status s = conn.run(sql, PgParams().text(storeName(kind))).status();
-  if (!s.isOk()) {
-    conn.rollback();
-    return s;
-  }
-  return conn.commit();
+  Status s = conn.runAndCommit({PgStep{sql, PgParams().text(storeName(kind))}});
+  if (!s.isOk()) conn.rollback();
+  return s;
 }
 
 UnsyncedCommits::UnsyncedCommits(StoreKind kind) : kind_(kind) {
@@ -156,13 +154,13 @@ UnsyncedCommits::UnsyncedCommits(StoreKind kind) : kind_(kind) {
   name_ = buf;
 }
 
-Status UnsyncedCommits::stamp(PgConn& c) {
+PgStep UnsyncedCommits::stampStep() {
   ++next_;
-  return c.run("INSERT INTO lcc_store (store, name, value) VALUES ($1, $2, $3) "
-               "ON CONFLICT (store, name) DO UPDATE SET value = EXCLUDED.value",
-               PgParams().text(storeName(kind_)).text(name_).text(std::to_string(next_)))
-      .status();
+  return PgStep{"INSERT INTO lcc_store (store, name, value) VALUES ($1, $2, $3) "
+                "ON CONFLICT (store, name) DO UPDATE SET value = EXCLUDED.value",
+                PgParams().text(storeName(kind_)).text(name_).text(std::to_string(next_))};
 }
+
 
 Status UnsyncedCommits::check(PgConn& c) {
   if (c.reconnects() == seen_) return Status::ok();

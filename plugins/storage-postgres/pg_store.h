@@ -47,8 +47,9 @@ class UnsyncedCommits {
  public:
   explicit UnsyncedCommits(StoreKind kind);
   bool pending() const { return pending_; }
-  // In an apply's transaction that will not wait for the flush, before COMMIT.
-  Status stamp(PgConn& c);
+  // In an apply's transaction that will not wait for the flush, before COMMIT: the
+  // statement to pipeline with it (PgConn::runAndCommit).
+  PgStep stampStep();
   // After that COMMIT returned.
   void committed() {
     pending_ = true;

@@ -59,6 +59,9 @@ CREATE TABLE IF NOT EXISTS qpsdb (
   PRIMARY KEY (pset, slot)
 );
 CREATE INDEX IF NOT EXISTS qpsdb_by_slot ON qpsdb (slot, pset);
+-- A provider's queued URLs (ProviderStore::queuedUrls: a UNS host's "processing").
+-- On pid alone, so the QM's count updates stay HOT.
+CREATE INDEX IF NOT EXISTS qpsdb_by_pid ON qpsdb (pid);
 
 -- FSMDB: content to unlink on a machine.
 CREATE TABLE IF NOT EXISTS fsmdb (

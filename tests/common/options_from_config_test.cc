@@ -212,6 +212,7 @@ std::vector<Row> unsRows() {
       LCC_ROW("listen.qm", UnsOptions, unsOpts, forwarder.qm_address),
       LCC_ROW("uns.qm_retry", UnsOptions, unsOpts, forwarder.qm_retry),
       LCC_ROW("uns.qm_ack_timeout", UnsOptions, unsOpts, forwarder.qm_ack_timeout),
+      LCC_ROW("uns.spool", UnsOptions, unsOpts, forwarder.spool),
       LCC_ROW("uns.spool_limit", UnsOptions, unsOpts, forwarder.spool_limit),
       LCC_ROW("uns.max_attribute_length", UnsOptions, unsOpts, forwarder.max_attribute_length),
   };

@@ -7,7 +7,8 @@ with the uns role only, forwarding to qm1's listen.qm); cu1 (cu role, reading th
 store's primary) and cu2 (cu role, its content store `read_only` on the sync standby);
 cp (the senders) and web (the providers' sites). Every node's stores are the same
 schema on the cluster; the UNS nodes hold a copy of qm1's `auth.key` (docs/scaling.md:
-a provider's password is checked on any UNS).
+a provider's password is checked on any UNS) and run without a spool (`uns.spool:
+false`: no acked set rests on a UNS host's disk).
 
 Asserted:
 - providers added through the admin API of any node (qm1 and uns2) are listed by every
@@ -18,14 +19,19 @@ Asserted:
   queries while it reads the standby;
 - a full set wanted through cu1's admin API is what uns2 tells the provider's next
   session (the UNS reads the flag from the store, not from a copy);
+- `processing` at init is real on a UNS host: after a set of URLs whose `tod` window
+  is closed (they stay queued on qm1), an init through uns2 and one through uns1 tell
+  the provider exactly that many URLs still queued (read from the queue qm1 wrote);
 - a CU on its own host exports content fetched on qm1 (`--content`, read over HTTP
   from qm1's content URL), byte for byte the site's file.
 Exit 77 with one line when namespaces, etcd, Patroni or PostgreSQL are missing.
 """
 import base64
 import os
+import re
 import shutil
 import sys
+import time
 import urllib.parse
 import xml.dom.minidom
 
@@ -65,7 +71,7 @@ def make_nodes(a, bed, cl):
                {"queue": store, "content": store, "providers": store},
                f"botm:\n  content_url: http://{ADDR['qm1']}:{HTTP_PORT}\n")
     uns = [node(n, ["uns"], {"uns": f"{ADDR[n]}:{UNS_PORT}", "http": f"127.0.0.1:{HTTP_PORT}"},
-                {"providers": store}, f"uns:\n  qm: {ADDR['qm1']}:{QM_PORT}\n") for n in ("uns1", "uns2")]
+                {"providers": store}, f"uns:\n  qm: {ADDR['qm1']}:{QM_PORT}\n  spool: false\n") for n in ("uns1", "uns2")]
     cu_extra = f"cu:\n  content_urls: [m-qm1=http://{ADDR['qm1']}:{HTTP_PORT}]\n"
     cu1 = node("cu1", ["cu"], {"http": f"127.0.0.1:{HTTP_PORT}"}, {"content": store, "providers": store}, cu_extra)
     cu2 = node("cu2", ["cu"], {"http": f"127.0.0.1:{HTTP_PORT}"},
@@ -130,6 +136,41 @@ def check_full_set_flag(cu1, senders):
     return []
 
 
+def init_processing(s, uns_addr, body):
+    """Sends `body` as a set of provider `s` to `uns_addr`; returns (acked, the
+    `processing` its init_accepted told, the output)."""
+    r = s.node.lcc("cp", "send", "--uns", uns_addr, "--id", s.id, "--password", s.password, "-", host=s.cp,
+                   input=body, timeout=40, check=False)
+    out = (r.stdout + r.stderr).decode(errors="replace")
+    m = re.search(r"connected: seq \d+, (\d+) urls still queued", out)
+    return r.returncode == 0 and lccnode.acked_all(out, body.count(b"<url")), int(m.group(1)) if m else None, out
+
+
+def check_processing(senders, n=5):
+    """URLs held by a closed tod window stay queued on qm1; uns2 and uns1 (no QM role)
+    tell the provider that many at init."""
+    s = senders[1]
+    hour = time.gmtime().tm_hour  # qm.slots: 24 a day, from 00:00 UTC
+    start = (hour + 2) % 24
+    body = "".join(f'<url c="{s.base}held/f{j:03d}.html" m="text/html" tod="{start}-{start + 1}"/>\n'
+                   for j in range(n)).encode()
+    ok, _, out = init_processing(s, s.uns[1], body)
+    if not ok:
+        return [f"the held set of provider {s.id} was not acked: {out.strip()[:300]}"]
+    seen = []
+    for uns_addr in (s.uns[1], s.uns[0]):
+        for _ in range(15):  # the same identities again: they keep their place, still n
+            ok, processing, out = init_processing(s, uns_addr, body)
+            seen.append(processing)
+            if processing == n:
+                break
+            time.sleep(1)
+        if processing != n:
+            return [f"init through {uns_addr} told processing {seen}, not the {n} URLs queued: {out.strip()[:300]}"]
+        print(f"init through {uns_addr} told processing={n}: the URLs queued on qm1", flush=True)
+    return []
+
+
 def check_content(cu1, site, acked):
     url = sorted(u for x in acked for u in x[3])[0]
     rel = urllib.parse.urlsplit(url).path.lstrip("/")
@@ -161,6 +202,7 @@ def main():
             problems.append(f"{len(failed)} sends not acked")
         problems += check_stored(cu1, cu2, acked)
         problems += check_full_set_flag(cu1, senders)
+        problems += check_processing(senders)
         problems += check_content(cu1, os.path.join(bed.workdir, "site"), acked)
         for n in (qm1, *uns, cu1, cu2):
             n.status()  # each still running

@@ -197,6 +197,34 @@ TEST_F(SharedStoreTest, TwoInstancesShareProvidersErrorsQuotaAndFullSetFlags) {
   EXPECT_TRUE(pb.value()->close().isOk());
 }
 
+// A UNS host's "processing" (issue 27 §1): the provider store of another instance reads
+// a provider's queued URLs from the QPSDB counts the queue store committed.
+TEST_F(SharedStoreTest, TheProviderStoreTellsTheQueuedUrlsTheQueueStoreCommitted) {
+  auto q = registry_->makeQueueStore(kPlugin, options());
+  auto p = registry_->makeProviderStore(kPlugin, options());  // as on a UNS host
+  ASSERT_TRUE(q.isOk() && p.isOk());
+  EXPECT_EQ(p.value()->queuedUrls(7).value(), 0u);
+  auto pset = [](PSetId ps, TimeSlot slot, ProviderId pid, std::uint64_t count) {
+    return PSetRecord{.pset = ps, .slot = slot, .pid = pid, .first = "f", .last = "l", .count = count};
+  };
+  QueueBatch b;
+  b.putPSet(pset(1, kSlotNow, 7, 3));
+  b.putPSet(pset(1, 5, 7, 4));  // a tod window that opens later: still queued
+  b.putPSet(pset(2, kSlotNow, 8, 100));
+  ASSERT_TRUE(q.value()->apply(b).isOk());
+  EXPECT_EQ(p.value()->queuedUrls(7).value(), 7u) << "both of its lists, without a sync or a restart";
+  EXPECT_EQ(p.value()->queuedUrls(8).value(), 100u);
+  QueueBatch fetched;
+  fetched.removePSet(1, kSlotNow);
+  fetched.putPSet(pset(2, kSlotNow, 8, 99));
+  ASSERT_TRUE(q.value()->apply(fetched).isOk());
+  EXPECT_EQ(p.value()->queuedUrls(7).value(), 4u);
+  EXPECT_EQ(p.value()->queuedUrls(8).value(), 99u);
+  EXPECT_EQ(p.value()->queuedUrls(9).value(), 0u);
+  EXPECT_TRUE(q.value()->close().isOk());
+  EXPECT_TRUE(p.value()->close().isOk());
+}
+
 TEST_F(SharedStoreTest, AReaderNeverReportsAMaxSeqBelowOneItSaw) {
   auto writer = content();
   ASSERT_TRUE(writer);

@@ -215,6 +215,59 @@ TEST_F(AuthTest, ASuspendedProviderIsToldTheReason) {
   EXPECT_EQ(core.authenticate({"1", token_}, "127.0.0.1").message, "provider not active (suspended)");
 }
 
+// A PIDB that also holds the queue (as storage-postgres does): it answers queuedUrls.
+class QueueHoldingStore final : public ProviderStore {
+ public:
+  QueueHoldingStore(ProviderStore* inner, Result<std::uint64_t> queued) : inner_(inner), queued_(std::move(queued)) {}
+  const StoreOpenInfo& openInfo() const override { return inner_->openInfo(); }
+  Result<ProviderId> create(const ProviderRecord& r) override { return inner_->create(r); }
+  Result<std::optional<ProviderRecord>> get(ProviderId id) override { return inner_->get(id); }
+  Status put(const ProviderRecord& r, const WriteOptions& o) override { return inner_->put(r, o); }
+  Status modify(ProviderId id, const std::function<Status(ProviderRecord&)>& fn, const WriteOptions& o) override {
+    return inner_->modify(id, fn, o);
+  }
+  Status remove(ProviderId id) override { return inner_->remove(id); }
+  Status scan(const std::function<bool(const ProviderRecord&)>& fn) override { return inner_->scan(fn); }
+  Result<std::uint64_t> queuedUrls(ProviderId id) override {
+    asked_.push_back(id);
+    return queued_;
+  }
+  Status sync() override { return inner_->sync(); }
+  Status close() override { return Status::ok(); }
+  std::vector<ProviderId> asked_;
+
+ private:
+  ProviderStore* inner_;
+  Result<std::uint64_t> queued_;
+};
+
+// "processing" at init (issue 27 §1): the QM of this process's count when there is one,
+// else what the shared PIDB's queue holds, else 0 (a store that cannot tell, or fails).
+TEST_F(AuthTest, ProcessingComesFromTheQmElseFromTheSharedStore) {
+  QueueHoldingStore shared(fx_->store(), std::uint64_t{17});
+  UnsCore uns_only(config(), &shared, &clock_, nullptr);
+  AuthResult r = uns_only.authenticate({"1", token_}, "127.0.0.1");
+  ASSERT_EQ(r.code, ErrorCode::kNone) << r.message;
+  uns_only.releaseProvider(1);
+  EXPECT_EQ(r.info.processing, 17u);
+  EXPECT_EQ(shared.asked_, std::vector<ProviderId>{1});
+
+  UnsCore with_qm(config(), &shared, &clock_, [](ProviderId pid) { return pid == 1 ? 5u : 0u; });
+  r = with_qm.authenticate({"1", token_}, "127.0.0.1");
+  with_qm.releaseProvider(1);
+  EXPECT_EQ(r.info.processing, 5u);
+  EXPECT_EQ(shared.asked_.size(), 1u) << "the QM of this process is asked, not the store";
+
+  QueueHoldingStore failing(fx_->store(), Status::busy("connection lost"));
+  UnsCore cut_off(config(), &failing, &clock_, nullptr);
+  r = cut_off.authenticate({"1", token_}, "127.0.0.1");
+  cut_off.releaseProvider(1);
+  EXPECT_EQ(r.code, ErrorCode::kNone) << "the init goes on without the figure";
+  EXPECT_EQ(r.info.processing, 0u);
+  UnsCore local(config(), fx_->store(), &clock_, nullptr);  // storage-memory: its queue is not in the PIDB
+  EXPECT_EQ(local.authenticate({"1", token_}, "127.0.0.1").info.processing, 0u);
+}
+
 TEST(AuthCache, IsBoundedAndForgetsTheLeastRecentlyUsed) {
   AuthCache cache(2);
   cache.remember(1, "h1", "a");

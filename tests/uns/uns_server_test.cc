@@ -322,6 +322,46 @@ TEST_F(UnsServerTest, AMuteQmIsGivenUpForTheNextAddressOfUnsQm) {
   ::close(mute);
 }
 
+// uns.spool: false (a UNS host of a shared store, issue 27 §2): nothing is acked that
+// only this host holds. No QM: the init gets 130; a QM that refuses or stays silent:
+// the set gets 130; nothing is written to the spool; with the QM back, sets pass.
+TEST_F(UnsServerTest, WithoutASpoolNoQmMeans130AndNothingSpooled) {
+  const std::uint16_t qm_port = unusedPort();
+  UnsOptions opt = testOptions(dir_.path(), qm_port);
+  opt.forwarder.spool = false;
+  opt.forwarder.qm_ack_timeout = Millis(300);
+  Harness h(opt, fx_.store());
+  ASSERT_TRUE(h.start().isOk());
+  auto r = parseReplies(cpExchange(h.port(), initXml(1) + setXml(urls("absent", 2))));
+  ASSERT_FALSE(r.empty());
+  EXPECT_EQ(r[0].kind, proto::CpReply::Kind::kInitRejected) << "no QM: refused at init";
+  EXPECT_EQ(r[0].code, ErrorCode::kOffline);
+  EXPECT_EQ(h.server().forwarder().spooledSets(), 0u);
+
+  FakeQm qm(qm_port, FakeQm::Mode::kReject);
+  ASSERT_TRUE(eventually([&] { return h.server().forwarder().connected(); }));
+  r = parseReplies(cpExchange(h.port(), initXml(1) + setXml(urls("rej", 1))));
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_FALSE(r[1].accepted) << "refused by the QM: not spooled and accepted";
+  EXPECT_EQ(r[1].code, ErrorCode::kOffline);
+  qm.setMode(FakeQm::Mode::kSilent);
+  ASSERT_TRUE(eventually([&] { return h.server().forwarder().connected(); }));
+  r = parseReplies(cpExchange(h.port(), initXml(1) + setXml(urls("sil", 1))));
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_FALSE(r[1].accepted) << "no ack within the timeout: 130";
+  EXPECT_EQ(r[1].code, ErrorCode::kOffline);
+  EXPECT_EQ(h.server().forwarder().spooledSets(), 0u);
+  EXPECT_EQ(h.server().forwarder().spoolBytes(), 0u);
+
+  qm.setMode(FakeQm::Mode::kAck);
+  ASSERT_TRUE(eventually([&] { return h.server().forwarder().connected(); }));
+  EXPECT_TRUE(sendSet(h.port(), urls("back", 2)));
+  ASSERT_TRUE(qm.waitApplied(1));
+  for (const auto& s : qm.applied()) {
+    EXPECT_NE(s.urls[0].key.url.find("/back/"), std::string::npos) << "replayed from a spool: " << s.urls[0].key.url;
+  }
+}
+
 TEST_F(UnsServerTest, FullSpoolAnswers130) {
   UnsOptions opt = testOptions(dir_.path(), unusedPort());
   opt.forwarder.spool_limit = 4096;

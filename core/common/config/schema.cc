@@ -98,6 +98,8 @@ const std::vector<KeySpec>& Config::schema() {
        "most <url> elements in one set (132); a provider's quota_files when that is more"},
       {"uns.max_url_length", KeyType::kInt, "2048", 16, 1000000, "longest URL after urlprefix (201)"},
       {"uns.report_errors", KeyType::kInt, "20", 1, 100000, "most error <url> containers in init_accepted"},
+      {"uns.spool", KeyType::kBool, "true", kNoMin, kNoMax,
+       "false: no spool; while no QM takes sets, inits and sets get 130 (a UNS host of a shared store)"},
       {"uns.spool_limit", KeyType::kSize, "1GiB", 4096, 1LL << 50, "spool size past which sets get 130"},
       {"uns.qm_retry", KeyType::kDuration, "1s", 10, kHour, "how often an absent QM is tried again"},
       {"uns.qm_ack_timeout", KeyType::kDuration, "30s", 100, kHour, "wait for the QM's ack before spooling instead"},

@@ -52,6 +52,14 @@ class ProviderStore {
   virtual Status remove(ProviderId id) = 0;
   // Every provider in id order.
   virtual Status scan(const std::function<bool(const ProviderRecord&)>& fn) = 0;
+  // The URLs of provider `id` still queued for a fetch, as the queue written into the
+  // same store (its QPSDB counts) holds them at the call: init_accepted's "processing"
+  // on a node without the QM (a UNS host of a shared PIDB). A store whose queue lives
+  // elsewhere (a file of the QM's host) cannot know: NotSupported, as the default.
+  virtual Result<std::uint64_t> queuedUrls(ProviderId id) {
+    (void)id;
+    return Status::notSupported("this provider store does not hold the queue");
+  }
 
   virtual Status sync() = 0;
   virtual Status close() = 0;
