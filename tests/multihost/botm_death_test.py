@@ -99,13 +99,10 @@ def scenario(a, bed):
     for r in robots:
         r.start()
     bedlib.wait_until("two BOT-M links at central", lambda: central.status()["qm"]["botm_links"] >= 2, timeout=30)
-    senders = []
-    for i in range(a.providers):
-        base = f"http://{ADDR['web']}:{WEB_PORT}/p{i}/"
-        s = lccnode.Sender(i, central, cp, site, base, a.urls, [f"{ADDR['central']}:{UNS_PORT}"])
-        s.id, s.password = central.add_provider(base)
-        assert s.send(0, full=True), f"provider {i}'s full set: {s.sends[-1]}"
-        senders.append(s)
+    senders = lccnode.add_senders(a.providers, central, cp, site, f"{ADDR['web']}:{WEB_PORT}", a.urls,
+                                  [f"{ADDR['central']}:{UNS_PORT}"])
+    for s in senders:
+        assert s.send(0, full=True), f"provider {s.index}'s full set: {s.sends[-1]}"
 
     def both_fetched():
         entries = read_log(log)

@@ -77,13 +77,10 @@ def one_run(a, n, stores):
         for r in robots:
             r.start()
         bedlib.wait_until(f"{n} BOT-M links", lambda: central.status()["qm"]["botm_links"] >= n, timeout=30)
-        senders = []
-        for i in range(a.providers):
-            base = f"http://{ADDR['web']}:{WEB_PORT}/p{i}/"
-            s = lccnode.Sender(i, central, cp, site, base, a.urls, [f"{ADDR['central']}:{UNS_PORT}"])
-            s.id, s.password = central.add_provider(base)
+        senders = lccnode.add_senders(a.providers, central, cp, site, f"{ADDR['web']}:{WEB_PORT}", a.urls,
+                                      [f"{ADDR['central']}:{UNS_PORT}"])
+        for s in senders:
             s.set_urls(0)  # the site's files exist before the clock starts
-            senders.append(s)
         t0 = time.monotonic()
         acked, failed = lccnode.send_all(senders, 0)
         want = {u for x in acked for u in x[3]}

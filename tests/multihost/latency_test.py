@@ -114,12 +114,8 @@ def setup(a, bed):
     qm1.start()  # first: it makes the schema, and the auth.key uns1 takes a copy of
     shutil.copy2(os.path.join(qm1.data_dir, "auth.key"), os.path.join(uns1.data_dir, "auth.key"))
     uns1.start()
-    senders = []
-    for i in range(a.providers):
-        base = f"http://{ADDR['web']}:{WEB_PORT}/p{i}/"
-        s = lccnode.Sender(i, qm1, cp, site, base, a.urls, [f"{ADDR['uns1']}:{UNS_PORT}"])
-        s.id, s.password = qm1.add_provider(base)
-        senders.append(s)
+    senders = lccnode.add_senders(a.providers, qm1, cp, site, f"{ADDR['web']}:{WEB_PORT}", a.urls,
+                                  [f"{ADDR['uns1']}:{UNS_PORT}"])
     return cl, qm1, uns1, relays, senders, site_log
 
 

@@ -172,6 +172,19 @@ class Sender:
         self.thread.start()
 
 
+def add_senders(providers, node, cp, site_root, web, urls, uns, admin=None):
+    """One Sender per provider p0, p1, … of the site at `web` (HOST:PORT), its lcc run by
+    `node`, sending to the UNS addresses `uns`; each provider is added through the admin
+    API of `admin(i)` (default: `node`)."""
+    senders = []
+    for i in range(providers):
+        base = f"http://{web}/p{i}/"
+        s = Sender(i, node, cp, site_root, base, urls, uns)
+        s.id, s.password = (admin(i) if admin else node).add_provider(base)
+        senders.append(s)
+    return senders
+
+
 def send_all(senders, sets, window=60.0, first_must_ack=True):
     """Each sender: its first set full (asserted acked unless first_must_ack is False),
     then `sets` more, all senders at once, for at most `window` seconds. Returns the

@@ -102,12 +102,8 @@ def setup(a, bed):
     shutil.copy2(os.path.join(qm1.data_dir, "auth.key"), os.path.join(uns1.data_dir, "auth.key"))
     for n in (uns1, cu1):
         n.start()
-    senders = []
-    for i in range(a.providers):
-        base = f"http://{ADDR['web']}:{WEB_PORT}/p{i}/"
-        s = lccnode.Sender(i, qm1, cp, site, base, a.urls, [f"{ADDR['uns1']}:{UNS_PORT}"])
-        s.id, s.password = qm1.add_provider(base)
-        senders.append(s)
+    senders = lccnode.add_senders(a.providers, qm1, cp, site, f"{ADDR['web']}:{WEB_PORT}", a.urls,
+                                  [f"{ADDR['uns1']}:{UNS_PORT}"])
     print("qm1 active (epoch 1), qm2 waiting as the standby", flush=True)
     return cl, qm1, qm2, uns1, cu1, senders
 

@@ -89,12 +89,8 @@ def setup(a, bed):
     for n in (*uns, cu1, cu2):
         n.start()
     uns_addrs = [f"{ADDR[n]}:{UNS_PORT}" for n in ("uns1", "uns2")]
-    senders = []
-    for i in range(a.providers):
-        base = f"http://{ADDR['web']}:{WEB_PORT}/p{i}/"
-        s = lccnode.Sender(i, qm1, cp, site, base, a.urls, uns_addrs)
-        s.id, s.password = (qm1 if i % 2 == 0 else uns[1]).add_provider(base)  # the admin API of any node
-        senders.append(s)
+    senders = lccnode.add_senders(a.providers, qm1, cp, site, f"{ADDR['web']}:{WEB_PORT}", a.urls, uns_addrs,
+                                  admin=lambda i: qm1 if i % 2 == 0 else uns[1])  # the admin API of any node
     return qm1, uns, cu1, cu2, senders
 
 
