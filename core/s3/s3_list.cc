@@ -2,73 +2,80 @@
 
 #include <charconv>
 
+#include "proto/xml_reader.h"
+
 namespace lcc::s3 {
 
 namespace {
-// The text of the first <tag>…</tag> in [from, end), unescaped; npos when absent.
-std::size_t elementText(std::string_view xml, std::string_view tag, std::size_t from, std::size_t end,
-                        std::string* out) {
-  std::string open, close;
-  open.append("<").append(tag).append(">");
-  close.append("</").append(tag).append(">");
-  std::size_t a = xml.find(open, from);
-  if (a == std::string_view::npos || a >= end) return std::string_view::npos;
-  a += open.size();
-  std::size_t b = xml.find(close, a);
-  if (b == std::string_view::npos || b > end) return std::string_view::npos;
-  out->clear();
-  std::string_view v = xml.substr(a, b - a);
-  static constexpr std::pair<std::string_view, char> kEntities[] = {
-      {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
-  for (std::size_t i = 0; i < v.size();) {
-    bool done = false;
-    if (v[i] == '&') {
-      for (const auto& [name, ch] : kEntities) {
-        if (v.compare(i, name.size(), name) == 0) {
-          out->push_back(ch);
-          i += name.size();
-          done = true;
-          break;
-        }
-      }
+// ListBucketResult
+//   Contents (Key, Size, …)*   IsTruncated   NextContinuationToken
+// read with the project's Expat reader (proto/xml_reader.h): entities, CDATA and
+// namespaces as XML has them, and its limits on depth, text length and element count
+// bound what a store's answer can make us hold.
+class ListHandler final : public proto::XmlHandler {
+ public:
+  void onStart(int depth, const proto::XmlName& name, const proto::XmlAttrs&) override {
+    text_.clear();
+    if (depth == 1) root_ok_ = name.local == "ListBucketResult";
+    if (depth == 2 && name.local == "Contents") {
+      in_contents_ = true;
+      current_ = S3Object{};
+      has_key_ = false;
     }
-    if (!done) out->push_back(v[i++]);
   }
-  return b + close.size();
-}
+  void onText(int, std::string_view t) override { text_.append(t); }
+  void onEnd(int depth, const proto::XmlName& name) override {
+    if (depth == 3 && in_contents_ && name.local == "Key") {
+      current_.key = text_;
+      has_key_ = true;
+    } else if (depth == 3 && in_contents_ && name.local == "Size") {
+      std::from_chars(text_.data(), text_.data() + text_.size(), current_.size);
+    } else if (depth == 2 && name.local == "Contents") {
+      in_contents_ = false;
+      if (!has_key_) missing_key_ = true;
+      page_.objects.push_back(std::move(current_));
+    } else if (depth == 2 && name.local == "IsTruncated") {
+      truncated_ = text_ == "true";
+    } else if (depth == 2 && name.local == "NextContinuationToken") {
+      page_.next_token = text_;
+    }
+    text_.clear();
+  }
+
+  Result<S3ListPage> take() {
+    if (!root_ok_) return Status::corruption("s3: LIST: the answer is not a ListBucketResult");
+    if (missing_key_) return Status::corruption("s3: LIST: <Contents> without <Key>");
+    if (truncated_ && page_.next_token.empty()) {
+      return Status::corruption("s3: LIST: truncated without a NextContinuationToken");
+    }
+    if (!truncated_) page_.next_token.clear();
+    return std::move(page_);
+  }
+
+ private:
+  S3ListPage page_;
+  S3Object current_;
+  std::string text_;
+  bool root_ok_ = false, in_contents_ = false, has_key_ = false, missing_key_ = false, truncated_ = false;
+};
 }  // namespace
 
 Result<S3ListPage> parseListPage(std::string_view xml) {
-  if (xml.find("<ListBucketResult") == std::string_view::npos) {
-    return Status::corruption("s3: LIST: the answer is not a ListBucketResult");
+  ListHandler h;
+  proto::XmlLimits limits;
+  limits.max_value_length = 4096;  // a key is at most 1024 bytes; a token is opaque but short
+  limits.max_depth = 4;
+  limits.max_elements = 64 * 1024;  // a page holds at most 1000 keys of a few elements each
+  proto::XmlReader reader(h, limits, proto::XmlFraming::kDocuments);
+  const std::size_t used = reader.feed(xml.data(), xml.size());
+  if (reader.failed()) return Status::corruption("s3: LIST: " + reader.errorMessage());
+  const bool only_space_after = xml.substr(used).find_first_not_of(" \t\r\n") == std::string_view::npos;
+  if (!reader.documentComplete() || !only_space_after) {
+    if (!reader.documentComplete()) (void)reader.finish();
+    return Status::corruption("s3: LIST: the answer is not one whole XML document" +
+                              (reader.failed() ? ": " + reader.errorMessage() : std::string()));
   }
-  S3ListPage page;
-  std::size_t pos = 0;
-  std::string text;
-  for (;;) {
-    std::size_t a = xml.find("<Contents>", pos);
-    if (a == std::string_view::npos) break;
-    std::size_t b = xml.find("</Contents>", a);
-    if (b == std::string_view::npos) return Status::corruption("s3: LIST: unterminated <Contents>");
-    S3Object o;
-    if (elementText(xml, "Key", a, b, &o.key) == std::string_view::npos) {
-      return Status::corruption("s3: LIST: <Contents> without <Key>");
-    }
-    if (elementText(xml, "Size", a, b, &text) != std::string_view::npos) {
-      std::from_chars(text.data(), text.data() + text.size(), o.size);
-    }
-    page.objects.push_back(std::move(o));
-    pos = b + 11;
-  }
-  std::string truncated;
-  (void)elementText(xml, "IsTruncated", 0, xml.size(), &truncated);
-  if (truncated == "true") {
-    if (elementText(xml, "NextContinuationToken", 0, xml.size(), &page.next_token) == std::string_view::npos ||
-        page.next_token.empty()) {
-      return Status::corruption("s3: LIST: truncated without a NextContinuationToken");
-    }
-  }
-  return page;
+  return h.take();
 }
 
 }  // namespace lcc::s3

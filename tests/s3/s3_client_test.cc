@@ -184,6 +184,22 @@ TEST(S3List, ReadsKeysSizesEntitiesAndTheToken) {
   EXPECT_FALSE(parseListPage("<ListBucketResult><Contents><Key>x</Key>").isOk());
 }
 
+// A store's answer is read by the project's Expat reader within its limits: nesting,
+// an endless text or a second document are refused, not held.
+TEST(S3List, AHostileAnswerIsRefusedWithinBounds) {
+  std::string deep = "<ListBucketResult>";
+  for (int i = 0; i < 100; ++i) deep += "<a>";
+  EXPECT_FALSE(parseListPage(deep).isOk());
+  EXPECT_FALSE(parseListPage("<ListBucketResult><Contents><Key>" + std::string(1 << 20, 'k') +
+                             "</Key></Contents></ListBucketResult>")
+                   .isOk());
+  EXPECT_FALSE(parseListPage("<ListBucketResult/><ListBucketResult/>").isOk());
+  auto ok = parseListPage("<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+                          "<Contents><Key><![CDATA[x<y]]></Key></Contents></ListBucketResult>\n");
+  ASSERT_TRUE(ok.isOk()) << ok.status().message();
+  EXPECT_EQ(ok->objects.at(0).key, "x<y");
+}
+
 TEST(S3Encoding, ContentMd5AndKeysAreSpelledAsS3Wants) {
   EXPECT_EQ(contentMd5(Md5::of("hello\n")), "sZRqySSS0jR8YjW00mERhA==");
   EXPECT_EQ(contentMd5("xyz"), "");
