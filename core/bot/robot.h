@@ -45,7 +45,7 @@ struct RobotOptions {
   // Keep each fetch's response head with its file (common/response_head.h) up to this
   // many bytes; 0: keep none.
   std::uint64_t max_response_head = 0;  // bot.max_response_head
-  bool frames = false;          // node.link_frames: offer compact frames to the BOT-M (lcc-bot: --xml turns off)
+  bool frames = false;          // node.link_frames: offer compact frames to the BOT-M (lcc-bot: -c, else on)
   // No config key:
   std::string name;             // announced name (default: host-pid)
   std::string content_root;     // when set, every file must lie below it
