@@ -70,7 +70,7 @@ bool getUrl(Reader& r, ProviderId pid, UrlNotice& u) {
   std::string browse;
   std::int64_t mtime = 0;
   std::uint64_t size = 0;
-  if (!r.get(&op) || op > 1 || !r.get(&flags) || !r.str(&u.key.url) || !r.str(&u.key.mime) || !r.str(&u.view_tag) ||
+  if (!r.get(&op) || op > kUrlOpMax || !r.get(&flags) || !r.str(&u.key.url) || !r.str(&u.key.mime) || !r.str(&u.view_tag) ||
       !r.str(&browse) || !r.str(&u.fetch) || !r.str(&u.md5) || !r.str(&u.tod) || !r.get(&mtime) || !r.get(&size)) {
     return false;
   }

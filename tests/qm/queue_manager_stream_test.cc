@@ -95,6 +95,26 @@ TEST_F(QmStream, StreamedSetIsAckedOnceAtItsEndAndAppliedInOrder) {
   EXPECT_EQ(fetchOne("f3"), "http://a/3");
 }
 
+// A sitemap poll or an IndexNow submission of more URLs than the QM holds is streamed
+// like any other set, its notices with op "check": they are read back from the journal
+// to be applied (and at replay) like updates and deletes.
+TEST_F(QmStream, StreamedCheckNoticesAreAppliedFromTheJournalAndReplayed) {
+  start();
+  auto set = urls("http://sitemap/", 6);
+  for (auto& n : set) n.op = UrlOp::kCheck;
+  stream(1, IntakeHeader{"m1/uns", 1, 1, SetKind::kPartial}, set, 2);
+  end(1);
+  ASSERT_EQ(acks_, std::vector<bool>{true});
+  EXPECT_EQ(qm_->queued(), 6u) << "the set was applied from its journal parts";
+  ASSERT_TRUE(row("http://sitemap/6"));
+  EXPECT_EQ(row("http://sitemap/6")->notice.op, UrlOp::kCheck);
+  stream(2, IntakeHeader{"m1/uns", 2, 1, SetKind::kPartial}, urls("http://open/", 3), 3);
+  crashAndRestart();  // the stores lose everything; the journal replays set 1
+  EXPECT_EQ(qm_->queued(), 6u);
+  EXPECT_TRUE(row("http://sitemap/1"));
+  EXPECT_FALSE(qm_->cacheCrash());
+}
+
 TEST_F(QmStream, SetCutOffMidwayLeavesNothingAppliedAndNothingAcked) {
   start();
   stream(1, IntakeHeader{"m1/uns", 1, 1, SetKind::kPartial}, urls("http://cut/", 9), 2);
