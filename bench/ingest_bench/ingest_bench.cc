@@ -10,10 +10,11 @@
 // lccd's at the ack (the UNS's share; the QM applies while the set comes).
 //
 //   build/bin/ingest_bench [--urls 1000000,10000000] [--store storage-kyoto] [--keep on] [--apply off]
-//                          [--links tcp|process|both]
-// --links: node.in_process_links (tcp: the UNS and the QM link over loopback TCP, the
-// XML stream; process: the UNS hands the QM its parsed notices; both: each size over
-// TCP, then in process).
+//                          [--links xml|tcp|process|both|all]
+// --links: how the UNS and the QM link (session_bench/lccd_process.h): xml, over
+// loopback TCP as the XML stream (node.link_frames off); tcp, over TCP as compact
+// frames (two hosts' form); process, the UNS hands the QM its parsed notices; both: tcp
+// then process; all: xml, tcp, process.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -43,7 +44,7 @@ struct Args {
   std::string store = "storage-kyoto";
   bool keep = false;
   bool apply = true;
-  std::vector<bool> links{true};  // node.in_process_links per pass (--links tcp|process|both)
+  std::vector<Links> links{Links::kInProcess};  // one pass per form (--links)
 };
 
 // The set document `lcc cp scan` would print for `n` files (sz, md5, mt on each).
@@ -155,7 +156,7 @@ long long queuedUrls(const LccdProcess& lccd) {
   return p == std::string::npos ? -1 : std::atoll(j.c_str() + p + 14);
 }
 
-void runOne(const Args& a, std::uint64_t n, bool in_process) {
+void runOne(const Args& a, std::uint64_t n, Links links) {
   const std::string dir = makeTempDir("ingest");
   const std::string set_path = dir + "/set.xml";
   writeSet(set_path, n);
@@ -167,7 +168,7 @@ void runOne(const Args& a, std::uint64_t n, bool in_process) {
         // new providers get a files quota of 100,000 by default (issue 25): the QM would
         // queue only that many of the set's URLs
         << "rs:\n  default_quota_files: 0\n  default_quota_bytes: 0\n";
-  LccdProcess lccd(dir, {"uns", "qm"}, extra.str(), {}, in_process);
+  LccdProcess lccd(dir, {"uns", "qm"}, extra.str(), {}, links);
   if (!lccd.start()) return (void)std::fprintf(stderr, "lccd did not start\n");
   const std::string added = lccd.lcc({"provider", "add", "--prefix", "http://p0.example/"});
   const auto id_at = added.find("id="), pw_at = added.find(" password=");
@@ -222,7 +223,7 @@ void runOne(const Args& a, std::uint64_t n, bool in_process) {
               "the next connect %lld; %s %.1f s after the ack; lccd RSS %.0f MB at start, peak (VmHWM) %.0f MB at "
               "the ack, %.0f MB in all, %.0f MB 3 s after the apply, %.0f MB 13 s after; CPU per URL until the ack: "
               "lccd %.2f us, lcc cp send %.2f us\n",
-              static_cast<unsigned long long>(n), in_process ? "in process" : "over TCP", rc == 0 ? "ok" : "FAILED", send_s, n / send_s, n / send_s / base,
+              static_cast<unsigned long long>(n), linksName(links), rc == 0 ? "ok" : "FAILED", send_s, n / send_s, n / send_s / base,
               base, processing, a.apply ? "applied" : "not waiting for the apply;", apply_s, rss_start / 1e6,
               peak_at_ack / 1e6, lccd.peakRss() / 1e6, rss_after_checkpoint / 1e6, lccd.rss() / 1e6, lccd_us,
               client_us);
@@ -248,16 +249,16 @@ int main(int argc, char** argv) {
       a.keep = v == "on";
     } else if (k == "--apply") {
       a.apply = v != "off";
-    } else if (k == "--links") {
-      a.links = v == "both" ? std::vector<bool>{false, true} : std::vector<bool>{v != "tcp"};
+    } else if (k == "--links" && !lcc::bench::parseLinks(v).empty()) {
+      a.links = lcc::bench::parseLinks(v);
     } else {
-      std::fprintf(stderr, "usage: ingest_bench [--urls 1000000,10000000] [--store storage-kyoto] [--keep on] [--apply off] [--links tcp|process|both]\n");
+      std::fprintf(stderr, "usage: ingest_bench [--urls 1000000,10000000] [--store storage-kyoto] [--keep on] [--apply off] [--links xml|tcp|process|both|all]\n");
       return 2;
     }
   }
   std::printf("ingest_bench: store %s\n%s\n", a.store.c_str(), lcc::bench::machineLine("/tmp").c_str());
   for (auto n : a.sizes) {
-    for (bool in_process : a.links) lcc::bench::runOne(a, n, in_process);
+    for (lcc::bench::Links links : a.links) lcc::bench::runOne(a, n, links);
   }
   return 0;
 }

@@ -48,14 +48,33 @@ int connectLoopback(std::uint16_t port) {
   return fd;
 }
 
+std::vector<Links> parseLinks(const std::string& v) {
+  if (v == "xml") return {Links::kXml};
+  if (v == "tcp") return {Links::kFrames};
+  if (v == "process") return {Links::kInProcess};
+  if (v == "both") return {Links::kFrames, Links::kInProcess};
+  if (v == "all") return {Links::kXml, Links::kFrames, Links::kInProcess};
+  return {};
+}
+
+const char* linksName(Links l) {
+  switch (l) {
+    case Links::kXml: return "over TCP as XML";
+    case Links::kFrames: return "over TCP as frames";
+    case Links::kInProcess: return "in process";
+  }
+  return "?";
+}
+
 LccdProcess::LccdProcess(std::string work_dir, std::vector<std::string> roles, std::string extra,
-                         const std::vector<std::string>& more_listeners, bool in_process_links)
+                         const std::vector<std::string>& more_listeners, Links links)
     : work_(std::move(work_dir)), config_(work_ + "/lcc.yaml") {
   for (const char* l : {"uns", "qm", "botm", "robots", "cu", "http"}) ports_[l] = freeLoopbackPort();
   for (const auto& l : more_listeners) ports_[l] = freeLoopbackPort();
   std::ofstream f(config_);
   f << "node:\n  data_dir: " << work_ << "/var\n  machine_id: m1\n  in_process_links: "
-    << (in_process_links ? "true" : "false") << "\nroles: [";
+    << (links == Links::kInProcess ? "true" : "false") << "\n  link_frames: " << (links == Links::kXml ? "false" : "true")
+    << "\nroles: [";
   for (std::size_t i = 0; i < roles.size(); ++i) f << (i ? ", " : "") << roles[i];
   f << "]\nlisten:\n";
   for (const auto& [name, port] : ports_) f << "  " << name << ": 127.0.0.1:" << port << "\n";

@@ -11,13 +11,21 @@
 
 namespace lcc::bench {
 
+// How the roles of the one lccd link (--links of the benches): over loopback TCP as the
+// XML streams (node.in_process_links and node.link_frames off), over TCP as compact
+// frames after the XML hellos (node.link_frames on: two hosts' form), or in process.
+enum class Links { kXml, kFrames, kInProcess };
+// "xml", "tcp" (frames), "process", "both" (tcp, process), "all" (xml, tcp, process);
+// empty for anything else.
+std::vector<Links> parseLinks(const std::string& v);
+const char* linksName(Links l);  // "over TCP as XML", "over TCP as frames", "in process"
+
 class LccdProcess {
  public:
   // `roles` as in lcc.yaml; `extra` is YAML appended to the config; `more_listeners`
   // are listen.* keys beyond the six (e.g. "uns_tls"), each on a free loopback port.
-  // `in_process_links`: node.in_process_links (false: the roles link over loopback TCP).
   LccdProcess(std::string work_dir, std::vector<std::string> roles, std::string extra = "",
-              const std::vector<std::string>& more_listeners = {}, bool in_process_links = true);
+              const std::vector<std::string>& more_listeners = {}, Links links = Links::kInProcess);
   ~LccdProcess();
 
   // Starts lccd (build/bin/lccd, or `binary` when not empty: another build to

@@ -11,10 +11,11 @@
 //
 //   build/bin/session_bench [--providers 64] [--clients N] [--sessions 20000] [--urls 10]
 //                           [--serial 20] [--runs 1] [--store storage-kyoto] [--tls on]
-//                           [--lccd PATH] [--links tcp|process|both]
-// --links: node.in_process_links of the lccd (tcp: the UNS and the QM link over loopback
-// TCP, the XML stream; process: the UNS hands the QM its parsed notices; both: a whole
-// pass of each, TCP first, in one run).
+//                           [--lccd PATH] [--links xml|tcp|process|both|all]
+// --links: how the UNS and the QM of the lccd link (lccd_process.h): xml, over loopback
+// TCP as the XML stream; tcp, over TCP as compact frames (two hosts' form); process,
+// the UNS hands the QM its parsed notices; both: a whole pass of tcp then process in
+// one run; all: xml, tcp, process.
 // --tls on: the sessions go to listen.uns_tls (a certificate made with openssl in the
 // bench folder), each one a new TCP connection and a full TLS handshake.
 // --lccd PATH: run that lccd binary instead of build/bin/lccd (to compare two builds).
@@ -49,8 +50,8 @@ struct Args {
   int serial = 20;
   std::string store = "storage-kyoto";
   bool tls = false;
-  std::vector<bool> links{true};  // node.in_process_links per pass (--links tcp|process|both)
-  bool in_process = true;         // this pass's
+  std::vector<Links> links{Links::kInProcess};  // one pass per form (--links)
+  Links link = Links::kInProcess;                // this pass's
 };
 
 // The client context of a TLS run (null: plain TCP).
@@ -184,7 +185,7 @@ int run(const Args& a) {
   const std::string dir = makeTempDir("session");
   std::printf("session_bench: %d providers, %d clients, %d sessions of %d URLs, %d run(s), store %s, links %s%s%s\n%s\n",
               a.providers, a.clients, a.sessions, a.urls, a.runs, a.store.c_str(),
-              a.in_process ? "in process" : "over TCP", a.tls ? ", over TLS" : "",
+              linksName(a.link), a.tls ? ", over TLS" : "",
               a.lccd.empty() ? "" : (", lccd " + a.lccd).c_str(), machineLine(dir).c_str());
   const std::string stores = "storage:\n  queue: {plugin: " + a.store + "}\n  content: {plugin: " + a.store +
                              "}\n  providers: {plugin: " + a.store + "}\nuns:\n  max_connections_per_ip: 4096\n";
@@ -203,7 +204,7 @@ int run(const Args& a) {
     tls_keys = "tls:\n  cert_file: " + dir + "/c.pem\n  key_file: " + dir + "/k.pem\n";
   }
   LccdProcess lccd(dir, {"uns", "qm"}, stores + tls_keys,
-                   a.tls ? std::vector<std::string>{"uns_tls"} : std::vector<std::string>{}, a.in_process);
+                   a.tls ? std::vector<std::string>{"uns_tls"} : std::vector<std::string>{}, a.link);
   if (!lccd.start(a.lccd)) {
     std::fprintf(stderr, "lccd did not start (see %s/lccd.log)\n", dir.c_str());
     return 1;
@@ -272,19 +273,19 @@ int main(int argc, char** argv) {
     else if (k == "--serial") a.serial = std::atoi(v.c_str());
     else if (k == "--store") a.store = v;
     else if (k == "--tls") a.tls = v == "on";
-    else if (k == "--links") a.links = v == "both" ? std::vector<bool>{false, true} : std::vector<bool>{v != "tcp"};
+    else if (k == "--links" && !lcc::bench::parseLinks(v).empty()) a.links = lcc::bench::parseLinks(v);
     else {
       std::fprintf(stderr,
                    "usage: session_bench [--providers N] [--clients N] [--sessions N] [--urls N] [--serial N] "
-                   "[--runs N] [--store P] [--tls on] [--lccd PATH] [--links tcp|process|both]\n");
+                   "[--runs N] [--store P] [--tls on] [--lccd PATH] [--links xml|tcp|process|both|all]\n");
       return 2;
     }
   }
   if (a.clients == 0) a.clients = a.providers;
   if (a.providers < 1 || a.clients < 1 || a.sessions < 1 || a.urls < 1 || a.serial < 1 || a.runs < 1) return 2;
   int rc = 0;
-  for (bool in_process : a.links) {
-    a.in_process = in_process;
+  for (lcc::bench::Links link : a.links) {
+    a.link = link;
     rc |= lcc::bench::run(a);
   }
   return rc;

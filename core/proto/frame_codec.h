@@ -35,6 +35,12 @@ enum class FrameType : std::uint8_t {
   kSweep = 0x16,
   kFile = 0x17,
   kSwept = 0x18,
+  // The UNS → QM link (uns_qm_frames.h).
+  kUnsSet = 0x20,       // <set> (its header)
+  kUnsUrls = 0x21,      // a batch of the open set's <url>
+  kUnsSetEnd = 0x22,    // </set>, or a streamed set's <end count/></set>
+  kUnsSetAbort = 0x23,  // a streamed set's <abort/></set>
+  kQmAck = 0x24,        // <ack>
 };
 
 struct FrameLimits {
@@ -50,6 +56,7 @@ class FrameWriter {
   void begin(std::uint8_t type);
   void end();
   void u64(std::uint64_t v);
+  void i64(std::int64_t v) { u64((static_cast<std::uint64_t>(v) << 1) ^ (v < 0 ? ~std::uint64_t{0} : 0)); }  // zigzag
   void str(std::string_view s);
   void boolean(bool b) { out_.push_back(b ? '\1' : '\0'); }
 

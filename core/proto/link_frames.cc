@@ -30,10 +30,7 @@ void putFetch(FrameWriter& w, const FetchRequest& f, FetchWire wire) {
   if (wire == FetchWire::kRobot) w.str(f.path);
   w.str(f.expected_mime);
   w.boolean(f.if_modified_since.has_value());
-  if (f.if_modified_since) {
-    const auto v = static_cast<std::uint64_t>(*f.if_modified_since);
-    w.u64((v << 1) ^ (*f.if_modified_since < 0 ? ~std::uint64_t{0} : 0));
-  }
+  if (f.if_modified_since) w.i64(*f.if_modified_since);
   w.str(f.if_none_match);
   w.u64(f.max_size);
   if (wire == FetchWire::kLink) w.str(f.expected_md5);
@@ -82,7 +79,6 @@ void putResult(FrameWriter& w, const FetchResult& in, bool with_file) {
   w.u64(static_cast<std::uint64_t>(r.code));
   w.u64(static_cast<std::uint64_t>(r.http_status));
   w.boolean(r.unchanged);
-  auto zig = [&](std::int64_t v) { w.u64((static_cast<std::uint64_t>(v) << 1) ^ (v < 0 ? ~std::uint64_t{0} : 0)); };
   if (ok && !r.unchanged) {
     if (with_file) {
       w.str(r.machine);
@@ -92,11 +88,11 @@ void putResult(FrameWriter& w, const FetchResult& in, bool with_file) {
     w.u64(r.size);
     w.str(r.md5);
     w.boolean(r.last_modified.has_value());
-    if (r.last_modified) zig(*r.last_modified);
+    if (r.last_modified) w.i64(*r.last_modified);
   }
   if (ok) w.str(r.etag);
   w.boolean(r.retry_after.has_value());
-  if (r.retry_after) zig(std::chrono::duration_cast<std::chrono::seconds>(*r.retry_after).count());
+  if (r.retry_after) w.i64(std::chrono::duration_cast<std::chrono::seconds>(*r.retry_after).count());
   if (!ok) w.str(r.message);
 }
 

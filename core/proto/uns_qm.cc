@@ -7,6 +7,7 @@
 
 #include "common/md5.h"
 #include "proto/cp_uns.h"
+#include "proto/uns_qm_frames.h"
 #include "lcc/support/time_util.h"
 
 namespace lcc::proto {
@@ -151,19 +152,22 @@ struct SetCollector {
 // ---------------------------------------------------------------------------
 // Encoding
 
-std::string encodeUnsOpen(std::string_view uns_name) {
+std::string encodeUnsOpen(std::string_view uns_name, std::uint32_t frames) {
   std::string out = "<lcc:uns xmlns:lcc=\"";
   out += kInternalNs;
   out += "\"";
   appendAttr(out, "name", uns_name);
+  if (frames != 0) out += " frames=\"" + std::to_string(frames) + "\"";
   out += ">";
   return out;
 }
 std::string encodeUnsClose() { return "</lcc:uns>"; }
-std::string encodeQmOpen() {
+std::string encodeQmOpen(std::uint32_t frames) {
   std::string out = "<lcc:qm xmlns:lcc=\"";
   out += kInternalNs;
-  out += "\">";
+  out += "\"";
+  if (frames != 0) out += " frames=\"" + std::to_string(frames) + "\"";
+  out += ">";
   return out;
 }
 std::string encodeQmClose() { return "</lcc:qm>"; }
@@ -301,22 +305,29 @@ Result<UnsQmSet> decodeSet(std::string_view set_xml, const UnsQmLimits& limits) 
 namespace {
 
 // Shared machinery: a kStream XmlReader whose root must be `root_local` in the
-// internal namespace; children are dispatched by the derived handler.
+// internal namespace; children are dispatched by the derived handler. A child
+// <frames v="1"/> (when `frames` is allowed) hands the bytes after it to the derived
+// decoder's frame reader (uns_qm_frames.h).
 class StreamBase : public XmlHandler {
  public:
-  StreamBase(std::string_view root, UnsQmLimits limits)
-      : root_(root), limits_(limits), reader_(*this, readerLimits(limits), XmlFraming::kStream) {}
+  StreamBase(std::string_view root, UnsQmLimits limits, bool frames)
+      : root_(root), limits_(limits), reader_(*this, readerLimits(limits), XmlFraming::kStream), frames_(frames) {}
 
   bool feed(const char* data, std::size_t n) {
-    if (closed_ || reader_.failed()) return false;
-    reader_.feed(data, n);
+    if (closed() || failed()) return false;
+    if (switched_) return feedFrames(std::string_view(data, n)) && !closed();
+    const std::size_t used = reader_.feed(data, n);
     if (reader_.failed()) return false;
+    if (reader_.handedOff()) {
+      switched_ = true;
+      return feedFrames(std::string_view(data + used, n - std::min(used, n))) && !closed();
+    }
     return !closed_;
   }
-  bool failed() const { return reader_.failed(); }
-  bool closed() const { return closed_; }
-  ErrorCode error() const { return reader_.error(); }
-  const std::string& errorMessage() const { return reader_.errorMessage(); }
+  bool failed() const { return reader_.failed() || !frameError().empty(); }
+  bool closed() const { return closed_ || framesClosed(); }
+  ErrorCode error() const { return reader_.failed() ? reader_.error() : failed() ? ErrorCode::kMalformed : ErrorCode::kNone; }
+  const std::string& errorMessage() const { return reader_.failed() ? reader_.errorMessage() : frameError(); }
 
  protected:
   void fail(std::string msg) { reader_.fail(ErrorCode::kMalformed, std::move(msg)); }
@@ -324,6 +335,16 @@ class StreamBase : public XmlHandler {
   virtual void child(int depth, const XmlName& name, const XmlAttrs& a) = 0;
   virtual void childEnd(int depth, const XmlName& name) = 0;
   virtual void rootClosed() = 0;
+  // After the switch: the frames (false once they failed or closed the stream).
+  virtual bool feedFrames(std::string_view bytes) = 0;
+  virtual const std::string& frameError() const = 0;
+  virtual bool framesClosed() const = 0;
+
+  static std::uint32_t framesOffered(const XmlAttrs& a) {
+    std::uint32_t v = 0;
+    const auto* f = a.get("frames");
+    return f && parseDecimalAs(*f, v) ? v : 0;
+  }
 
   void onStart(int depth, const XmlName& name, const XmlAttrs& a) override {
     if (depth == 1) {
@@ -331,6 +352,13 @@ class StreamBase : public XmlHandler {
         return fail("expected the " + std::string(root_) + " stream opening in namespace " + std::string(kInternalNs));
       }
       return rootOpened(a);
+    }
+    if (depth == 2 && isInternalChild(name) && name.local == "frames") {
+      if (!frames_) return fail("<frames/> on a link that did not offer them");
+      if (a.getOr("v", "") != std::to_string(kFramesVersion)) {
+        return fail("<frames/> of a version other than " + std::to_string(kFramesVersion));
+      }
+      return;
     }
     child(depth, name, a);
   }
@@ -340,12 +368,15 @@ class StreamBase : public XmlHandler {
       rootClosed();
       return;
     }
+    if (depth == 2 && isInternalChild(name) && name.local == "frames") return reader_.handOff();
     childEnd(depth, name);
   }
 
   std::string_view root_;
   UnsQmLimits limits_;
   XmlReader reader_;
+  bool frames_;
+  bool switched_ = false;
   bool closed_ = false;
 };
 
@@ -354,12 +385,17 @@ class StreamBase : public XmlHandler {
 struct UnsStreamDecoder::Impl final : StreamBase {
   UnsStreamHandler& h;
   SetCollector col;
-  Impl(UnsStreamHandler& handler, UnsQmLimits l) : StreamBase("uns", l), h(handler) {
+  UnsFrameReader frames;
+  Impl(UnsStreamHandler& handler, UnsQmLimits l, bool allow_frames)
+      : StreamBase("uns", l, allow_frames), h(handler), frames(handler, l) {
     col.limits = l;
     col.sink = &h;
   }
 
-  void rootOpened(const XmlAttrs& a) override { h.onUnsOpen(a.getOr("name", "")); }
+  void rootOpened(const XmlAttrs& a) override { h.onUnsOpen(a.getOr("name", ""), framesOffered(a)); }
+  bool feedFrames(std::string_view bytes) override { return frames.feed(bytes); }
+  const std::string& frameError() const override { return frames.why(); }
+  bool framesClosed() const override { return frames.closed(); }
   void child(int depth, const XmlName& name, const XmlAttrs& a) override {
     if (depth == 2) {
       if (!isInternalChild(name)) return;
@@ -399,8 +435,8 @@ void UnsStreamHandler::onSetEnd() {
   onSet(std::move(set));
 }
 
-UnsStreamDecoder::UnsStreamDecoder(UnsStreamHandler& handler, UnsQmLimits limits)
-    : impl_(std::make_unique<Impl>(handler, limits)) {}
+UnsStreamDecoder::UnsStreamDecoder(UnsStreamHandler& handler, UnsQmLimits limits, bool frames)
+    : impl_(std::make_unique<Impl>(handler, limits, frames)) {}
 UnsStreamDecoder::~UnsStreamDecoder() = default;
 bool UnsStreamDecoder::feed(const char* data, std::size_t n) { return impl_->feed(data, n); }
 bool UnsStreamDecoder::failed() const { return impl_->failed(); }
@@ -412,9 +448,14 @@ struct QmStreamDecoder::Impl final : StreamBase {
   QmStreamHandler& h;
   bool in_ack = false;
   UnsQmAck ack;
-  Impl(QmStreamHandler& handler, UnsQmLimits l) : StreamBase("qm", l), h(handler) {}
+  QmFrameReader frames;
+  Impl(QmStreamHandler& handler, UnsQmLimits l, bool allow_frames)
+      : StreamBase("qm", l, allow_frames), h(handler), frames(handler, l) {}
 
-  void rootOpened(const XmlAttrs&) override { h.onQmOpen(); }
+  void rootOpened(const XmlAttrs& a) override { h.onQmOpen(framesOffered(a)); }
+  bool feedFrames(std::string_view bytes) override { return frames.feed(bytes); }
+  const std::string& frameError() const override { return frames.why(); }
+  bool framesClosed() const override { return frames.closed(); }
   void child(int depth, const XmlName& name, const XmlAttrs& a) override {
     if (depth != 2 || !isInternalChild(name)) return;
     if (name.local == "ack") {
@@ -458,8 +499,8 @@ struct QmStreamDecoder::Impl final : StreamBase {
   void rootClosed() override { h.onClose(); }
 };
 
-QmStreamDecoder::QmStreamDecoder(QmStreamHandler& handler, UnsQmLimits limits)
-    : impl_(std::make_unique<Impl>(handler, limits)) {}
+QmStreamDecoder::QmStreamDecoder(QmStreamHandler& handler, UnsQmLimits limits, bool frames)
+    : impl_(std::make_unique<Impl>(handler, limits, frames)) {}
 QmStreamDecoder::~QmStreamDecoder() = default;
 bool QmStreamDecoder::feed(const char* data, std::size_t n) { return impl_->feed(data, n); }
 bool QmStreamDecoder::failed() const { return impl_->failed(); }

@@ -70,11 +70,13 @@ struct UnsQmLimits {
 // ---------------------------------------------------------------------------
 // Encoding. Every function returns (or appends) complete, escaped XML text.
 
-// UNS opening: <lcc:uns xmlns:lcc="…/internal" name="m1/uns">
-std::string encodeUnsOpen(std::string_view uns_name);
+// UNS opening: <lcc:uns xmlns:lcc="…/internal" name="m1/uns">; frames="1" offers the
+// compact frames (uns_qm_frames.h) when `frames` is not 0.
+std::string encodeUnsOpen(std::string_view uns_name, std::uint32_t frames = 0);
 std::string encodeUnsClose();  // </lcc:uns>
-// QM opening: <lcc:qm xmlns:lcc="…/internal">
-std::string encodeQmOpen();
+// QM opening: <lcc:qm xmlns:lcc="…/internal">; frames="1": the answer to the offer, and
+// the QM writes frames after its <frames v="1"/>.
+std::string encodeQmOpen(std::uint32_t frames = 0);
 std::string encodeQmClose();  // </lcc:qm>
 
 // A whole set element, "<set …>" + one "<url …/>" per notice + "</set>".
@@ -106,7 +108,8 @@ Result<UnsQmSet> decodeSet(std::string_view set_xml, const UnsQmLimits& limits =
 class UnsStreamHandler {
  public:
   virtual ~UnsStreamHandler() = default;
-  virtual void onUnsOpen(std::string_view uns_name) = 0;  // name="…" of the opening
+  // name="…" and frames="…" (0 when absent or not a number) of the opening.
+  virtual void onUnsOpen(std::string_view uns_name, std::uint32_t frames) = 0;
   // A set as it is read: its header at <set>, each URL in order, its end at </set>
   // (after the count was checked). A stream that fails in between gets no
   // onSetEnd(). The defaults collect the whole set and hand it to onSet(); a handler
@@ -125,9 +128,12 @@ class UnsStreamHandler {
   UnsQmSet collecting_;  // the defaults' set
 };
 
+// After a child <frames v="1"/> (when constructed with `frames`; without, it is refused
+// as malformed) the stream goes on as compact frames (uns_qm_frames.h): the handler
+// sees the same calls.
 class UnsStreamDecoder {
  public:
-  explicit UnsStreamDecoder(UnsStreamHandler& handler, UnsQmLimits limits = {});
+  explicit UnsStreamDecoder(UnsStreamHandler& handler, UnsQmLimits limits = {}, bool frames = false);
   ~UnsStreamDecoder();
   UnsStreamDecoder(const UnsStreamDecoder&) = delete;
   UnsStreamDecoder& operator=(const UnsStreamDecoder&) = delete;
@@ -152,7 +158,7 @@ class UnsStreamDecoder {
 class QmStreamHandler {
  public:
   virtual ~QmStreamHandler() = default;
-  virtual void onQmOpen() = 0;
+  virtual void onQmOpen(std::uint32_t frames) = 0;  // frames="…" of the opening (0: XML only)
   virtual void onAck(const UnsQmAck& ack) = 0;
   virtual void onPing() {}
   virtual void onPong() {}
@@ -161,7 +167,7 @@ class QmStreamHandler {
 
 class QmStreamDecoder {
  public:
-  explicit QmStreamDecoder(QmStreamHandler& handler, UnsQmLimits limits = {});
+  explicit QmStreamDecoder(QmStreamHandler& handler, UnsQmLimits limits = {}, bool frames = false);
   ~QmStreamDecoder();
   QmStreamDecoder(const QmStreamDecoder&) = delete;
   QmStreamDecoder& operator=(const QmStreamDecoder&) = delete;

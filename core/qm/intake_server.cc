@@ -11,7 +11,9 @@
 #include "net/acceptor.h"
 #include "net/conn_set.h"
 #include "net/local_listeners.h"
+#include "proto/link_frames.h"
 #include "proto/uns_qm.h"
+#include "proto/uns_qm_frames.h"
 #include "proto/uns_qm_local.h"
 
 namespace lcc::qm {
@@ -23,14 +25,16 @@ namespace {
 
 class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, private proto::UnsStreamHandler {
  public:
-  // Over TCP: the XML stream, decoded here. In process (`local`): the UNS's records
-  // (proto/uns_qm_local.h), its parsed notices handed over as they are.
+  // Over TCP: the XML stream, or the compact frames it switches to (proto/uns_qm_frames.h),
+  // decoded here. In process (`local`): the UNS's records (proto/uns_qm_local.h), its
+  // parsed notices handed over as they are.
   IntakeConn(std::shared_ptr<net::Connection> conn, std::shared_ptr<proto::LocalQmEnd> local,
              const IntakeServerOptions& o, std::shared_ptr<const IntakeSink> sink,
              std::shared_ptr<std::atomic<std::uint64_t>> streams)
       : conn_(std::move(conn)),
         local_(std::move(local)),
-        decoder_(*this, proto::UnsQmLimits{o.max_attribute_length, o.max_set_urls}),
+        decoder_(*this, proto::UnsQmLimits{o.max_attribute_length, o.max_set_urls}, o.frames && !local_),
+        frames_offer_(o.frames),
         sink_(std::move(sink)),
         streams_(std::move(streams)),
         part_urls_(std::max<std::size_t>(1, o.part_urls)),
@@ -75,7 +79,7 @@ class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, privat
     for (auto& r : batch) {
       if (close_sent_) return;
       if (const auto* o = std::get_if<proto::UnsLocalOpen>(&r)) {
-        onUnsOpen(o->uns_name);
+        onUnsOpen(o->uns_name, 0);
       } else if (const auto* h = std::get_if<proto::UnsQmSetHeader>(&r)) {
         onSetBegin(*h);
       } else if (auto* u = std::get_if<proto::UnsLocalUrls>(&r)) {
@@ -99,9 +103,25 @@ class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, privat
       self->local_->send(proto::QmLocalTaken{bytes});
     });
   }
-  void sendOpen() { local_ ? (void)local_->send(proto::QmLocalOpen{}) : conn_->send(proto::encodeQmOpen()); }
+  // Over TCP the QM takes a UNS's offer of frames (node.link_frames) and switches its own
+  // direction at once, behind its opening.
+  void sendOpen(std::uint32_t offered) {
+    if (local_) return (void)local_->send(proto::QmLocalOpen{});
+    framed_ = proto::agreedFrames(offered, frames_offer_) != 0;
+    conn_->send(framed_ ? proto::encodeQmOpen(proto::kFramesVersion) + proto::encodeFramesSwitch() : proto::encodeQmOpen());
+  }
   void sendAck(proto::UnsQmAck ack) {
-    local_ ? (void)local_->send(std::move(ack)) : conn_->send(proto::encodeAck(ack));
+    if (local_) return (void)local_->send(std::move(ack));
+    if (!framed_) return conn_->send(proto::encodeAck(ack));
+    std::string frame;
+    proto::appendAckFrame(frame, ack);
+    conn_->send(std::move(frame));
+  }
+  std::string signal(proto::FrameType type, std::string xml) const {
+    if (!framed_) return xml;
+    std::string frame;
+    proto::appendSignalFrame(frame, type);
+    return frame;
   }
 
   void onBytes(std::string_view bytes) {
@@ -119,10 +139,11 @@ class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, privat
     closing_ = true;
     maybeClose();
   }
-  void onUnsOpen(std::string_view name) override {
+  void onUnsOpen(std::string_view name, std::uint32_t frames) override {
     uns_ = std::string(name);
-    sendOpen();
-    spdlog::info("qm intake: UNS {} connected ({})", uns_, local_ ? "in process" : "from " + peer());
+    sendOpen(frames);
+    spdlog::info("qm intake: UNS {} connected ({})", uns_,
+                 local_ ? "in process" : "from " + peer() + (framed_ ? ", compact frames" : ""));
   }
   void onSetBegin(const proto::UnsQmSetHeader& h) override {
     stream_ = ++*streams_;
@@ -160,7 +181,7 @@ class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, privat
     });
   }
   void onPing() override {
-    if (conn_) conn_->send(proto::encodePong());
+    if (conn_) conn_->send(signal(proto::FrameType::kPong, proto::encodePong()));
   }
   // The UNS's CP stopped mid-set (issue 13): nothing of it is applied, no ack.
   void onSetAbort() override { abortSet(); }
@@ -199,13 +220,15 @@ class IntakeConn final : public std::enable_shared_from_this<IntakeConn>, privat
         local_->send(proto::QmLocalClose{});
         return local_->close(net::CloseReason::kShutdown);  // after what was sent
       }
-      conn_->closeAfterFlush(proto::encodeQmClose());
+      conn_->closeAfterFlush(signal(proto::FrameType::kEnd, proto::encodeQmClose()));
     }
   }
 
   std::shared_ptr<net::Connection> conn_;     // TCP, or
   std::shared_ptr<proto::LocalQmEnd> local_;  // in process
   proto::UnsStreamDecoder decoder_;
+  const bool frames_offer_;  // node.link_frames
+  bool framed_ = false;      // this side writes frames (the UNS offered them, TCP)
   std::shared_ptr<const IntakeSink> sink_;
   std::shared_ptr<std::atomic<std::uint64_t>> streams_;
   const std::size_t part_urls_;

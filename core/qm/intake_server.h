@@ -40,6 +40,7 @@ namespace lcc::qm {
 struct IntakeServerOptions {
   std::string listen;                      // listen.qm: host:port, or tls://host:port (then `tls` is set)
   std::size_t max_attribute_length = 0;    // uns.max_attribute_length
+  bool frames = false;                     // node.link_frames: take a UNS's offer of compact frames
   // No config key:
   net::TlsLink tls;                        // for tls:// (common/tls_config.h)
   // <url> elements per set. fromConfig() leaves no cap: the UNS holds each set to its

@@ -79,7 +79,10 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl> {
   std::deque<Pending> inflight;   // passed through, waiting for the QM's ack
 
   std::shared_ptr<QmLink> link;  // on `strand`, as everything here
-  std::atomic<bool> local_form{false};  // link->local(), for the callers' threads
+  // link->takesRecords(), for the callers' threads: sessions hand notices over as they
+  // parsed them (in process, or frames offered over TCP), else their XML.
+  std::atomic<bool> records_form{false};
+  std::atomic<bool> link_local{false}, link_framed{false};  // for status()
   std::uint64_t gen = 0;
   asio::steady_timer ack_timer;
   bool stopped = false;
@@ -129,7 +132,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl> {
     p.count = set.count;
     p.pid = set.pid;
     p.kind = set.kind;
-    const bool records = local_form && set.urls_xml.empty();
+    const bool records = records_form && set.urls_xml.empty();
     if (records) {
       p.urls = std::move(set.urls);
     } else {
@@ -302,7 +305,8 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl> {
 
   // ---- QM link (qm_link.h: in process, or over TCP) ----
   Status startLink() {
-    QmLinkOptions lo{opt.qm_address, opt.tls, opt.qm_retry, opt.max_attribute_length, opt.uns_name, opt.local_listeners};
+    QmLinkOptions lo{opt.qm_address, opt.tls, opt.qm_retry,
+                     opt.max_attribute_length, opt.frames, opt.uns_name, opt.local_listeners};
     std::weak_ptr<Impl> w = shared_from_this();
     QmLink::Handlers h;
     h.on_open = [w] { if (auto s = w.lock()) s->onQmOpen(); };
@@ -314,7 +318,8 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl> {
     h.on_made = [w] { if (auto s = w.lock()) s->armAckTimer(true); };  // for the QM's open
     link = std::make_shared<QmLink>(io, strand, clock, std::move(lo), std::move(h));
     Status st = link->start();
-    local_form = link->local();
+    records_form = link->takesRecords();
+    link_local = link->local();
     return st;
   }
   void onTaken() {
@@ -466,7 +471,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl> {
     st->mode = StreamMode::kPass;
     st->id = id.value();
     open_stream = st;
-    if (local_form) return sendRecord(header);
+    if (records_form) return sendRecord(header);
     std::string head;
     proto::appendSetBegin(head, header);
     send(std::move(head));
@@ -492,7 +497,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl> {
   void streamAdd(const std::shared_ptr<StreamState>& st, SetPart part, std::function<void()> taken) {
     st->count += part.count;
     if (st->mode == StreamMode::kPass) {
-      if (part.urls_xml.empty() && local_form) {
+      if (part.urls_xml.empty() && records_form) {
         if (!part.urls.empty()) sendUrls(std::move(part.urls));
       } else {
         send(std::move(part.urls_xml));
@@ -548,7 +553,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl> {
   }
   // Ends the set passing through: <end count/> (`count`) or <abort/>.
   void closeStream(std::optional<std::uint64_t> count) {
-    if (local_form) {
+    if (records_form) {
       count ? sendRecord(proto::UnsLocalEnd{*count}) : sendRecord(proto::UnsLocalAbort{});
       open_stream.reset();
       return pump();
@@ -563,6 +568,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl> {
   // ---- what the QM sends ----
   void onQmOpen() {
     link_ready = true;
+    link_framed = link->framed();
     logged_absent = false;
     armAckTimer(true);  // it waited for the open: now for acks, if any is owed
     spdlog::info("uns: QM link up ({}); {} spooled sets to replay", opt.qm_address, spool.size());
@@ -649,7 +655,7 @@ Forwarder::SetStream::~SetStream() {
 }
 
 void Forwarder::SetStream::add(SetPart part, std::function<void()> taken) {
-  if (!h_->impl->local_form) encodeUrls(part);  // over TCP: XML, encoded on the caller's thread
+  if (!h_->impl->records_form) encodeUrls(part);  // XML only: encoded on the caller's thread
   asio::post(h_->impl->strand, [h = h_, p = std::move(part), t = std::move(taken)]() mutable {
     h->impl->streamAdd(h->state, std::move(p), std::move(t));
   });
@@ -667,7 +673,7 @@ std::unique_ptr<Forwarder::SetStream> Forwarder::beginSet(ProviderId pid, SetKin
 }
 
 void Forwarder::submit(SetSubmission set, Done done) {
-  if (!impl_->local_form) encodeUrls(set);  // over TCP: XML, encoded on the caller's thread
+  if (!impl_->records_form) encodeUrls(set);  // XML only: encoded on the caller's thread
   asio::post(impl_->strand, [self = impl_, set = std::move(set), done = std::move(done)]() mutable {
     self->submit(std::move(set), std::move(done));
   });
@@ -684,7 +690,8 @@ std::uint64_t Forwarder::lastSetId() const { return impl_->ids.last(); }
 void Forwarder::status(nlohmann::json& out) const {
   out["qm"] = impl_->opt.qm_address;
   out["qm_connected"] = connected();
-  out["qm_link"] = impl_->local_form ? "in process" : "tcp";
+  out["qm_link"] = impl_->link_local ? "in process" : "tcp";
+  out["qm_link_frames"] = impl_->link_framed.load();  // TCP, and the QM took the compact frames
   out["spool_sets"] = spooledSets();
   out["spool_bytes"] = spoolBytes();
   out["spool"] = impl_->opt.spool;

@@ -58,6 +58,7 @@ struct ForwarderOptions {
   bool spool = false;
   std::uint64_t spool_limit = 0;   // uns.spool_limit (bytes waiting in the spool)
   std::size_t max_attribute_length = 0;  // uns.max_attribute_length
+  bool frames = false;             // node.link_frames: offer the QM compact frames over TCP
   // No config key:
   net::TlsLink tls;                // for tls:// (common/tls_config.h)
   std::string uns_name;            // <machine_id>/uns

@@ -8,6 +8,8 @@
 
 #include "net/connector.h"
 #include "net/local_listeners.h"
+#include "proto/link_frames.h"
+#include "proto/uns_qm_frames.h"
 
 namespace lcc::uns {
 
@@ -17,6 +19,75 @@ namespace {
 // URLs of a replayed or submitted XML set are handed over in parts of about this many
 // bytes (as a session's parts: uns_options.cc kStreamPartBytes).
 constexpr std::size_t kLocalPartBytes = 256 * 1024;
+
+// The XML text of sets (a spooled set replayed, a set an IndexNow or sitemap submitter
+// encoded) read into records, for a link that carries records: in process, or frames
+// over TCP. A <pong/> in the text calls on_pong.
+class TextRecords final : public proto::UnsStreamHandler {
+ public:
+  using Sink = std::function<void(proto::UnsLocalRecord)>;
+  TextRecords(std::string_view uns_name, std::size_t max_attribute_length, Sink sink, std::function<void()> on_pong)
+      // Our own text, whose sets the UNS capped already: no set cap here (as the QM's).
+      : decoder_(*this, proto::UnsQmLimits{max_attribute_length, std::numeric_limits<std::uint64_t>::max()}),
+        sink_(std::move(sink)), on_pong_(std::move(on_pong)) {
+    decoder_.feed(proto::encodeUnsOpen(uns_name));
+  }
+  // False when the text is unreadable (a bug, not the outside world): why().
+  bool feed(const std::string& bytes) { return decoder_.feed(bytes); }
+  const std::string& why() const { return decoder_.errorMessage(); }
+
+ private:
+  void flushPart() {
+    if (part_.empty()) return;
+    sink_(proto::UnsLocalUrls{std::move(part_), std::exchange(part_bytes_, 0)});
+    part_ = {};
+  }
+  void onUnsOpen(std::string_view, std::uint32_t) override {}
+  void onSetBegin(const proto::UnsQmSetHeader& h) override {
+    set_urls_ = 0;
+    sink_(h);
+  }
+  void onSetUrl(UrlNotice&& u) override {
+    part_bytes_ += proto::urlSizeHint(u);
+    part_.push_back(std::move(u));
+    ++set_urls_;
+    if (part_bytes_ >= kLocalPartBytes) flushPart();
+  }
+  void onSetEnd() override {
+    flushPart();
+    sink_(proto::UnsLocalEnd{set_urls_});
+  }
+  void onSetAbort() override {
+    part_.clear();
+    part_bytes_ = 0;
+    sink_(proto::UnsLocalAbort{});
+  }
+  void onPong() override {
+    if (on_pong_) on_pong_();
+  }
+
+  proto::UnsStreamDecoder decoder_;
+  Sink sink_;
+  std::function<void()> on_pong_;
+  std::vector<UrlNotice> part_;
+  std::uint64_t part_bytes_ = 0, set_urls_ = 0;
+};
+
+// A record of a set on a TCP link: as frames, or as the XML stream. `open_streamed`
+// remembers whether the open set is streamed (its end is <end count/> in XML).
+void appendRecord(std::string& out, const proto::UnsLocalRecord& r, bool framed, bool& open_streamed) {
+  if (const auto* h = std::get_if<proto::UnsQmSetHeader>(&r)) {
+    open_streamed = h->streamed;
+    framed ? proto::appendSetBeginFrame(out, *h) : proto::appendSetBegin(out, *h);
+  } else if (const auto* u = std::get_if<proto::UnsLocalUrls>(&r)) {
+    framed ? proto::appendUrlsFrames(out, u->urls) : appendUrls(out, u->urls);
+  } else if (const auto* e = std::get_if<proto::UnsLocalEnd>(&r)) {
+    if (framed) return proto::appendSetEndFrame(out, e->count);
+    open_streamed ? proto::appendStreamedSetEnd(out, e->count) : proto::appendSetEnd(out);
+  } else if (std::holds_alternative<proto::UnsLocalAbort>(r)) {
+    framed ? proto::appendSetAbortFrame(out) : proto::appendStreamedSetAbort(out);
+  }  // the opening and the close are the link's own
+}
 }  // namespace
 
 // ---- over TCP ----------------------------------------------------------------------
@@ -26,8 +97,42 @@ struct QmLink::Tcp final : proto::QmStreamHandler {
   std::shared_ptr<net::Connection> conn;
   std::shared_ptr<proto::QmStreamDecoder> decoder;
   std::uint64_t gen = 0;
+  // Frames: the QM took them; this side writes them from its switch on.
+  bool framed = false;
+  bool open_streamed = false;         // the open set (records written as XML)
+  std::unique_ptr<TextRecords> text;  // framed: text read into records, made at the first
 
-  void onQmOpen() override { link->h_.on_open(); }
+  void onQmOpen(std::uint32_t frames) override {
+    if (proto::agreedFrames(frames, link->opt_.frames) != 0) {
+      framed = true;
+      conn->send(proto::encodeFramesSwitch());  // what follows from us is frames
+    }
+    link->h_.on_open();
+  }
+  void send(const proto::UnsLocalRecord& r) {
+    std::string out;
+    appendRecord(out, r, framed, open_streamed);
+    if (!out.empty()) conn->send(std::move(out));
+  }
+  void sendText(std::string bytes) {
+    if (!framed) return conn->send(std::move(bytes));
+    if (!text) {
+      text = std::make_unique<TextRecords>(
+          link->opt_.uns_name, link->opt_.max_attribute_length, [this](proto::UnsLocalRecord r) { send(r); },
+          [this] {
+            std::string pong;
+            proto::appendSignalFrame(pong, proto::FrameType::kPong);
+            conn->send(std::move(pong));
+          });
+    }
+    if (!text->feed(bytes)) link->down("unreadable set text for the framed link: " + text->why());
+  }
+  std::string closing() const {
+    if (!framed) return proto::encodeUnsClose();
+    std::string end;
+    proto::appendSignalFrame(end, proto::FrameType::kEnd);
+    return end;
+  }
   void onAck(const proto::UnsQmAck& ack) override { link->h_.on_ack(ack); }
   void onPing() override { link->h_.on_ping(); }  // not conn->send: a set may be half written
   void onClose() override {}  // the feed returns false: the link goes down
@@ -37,7 +142,9 @@ struct QmLink::Tcp final : proto::QmStreamHandler {
     conn = std::move(c);
     proto::UnsQmLimits limits;
     limits.max_attribute_length = self->opt_.max_attribute_length;
-    decoder = std::make_shared<proto::QmStreamDecoder>(*this, limits);
+    decoder = std::make_shared<proto::QmStreamDecoder>(*this, limits, self->opt_.frames);
+    framed = open_streamed = false;
+    text.reset();
     const std::uint64_t my_gen = ++gen;
     std::weak_ptr<QmLink> weak = self;
     net::Connection::Handlers h;
@@ -60,7 +167,7 @@ struct QmLink::Tcp final : proto::QmStreamHandler {
       s->down(reason == net::CloseReason::kPeerClosed ? "the QM closed the connection" : detail);
     };
     conn->start(std::move(h));
-    conn->send(proto::encodeUnsOpen(self->opt_.uns_name));
+    conn->send(proto::encodeUnsOpen(self->opt_.uns_name, self->opt_.frames ? proto::kFramesVersion : 0));
     if (self->h_.on_made) self->h_.on_made();
   }
   void drop(net::CloseReason reason, const std::string& why) {
@@ -68,62 +175,32 @@ struct QmLink::Tcp final : proto::QmStreamHandler {
     if (conn) conn->close(reason, why);
     conn.reset();
     decoder.reset();
+    text.reset();
   }
 };
 
 // ---- in process ----------------------------------------------------------------------
-// XML text given to sendText() (a spooled set replayed, a set an IndexNow or sitemap
-// submitter encoded) is read here into records, so the QM takes one form only.
-struct QmLink::Local final : proto::UnsStreamHandler {
+// XML text given to sendText() is read here into records (TextRecords), so the QM takes
+// one form only.
+struct QmLink::Local final {
   QmLink* link = nullptr;
   std::shared_ptr<proto::LocalUnsEnd> end;
   std::uint64_t gen = 0;
   std::uint64_t queued = 0;  // bytes of parts sent and not taken yet
   bool opened = false;
-  std::unique_ptr<proto::UnsStreamDecoder> text;  // made at the first text of a link
-  std::vector<UrlNotice> part;
-  std::uint64_t part_bytes = 0, set_urls = 0;
+  std::unique_ptr<TextRecords> text;  // made at the first text of a link
 
   void send(proto::UnsLocalRecord r) {
     if (auto* u = std::get_if<proto::UnsLocalUrls>(&r)) queued += u->bytes;
     if (end) end->send(std::move(r));
   }
-  void flushPart() {
-    if (part.empty()) return;
-    send(proto::UnsLocalUrls{std::move(part), std::exchange(part_bytes, 0)});
-    part = {};
-  }
-  void onUnsOpen(std::string_view) override {}
-  void onSetBegin(const proto::UnsQmSetHeader& h) override {
-    set_urls = 0;
-    send(h);
-  }
-  void onSetUrl(UrlNotice&& u) override {
-    part_bytes += proto::urlSizeHint(u);
-    part.push_back(std::move(u));
-    ++set_urls;
-    if (part_bytes >= kLocalPartBytes) flushPart();
-  }
-  void onSetEnd() override {
-    flushPart();
-    send(proto::UnsLocalEnd{set_urls});
-  }
-  void onSetAbort() override {
-    part.clear();
-    part_bytes = 0;
-    send(proto::UnsLocalAbort{});
-  }
   void feedText(const std::string& bytes) {
     if (!text) {
-      // Our own text, whose sets the UNS capped already: no set cap here (as the QM's).
-      text = std::make_unique<proto::UnsStreamDecoder>(
-          *this, proto::UnsQmLimits{link->opt_.max_attribute_length, std::numeric_limits<std::uint64_t>::max()});
-      text->feed(proto::encodeUnsOpen(link->opt_.uns_name));
+      text = std::make_unique<TextRecords>(link->opt_.uns_name, link->opt_.max_attribute_length,
+                                           [this](proto::UnsLocalRecord r) { send(std::move(r)); }, nullptr);
     }
-    if (!text->feed(bytes)) {
-      // Our own text: a bug, not the outside world. The link is dropped, sets are spooled.
-      link->down("unreadable set text for the in-process link: " + text->errorMessage());
-    }
+    // Our own text: a bug, not the outside world. The link is dropped, sets are spooled.
+    if (!text->feed(bytes)) link->down("unreadable set text for the in-process link: " + text->why());
   }
   void reset() {
     ++gen;
@@ -132,8 +209,6 @@ struct QmLink::Local final : proto::UnsStreamHandler {
     queued = 0;
     opened = false;
     text.reset();
-    part.clear();
-    part_bytes = 0;
   }
 };
 
@@ -248,7 +323,7 @@ void QmLink::stop(bool polite) {
     if (tcp_->connector) tcp_->connector->stop();
     ++tcp_->gen;
     if (tcp_->conn) {
-      polite ? tcp_->conn->closeAfterFlush(proto::encodeUnsClose(), net::CloseReason::kShutdown)
+      polite ? tcp_->conn->closeAfterFlush(tcp_->closing(), net::CloseReason::kShutdown)
              : tcp_->conn->close(net::CloseReason::kShutdown);
     }
     tcp_->conn.reset();
@@ -268,13 +343,15 @@ void QmLink::drop(const std::string& why) {
 }
 
 bool QmLink::made() const { return (tcp_ && tcp_->conn) || (local_ && local_->end); }
+bool QmLink::framed() const { return tcp_ && tcp_->conn && tcp_->framed; }
 
 void QmLink::sendText(std::string bytes) {
-  if (tcp_ && tcp_->conn) return tcp_->conn->send(std::move(bytes));
+  if (tcp_ && tcp_->conn) return tcp_->sendText(std::move(bytes));
   if (local_ && local_->end) local_->feedText(bytes);
 }
 
 void QmLink::sendRecord(proto::UnsLocalRecord record) {
+  if (tcp_ && tcp_->conn) return tcp_->send(record);
   if (local_ && local_->end) local_->send(std::move(record));
 }
 

@@ -4,7 +4,11 @@
 //    (the QM's intake listens on uns.qm's address in net::LocalListeners): records
 //    (proto/uns_qm_local.h) on a net/local_link.h link; the parsed notices go to the QM
 //    as they are, with no XML on the way;
-//  - over TCP otherwise (net::Connector + net::Connection): the XML stream.
+//  - over TCP otherwise (net::Connector + net::Connection): the XML stream, or compact
+//    frames (proto/uns_qm_frames.h) once the QM took the offer (node.link_frames).
+// Either form takes both text (the XML of sets: a spooled set replayed, a submitter's
+// set) and records (a session's notices): what the link does not speak is converted
+// here, so the forwarder may hand over either at any time.
 // Both give the forwarder the same events, on its strand: the QM's opening, the acks
 // in order, "taken" (the window moved: bytes written, or parts the QM took), one
 // "down" per link that was up, "unreachable" per failed attempt (retried by itself);
@@ -37,6 +41,7 @@ struct QmLinkOptions {
   net::TlsLink tls;
   Millis qm_retry{};                      // between attempts, less up to 20 % jitter
   std::size_t max_attribute_length = 0;   // of the QM's stream (TCP)
+  bool frames = false;                    // TCP: offer compact frames (node.link_frames)
   std::string uns_name;
   net::LocalListeners* local_listeners = nullptr;  // null: TCP only
 };
@@ -66,10 +71,16 @@ class QmLink : public std::enable_shared_from_this<QmLink> {
   void drop(const std::string& why);
 
   bool local() const { return local_form_; }
+  // Records are what this link carries best: in process, or over TCP with frames offered
+  // (a QM that declines them gets the records as XML, encoded here).
+  bool takesRecords() const { return local_form_ || opt_.frames; }
+  bool framed() const;  // TCP, and the QM took the frames (after on_open)
   bool made() const;  // a link exists (maybe before the QM's opening)
-  // A piece of the XML stream (sets, ends). In process it is read here, into records.
+  // A piece of the XML stream (sets, ends, a pong). In process, and over TCP with
+  // frames, it is read here into records.
   void sendText(std::string bytes);
-  // In process only: a record of a set whose notices are at hand.
+  // A record of a set whose notices are at hand; over TCP without frames it is encoded
+  // as XML here.
   void sendRecord(proto::UnsLocalRecord record);
   std::uint64_t queuedBytes() const;
 

@@ -57,6 +57,7 @@ ForwarderOptions ForwarderOptions::fromConfig(const Config& cfg, const std::stri
   f.spool = cfg.getBool("uns.spool");
   f.spool_limit = static_cast<std::uint64_t>(cfg.getInt("uns.spool_limit"));
   f.max_attribute_length = static_cast<std::size_t>(cfg.getInt("uns.max_attribute_length"));
+  f.frames = cfg.getBool("node.link_frames");
   f.uns_name = machine_id + "/uns";
   f.spool_dir = data_dir + "/uns";
   return f;

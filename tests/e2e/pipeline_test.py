@@ -281,8 +281,10 @@ def run(lcc, site, work):
     want = "in process" if lcc.in_process == "true" else "tcp"
     assert status["botm"]["source_link"] == want, status["botm"]
     assert status["qm"]["botm_local_links"] == (1 if want == "in process" else 0), status["qm"]
-    # The UNS hands the QM its parsed notices in process, or the XML stream over TCP.
+    # The UNS hands the QM its parsed notices in process, or over TCP as compact frames
+    # (node.link_frames is on by default).
     assert status["uns"]["forwarder"]["qm_link"] == want, status["uns"]["forwarder"]
+    assert status["uns"]["forwarder"]["qm_link_frames"] == (want == "tcp"), status["uns"]["forwarder"]
     assert status["qm"]["uns_local_links"] == (1 if want == "in process" else 0), status["qm"]
     robots = status["bot"]["robots"]
     assert status["bot"]["in_process"] == (robots if want == "in process" else 0), status["bot"]

@@ -36,7 +36,7 @@ struct QmSide : UnsStreamHandler {
   std::vector<UnsQmSet> sets;
   int pings = 0;
   bool closed = false;
-  void onUnsOpen(std::string_view n) override { name = n; }
+  void onUnsOpen(std::string_view n, std::uint32_t) override { name = n; }
   void onSet(UnsQmSet&& s) override { sets.push_back(std::move(s)); }
   void onPing() override { ++pings; }
   void onClose() override { closed = true; }
@@ -46,7 +46,7 @@ struct UnsSide : QmStreamHandler {
   bool opened = false;
   std::vector<UnsQmAck> acks;
   int pongs = 0;
-  void onQmOpen() override { opened = true; }
+  void onQmOpen(std::uint32_t) override { opened = true; }
   void onAck(const UnsQmAck& a) override { acks.push_back(a); }
   void onPong() override { ++pongs; }
 };

@@ -65,7 +65,7 @@ constexpr const char* kPlugin = "storage-kyoto";
 
 class AckCollector : public proto::QmStreamHandler {
  public:
-  void onQmOpen() override {}
+  void onQmOpen(std::uint32_t) override {}
   void onAck(const proto::UnsQmAck& a) override { acks.push_back(a); }
   std::vector<proto::UnsQmAck> acks;
 };

@@ -18,7 +18,9 @@
 #include "common/plugin/plugin_registry.h"
 #include "net/io_loop.h"
 #include "common/posix_env.h"
+#include "proto/link_frames.h"
 #include "proto/uns_qm.h"
+#include "proto/uns_qm_frames.h"
 #include "qm_test_util.h"
 
 namespace lcc::qm {
@@ -63,7 +65,7 @@ class Client {
 
 class AckCollector : public proto::QmStreamHandler {
  public:
-  void onQmOpen() override { opened = true; }
+  void onQmOpen(std::uint32_t) override { opened = true; }
   void onAck(const proto::UnsQmAck& a) override { acks.push_back(a); }
   void onClose() override { closed = true; }
   bool opened = false;
@@ -390,6 +392,67 @@ TEST_F(QmServiceTest, OverloadClosesTheListenerAndReopensBelowTheLowMark) {
   ASSERT_TRUE(waitFor([&] { return status()["listening"].get<bool>(); }));
   Client again(cio, port);
   EXPECT_TRUE(again.connected());
+}
+
+// Between hosts the UNS offers compact frames (node.link_frames, on by default): the QM
+// answers frames="1", switches, and takes whole and streamed sets as frames; its acks
+// come back as frames, after the sets are durable, in order, a replay acked at once.
+TEST_F(QmServiceTest, AUnsThatOffersFramesSendsAndIsAnsweredInFrames) {
+  start();
+  asio::io_context cio;
+  Client uns(cio, unsPort());
+  ASSERT_TRUE(uns.connected());
+  AckCollector h;
+  proto::QmStreamDecoder dec(h, {}, true);
+  std::string out = proto::encodeUnsOpen("m9/uns", proto::kFramesVersion) + proto::encodeFramesSwitch();
+  const proto::UnsQmSet whole = set(1, 1, {"http://a/1", "http://a/2"});
+  for (const auto& s : {whole, set(1, 1, {"http://a/1", "http://a/2"})}) {  // the second: a replay
+    proto::appendSetBeginFrame(out, s.header);
+    proto::appendUrlsFrames(out, s.urls);
+    proto::appendSetEndFrame(out, s.urls.size());
+  }
+  const proto::UnsQmSet streamed = set(2, 2, {"http://b/1", "http://b/2", "http://b/3"});
+  proto::appendSetBeginFrame(out, {2, 2, SetKind::kPartial, 0, true});
+  for (const auto& u : streamed.urls) proto::appendUrlsFrames(out, {u});
+  proto::appendSetEndFrame(out, streamed.urls.size());
+  ASSERT_TRUE(uns.send(out));
+  readAcks(uns, dec, h, 3);
+  ASSERT_TRUE(h.opened);
+  ASSERT_EQ(h.acks.size(), 3u) << dec.errorMessage();
+  EXPECT_EQ(h.acks[0].id, 1u);
+  EXPECT_EQ(h.acks[1].id, 1u);
+  EXPECT_EQ(h.acks[2].id, 2u);
+  for (const auto& a : h.acks) EXPECT_TRUE(a.ok);
+  EXPECT_TRUE(waitFor([&] { return node_.queued_urls(1) == 2u && node_.queued_urls(2) == 3u; }));
+  // A broken frame (a batch of 5 URLs in one byte) ends the link: the QM closes it.
+  EXPECT_EQ(status()["uns_connections"].get<std::size_t>(), 1u);
+  ASSERT_TRUE(uns.send(std::string("\xC1\x21\x01\x00\x00\x00\x05", 7)));
+  EXPECT_TRUE(waitFor([&] { return status()["uns_connections"].get<std::size_t>() == 0; }));
+  EXPECT_EQ(node_.queued_urls(1), 2u);
+}
+
+// A QM with node.link_frames: false does not take the offer: the UNS's sets stay XML,
+// and a switch sent anyway is a protocol error.
+TEST_F(QmServiceTest, AQmWithFramesOffDeclinesTheOffer) {
+  start("node:\n  link_frames: false\n");
+  asio::io_context cio;
+  Client uns(cio, unsPort());
+  AckCollector h;
+  proto::QmStreamDecoder dec(h, {}, true);
+  ASSERT_TRUE(uns.send(proto::encodeUnsOpen("m9/uns", 1) + proto::encodeSet(set(1, 1, {"http://a/1"}))));
+  std::string got;
+  while (h.acks.empty()) {
+    std::string b = uns.read();
+    ASSERT_FALSE(b.empty());
+    got += b;
+    dec.feed(b);
+  }
+  EXPECT_EQ(got.find("frames"), std::string::npos) << got;
+  EXPECT_TRUE(h.acks[0].ok);
+  ASSERT_TRUE(uns.send(proto::encodeFramesSwitch()));
+  std::string rest;
+  for (std::string b = uns.read(); !b.empty(); b = uns.read()) rest += b;
+  EXPECT_EQ(rest, "") << "the QM closed the link without another answer";
 }
 
 }  // namespace

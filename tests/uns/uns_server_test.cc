@@ -27,12 +27,6 @@ namespace {
 using namespace lcc::uns::testing;
 using lcc::testing::TempDir;
 
-std::vector<std::string> urls(const std::string& tag, int n) {
-  std::vector<std::string> out;
-  for (int i = 0; i < n; ++i) out.push_back("http://www.server.com/" + tag + "/" + std::to_string(i) + ".htm");
-  return out;
-}
-
 // Sends init + a partial set of `urls`; true when set_accepted came back.
 bool sendSet(std::uint16_t port, const std::vector<std::string>& u, std::uint64_t* received = nullptr) {
   auto replies = parseReplies(cpExchange(port, initXml(1) + setXml(u)));

@@ -27,12 +27,6 @@ using lcc::testing::TempDir;
 constexpr std::size_t kBuffer = 64u << 10;  // the forwarder's buffer_bytes in these tests
 constexpr std::uint64_t kHeldBound = 512u << 10;
 
-std::vector<std::string> urls(const std::string& tag, int n) {
-  std::vector<std::string> out;
-  for (int i = 0; i < n; ++i) out.push_back("http://www.server.com/" + tag + "/" + std::to_string(i) + ".htm");
-  return out;
-}
-
 // A CP that sent part of a set and stays connected until destroyed.
 class HangingCp {
  public:

@@ -19,12 +19,6 @@ namespace {
 using namespace lcc::uns::testing;
 using lcc::testing::TempDir;
 
-std::vector<std::string> urls(const std::string& tag, int n) {
-  std::vector<std::string> out;
-  for (int i = 0; i < n; ++i) out.push_back("http://www.server.com/" + tag + "/" + std::to_string(i) + ".htm");
-  return out;
-}
-
 // Connects, sends `bytes` and closes at once (a CP that dies mid-set).
 void sendAndClose(std::uint16_t port, const std::string& bytes) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

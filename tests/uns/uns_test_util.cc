@@ -19,6 +19,8 @@
 #include "common/password.h"
 #include "common/posix_env.h"
 #include "net/io_loop.h"
+#include "proto/link_frames.h"
+#include "proto/uns_qm_frames.h"
 
 namespace lcc::uns::testing {
 
@@ -117,12 +119,24 @@ struct FakeQm::Conn : proto::UnsStreamHandler, std::enable_shared_from_this<Conn
   std::string name;
   proto::UnsStreamDecoder decoder;
   std::array<char, 8192> buf{};
-  Conn(FakeQm* q, tcp::socket s) : qm(q), sock(std::move(s)), decoder(*this) {}
+  const bool frames;
+  bool framed = false;  // this side writes frames
+  Conn(FakeQm* q, tcp::socket s)
+      : qm(q), sock(std::move(s)), decoder(*this, {}, q->frames_.load()), frames(q->frames_.load()) {}
 
   void start() {
     boost::system::error_code ec;
-    asio::write(sock, asio::buffer(proto::encodeQmOpen()), ec);
+    if (!frames) asio::write(sock, asio::buffer(proto::encodeQmOpen()), ec);  // an old QM: at once, in XML
     read();
+  }
+  void write(proto::FrameType type, const std::string& xml) {
+    std::string bytes = xml;
+    if (framed) {
+      bytes.clear();
+      proto::appendSignalFrame(bytes, type);
+    }
+    boost::system::error_code ignored;
+    asio::write(sock, asio::buffer(bytes), ignored);
   }
   void read() {
     sock.async_read_some(asio::buffer(buf), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
@@ -133,16 +147,21 @@ struct FakeQm::Conn : proto::UnsStreamHandler, std::enable_shared_from_this<Conn
         return;
       }
       if (self->qm->pinging_) {
-        boost::system::error_code ignored;
-        asio::write(self->sock, asio::buffer(proto::encodePing()), ignored);
+        self->write(proto::FrameType::kPing, proto::encodePing());
       }
       self->read();
     });
   }
-  void onUnsOpen(std::string_view n) override {
+  void onUnsOpen(std::string_view n, std::uint32_t offered) override {
     name = n;
+    if (frames) {
+      framed = offered == proto::kFramesVersion;
+      boost::system::error_code ec;
+      asio::write(sock, asio::buffer(framed ? proto::encodeQmOpen(1) + proto::encodeFramesSwitch() : proto::encodeQmOpen()), ec);
+    }
     std::lock_guard<std::mutex> lock(qm->mu_);
     qm->names_.push_back(name);
+    if (framed) ++qm->framed_;
   }
   void onSetBegin(const proto::UnsQmSetHeader& header) override {
     {
@@ -176,16 +195,18 @@ struct FakeQm::Conn : proto::UnsStreamHandler, std::enable_shared_from_this<Conn
       ack.code = ErrorCode::kOffline;
       ack.reason = "overloaded";
     }
+    std::string bytes = proto::encodeAck(ack);
+    if (framed) {
+      bytes.clear();
+      proto::appendAckFrame(bytes, ack);
+    }
     boost::system::error_code ec;
-    asio::write(sock, asio::buffer(proto::encodeAck(ack)), ec);
+    asio::write(sock, asio::buffer(bytes), ec);
   }
-  void onPing() override {
-    boost::system::error_code ec;
-    asio::write(sock, asio::buffer(proto::encodePong()), ec);
-  }
+  void onPing() override { write(proto::FrameType::kPong, proto::encodePong()); }
 };
 
-FakeQm::FakeQm(std::uint16_t port, Mode mode) : acceptor_(io_), mode_(mode) {
+FakeQm::FakeQm(std::uint16_t port, Mode mode, bool frames) : acceptor_(io_), mode_(mode), frames_(frames) {
   tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port);
   acceptor_.open(ep.protocol());
   acceptor_.set_option(tcp::acceptor::reuse_address(true));
@@ -236,6 +257,10 @@ std::size_t FakeQm::begun() {
 std::size_t FakeQm::connections() {
   std::lock_guard<std::mutex> lock(mu_);
   return connections_;
+}
+std::size_t FakeQm::framedConnections() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return framed_;
 }
 std::vector<std::string> FakeQm::unsNames() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -318,6 +343,12 @@ std::uint16_t unusedPort() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   ::close(fd);
   return ntohs(a.sin_port);
+}
+
+std::vector<std::string> urls(const std::string& tag, int n) {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) out.push_back("http://www.server.com/" + tag + "/" + std::to_string(i) + ".htm");
+  return out;
 }
 
 UnsOptions testOptions(const std::string& data_dir, std::uint16_t qm_port) {

@@ -51,12 +51,18 @@ class ProviderFixture {
 class FakeQm {
  public:
   enum class Mode { kAck, kReject, kSilent };
-  explicit FakeQm(std::uint16_t port = 0, Mode mode = Mode::kAck);
+  // frames: as setFrames(true) from the first connection on.
+  explicit FakeQm(std::uint16_t port = 0, Mode mode = Mode::kAck, bool frames = false);
   ~FakeQm();
   std::uint16_t port() const { return port_; }
   void setMode(Mode m) { mode_ = m; }
   // Sends <ping/> after each read from a UNS (pongs are read and dropped).
   void setPinging(bool on) { pinging_ = on; }
+  // Takes a UNS's offer of compact frames (as a QM with node.link_frames): answers its
+  // opening with frames="1" and writes frames after it. Off: the QM answers at connect,
+  // in XML, as a QM that predates the frames.
+  void setFrames(bool on) { frames_ = on; }
+  std::size_t framedConnections();  // connections on which both sides switched to frames
   // Sets in the order the QM applied them (duplicates not applied twice).
   std::vector<proto::UnsQmSet> applied();
   std::size_t received();  // every set element read, duplicates included
@@ -75,6 +81,8 @@ class FakeQm {
   std::uint16_t port_ = 0;
   std::atomic<Mode> mode_;
   std::atomic<bool> pinging_{false};
+  std::atomic<bool> frames_{false};
+  std::size_t framed_ = 0;
   std::mutex mu_;
   std::vector<proto::UnsQmSet> applied_;
   std::map<std::string, std::uint64_t> highest_;
@@ -102,6 +110,8 @@ bool eventually(const std::function<bool()>& cond);
 
 // A port on 127.0.0.1 where nothing listens (bound and released).
 std::uint16_t unusedPort();
+// n URLs under http://www.server.com/<tag>/ (inside the golden providers' prefix).
+std::vector<std::string> urls(const std::string& tag, int n);
 
 // UNS options for tests: listen on port 0, forward to 127.0.0.1:qm_port, short retry.
 UnsOptions testOptions(const std::string& data_dir, std::uint16_t qm_port);
