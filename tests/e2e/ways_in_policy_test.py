@@ -11,6 +11,8 @@ text, PDF and XML (accept_mime). Checked:
   - Sitemap polling: the same four pages listed in a provider's sitemap: img.png and
     tool.exe are never requested and are the provider's errors with 203, page.html
     with 307; only good.html is stored.
+  - A sitemap of 5,000 pages (more than the QM holds before it journals a set in parts)
+    is queued whole, and the QM goes on.
   - The forger: an IndexNow ping for URLs no provider covers, with keyLocation at a
     127.0.0.1 port the test listens on, is answered 403 without any connection to
     that port, and the answer is byte-identical to the one once the port is closed.
@@ -122,7 +124,29 @@ def run_indexnow_and_sitemap(node, site):
                .encode())
     node.lcc("provider", "set", pid_sm, "--sitemap", site.base + "sm/sitemap.xml", "--sitemap-interval", "1s")
     check_refused_and_stored(node, site, "sm", pid_sm, sitemap=True)
+    run_large_sitemap(node, site)
     run_forger(node, site, endpoint)
+
+
+def run_large_sitemap(node, site):
+    """A sitemap of more URLs than the QM holds in memory (4096) goes to the QM as one
+    set that is journaled and applied in parts (its notices' op is "check"): all of it
+    is queued and the QM goes on. The provider's bandwidth (1 byte/s) keeps its fetches
+    to a few, so the test waits for the queue, not for 5,000 polite fetches."""
+    n = 5000
+    for i in range(n):
+        site.write(f"big/p{i}.html", b"<html>%d</html>\n" % i)
+    pid = add_provider(node, site.base + "big/")
+    node.lcc("provider", "set", pid, "--bandwidth", "1")
+    before = node.status()["qm"]["urls_absorbed"]
+    listing = "".join(f"<url><loc>{site.base}big/p{i}.html</loc></url>" for i in range(n))
+    site.write("big/sitemap.xml", f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{listing}</urlset>'
+               .encode())
+    node.lcc("provider", "set", pid, "--sitemap", site.base + "big/sitemap.xml", "--sitemap-interval", "1s")
+    wait_for(f"the {n} URLs of a large sitemap queued",
+             lambda: node.status()["qm"]["urls_absorbed"] >= before + n or node.status()["qm"]["failed"])
+    qm = node.status()["qm"]
+    assert not qm["failed"] and not qm["cache_crash"], qm
 
 
 def listener():
