@@ -4,6 +4,8 @@
 #include <limits>
 
 #include "common/md5.h"
+#include "lcc/support/time_util.h"
+#include "proto/xml_reader.h"
 
 namespace lcc::proto {
 
@@ -32,24 +34,34 @@ void putUrl(FrameWriter& w, const UrlNotice& n) {
   w.str(n.tod);
 }
 
+// A string field of a URL, refused where the XML form could not have carried it.
+std::string readText(FieldReader& r) {
+  std::string v = r.str();
+  if (r.ok() && !xmlCanCarry(v)) r.bad("url: a value XML cannot carry (a control character or bad UTF-8)");
+  return v;
+}
+
 UrlNotice readUrl(FieldReader& r, ProviderId pid) {
   UrlNotice n;
   n.key.pid = pid;
   const std::uint64_t op = r.u64();
   if (op > kUrlOpMax) r.bad("url: an op that does not exist");
   n.op = static_cast<UrlOp>(std::min<std::uint64_t>(op, kUrlOpMax));
-  n.key.url = r.str();
-  n.key.mime = r.str();
+  n.key.url = readText(r);
+  n.key.mime = readText(r);
   if (r.ok() && n.key.url.empty()) r.bad("url without c");
   if (r.ok() && n.key.mime.empty()) r.bad("url without m");
-  n.view_tag = r.str();
-  if (r.boolean()) n.browse = r.str();
-  n.fetch = r.str();
-  if (r.boolean()) n.mtime = r.i64();
+  n.view_tag = readText(r);
+  if (r.boolean()) n.browse = readText(r);
+  n.fetch = readText(r);
+  if (r.boolean()) {
+    n.mtime = r.i64();
+    if (r.ok() && (*n.mtime < kMinRfc3339Seconds || *n.mtime > kMaxRfc3339Seconds)) r.bad("url: bad mt");
+  }
   if (r.boolean()) n.size = r.u64();
   n.md5 = r.str();
   if (r.ok() && !n.md5.empty() && !isMd5Hex(n.md5)) r.bad("url: bad md5");
-  n.tod = r.str();
+  n.tod = readText(r);
   return n;
 }
 

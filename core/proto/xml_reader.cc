@@ -256,6 +256,30 @@ void appendXmlEscaped(std::string& out, std::string_view s) {
   out.append(s.data() + run, s.size() - run);
 }
 
+bool xmlCanCarry(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned c = p[i];
+    if (c < 0x80) {
+      if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return false;
+      ++i;
+      continue;
+    }
+    const std::size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+    if (len == 0 || c > 0xF4 || n - i < len) return false;  // a continuation byte first, an overlong lead, past U+10FFFF
+    std::uint32_t cp = c & (0xFF >> (len + 1));
+    for (std::size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    const std::uint32_t min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF) return false;
+    i += len;
+  }
+  return true;
+}
+
 std::string xmlEscape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 8);

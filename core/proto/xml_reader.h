@@ -126,5 +126,9 @@ class XmlReader {
 // Escapes text for an attribute value or element content.
 std::string xmlEscape(std::string_view s);
 void appendXmlEscaped(std::string& out, std::string_view s);
+// True when `s` survives xmlEscape() and a parse unchanged: well-formed UTF-8 of XML 1.0
+// characters (no control character but tab, newline and carriage return; no surrogate,
+// U+FFFE or U+FFFF). The binary forms of the links refuse what XML could not carry.
+bool xmlCanCarry(std::string_view s);
 
 }  // namespace lcc::proto

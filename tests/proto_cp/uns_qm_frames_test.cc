@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "lcc/support/time_util.h"
 #include "proto/link_frames.h"
+#include "proto/xml_reader.h"
 
 namespace lcc::proto {
 namespace {
@@ -127,9 +129,13 @@ TEST(UnsQmFrames, TheSameStreamInBothFormsGivesTheSameCallsWhateverTheChunking) 
 
 TEST(UnsQmFrames, RandomSetsComeBackAsTheyWere) {
   std::mt19937_64 rng(28);
+  // Any text XML could carry: ASCII with its specials, tab and newline, and two- and
+  // four-byte UTF-8.
+  static const std::vector<std::string> kPieces = {"a", "Z", "0", "&", "<", "\"", "'", " ", "\t", "\n", "%20",
+                                                   "\xC3\xA9", "\xF0\x9F\x98\x80", "/"};
   auto text = [&](std::size_t max) {
-    std::string s(rng() % (max + 1), 'x');
-    for (auto& ch : s) ch = static_cast<char>(rng() % 256);
+    std::string s;
+    for (std::size_t n = rng() % (max + 1); n > 0; --n) s += kPieces[rng() % kPieces.size()];
     return s;
   };
   for (int round = 0; round < 200; ++round) {
@@ -143,7 +149,7 @@ TEST(UnsQmFrames, RandomSetsComeBackAsTheyWere) {
       u.view_tag = text(4);
       if (rng() % 2) u.browse = text(10);
       u.fetch = text(10);
-      if (rng() % 2) u.mtime = static_cast<std::int64_t>(rng());
+      if (rng() % 2) u.mtime = kMinRfc3339Seconds + static_cast<std::int64_t>(rng() % (kMaxRfc3339Seconds - kMinRfc3339Seconds + 1));
       if (rng() % 2) u.size = rng();
       if (rng() % 2) u.md5 = "0123456789abcdef0123456789abcdef";
       u.tod = text(6);
@@ -159,6 +165,9 @@ TEST(UnsQmFrames, RandomSetsComeBackAsTheyWere) {
     ASSERT_EQ(error, "");
     ASSERT_EQ(got.sets.size(), 1u);
     EXPECT_EQ(got.sets[0], set);
+    auto as_xml = decodeSet(encodeSet(set));  // what one form carries, the other does
+    ASSERT_TRUE(as_xml.isOk()) << as_xml.status().toString();
+    EXPECT_EQ(*as_xml, set);
   }
 }
 
@@ -207,6 +216,8 @@ TEST(UnsQmFrames, HostileFramesAreRefusedWithAMessage) {
   };
   UrlNotice bad_md5 = url("http://a/1");
   bad_md5.md5 = "not an md5";
+  UrlNotice far_mt = url("http://a/1");
+  far_mt.mtime = kMaxRfc3339Seconds + 1;  // no RFC 3339 time names it: XML could not carry it
   std::string bad_op = urls({url("http://a/1")});
   bad_op[kFrameHeaderBytes + 1] = 3;  // after the count: the op of the first URL
   std::string huge = "\xC1\x21\xFF\xFF\xFF\x7F";
@@ -220,6 +231,9 @@ TEST(UnsQmFrames, HostileFramesAreRefusedWithAMessage) {
       {"an end count that differs", set(0, true) + urls({url("http://a/1")}) + end(2), "differs from the urls sent"},
       {"a url without c", set(1) + urls({url("")}), "url without c"},
       {"an md5 that is not one", set(1) + urls({bad_md5}), "bad md5"},
+      {"an mt past year 9999", set(1) + urls({far_mt}), "bad mt"},
+      {"a control character", set(1) + urls({url("http://a/\x01")}), "XML cannot carry"},
+      {"bad UTF-8", set(1) + urls({url("http://a/\xC3\x28")}), "XML cannot carry"},
       {"an op that does not exist", set(1) + bad_op, "an op that does not exist"},
       {"a set inside a set", set(1) + set(1), "a set begins inside a set"},
       {"an abort of a whole set", set(1) + [] { std::string a; appendSetAbortFrame(a); return a; }(), "abort"},
@@ -251,6 +265,16 @@ TEST(UnsQmFrames, TheSwitchIsRefusedWhereFramesAreOffOrOfAnotherVersion) {
   appendSignalFrame(frame, FrameType::kPing);
   decode(encodeUnsOpen("m1/uns", 1) + frame, 64, true, &error);
   EXPECT_NE(error, "");
+}
+
+TEST(UnsQmFrames, XmlCanCarryIsWhatTheEscaperAndExpatPassUnchanged) {
+  EXPECT_TRUE(xmlCanCarry("plain http://a/b?c=d&e"));
+  EXPECT_TRUE(xmlCanCarry("tab\tnewline\ncr\r"));
+  EXPECT_TRUE(xmlCanCarry("\xC3\xA9t\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"));  // é, €, an emoji
+  for (const char* bad : {"\x01", "a\x1F", "\xC3", "\xC3\x28", "\xC0\xAF", "\xE0\x80\xAF", "\xED\xA0\x80",
+                          "\xEF\xBF\xBE", "\xF4\x90\x80\x80", "\x80"}) {
+    EXPECT_FALSE(xmlCanCarry(bad)) << bad;
+  }
 }
 
 struct AckSide : QmStreamHandler {
