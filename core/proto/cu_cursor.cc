@@ -1,8 +1,8 @@
 #include "proto/cu_cursor.h"
 
 #include <algorithm>
-#include <array>
 
+#include "lcc/support/cu_xml_format.h"
 #include "lcc/support/journal.h"
 
 namespace lcc::proto {
@@ -32,41 +32,29 @@ bool getVarint(std::string_view in, std::size_t* at, std::uint64_t* v) {
   return false;
 }
 
+// base64url without padding: the support library's base64 with two letters swapped.
 std::string base64Url(std::string_view bytes) {
   std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : bytes) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out.push_back(kBase64Url[(acc >> bits) & 63]);
-    }
-  }
-  if (bits > 0) out.push_back(kBase64Url[(acc << (6 - bits)) & 63]);
+  Base64Encoder enc;
+  enc.update(bytes.data(), bytes.size(), out);
+  enc.finish(out);
+  while (!out.empty() && out.back() == '=') out.pop_back();
+  std::replace(out.begin(), out.end(), '+', '-');
+  std::replace(out.begin(), out.end(), '/', '_');
   return out;
 }
 
-// Strict: only the alphabet, no padding, and the unused low bits of the last
-// character zero (one token per byte string).
+// Strict: only what base64Url() writes for some bytes is accepted (one token per byte
+// string), checked by writing the decoded bytes again.
 bool unBase64Url(std::string_view text, std::string* out) {
-  std::array<int, 256> value{};
-  value.fill(-1);
-  for (std::size_t i = 0; i < kBase64Url.size(); ++i) value[static_cast<unsigned char>(kBase64Url[i])] = int(i);
-  if (text.size() % 4 == 1) return false;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : text) {
-    if (value[c] < 0) return false;
-    acc = (acc << 6) | std::uint32_t(value[c]);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out->push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  return (acc & ((1u << bits) - 1)) == 0;
+  if (text.find_first_not_of(kBase64Url) != std::string_view::npos) return false;
+  std::string std_text(text);
+  std::replace(std_text.begin(), std_text.end(), '-', '+');
+  std::replace(std_text.begin(), std_text.end(), '_', '/');
+  std_text.append((4 - std_text.size() % 4) % 4, '=');
+  Base64Decoder dec;
+  if (!dec.update(std_text, *out) || !dec.finish()) return false;
+  return base64Url(*out) == text;
 }
 
 Status bad(const std::string& why) { return Status::invalidArgument("the cursor token " + why); }

@@ -80,7 +80,9 @@ Status QueueManager::ensureStoreId() {
   if (id) return Status::ok();
   StoreTxn t(*deps_.queue, *deps_.content, seq_);
   t.putContentMeta(kContentMetaStoreId, newStoreId());
-  return finishTxn(t);
+  LCC_RETURN_IF_ERROR(finishTxn(t));
+  // Durable now, not at the next checkpoint: a crash before it would name the store anew.
+  return deps_.content->sync();
 }
 
 Status QueueManager::close() {

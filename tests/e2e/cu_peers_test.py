@@ -4,7 +4,7 @@
 Three lccd on 127.0.0.1 (A, B, C), each with its own store, provider and site. A has
 cu.peers = [B, C], so GET /cu/query on A answers for all three with one cursor token.
 A mirror pages through merged answers with small limits while the sites change, and B
-is killed between pages (A answers without it, flags it, keeps B's part of the cursor)
+is stopped between pages (A answers without it, flags it, keeps B's part of the cursor)
 and started again: the mirror ends equal to the three stores, and no (source, seq)
 came twice. A mangled token is 400; tar.gz is refused with a message; `lcc cu query
 --cu URL --cu URL --cu URL` (the merge in the client) gives what A gives.
@@ -154,7 +154,7 @@ def run(args, a, b, c):
         wait_for(f"{x.name} removed p2", lambda x=x: x.own()[1][x.site.base + f"{x.name}/p2.html"][1])
     m.page(a.url(), 3)
     before = m.token
-    b.node.kill()
+    b.node.stop()  # SIGTERM (kill -9 loses what B had not synced, as it does for one LCC)
     headers, root, n = m.page(a.url(), 3)
     assert headers["X-LCC-Peers-Unreachable"] == "1", headers
     assert b.url() in root.getAttribute("unreachable"), root.getAttribute("unreachable")
