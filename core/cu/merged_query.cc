@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <future>
+#include <system_error>
 
 #include "cu/query_engine.h"
 #include "lcc/support/cu_xml_format.h"
@@ -40,11 +41,15 @@ Result<MergedResult> runMergedQuery(const proto::CuQuery& q, QueryEngine* local,
   if (!since.parts().empty()) asked.since_cursor = proto::encodeCuCursor(since);
 
   std::vector<std::future<Result<SourceAnswer>>> pending;
-  for (const auto& url : peers.peers) {
-    pending.push_back(std::async(std::launch::async, [&url, &asked, &peers] {
-      pthread_setname_np(pthread_self(), "lcc-cu-peer");
-      return askPeer(url, asked, peers);
-    }));
+  try {
+    for (const auto& url : peers.peers) {
+      pending.push_back(std::async(std::launch::async, [&url, &asked, &peers] {
+        pthread_setname_np(pthread_self(), "lcc-cu-peer");
+        return askPeer(url, asked, peers);
+      }));
+    }
+  } catch (const std::system_error& e) {  // no thread to be had: the started ones finish first
+    return Status::internal(std::string("starting a thread to ask a peer: ") + e.what());
   }
   std::vector<SourceAnswer> answers;
   Status refused = Status::ok();
