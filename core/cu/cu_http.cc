@@ -37,7 +37,7 @@ http::Response mergedAnswer(QueryEngine& engine, const PeerOptions& peers, const
   r.headers.emplace_back("X-LCC-Count", std::to_string(m.answer.records.size()));
   r.headers.emplace_back("X-LCC-Last-Seq", m.token);
   std::string sources;
-  for (const auto& [id, where] : m.sources) sources += (sources.empty() ? "" : ", ") + id + "=" + where;
+  for (const auto& [id, where] : m.answer.sources) sources += (sources.empty() ? "" : ", ") + id + "=" + where;
   r.headers.emplace_back("X-LCC-Sources", sources);
   r.headers.emplace_back("X-LCC-Peers-Unreachable", std::to_string(m.answer.unreachable.size()));
   r.headers.emplace_back("Cache-Control", "no-store");

@@ -53,6 +53,7 @@ MergedAnswer CursorMerge::merge(std::vector<SourceAnswer> answers) const {
     }
     seen.push_back(a.source);
     good.push_back(&a);
+    out.sources.emplace_back(a.source, a.where);
   }
   std::sort(good.begin(), good.end(), [](const SourceAnswer* x, const SourceAnswer* y) { return x->source < y->source; });
   std::vector<std::size_t> available;

@@ -46,6 +46,7 @@ struct MergedAnswer {
   std::vector<MergedRecord> records;  // by source, then seq
   proto::CuCursor cursor;             // pass back as `since seq` (encodeCuCursor)
   std::vector<std::string> unreachable;  // "where: why" of each source left unchanged
+  std::vector<std::pair<std::string, std::string>> sources;  // store id → where, of each source merged
 };
 
 class CursorMerge {

@@ -68,9 +68,6 @@ Result<MergedResult> runMergedQuery(const proto::CuQuery& q, QueryEngine* local,
   }
   if (!refused.isOk()) return refused;
   MergedResult out;
-  for (const auto& a : answers) {
-    if (a.reachable) out.sources.emplace_back(a.source, a.where);
-  }
   out.answer = CursorMerge(since, capped ? limit : 0).merge(std::move(answers));
   if (local != nullptr) local->stats().peers_unreachable.inc(out.answer.unreachable.size());
   out.token = proto::encodeCuCursor(out.answer.cursor);

@@ -23,7 +23,6 @@ class QueryEngine;
 struct MergedResult {
   MergedAnswer answer;
   std::string token;                // encodeCuCursor(answer.cursor)
-  std::vector<std::pair<std::string, std::string>> sources;  // store id → where it answered
 };
 
 // InvalidArgument for what a merged answer does not support (the message says what is),

@@ -107,6 +107,8 @@ TEST(CursorMerge, DownOrHostileSourcesKeepTheirPart) {
   MergedAnswer twice = CursorMerge(since, 10).merge({a.answer(3, 10), a.answer(3, 10)});
   EXPECT_EQ(twice.records.size(), 3u);
   EXPECT_EQ(twice.unreachable.size(), 1u);
+  ASSERT_EQ(twice.sources.size(), 1u) << "X-LCC-Sources names only what was merged";
+  EXPECT_EQ(twice.sources[0].first, "aa");
 }
 
 // The property the protocol promises: a mirror paged with small limits, while the

@@ -138,6 +138,7 @@ def run(args, a, b, c):
     m = Mirror()
     headers, root, n = m.page(a.url(), 4)
     assert n == 4 and headers["X-LCC-Peers-Unreachable"] == "0", headers
+    assert f"{ids['b']}={b.url()}" in headers["X-LCC-Sources"], headers  # where B's content is read
     assert root.getAttribute("last_seq").startswith("c1."), root.getAttribute("last_seq")
     m.catch_up(a.url(), 4)
     expect_equal(m, [a, b, c])
@@ -156,7 +157,7 @@ def run(args, a, b, c):
     before = m.token
     b.node.stop()  # SIGTERM (kill -9 loses what B had not synced, as it does for one LCC)
     headers, root, n = m.page(a.url(), 3)
-    assert headers["X-LCC-Peers-Unreachable"] == "1", headers
+    assert headers["X-LCC-Peers-Unreachable"] == "1" and ids["b"] not in headers["X-LCC-Sources"], headers
     assert b.url() in root.getAttribute("unreachable"), root.getAttribute("unreachable")
     assert all(u.getAttribute("source") != ids["b"] for u in root.getElementsByTagName("url"))
     # B's part of the cursor is what it was (the token is opaque to clients; lcc reads it).
