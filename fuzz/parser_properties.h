@@ -19,6 +19,10 @@ std::string checkCpUnsProperties(std::string_view data);
 // passes validateCuQuery() and survives formatCuQueryXml() -> parse unchanged; the bytes
 // read as GET parameters (k=v&…) do the same; a refusal has a message.
 std::string checkCuQueryProperties(std::string_view data);
+// cu_cursor: decodeCuCursor() on the bytes, and on "c1." + the bytes: an accepted token is
+// the one encoding of what it decodes to (sorted, valid, bounded sources); a refusal is
+// InvalidArgument with a message.
+std::string checkCuCursorProperties(std::string_view data);
 // uns_qm: the QM's UNS-stream decoder, the UNS's QM-stream decoder and decodeSet();
 // every set and ack decoded is encoded and decoded back equal.
 std::string checkUnsQmProperties(std::string_view data);

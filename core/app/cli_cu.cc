@@ -11,6 +11,7 @@
 // run holds DIR's lock.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,9 @@
 #include "app/cu_mirror.h"
 #include "app/progress.h"
 #include "capi/cu_client.h"
+#include "cu/merged_query.h"
+#include "http/url_codec.h"
+#include "proto/cu_cursor.h"
 #include "common/config/config.h"
 #include "common/posix_env.h"
 #include "lcc/support/time_util.h"
@@ -30,9 +34,9 @@ namespace lcc::cli {
 namespace {
 
 struct CuArgs {
-  std::string cu;
+  std::vector<std::string> cus;  // one CU port, or several LCCs' http(s):// URLs (merged)
   std::vector<std::uint32_t> providers;
-  std::optional<std::uint64_t> since_seq;
+  std::string since_seq;         // a decimal seq, or a merged answer's cursor (c1.…)
   std::string since;
   std::vector<std::string> mimes, prefixes;
   bool deleted = false;
@@ -95,17 +99,76 @@ class UrlCounter {
   std::uint64_t n_ = 0;
 };
 
-int runQuery(const Globals& g, const CuArgs& a) {
+// Writes a whole answer to -o FILE (through FILE.part) or stdout; false after saying why.
+bool writeAnswer(const std::string& out, const std::string& bytes) {
+  if (out.empty()) {
+    std::cout << bytes << std::flush;
+    return static_cast<bool>(std::cout);
+  }
+  const std::string part = out + ".part";
+  {
+    std::ofstream f(part, std::ios::binary | std::ios::trunc);
+    f << bytes;
+    if (!f.flush()) {
+      std::cerr << "lcc cu query: cannot write " << part << "\n";
+      return false;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(part, out, ec);
+  if (ec) std::cerr << "lcc cu query: renaming " << part << ": " << ec.message() << "\n";
+  return !ec;
+}
+
+// --cu URL --cu URL: the answer merged here, by the code GET /cu/query of a node with
+// cu.peers runs (cu/merged_query.h).
+int runMerged(const CuArgs& a, const proto::CuQuery& q) {
+  std::vector<std::string> problems;
+  cu::PeerOptions o = cu::PeerOptions::fromConfig(Config::defaults());
+  o.peers = cu::parsePeerUrls(a.cus, &problems);
+  o.timeout_ms = a.timeout_s * 1000;
+  for (const auto& why : problems) std::cerr << "lcc cu query: --cu: " << why << "\n";
+  if (!problems.empty()) return 2;
+  if (std::any_of(o.peers.begin(), o.peers.end(), [](const std::string& u) { return u.rfind("https://", 0) == 0; })) {
+    auto made = tlsContext(a.tls);
+    if (!made.isOk()) {
+      std::cerr << "lcc cu query: " << made.status().message() << "\n";
+      return 2;
+    }
+    o.tls = std::make_shared<net::TlsContextSlot>(made.value());
+  }
+  auto merged = cu::runMergedQuery(q, nullptr, o, 0);
+  if (!merged.isOk()) {
+    std::cerr << "lcc cu query: rejected: " << merged.status().message() << "\n";
+    return 1;
+  }
+  for (const auto& u : merged->answer.unreachable) {
+    std::cerr << "lcc cu query: left out (its part of the cursor is kept): " << u << "\n";
+  }
+  return writeAnswer(a.out, cu::formatMergedXml(*merged)) ? 0 : 1;
+}
+
+// The query of the options; nullopt after saying what is wrong.
+std::optional<proto::CuQuery> queryFrom(const CuArgs& a) {
   proto::CuQuery q;
   q.format = a.format;
   q.content = a.content;
   q.providers = a.providers;
-  q.since_seq = a.since_seq;
+  if (proto::looksLikeCuCursor(a.since_seq)) {
+    q.since_cursor = a.since_seq;
+  } else if (!a.since_seq.empty()) {
+    auto v = http::parseUnsigned(a.since_seq, UINT64_MAX);
+    if (!v) {
+      std::cerr << "lcc cu query: --since-seq: not a seq or a cursor (c1.…): " << a.since_seq << "\n";
+      return std::nullopt;
+    }
+    q.since_seq = *v;
+  }
   if (!a.since.empty()) {
     auto t = parseTime(a.since);
     if (!t) {
       std::cerr << "lcc cu query: --since: not an RFC 3339 time or seconds: " << a.since << "\n";
-      return 2;
+      return std::nullopt;
     }
     q.since_time = *t;
   }
@@ -115,11 +178,19 @@ int runQuery(const Globals& g, const CuArgs& a) {
   q.limit = a.limit;
   if (auto e = proto::validateCuQuery(q)) {
     std::cerr << "lcc cu query: " << e->message << "\n";
-    return 2;
+    return std::nullopt;
   }
+  return q;
+}
+
+int runQuery(const Globals& g, const CuArgs& a) {
+  const std::optional<proto::CuQuery> asked = queryFrom(a);
+  if (!asked) return 2;
+  const proto::CuQuery& q = *asked;
+  if (a.cus.size() > 1 || (a.cus.size() == 1 && a.cus[0].rfind("http", 0) == 0)) return runMerged(a, q);
   capi::Endpoint endpoint;
   net::TlsContextPtr tls;
-  if (!resolveCu(g, a.cu, a.tls, "lcc cu query", &endpoint, &tls)) return 2;
+  if (!resolveCu(g, a.cus.empty() ? std::string() : a.cus[0], a.tls, "lcc cu query", &endpoint, &tls)) return 2;
 
   const std::string part = a.out.empty() ? std::string() : a.out + ".part";
   std::ofstream file;
@@ -258,11 +329,13 @@ void addCuCommands(CLI::App& app, Globals& g) {
   cu->require_subcommand(1);
   auto args = std::make_shared<CuArgs>();
   auto* q = cu->add_subcommand("query", "run a query on the CU port; the answer goes to -o FILE or stdout");
-  q->add_option("--cu", args->cu,
-                "the CU port, HOST:PORT or tls://HOST:PORT (default: listen.cu of --config; with --tls listen.cu_tls)");
+  q->add_option("--cu", args->cus,
+                "the CU port, HOST:PORT or tls://HOST:PORT (default: listen.cu of --config; with --tls listen.cu_tls); "
+                "repeated, or as http(s)://HOST:PORT: several LCCs' HTTP ports, answered as one (xml, one cursor)");
   addTlsOptions(q, args->tls);
   q->add_option("--provider", args->providers, "only this provider (repeatable)");
-  auto* seq = q->add_option("--since-seq", args->since_seq, "only changes after this change sequence (a last_seq)");
+  auto* seq = q->add_option("--since-seq", args->since_seq,
+                            "only changes after this change sequence (a last_seq: a number, or c1.… of a merged answer)");
   auto* time = q->add_option("--since", args->since, "only URLs stored or removed since this time (RFC 3339 or seconds)");
   seq->excludes(time);
   q->add_option("--mime", args->mimes, "MIME pattern, e.g. text/* (repeatable)");

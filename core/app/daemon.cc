@@ -31,6 +31,7 @@
 #include "common/tls_config.h"
 #include "lcc/support/time_util.h"
 #include "cu/cu_service.h"
+#include "cu/peer_source.h"
 #include "http/admin_api.h"
 #include "http/http_server.h"
 #include "net/descriptor_budget.h"
@@ -264,6 +265,9 @@ NodePlan planNode(const Config& cfg, std::vector<ConfigProblem>* problems) {
   std::vector<std::string> url_problems;
   plan.static_content_urls = parseContentUrls(cfg.getList("cu.content_urls"), &url_problems);
   for (const auto& why : url_problems) problems->push_back({cfg.sourceOf("cu.content_urls"), "cu.content_urls", why});
+  std::vector<std::string> peer_problems;  // cu.peers: URLs, at most cu::kMaxCuPeers (merged_query.h)
+  (void)cu::parsePeerUrls(cfg.getList("cu.peers"), &peer_problems);
+  for (const auto& why : peer_problems) problems->push_back({cfg.sourceOf("cu.peers"), "cu.peers", why});
   if (auto u = botm::contentUrlFromConfig(cfg, true); !u.isOk()) {
     problems->push_back({cfg.sourceOf("botm.content_url"), "botm.content_url", u.status().message()});
   }

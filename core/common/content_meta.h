@@ -20,4 +20,16 @@ inline constexpr const char* kContentMetaPurgedSeq = "lcc.purged_seq";
 // never taken for "purged") when it cannot be read.
 Result<std::optional<ChangeSeq>> readPurgedSeq(ContentStore& store);
 
+// The LCC DB's identity: 32 random hex digits the QM writes when it first opens a store
+// that has none (QueueManager::open). It names the store's change-sequence space in a
+// merged CU cursor (proto/cu_cursor.h), so it survives restarts and address changes,
+// and a store that is replaced (a new seq space) gets a new one.
+inline constexpr const char* kContentMetaStoreId = "lcc.store_id";
+
+// lcc.store_id of `store`: nullopt when none was written yet; the store's error
+// (as Internal when NotFound) when it cannot be read.
+Result<std::optional<std::string>> readStoreId(ContentStore& store);
+// A new random store id (32 lowercase hex digits, from std::random_device).
+std::string newStoreId();
+
 }  // namespace lcc

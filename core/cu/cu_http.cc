@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cu/merged_query.h"
+
 namespace lcc::cu {
 namespace {
 
@@ -13,31 +15,61 @@ http::Response rejected(int status, ErrorCode code, const std::string& message) 
   return r;
 }
 
+// A failed prepare() or merge as its HTTP status and query_rejected body.
+http::Response refused(QueryEngine& engine, const Status& s, const std::string& who) {
+  const QueryRefusal why = refusalFor(s);
+  if (why.code == ErrorCode::kInternal) {
+    spdlog::error("cu: http query from {} failed: {}", who, s.toString());
+    engine.stats().rejected.inc();
+  }
+  return rejected(why.http_status, why.code, s.message());
+}
+
+http::Response mergedAnswer(QueryEngine& engine, const PeerOptions& peers, const proto::CuQuery& q,
+                            const http::Request& request) {
+  auto merged = runMergedQuery(q, &engine, peers, engine.options().default_limit);
+  if (!merged.isOk()) return refused(engine, merged.status(), request.remote_ip);
+  const MergedResult& m = *merged;
+  for (const auto& u : m.answer.unreachable) spdlog::warn("cu: merged answer to {} without {}", request.remote_ip, u);
+  http::Response r;
+  r.status = 200;
+  r.content_type = "application/xml";
+  r.headers.emplace_back("X-LCC-Count", std::to_string(m.answer.records.size()));
+  r.headers.emplace_back("X-LCC-Last-Seq", m.token);
+  std::string sources;
+  for (const auto& [id, where] : m.answer.sources) sources += (sources.empty() ? "" : ", ") + id + "=" + where;
+  r.headers.emplace_back("X-LCC-Sources", sources);
+  r.headers.emplace_back("X-LCC-Peers-Unreachable", std::to_string(m.answer.unreachable.size()));
+  r.headers.emplace_back("Cache-Control", "no-store");
+  r.body = formatMergedXml(m);
+  engine.stats().queries.inc();
+  engine.stats().records.inc(m.answer.records.size());
+  return r;
+}
+
 }  // namespace
 
-http::Response handleCuQuery(QueryEngine& engine, const http::Request& request) {
+http::Response handleCuQuery(QueryEngine& engine, const PeerOptions& peers, const http::Request& request) {
   proto::CuQueryError error;
   auto query = proto::parseCuQueryParams(request.query, &error);
   if (!query) {
     engine.stats().rejected.inc();
     return rejected(400, error.code, error.message);
   }
-  auto prepared = engine.prepare(*query);
-  if (!prepared.isOk()) {
-    const Status& s = prepared.status();
-    const QueryRefusal why = refusalFor(s);
-    if (why.code == ErrorCode::kInternal) {
-      spdlog::error("cu: http query from {} failed: {}", request.remote_ip, s.toString());
-      engine.stats().rejected.inc();
-    }
-    return rejected(why.http_status, why.code, s.message());
+  auto own_only = request.query.find("peers");
+  if (!peers.peers.empty() && (own_only == request.query.end() || own_only->second != "no")) {
+    return mergedAnswer(engine, peers, *query, request);
   }
+  auto prepared = engine.prepare(*query);
+  if (!prepared.isOk()) return refused(engine, prepared.status(), request.remote_ip);
   std::shared_ptr<PreparedExport> p = std::move(prepared).value();
   http::Response r;
   r.status = 200;
   r.content_type = std::string(p->exporter().contentType());
   r.headers.emplace_back("X-LCC-Count", std::to_string(p->header().count));
   r.headers.emplace_back("X-LCC-Last-Seq", std::to_string(p->header().last_seq));
+  r.headers.emplace_back("X-LCC-Since", std::to_string(p->since()));
+  if (auto id = engine.storeId(); id.isOk() && *id) r.headers.emplace_back("X-LCC-Source", **id);
   r.headers.emplace_back("Cache-Control", "no-store");
   if (p->exporter().format() != "xml") {
     r.headers.emplace_back("Content-Disposition",
@@ -52,8 +84,9 @@ http::Response handleCuQuery(QueryEngine& engine, const http::Request& request) 
   return r;
 }
 
-void addCuRoutes(http::Router& router, QueryEngine& engine) {
-  router.add("GET", "/cu/query", [&engine](const http::Request& req) { return handleCuQuery(engine, req); });
+void addCuRoutes(http::Router& router, QueryEngine& engine, const PeerOptions& peers) {
+  router.add("GET", "/cu/query",
+             [&engine, &peers](const http::Request& req) { return handleCuQuery(engine, peers, req); });
 }
 
 }  // namespace lcc::cu

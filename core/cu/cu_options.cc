@@ -4,6 +4,7 @@
 #include "common/config/config.h"
 #include "cu/cu_server.h"
 #include "cu/query_engine.h"
+#include "cu/peer_source.h"
 #include "cu/remote_content.h"
 
 namespace lcc::cu {
@@ -27,6 +28,16 @@ EngineOptions EngineOptions::fromConfig(const Config& cfg, const std::string& da
   o.url_order_formats = cfg.getList("cu.url_order_formats");
   o.url_order_scan_factor = static_cast<std::uint64_t>(cfg.getInt("cu.url_order_scan_factor"));
   o.remote = RemoteOptions::fromConfig(cfg);
+  return o;
+}
+
+PeerOptions PeerOptions::fromConfig(const Config& cfg) {
+  PeerOptions o;
+  std::vector<std::string> problems;  // reported by lccd --check (daemon.cc planNode)
+  o.peers = parsePeerUrls(cfg.getList("cu.peers"), &problems);
+  o.timeout_ms = static_cast<int>(cfg.getInt("cu.peer_timeout"));
+  o.max_answer_bytes = static_cast<std::uint64_t>(cfg.getInt("cu.peer_max_answer_bytes"));
+  o.max_records = static_cast<std::uint64_t>(cfg.getInt("cu.peer_max_records"));
   return o;
 }
 

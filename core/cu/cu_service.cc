@@ -36,12 +36,13 @@ class CuDumpContent final : public resourcesync::DumpContent {
 
 class CuService final : public Service {
  public:
-  CuService(NodeContext& node, EngineOptions eopts, CuServerOptions sopts,
+  CuService(NodeContext& node, EngineOptions eopts, CuServerOptions sopts, PeerOptions peers,
             std::optional<resourcesync::Options> rs)
       : node_(node),
         engine_(*node.content, node.exporters, *node.env, std::move(eopts), node.metrics),
-        server_(*node.io, engine_, *node.clock, std::move(sopts)) {
-    if (node.http) addCuRoutes(*node.http, engine_);
+        server_(*node.io, engine_, *node.clock, std::move(sopts)),
+        peers_(std::move(peers)) {
+    if (node.http) addCuRoutes(*node.http, engine_, peers_);
     if (node.http && rs) {
       resourcesync::addRoutes(*node.http, *node.content, node.providers, *node.clock, std::move(*rs),
                               [this] { return std::make_unique<CuDumpContent>(engine_); });
@@ -77,6 +78,8 @@ class CuService final : public Service {
     out["records_total"] = st.records.value();
     out["content_missing_total"] = st.content_missing.value();
     out["formats"] = engine_.formats();
+    out["peers"] = peers_.peers;
+    out["peers_unreachable_total"] = st.peers_unreachable.value();
     if (const ContentLocator* loc = engine_.options().locator) {
       nlohmann::json urls = nlohmann::json::object();
       for (const auto& [machine, url] : loc->all()) urls[machine] = url;
@@ -98,6 +101,7 @@ class CuService final : public Service {
   NodeContext& node_;
   QueryEngine engine_;
   CuServer server_;
+  const PeerOptions peers_;  // cu.peers: GET /cu/query merges them (merged_query.h)
 };
 
 }  // namespace
@@ -113,16 +117,18 @@ Result<ServicePtr> makeCuService(NodeContext& node) {
   e.s3 = std::move(s3).value();
   e.locator = node.content_locator;
   CuServerOptions s = CuServerOptions::fromConfig(cfg);
+  PeerOptions peers = PeerOptions::fromConfig(cfg);
   if (node.tls) {
     s.tls = node.tls->server();
     s.handshake_timeout = node.tls->handshakeTimeout();
     e.remote.tls = node.tls->contentClient();  // https:// content URLs
+    peers.tls = node.tls->contentClient();     // https:// peers, the same way
   }
   std::optional<resourcesync::Options> rs_options;
   if (node.http != nullptr) {
     rs_options = resourcesync::Options::fromConfig(cfg);
   }
-  return ServicePtr(new CuService(node, std::move(e), std::move(s), std::move(rs_options)));
+  return ServicePtr(new CuService(node, std::move(e), std::move(s), std::move(peers), std::move(rs_options)));
 }
 
 }  // namespace lcc::cu

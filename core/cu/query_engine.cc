@@ -12,6 +12,7 @@
 #include "common/content_meta.h"
 #include "cu/exact_size_source.h"
 #include "cu/object_content.h"
+#include "proto/cu_cursor.h"
 
 namespace lcc::cu {
 namespace {
@@ -90,6 +91,8 @@ EngineStats::EngineStats(Metrics& m)
       content_bytes(m.counter("lcc_cu_content_bytes_total", "content bytes read for CU answers")),
       content_missing(m.counter("lcc_cu_content_missing_total", "stored records whose content a CU answer lacks")),
       failed(m.counter("lcc_cu_exports_failed_total", "CU answers that ended early")),
+      peers_unreachable(
+          m.counter("lcc_cu_peers_unreachable_total", "sources left out of a merged answer (down, refused, broken)")),
       running(m.gauge("lcc_cu_exports_running", "CU answers streaming now")) {}
 
 QueryEngine::QueryEngine(ContentStore& store, std::vector<Exporter*> exporters, Env& env, EngineOptions options,
@@ -199,11 +202,25 @@ RemoteContentReader& QueryEngine::remoteReader(std::unique_ptr<RemoteContentRead
   return **remote;
 }
 
-Result<std::unique_ptr<PreparedExport>> QueryEngine::prepare(const proto::CuQuery& q) {
-  if (auto e = proto::validateCuQuery(q)) {
+Result<std::optional<std::string>> QueryEngine::storeId() { return readStoreId(store_); }
+
+Result<proto::CuQuery> QueryEngine::withOwnPart(const proto::CuQuery& asked) {
+  if (!asked.since_cursor) return asked;
+  auto cursor = proto::decodeCuCursor(*asked.since_cursor);
+  if (!cursor.isOk()) return cursor.status();  // validated before: not reached
+  LCC_ASSIGN_OR_RETURN(auto id, storeId());
+  proto::CuQuery q = asked;
+  q.since_cursor.reset();
+  q.since_seq = id ? cursor->seqOf(*id) : 0;
+  return q;
+}
+
+Result<std::unique_ptr<PreparedExport>> QueryEngine::prepare(const proto::CuQuery& asked) {
+  if (auto e = proto::validateCuQuery(asked)) {
     stats_.rejected.inc();
     return Status::invalidArgument(e->message);
   }
+  LCC_ASSIGN_OR_RETURN(const proto::CuQuery q, withOwnPart(asked));
   Exporter* exporter = exporterFor(q.format);
   if (exporter == nullptr) {
     stats_.rejected.inc();

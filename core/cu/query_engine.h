@@ -77,6 +77,7 @@ struct EngineStats {
   Counter& content_bytes;    // content bytes read
   Counter& content_missing;  // stored records whose content could not be given
   Counter& failed;           // answers that ended early (client gone, store error)
+  Counter& peers_unreachable;  // sources left out of a merged answer (cu.peers)
   Gauge& running;            // answers streaming now
 };
 
@@ -97,6 +98,8 @@ class PreparedExport {
   // in the next answer). A failed sink write ends it with that error.
   Status stream(ByteSink& sink);
   std::uint64_t recordsSent() const { return sent_; }
+  // The since seq the answer starts after (the query's, or this store's part of its cursor).
+  ChangeSeq since() const { return after_; }
 
  private:
   // Records go through a small window so that the requests for other machines' content
@@ -131,6 +134,7 @@ class QueryEngine {
   // <reason code="100">; `since seq` below the purge horizon with `deleted` is
   // NotFound ("changes before seq N were purged; take a full export", code 150); a
   // store failure is another code (answer 140). refusalFor() maps them.
+  // A `since` cursor (proto/cu_cursor.h) is read as this store's part of it.
   Result<std::unique_ptr<PreparedExport>> prepare(const proto::CuQuery& query);
   // prepare() and stream() in one.
   Status run(const proto::CuQuery& query, ByteSink& sink);
@@ -140,6 +144,8 @@ class QueryEngine {
   const EngineOptions& options() const { return options_; }
   EngineStats& stats() { return stats_; }
   ContentStore& store() { return store_; }
+  // The LCC DB's identity (lcc.store_id, common/content_meta.h); nullopt until the QM wrote it.
+  Result<std::optional<std::string>> storeId();
 
   // The content of a stored record, or null (another machine whose URL is unknown, a
   // missing or unsafe file name, a file or answer whose size is not the record's,
@@ -159,6 +165,8 @@ class QueryEngine {
   RemoteContentReader& remoteReader(std::unique_ptr<RemoteContentReader>* remote);
 
  private:
+  // `asked` with a since cursor turned into this store's since seq.
+  Result<proto::CuQuery> withOwnPart(const proto::CuQuery& asked);
   // NotFound when the query asks for removals since a seq whose tombstones may be purged.
   Status checkPurgeHorizon(const proto::CuQuery& q);
 

@@ -118,7 +118,7 @@ std::string describe(const boost::system::error_code& ec) {
 template <typename Stream>
 Result<ClientResponse> exchange(boost::asio::io_context& io, Stream& stream, beast::tcp_stream& tcp,
                                 const bhttp::request<bhttp::string_body>& req, const std::string& where,
-                                int timeout_ms) {
+                                int timeout_ms, std::uint64_t body_limit) {
   boost::system::error_code ec = boost::asio::error::would_block;
   tcp.expires_after(std::chrono::milliseconds(timeout_ms));
   bhttp::async_write(stream, req, [&](const boost::system::error_code& e, std::size_t) { ec = e; });
@@ -126,7 +126,7 @@ Result<ClientResponse> exchange(boost::asio::io_context& io, Stream& stream, bea
   if (ec) return Status::ioError("sending to lccd at " + where + ": " + describe(ec));
   beast::flat_buffer buffer;
   bhttp::response_parser<bhttp::string_body> parser;
-  parser.body_limit(64u << 20);
+  parser.body_limit(body_limit);
   ec = boost::asio::error::would_block;
   tcp.expires_after(std::chrono::milliseconds(timeout_ms));
   bhttp::async_read(stream, buffer, parser, [&](const boost::system::error_code& e, std::size_t) { ec = e; });
@@ -134,6 +134,7 @@ Result<ClientResponse> exchange(boost::asio::io_context& io, Stream& stream, bea
   if (ec) return Status::ioError("reading the answer of lccd at " + where + ": " + describe(ec));
   ClientResponse out;
   out.status = parser.get().result_int();
+  for (const auto& f : parser.get()) out.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
   out.body = std::move(parser.get().body());
   return out;
 }
@@ -171,7 +172,7 @@ Status handshake(boost::asio::io_context& io, boost::asio::ssl::stream<beast::tc
 }  // namespace
 
 Result<ClientResponse> adminRequest(const AdminTarget& target, const std::string& method, const std::string& path,
-                                    const std::string& form, int timeout_ms) {
+                                    const std::string& form, int timeout_ms, std::uint64_t body_limit) {
   boost::asio::io_context io;
   const std::string where = target.host + ":" + target.port;
   try {
@@ -189,15 +190,22 @@ Result<ClientResponse> adminRequest(const AdminTarget& target, const std::string
     if (!target.tls) {
       beast::tcp_stream stream(io);
       LCC_RETURN_IF_ERROR(connectTo(io, stream, target, where, timeout_ms));
-      return exchange(io, stream, stream, req, where, timeout_ms);
+      return exchange(io, stream, stream, req, where, timeout_ms, body_limit);
     }
     boost::asio::ssl::stream<beast::tcp_stream> stream(io, *target.tls);
     LCC_RETURN_IF_ERROR(connectTo(io, stream.next_layer(), target, where, timeout_ms));
     LCC_RETURN_IF_ERROR(handshake(io, stream, target, where, timeout_ms));
-    return exchange(io, stream, stream.next_layer(), req, where, timeout_ms);
+    return exchange(io, stream, stream.next_layer(), req, where, timeout_ms, body_limit);
   } catch (const std::exception& e) {
     return Status::ioError("talking to lccd at " + where + ": " + e.what());
   }
+}
+
+std::string ClientResponse::header(std::string_view name) const {
+  for (const auto& [k, v] : headers) {
+    if (beast::iequals(k, beast::string_view(name.data(), name.size()))) return v;
+  }
+  return "";
 }
 
 std::string errorText(const ClientResponse& r) {

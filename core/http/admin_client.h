@@ -7,6 +7,9 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "lcc/status.h"
 #include "net/tls.h"
@@ -36,14 +39,19 @@ Result<AdminTarget> resolveAdminTarget(const std::string& config_file, const Adm
 struct ClientResponse {
   int status = 0;
   std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // as received
+  // The first header named `name` (case-insensitive), or "".
+  std::string header(std::string_view name) const;
 };
 
 // One request with `Authorization: Bearer <token>`; `form` (urlencoded) is sent as
 // the body of a POST. Errors: a connection, TLS or protocol failure, with a clear message
 // (a refused certificate says why: "certificate verify failed (...)"). Every step,
-// the TLS handshake included, is bounded by `timeout_ms`.
+// the TLS handshake included, is bounded by `timeout_ms`; a body longer than
+// `body_limit` is an error. The CU's peers (cu/peer_source.h) are asked through it too.
 Result<ClientResponse> adminRequest(const AdminTarget& target, const std::string& method, const std::string& path,
-                                    const std::string& form = "", int timeout_ms = 30000);
+                                    const std::string& form = "", int timeout_ms = 30000,
+                                    std::uint64_t body_limit = 64u << 20);
 
 // "error" of a JSON error body, or the body itself (trimmed) when it is not JSON.
 std::string errorText(const ClientResponse& r);

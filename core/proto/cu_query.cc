@@ -1,5 +1,7 @@
 #include "proto/cu_query.h"
 
+#include "proto/cu_cursor.h"
+
 #include <charconv>
 #include <limits>
 
@@ -63,6 +65,10 @@ std::optional<CuQueryError> validateCuQuery(const CuQuery& q) {
     if (p == 0) return bad("provider id 0 is not valid");
   }
   if (q.since_seq && q.since_time) return bad("since takes seq or time, not both");
+  if (q.since_cursor) {
+    if (q.since_seq || q.since_time) return bad("since takes one seq, cursor or time");
+    if (auto c = decodeCuCursor(*q.since_cursor); !c.isOk()) return bad(c.status().message());
+  }
   for (const auto& m : q.mimes) {
     if (!validMimePattern(m)) return bad("mime pattern '" + m + "' is not type/subtype, type/* or */*");
   }
@@ -129,7 +135,9 @@ struct CuQueryParser::Impl final : XmlHandler {
       auto seq = attrs.get("seq");
       auto time = attrs.get("time");
       if ((seq != nullptr) == (time != nullptr)) return fail(bad("since takes exactly one of seq or time"));
-      if (seq) {
+      if (seq && looksLikeCuCursor(*seq)) {
+        query.since_cursor = std::string(*seq);
+      } else if (seq) {
         auto v = parseUnsigned<std::uint64_t>(*seq);
         if (!v) return fail(bad("since seq must be a decimal number (got '" + std::string(*seq) + "')"));
         query.since_seq = *v;
@@ -227,10 +235,13 @@ std::optional<CuQuery> parseCuQueryParams(const std::multimap<std::string, std::
       auto v = parseUnsigned<std::uint32_t>(value);
       if (!v || *v == 0) return fail("provider must be a provider id (got '" + value + "')");
       q.providers.push_back(*v);
+    } else if (key == "since_seq" && looksLikeCuCursor(value)) {
+      if (q.since_seq || q.since_cursor) return fail("since_seq given twice");
+      q.since_cursor = value;
     } else if (key == "since_seq") {
       auto v = parseUnsigned<std::uint64_t>(value);
       if (!v) return fail("since_seq must be a decimal number (got '" + value + "')");
-      if (q.since_seq) return fail("since_seq given twice");
+      if (q.since_seq || q.since_cursor) return fail("since_seq given twice");
       q.since_seq = *v;
     } else if (key == "since" || key == "since_time") {
       auto v = parseTime(trim(value));
@@ -265,6 +276,11 @@ std::string formatCuQueryXml(const CuQuery& q) {
   out += q.content ? "\" content=\"yes\">\n" : "\" content=\"no\">\n";
   for (ProviderId p : q.providers) out += "  <provider id=\"" + std::to_string(p) + "\"/>\n";
   if (q.since_seq) out += "  <since seq=\"" + std::to_string(*q.since_seq) + "\"/>\n";
+  if (q.since_cursor) {
+    out += "  <since seq=\"";
+    appendXmlEscaped(out, *q.since_cursor);
+    out += "\"/>\n";
+  }
   if (q.since_time) out += "  <since time=\"" + formatRfc3339(*q.since_time) + "\"/>\n";
   for (const auto& m : q.mimes) {
     out += "  <mime>";

@@ -31,6 +31,10 @@ struct CuQuery {
   std::vector<std::string> prefixes;      // URL prefixes
   bool deleted = false;                   // include tombstones
   std::optional<std::uint64_t> limit;     // at most this many records (0 is "no records")
+  // A merged answer's last_seq passed back (`since seq="c1.…"`, cu_cursor.h): checked
+  // by the parsers (a mangled one is 100), decoded where it is used. Last, so that
+  // positional initialisers of the members above stay valid.
+  std::optional<std::string> since_cursor;
 
   friend bool operator==(const CuQuery&, const CuQuery&) = default;
 };

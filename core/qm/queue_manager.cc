@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "common/content_meta.h"
+
 namespace lcc::qm {
 
 QueueManager::QueueManager(QmDeps deps, QmOptions options)
@@ -57,6 +59,7 @@ Status QueueManager::open() {
 
   LCC_RETURN_IF_ERROR(replayJournal(crash_why));
   if (!failed_.isOk()) return failed_;
+  LCC_RETURN_IF_ERROR(ensureStoreId());
   opened_ = true;
   if (!crash_why.empty()) raiseCacheCrash(crash_why);
   // Slots that opened while the QM was down.
@@ -69,6 +72,17 @@ Status QueueManager::open() {
   // charts and STATUS= read them).
   publishMetrics();
   return Status::ok();
+}
+
+// lcc.store_id (common/content_meta.h): written once, by the store's writer.
+Status QueueManager::ensureStoreId() {
+  LCC_ASSIGN_OR_RETURN(auto id, readStoreId(*deps_.content));
+  if (id) return Status::ok();
+  StoreTxn t(*deps_.queue, *deps_.content, seq_);
+  t.putContentMeta(kContentMetaStoreId, newStoreId());
+  LCC_RETURN_IF_ERROR(finishTxn(t));
+  // Durable now, not at the next checkpoint: a crash before it would name the store anew.
+  return deps_.content->sync();
 }
 
 Status QueueManager::close() {

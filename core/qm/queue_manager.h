@@ -278,6 +278,7 @@ class QueueManager {
   void settleUnapplied(ApplyRun& run);
   void clearFullSetWanted(ProviderId pid);  // after a full set is applied
   Status finishTxn(StoreTxn& t);  // commit + effects
+  Status ensureStoreId();         // writes lcc.store_id when the LCC DB has none (open())
   void applyEffects(TxnEffects& e);
   // The provider's PIDB record, cached; a failed read is routed and not cached (the
   // defaults are returned). readProviderInfo() returns the failure instead.

@@ -50,6 +50,8 @@ const Crc32cTables& crcTables() {
   return tables;
 }
 
+}  // namespace
+
 std::uint32_t crc32cExtend(std::uint32_t crc, const void* data, std::size_t n) {
   const auto& t = crcTables().t;
   const auto* p = static_cast<const unsigned char*>(data);
@@ -65,6 +67,8 @@ std::uint32_t crc32cExtend(std::uint32_t crc, const void* data, std::size_t n) {
   while (n-- > 0) crc = (crc >> 8) ^ t[0][(crc ^ *p++) & 0xff];
   return ~crc;
 }
+
+namespace {
 
 void putU32(char* p, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);

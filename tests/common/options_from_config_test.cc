@@ -18,6 +18,7 @@
 #include "bot/robot.h"
 #include "common/config/config.h"
 #include "cu/cu_server.h"
+#include "cu/peer_source.h"
 #include "cu/query_engine.h"
 #include "cu/remote_content.h"
 #include "http/admin_api.h"
@@ -90,6 +91,7 @@ std::vector<Row> httpRows() {
 cu::CuServerOptions cuServer(const Config& c) { return cu::CuServerOptions::fromConfig(c); }
 cu::EngineOptions cuEngine(const Config& c) { return cu::EngineOptions::fromConfig(c, "/data", "m1"); }
 cu::RemoteOptions cuRemote(const Config& c) { return cu::RemoteOptions::fromConfig(c); }
+cu::PeerOptions cuPeers(const Config& c) { return cu::PeerOptions::fromConfig(c); }
 resourcesync::Options rsync(const Config& c) { return resourcesync::Options::fromConfig(c); }
 
 std::vector<Row> cuRows() {
@@ -113,6 +115,10 @@ std::vector<Row> cuRows() {
       LCC_ROW("cu.remote_connect_timeout", EngineOptions, cuEngine, remote.remote_connect_timeout),
       LCC_ROW("cu.remote_read_timeout", RemoteOptions, cuRemote, remote_read_timeout),
       LCC_ROW("cu.remote_pipeline", RemoteOptions, cuRemote, remote_pipeline),
+      LCC_ROW("cu.peers", PeerOptions, cuPeers, peers),
+      LCC_ROW("cu.peer_timeout", PeerOptions, cuPeers, timeout_ms),
+      LCC_ROW("cu.peer_max_answer_bytes", PeerOptions, cuPeers, max_answer_bytes),
+      LCC_ROW("cu.peer_max_records", PeerOptions, cuPeers, max_records),
       LCC_ROW("resourcesync.base_url", resourcesync::Options, rsync, base_url),
       LCC_ROW("listen.http", resourcesync::Options, rsync, base_url),
       LCC_ROW("resourcesync.page_size", resourcesync::Options, rsync, page_size),
@@ -295,7 +301,10 @@ TEST(OptionsFromConfig, EveryMappedKeyReachesItsMember) {
   const Config defaults = Config::defaults();
   for (const Row& row : allRows()) {
     SCOPED_TRACE(row.key + " -> " + row.member);
-    const std::string value = row.key == "roles" ? "[uns]" : otherValue(specOf(row.key), defaults);
+    // Two lists whose entries are checked: a value of the right shape.
+    const std::string value = row.key == "roles"      ? "[uns]"
+                              : row.key == "cu.peers" ? "[http://127.0.0.1:9]"
+                                                      : otherValue(specOf(row.key), defaults);
     std::vector<ConfigProblem> problems;
     auto changed = Config::loadText("", "t.yaml", {row.key + "=" + value}, &problems);
     ASSERT_TRUE(changed.isOk()) << (problems.empty() ? changed.status().toString() : problems[0].toString());

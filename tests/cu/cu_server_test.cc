@@ -405,17 +405,17 @@ TEST_F(CuServerTest, ChangesSinceBeforeThePurgeHorizonAreRefusedWith150) {
 TEST_F(CuServerTest, HttpHandlerAnswersAndRefuses) {
   http::Request bad;
   bad.query = {{"since_seq", "soon"}};
-  auto r = cu::handleCuQuery(*engine_, bad);
+  auto r = cu::handleCuQuery(*engine_, cu::PeerOptions{}, bad);
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(cutest::parseXmlAnswer(r.body).reject_code, 100);
   http::Request unknown;
   unknown.query = {{"format", "rar"}};
-  EXPECT_EQ(cu::handleCuQuery(*engine_, unknown).status, 400);
+  EXPECT_EQ(cu::handleCuQuery(*engine_, cu::PeerOptions{}, unknown).status, 400);
 
   markPurgedUpTo(w_.store(), 20);
   http::Request purged;
   purged.query = {{"since_seq", "3"}, {"deleted", "yes"}};
-  auto gone = cu::handleCuQuery(*engine_, purged);
+  auto gone = cu::handleCuQuery(*engine_, cu::PeerOptions{}, purged);
   EXPECT_EQ(gone.status, 410);
   auto ga = cutest::parseXmlAnswer(gone.body);
   EXPECT_EQ(ga.reject_code, 150);
@@ -423,7 +423,7 @@ TEST_F(CuServerTest, HttpHandlerAnswersAndRefuses) {
 
   http::Request good;
   good.query = {{"format", "tar.gz"}, {"provider", "1"}};
-  auto ok = cu::handleCuQuery(*engine_, good);
+  auto ok = cu::handleCuQuery(*engine_, cu::PeerOptions{}, good);
   EXPECT_EQ(ok.status, 200);
   EXPECT_EQ(ok.content_type, "application/gzip");
   ASSERT_TRUE(ok.stream);
@@ -454,7 +454,8 @@ std::string dechunk(const std::string& body) {
 
 TEST_F(CuServerTest, HttpEndToEnd) {
   http::Router router;
-  cu::addCuRoutes(router, *engine_);
+  const cu::PeerOptions no_peers;
+  cu::addCuRoutes(router, *engine_, no_peers);
   http::ServerOptions ho = http::ServerOptions::fromConfig(Config::defaults());
   ho.listen = "127.0.0.1:0";
   http::Server hs(io_, router, ho);

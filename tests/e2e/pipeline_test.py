@@ -242,6 +242,25 @@ def run_with_site_and_node(args, name, body):
     print(f"e2e {name}: 1 passed, 0 failed")
 
 
+def run_nodes_guarded(nodes, sites, work, body):
+    """body() with several nodes: on failure each node's log tail is printed; always
+    kills the nodes (the list may grow while body runs), stops the sites and removes
+    `work` (kept when LCC_E2E_KEEP is set)."""
+    try:
+        body()
+    except BaseException:
+        for n in nodes:
+            print(f"--- {n.name} log ---\n{n.log_tail()}", file=sys.stderr)
+        raise
+    finally:
+        for n in nodes:
+            n.kill()
+        for s in sites:
+            s.stop()
+        if not os.environ.get("LCC_E2E_KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def run_guarded(node, site, work, body):
     """Runs body(); on failure prints the lccd log's tail; always stops lccd and the site."""
     try:

@@ -38,6 +38,7 @@ TEST_P(ParserCorpusTest, EverySeedKeepsTheProperties) {
 INSTANTIATE_TEST_SUITE_P(Targets, ParserCorpusTest,
                          ::testing::Values(Target{"cp_uns", checkCpUnsProperties},
                                            Target{"cu_query", checkCuQueryProperties},
+                                           Target{"cu_cursor", checkCuCursorProperties},
                                            Target{"uns_qm", checkUnsQmProperties},
                                            Target{"botm_link", checkBotmLinkProperties},
                                            Target{"link_frames", checkLinkFramesProperties},

@@ -223,6 +223,15 @@ const std::vector<KeySpec>& Config::schema() {
        "longest silence while reading content from another machine"},
       {"cu.remote_pipeline", KeyType::kInt, "8", 1, 1024,
        "requests for another machine's content sent ahead on its connection (1: one at a time)"},
+      {"cu.peers", KeyType::kStringList, "", kNoMin, kNoMax,
+       "other LCCs' HTTP ports (http(s)://host:port, at most 16): GET /cu/query answers for this LCC and them, "
+       "with one cursor (docs/protocol.md §3.4)"},
+      {"cu.peer_timeout", KeyType::kDuration, "10s", 100, kHour,
+       "each step of asking a peer (connect, TLS, send, read the answer); past it the peer counts as unreachable"},
+      {"cu.peer_max_answer_bytes", KeyType::kSize, "64MiB", 4096, 1024 * kMiB,
+       "largest answer read from one peer; a larger one counts as unreachable"},
+      {"cu.peer_max_records", KeyType::kInt, "10000", 1, 1000000,
+       "records asked of each source of a merged answer at most (also when the query has no limit)"},
       // --- indexnow (served with the uns role) ---
       {"indexnow.key_ttl", KeyType::kDuration, "1h", 1000, 30 * kDay, "how long a verified IndexNow key file is trusted"},
       {"indexnow.key_timeout", KeyType::kDuration, "10s", 100, 5 * kMin, "longest wait for an IndexNow key file"},

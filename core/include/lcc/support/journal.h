@@ -30,6 +30,10 @@
 
 namespace lcc {
 
+// CRC-32C (Castagnoli) of `n` bytes at `data`, continuing `crc` (0 to start). The
+// journal's record checksum; the CU cursor token (core/proto/cu_cursor.h) uses it too.
+std::uint32_t crc32cExtend(std::uint32_t crc, const void* data, std::size_t n);
+
 using JournalPos = std::uint64_t;  // 0: "nothing"
 
 struct JournalOptions {

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Several LCCs as one (issue 31 §3, docs/protocol.md §3.4), with real lccd processes.
+
+Three lccd on 127.0.0.1 (A, B, C), each with its own store, provider and site. A has
+cu.peers = [B, C], so GET /cu/query on A answers for all three with one cursor token.
+A mirror pages through merged answers with small limits while the sites change, and B
+is stopped between pages (A answers without it, flags it, keeps B's part of the cursor)
+and started again: the mirror ends equal to the three stores, and no (source, seq)
+came twice. A mangled token is 400; tar.gz is refused with a message; `lcc cu query
+--cu URL --cu URL --cu URL` (the merge in the client) gives what A gives.
+"""
+import base64
+import os
+import re
+import sys
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+import xml.dom.minidom
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pipeline_test import Node, Site, e2e_args, run_nodes_guarded, wait_for  # noqa: E402
+
+
+class Lcc:
+    """One node with its own site and provider."""
+
+    def __init__(self, args, work, name, extra=""):
+        self.site = Site(os.path.join(work, name + "-site"))
+        self.node = Node(args, work, name, "m" + name, extra=extra)
+        self.state = os.path.join(work, name + ".scan")
+        self.name = name
+
+    def url(self):
+        return f"http://127.0.0.1:{self.node.ports['http']}"
+
+    def add_provider(self):
+        out = self.node.lcc("provider", "add", "--prefix", self.site.base).stdout.decode()
+        m = re.fullmatch(r"id=(\d+) password=(\S+)\n", out)
+        assert m, out
+        self.pid, self.password = m.group(1), m.group(2)
+
+    def send(self, full=False):
+        scan = self.node.lcc("cp", "scan", self.site.root, "--base-url", self.site.base, "--state", self.state).stdout
+        self.node.lcc("cp", "send", "--uns", f"127.0.0.1:{self.node.ports['uns']}", "--id", self.pid,
+                      "--password", self.password, *(["--full"] if full else []), "-", stdin=scan)
+
+    def own(self):
+        """This node's own answer (peers=no): its store id and {url: (seq, deleted)}."""
+        status, headers, root = get(self.url(), {"format": "xml", "deleted": "yes", "peers": "no"})
+        assert status == 200, root
+        recs = {u.getAttribute("c"): (int(u.getAttribute("seq")), u.getAttribute("deleted") == "yes")
+                for u in root.getElementsByTagName("url")}
+        return headers["X-LCC-Source"], recs
+
+
+def get(base, params):
+    q = urllib.parse.urlencode(params)
+    try:
+        with urllib.request.urlopen(f"{base}/cu/query?{q}", timeout=30) as r:
+            body = r.read()
+            return r.status, dict(r.headers), xml.dom.minidom.parseString(body).documentElement
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+
+
+class Mirror:
+    """A content user paging through merged answers."""
+
+    def __init__(self):
+        self.token = None
+        self.recs = {}     # (source, url) -> (seq, deleted)
+        self.seen = set()  # (source, seq)
+
+    def page(self, base, limit):
+        params = {"format": "xml", "deleted": "yes", "limit": str(limit)}
+        if self.token:
+            params["since_seq"] = self.token
+        status, headers, root = get(base, params)
+        assert status == 200, root
+        assert headers["X-LCC-Last-Seq"] == root.getAttribute("last_seq")
+        urls = root.getElementsByTagName("url")
+        assert len(urls) <= limit
+        for u in urls:
+            key = (u.getAttribute("source"), int(u.getAttribute("seq")))
+            assert key not in self.seen, f"change {key} came twice"
+            self.seen.add(key)
+            self.recs[(key[0], u.getAttribute("c"))] = (key[1], u.getAttribute("deleted") == "yes")
+        self.token = root.getAttribute("last_seq")
+        return headers, root, len(urls)
+
+    def catch_up(self, base, limit):
+        for _ in range(500):
+            headers, root, n = self.page(base, limit)
+            if n == 0 and headers["X-LCC-Peers-Unreachable"] == "0":
+                return
+        raise AssertionError("the mirror did not catch up in 500 pages")
+
+
+def main():
+    args = e2e_args()
+    work = tempfile.mkdtemp(prefix="lcc-peers-")
+    b = Lcc(args, work, "b")
+    c = Lcc(args, work, "c")
+    peers = f"[{b.url()}, {c.url()}]"
+    a = Lcc(args, work, "a", f"cu:\n  peers: {peers}\n  peer_timeout: 2s\n")
+    lccs = [a, b, c]
+    run_nodes_guarded([x.node for x in lccs], [x.site for x in lccs], work, lambda: run(args, a, b, c))
+    print("e2e cu peers: 1 passed, 0 failed")
+
+
+def wait_stored(x, urls):
+    wait_for(f"{x.name} holds {sorted(urls)}", lambda: all(x.site.base + u in x.own()[1] for u in urls))
+
+
+def expect_equal(mirror, lccs):
+    want = {}
+    for x in lccs:
+        src, recs = x.own()
+        for url, v in recs.items():
+            want[(src, url)] = v
+    assert mirror.recs == want, f"mirror differs: {sorted(set(mirror.recs.items()) ^ set(want.items()))[:10]}"
+
+
+def run(args, a, b, c):
+    for x in (a, b, c):
+        for i in range(7):
+            x.site.write(f"{x.name}/p{i}.html", f"<html>{x.name} {i}</html>\n".encode())
+        x.node.start()
+        x.add_provider()
+        x.send(full=True)
+    for x in (a, b, c):
+        wait_stored(x, [f"{x.name}/p{i}.html" for i in range(7)])
+    ids = {x.name: x.own()[0] for x in (a, b, c)}
+    assert len(set(ids.values())) == 3 and all(re.fullmatch(r"[0-9a-f]{32}", v) for v in ids.values()), ids
+
+    m = Mirror()
+    headers, root, n = m.page(a.url(), 4)
+    assert n == 4 and headers["X-LCC-Peers-Unreachable"] == "0", headers
+    assert f"{ids['b']}={b.url()}" in headers["X-LCC-Sources"], headers  # where B's content is read
+    assert root.getAttribute("last_seq").startswith("c1."), root.getAttribute("last_seq")
+    m.catch_up(a.url(), 4)
+    expect_equal(m, [a, b, c])
+
+    # Changes on each; B's are pending in the cursor when B is killed.
+    for x in (a, b, c):
+        x.site.write(f"{x.name}/p1.html", b"<html>changed</html>\n")
+        os.remove(os.path.join(x.site.root, f"{x.name}/p2.html"))
+        for i in range(7, 12):
+            x.site.write(f"{x.name}/p{i}.html", f"<html>{x.name} new {i}</html>\n".encode())
+        x.send()
+    for x in (a, b, c):
+        wait_stored(x, [f"{x.name}/p{i}.html" for i in range(7, 12)])
+        wait_for(f"{x.name} removed p2", lambda x=x: x.own()[1][x.site.base + f"{x.name}/p2.html"][1])
+    m.page(a.url(), 3)
+    before = m.token
+    b.node.stop()  # SIGTERM (kill -9 loses what B had not synced, as it does for one LCC)
+    headers, root, n = m.page(a.url(), 3)
+    assert headers["X-LCC-Peers-Unreachable"] == "1" and ids["b"] not in headers["X-LCC-Sources"], headers
+    assert b.url() in root.getAttribute("unreachable"), root.getAttribute("unreachable")
+    assert all(u.getAttribute("source") != ids["b"] for u in root.getElementsByTagName("url"))
+    # B's part of the cursor is what it was (the token is opaque to clients; lcc reads it).
+    assert part_of(m.token, ids["b"]) == part_of(before, ids["b"]) > 0
+    m.page(a.url(), 3)
+    b.node.start()
+    assert b.own()[0] == ids["b"], "B's store id changed across its restart"
+    m.catch_up(a.url(), 3)
+    expect_equal(m, [a, b, c])
+
+    # A mangled token is refused, and so is an export format.
+    bad = m.token[:-3] + ("AAA" if not m.token.endswith("AAA") else "BBB")
+    status, _, body = get(a.url(), {"format": "xml", "since_seq": bad})
+    assert status == 400 and "mangled" in body, (status, body)
+    status, _, body = get(a.url(), {"format": "tar.gz"})
+    assert status == 400 and "merged answer" in body, (status, body)
+
+    # The client-side merge gives what cu.peers gives.
+    status, _, root = get(a.url(), {"format": "xml", "deleted": "yes"})
+    assert status == 200
+    out = a.node.lcc("cu", "query", "--cu", a.url(), "--cu", b.url(), "--cu", c.url(), "--deleted").stdout
+    cli = xml.dom.minidom.parseString(out).documentElement
+    assert records(cli) == records(root) and len(records(root)) == 3 * 12
+    assert cli.getAttribute("last_seq") == root.getAttribute("last_seq")
+    again = a.node.lcc("cu", "query", "--cu", a.url(), "--cu", b.url(), "--cu", c.url(), "--deleted",
+                       "--since-seq", cli.getAttribute("last_seq")).stdout
+    assert xml.dom.minidom.parseString(again).documentElement.getAttribute("count") == "0"
+
+
+def records(root):
+    return sorted((u.getAttribute("source"), u.getAttribute("seq"), u.getAttribute("c"), u.getAttribute("deleted"))
+                  for u in root.getElementsByTagName("url"))
+
+
+def part_of(token, source):
+    """The seq of `source` in `token`, decoded as docs/protocol.md §3.4 describes it."""
+    raw = base64.urlsafe_b64decode(token[3:] + "=" * (-len(token[3:]) % 4))[:-4]
+    at = 0
+
+    def varint():
+        nonlocal at
+        v = shift = 0
+        while True:
+            byte = raw[at]
+            at += 1
+            v |= (byte & 0x7f) << shift
+            shift += 7
+            if byte < 0x80:
+                return v
+    parts = {}
+    for _ in range(varint()):
+        n = varint()
+        s = raw[at:at + n].decode()
+        at += n
+        parts[s] = varint()
+    return parts.get(source, 0)
+
+
+if __name__ == "__main__":
+    main()
