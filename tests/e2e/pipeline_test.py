@@ -242,6 +242,37 @@ def run_with_site_and_node(args, name, body):
     print(f"e2e {name}: 1 passed, 0 failed")
 
 
+def run_nodes_guarded(nodes, site, work, body, name):
+    """body() with several lccd: on failure each one's log tail is printed; then every
+    node is killed, the site stopped and `work` removed (kept with LCC_E2E_KEEP=1)."""
+    try:
+        body()
+    except BaseException:
+        for n in nodes:
+            print(f"--- {n.name} log ---\n{n.log_tail()}", file=sys.stderr)
+        raise
+    finally:
+        for n in nodes:
+            n.kill()
+        site.stop()
+        if not os.environ.get("LCC_E2E_KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"{name}: 1 passed, 0 failed")
+
+
+def fixture_pg_conninfo():
+    """The conninfo of the ctest fixture lcc_pg_server's PostgreSQL; exits 77 (skipped)
+    when there is none."""
+    if os.environ.get("LCC_TEST_PG_MISSING"):
+        print("skipped:", os.environ["LCC_TEST_PG_MISSING"])
+        sys.exit(77)
+    conninfo = os.environ.get("LCC_TEST_PG_CONNINFO")
+    if not conninfo:
+        print("skipped: run through ctest (the fixture lcc_pg_server sets LCC_TEST_PG_CONNINFO)")
+        sys.exit(77)
+    return conninfo
+
+
 def run_guarded(node, site, work, body):
     """Runs body(); on failure prints the lccd log's tail; always stops lccd and the site."""
     try:

@@ -16,14 +16,13 @@ records become missing="unreadable"; a bad cu.content_urls is refused by --check
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeline_test import DEADLINE, Node, Site, site_files, tar_contents, wait_for  # noqa: E402
+from pipeline_test import DEADLINE, Node, Site, run_nodes_guarded, site_files, tar_contents, wait_for  # noqa: E402
 from response_heads import stored_head  # noqa: E402
 
 
@@ -40,20 +39,7 @@ def main():
              "  reconnect_min: 50ms\n  reconnect_max: 500ms\n")
     b = Node(args, work, "b", "mB", ["botm", "bot"],
              f"botm:\n  source: 127.0.0.1:{p.ports['botm']}\n  reconnect_min: 50ms\n  reconnect_max: 500ms\n")
-    nodes = [a, p, b]
-    try:
-        run(args, work, site, a, p, b)
-    except BaseException:
-        for n in nodes:
-            print(f"--- {n.name} log ---\n{n.log_tail()}", file=sys.stderr)
-        raise
-    finally:
-        for n in nodes:
-            n.kill()
-        site.stop()
-        if not os.environ.get("LCC_E2E_KEEP"):
-            shutil.rmtree(work, ignore_errors=True)
-    print("e2e two machines: 1 passed, 0 failed")
+    run_nodes_guarded([a, p, b], site, work, lambda: run(args, work, site, a, p, b), "e2e two machines")
 
 
 def run(args, work, site, a, p, b):

@@ -18,7 +18,6 @@ Certificates are made here with openssl (tls_test.Pki). Covered:
     refused and the old certificate stays.
 """
 import os
-import shutil
 import signal
 import socket
 import ssl
@@ -30,7 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from pipeline_test import DEADLINE, Site, e2e_args, site_files, tar_contents, wait_for  # noqa: E402
+from pipeline_test import DEADLINE, Site, e2e_args, run_nodes_guarded, site_files, tar_contents, wait_for  # noqa: E402
 from tls_test import Pki, TlsNode  # noqa: E402
 
 
@@ -226,27 +225,19 @@ def main():
     pki = Pki(os.path.join(work, "pki"))
     other = Pki(os.path.join(work, "other-pki"))
     site = Site(os.path.join(work, "site"))
-    nodes = []
-    try:
+    nodes = []  # filled once they exist: their logs are printed on a failure
+
+    def body():
         a, b = start_nodes(args, work, pki)
-        nodes = [a, b]
+        nodes.extend([a, b])
         check_content_over_https(a, b, site, pki)
         check_admin_over_https(a, b, pki, other)
         check_untrusted_content_server(a, pki, other)
         check_bot_sighup_reload(args, work, pki)
         a.stop()
         b.stop()
-    except BaseException:
-        for n in nodes:
-            print(f"--- {n.name} log ---\n{n.log_tail()}", file=sys.stderr)
-        raise
-    finally:
-        for n in nodes:
-            n.kill()
-        site.stop()
-        if not os.environ.get("LCC_E2E_KEEP"):
-            shutil.rmtree(work, ignore_errors=True)
-    print("tls remote e2e: 1 passed, 0 failed")
+
+    run_nodes_guarded(nodes, site, work, body, "tls remote e2e")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Many LCCs as one (issue 31 §3, design §12): a front end and two sub-LCCs, real lccd
+processes on 127.0.0.1; the PMDB/FEDB on the private PostgreSQL of the ctest fixture
+lcc_pg_server (LCC_TEST_PG_CONNINFO). Exit 77 (skipped) when there is no server.
+
+- `lcc provider add` x4 on the front end spreads the providers 2 and 2 (least loaded);
+- `lcc cp send` through the front end's CP port lands each set in the sub-LCC holding
+  the provider (its CU exports the URLs) and never in the other;
+- an unknown provider gets 110; a sub-LCC down gives 130 (try later), and once it is
+  back the resend is accepted;
+- an add placed on a sub-LCC that is down leaves a pending row, which is cleaned;
+- a hostile first message (huge, slow, garbage) is refused within bounds.
+"""
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pipeline_test import Node, Site, e2e_args, fixture_pg_conninfo, run_nodes_guarded, wait_for  # noqa: E402
+
+SUB_ROLES = ["uns", "qm", "botm", "bot", "cu"]
+
+
+def front_config(conninfo, schema, subs):
+    lines = [f"front:\n  conninfo: '{conninfo}'\n  schema: {schema}\n  refresh_interval: 300ms\n",
+             "  stale_after: 3s\n  pending_grace: 1s\n  connect_timeout: 1s\n  init_timeout: 2s\n",
+             "  init_max_bytes: 4KiB\n  cache_ttl: 1s\n  lccs:\n"]
+    for name, n in subs:
+        token = os.path.join(n.work, "var", "admin.token")
+        lines.append(f"    - '{name} uns=127.0.0.1:{n.ports['uns']} admin=127.0.0.1:{n.ports['http']} "
+                     f"cu=127.0.0.1:{n.ports['cu']} token_file={token}'\n")
+    return "".join(lines)
+
+
+def admin(node, method, path):
+    with open(os.path.join(node.work, "var", "admin.token")) as f:
+        token = f.read().strip()
+    req = urllib.request.Request(f"http://127.0.0.1:{node.ports['http']}{path}", method=method,
+                                 headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.load(r)
+
+
+def add(front, prefix):
+    out = front.lcc("provider", "add", "--prefix", prefix).stdout.decode()
+    m = re.fullmatch(r"id=(\d+) password=(\S+)\n", out)
+    assert m, out
+    return m.group(1), m.group(2)
+
+
+def send(front, pid, password, scan, check=True):
+    return front.lcc("cp", "send", "--uns", f"127.0.0.1:{front.ports['uns']}", "--id", pid, "--password", password,
+                     "-", stdin=scan, check=check)
+
+
+def stored(node, prefix):
+    xml = node.query_xml_bytes().decode()
+    return sorted(set(re.findall(r'c="(' + re.escape(prefix) + r'[^"]*)"', xml)))
+
+
+def raw_session(port, payload, wait_s):
+    """Sends payload to the CP port and reads until the front end closes; (answer, seconds)."""
+    t0 = time.time()
+    s = socket.create_connection(("127.0.0.1", port), timeout=wait_s)
+    try:
+        if payload:
+            try:
+                s.sendall(payload)
+            except OSError:
+                pass
+        got = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                break
+            if not chunk:
+                break
+            got += chunk
+        return got, time.time() - t0
+    finally:
+        s.close()
+
+
+def run(conninfo, site, front, a, b):
+    for sub in ("p1", "p2", "p3", "p4", "p5"):
+        for i in range(3):
+            site.write(f"{sub}/page{i}.html", f"<html><body>{sub} page {i}</body></html>\n".encode())
+    a.start()
+    b.start()
+    front.start()
+    wait_for("both sub-LCCs live", lambda: all(l["live"] for l in front.status()["front"]["lccs"]))
+
+    # Placement: least loaded, ties by name: a, b, a, b.
+    providers = {}
+    for sub in ("p1", "p2", "p3", "p4"):
+        providers[sub] = add(front, f"{site.base}{sub}/")
+    rows = {str(r["id"]): r for r in admin(front, "GET", "/admin/providers")["providers"]}
+    placed = {sub: rows[pid]["lcc"] for sub, (pid, _) in providers.items()}
+    assert placed == {"p1": "a", "p2": "b", "p3": "a", "p4": "b"}, placed
+    assert all(r["state"] == "placed" for r in rows.values()), rows
+    assert len(admin(a, "GET", "/admin/providers")["providers"]) == 2
+    assert len(admin(b, "GET", "/admin/providers")["providers"]) == 2
+    # Other provider commands are forwarded: `show` on the front end answers with its id.
+    shown = json.loads(front.lcc("provider", "show", providers["p2"][0]).stdout)
+    assert str(shown["id"]) == providers["p2"][0] and shown["lcc"] == "b", shown
+
+    # Sets through the front end land where the provider is, and only there.
+    for sub in ("p1", "p2"):
+        pid, pw = providers[sub]
+        scan = front.lcc("cp", "scan", os.path.join(site.root, sub), "--base-url", f"{site.base}{sub}/").stdout
+        out = send(front, pid, pw, scan).stdout.decode()
+        assert "accepted 3 of 3" in out.lower(), out
+    for sub, holder, other in (("p1", a, b), ("p2", b, a)):
+        prefix = f"{site.base}{sub}/"
+        wait_for(f"{sub}'s 3 URLs stored on {holder.name}", lambda: len(stored(holder, prefix)) == 3, timeout=30)
+        assert stored(other, prefix) == [], f"{sub} reached {other.name}"
+
+    # Unknown provider: the protocol's own answer.
+    r = send(front, "999", "x", b"", check=False)
+    assert r.returncode == 1 and "init rejected 110" in r.stdout.decode(), r.stdout
+
+    unreachable_sub_lcc(front, b, providers, site)
+    pending_row_cleaned(front, a, b, site)
+    hostile(front)
+    front.status()  # still up
+
+
+def unreachable_sub_lcc(front, b, providers, site):
+    pid, pw = providers["p4"]
+    scan = front.lcc("cp", "scan", os.path.join(site.root, "p4"), "--base-url", f"{site.base}p4/").stdout
+    b.stop()
+    t0 = time.time()
+    r = send(front, pid, pw, scan, check=False)
+    assert r.returncode == 1 and "init rejected 130" in r.stdout.decode(), r.stdout
+    assert time.time() - t0 < 10, "try-later took too long"
+    b.start()
+    out = send(front, pid, pw, scan).stdout.decode()
+    assert "accepted 3 of 3" in out.lower(), out
+    wait_for("p4 stored on b", lambda: len(stored(b, f"{site.base}p4/")) == 3, timeout=30)
+
+
+def pending_row_cleaned(front, a, b, site):
+    # a holds 2, b 2: one more on a makes b the least loaded; b is then stopped.
+    add(front, f"{site.base}p5/")
+    wait_for("loads read again", lambda: {l["name"]: l["providers"] for l in front.status()["front"]["lccs"]}
+             == {"a": 3, "b": 2})
+    b.stop()
+    r = front.lcc("provider", "add", "--prefix", f"{site.base}p5/", check=False)
+    assert r.returncode != 0 and "pending" in r.stderr.decode(), (r.stdout, r.stderr)
+    pending = [p for p in admin(front, "GET", "/admin/providers")["providers"] if p["state"] == "pending"]
+    assert len(pending) == 1 and pending[0]["lcc"] == "b", pending
+    time.sleep(1.5)  # past front.pending_grace: still kept, b cannot be asked
+    assert any(p["state"] == "pending" for p in admin(front, "GET", "/admin/providers")["providers"])
+    b.start()
+    wait_for("the pending row cleaned", lambda: all(p["state"] == "placed" for p in
+                                                    admin(front, "GET", "/admin/providers")["providers"]))
+    assert len(admin(b, "GET", "/admin/providers")["providers"]) == 2  # nothing half-made left on b
+
+
+def hostile(front):
+    port = front.ports["uns"]
+    head = b'<lococa:init xmlns:lococa="http://www.lococa.org/1.0"><provider id="1" passwd="'
+    got, secs = raw_session(port, head + b"a" * 200_000, 10)
+    assert b'code="101"' in got and secs < 5, (got[:300], secs)
+    got, secs = raw_session(port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 10)
+    assert b'code="100"' in got and secs < 5, (got[:300], secs)
+    got, secs = raw_session(port, head[:30], 10)  # slow: never finishes its init
+    assert b'code="133"' in got and 1.5 < secs < 6, (got[:300], secs)
+
+
+def main():
+    args = e2e_args()
+    conninfo = fixture_pg_conninfo()
+    work = tempfile.mkdtemp(prefix="lcc-front-")
+    site = Site(os.path.join(work, "site"))
+    a = Node(args, work, "a", "mA", SUB_ROLES)
+    b = Node(args, work, "b", "mB", SUB_ROLES)
+    front = Node(args, work, "front", "mF", ["front"],
+                 front_config(conninfo, f"lcc_front_{os.getpid()}", [("a", a), ("b", b)]))
+    run_nodes_guarded([front, a, b], site, work, lambda: run(conninfo, site, front, a, b), "e2e front")
+
+
+if __name__ == "__main__":
+    main()
