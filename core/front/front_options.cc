@@ -67,6 +67,8 @@ Result<FrontOptions> FrontOptions::fromConfig(const Config& cfg) {
   o.handshake_timeout = ms("tls.handshake_timeout");
   o.max_connections = static_cast<std::size_t>(cfg.getInt("uns.max_connections"));
   o.max_connections_per_ip = static_cast<std::size_t>(cfg.getInt("uns.max_connections_per_ip"));
+  o.auth_failures_per_minute = static_cast<std::uint64_t>(cfg.getInt("uns.auth_failures_per_minute"));
+  o.auth_cooldown = ms("uns.auth_cooldown");
   std::string problems;
   if (o.conninfo.empty()) problems += "front.conninfo: required by the front role (a libpq connection string)\n";
   for (const auto& entry : cfg.getList("front.lccs")) {

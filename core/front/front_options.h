@@ -45,6 +45,8 @@ struct FrontOptions {
   Millis handshake_timeout{};      // tls.handshake_timeout
   std::size_t max_connections = 0;         // uns.max_connections
   std::size_t max_connections_per_ip = 0;  // uns.max_connections_per_ip
+  std::uint64_t auth_failures_per_minute = 0;  // uns.auth_failures_per_minute: counted per CP address here
+  Millis auth_cooldown{};                  // uns.auth_cooldown
   // No config key: the TLS port's context (NodeTls::server()).
   std::shared_ptr<net::TlsContextSlot> tls;
 

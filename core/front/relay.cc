@@ -5,6 +5,7 @@
 #include <mutex>
 #include <spdlog/spdlog.h>
 
+#include "common/address_limiter.h"
 #include "front/init_sniffer.h"
 #include "net/acceptor.h"
 #include "net/connector.h"
@@ -21,10 +22,16 @@ struct Shared {
   Clock* clock = nullptr;
   asio::thread_pool* pool = nullptr;
   const FrontOptions* opt = nullptr;  // the core's
+  // Failed inits (110) per CP address, as a UNS counts them (uns.auth_failures_per_minute,
+  // uns.auth_cooldown): the sub-LCCs see only the front end's address.
+  AddressLimiter* auth_limiter = nullptr;
   Counter* c_sessions = nullptr;
   Counter* c_refused = nullptr;
   Counter* c_relayed = nullptr;
 };
+
+// The sub-LCC's first reply is read (not changed) up to this many bytes, to count a 110.
+constexpr std::size_t kMaxFirstReplyPeek = 1u << 20;
 
 std::string offline() { return std::string(errorCodeMessage(ErrorCode::kOffline)); }
 
@@ -32,7 +39,7 @@ std::string offline() { return std::string(errorCodeMessage(ErrorCode::kOffline)
 class RelaySession : public std::enable_shared_from_this<RelaySession> {
  public:
   RelaySession(std::shared_ptr<net::Connection> cp, const Shared& sh, bool admitted)
-      : sh_(sh), cp_(std::move(cp)), sniffer_(sh.opt->init_max_bytes), admitted_(admitted) {}
+      : sh_(sh), cp_(std::move(cp)), sniffer_(sh.opt->init_max_bytes), ip_(cp_->peerAddress()), admitted_(admitted) {}
 
   void start() {
     auto self = shared_from_this();
@@ -75,6 +82,11 @@ class RelaySession : public std::enable_shared_from_this<RelaySession> {
         return refuse(sniffer_.code(), sniffer_.message());
       case InitSniffer::State::kInit:
         held_ = sniffer_.rest();
+        if (const AddressLimiter::Decision d = sh_.auth_limiter->check(ip_); !d.allowed) {
+          const std::int64_t seconds = (d.retry_after.count() + 999) / 1000;
+          return refuse(ErrorCode::kTooManyConnections, "too many failed authentications from this address; try again in " +
+                                                            std::to_string(seconds) + " s");
+        }
         return route();
     }
   }
@@ -115,6 +127,7 @@ class RelaySession : public std::enable_shared_from_this<RelaySession> {
     }
     if (!r.value()) {
       spdlog::info("front: {}: init refused: no provider {}", cp_->peer(), sniffer_.id());
+      authFailed();
       return refuse(ErrorCode::kAuthFailed, std::string(errorCodeMessage(ErrorCode::kAuthFailed)));
     }
     connect(*r.value());
@@ -131,12 +144,19 @@ class RelaySession : public std::enable_shared_from_this<RelaySession> {
     co.connection.clock = sh_.clock;
     co.connection.idle = sh_.opt->idle_timeout;
     co.connection.max_queued = 4 * sh_.opt->relay_buffer;
-    auto self = shared_from_this();
+    // The connector keeps its callbacks after stop(): they hold the session weakly, so
+    // the session (which holds the connector) is freed once its connections are.
+    std::weak_ptr<RelaySession> weak = shared_from_this();
     connector_ = std::make_shared<net::Connector>(*sh_.io, *sh_.clock, co);
-    Status s = connector_->start([self](std::shared_ptr<net::Connection> c) { self->connected(std::move(c)); },
-                                 [self](const std::string& why, Millis) { self->connectFailed(why); });
+    Status s = connector_->start(
+        [weak](std::shared_ptr<net::Connection> c) {
+          if (auto me = weak.lock()) return me->connected(std::move(c));
+          c->close(net::CloseReason::kShutdown);
+        },
+        [weak](const std::string& why, Millis) {
+          if (auto me = weak.lock()) me->connectFailed(why);
+        });
     if (!s.isOk()) return connectFailed(s.message());
-    std::weak_ptr<RelaySession> weak = self;
     sh_.clock->schedule(sh_.opt->connect_timeout, [weak, strand = cp_->strand()]() mutable {
       if (auto me = weak.lock()) {
         asio::post(strand, [me] { me->connectFailed("not connected within the front.connect_timeout"); });
@@ -176,9 +196,29 @@ class RelaySession : public std::enable_shared_from_this<RelaySession> {
   }
   void toCp(std::string_view b) {
     answered_ = true;
+    peekFirstReply(b);
     cp_->send(std::string(b));
     if (cp_->queuedBytes() > sh_.opt->relay_buffer) up_->setReading(false);
   }
+  // The sub-LCC's answer to the init, read as it passes: a 110 counts against the CP's address.
+  void peekFirstReply(std::string_view b) {
+    if (!reply_) return;
+    peeked_ += b.size();
+    for (const auto& r : reply_->feed(b)) {
+      if (r.kind == proto::CpReply::Kind::kInitRejected && r.code == ErrorCode::kAuthFailed) authFailed();
+      reply_.reset();
+      return;
+    }
+    if (reply_->failed() || peeked_ > kMaxFirstReplyPeek) reply_.reset();
+  }
+
+  void authFailed() {
+    if (!sh_.auth_limiter->record(ip_).allowed) {
+      spdlog::warn("front: {}: {} failed inits within a minute; its inits get 120 for {} s", ip_,
+                   sh_.opt->auth_failures_per_minute, sh_.opt->auth_cooldown.count() / 1000);
+    }
+  }
+
   // Back-pressure: a side is read again once the other side's queue is half empty.
   void upWritten() {
     if (phase_ == Phase::kRelaying && !cp_eof_ && up_->queuedBytes() <= sh_.opt->relay_buffer / 2) cp_->setReading(true);
@@ -220,6 +260,9 @@ class RelaySession : public std::enable_shared_from_this<RelaySession> {
   std::shared_ptr<net::Connection> up_;
   std::shared_ptr<net::Connector> connector_;
   InitSniffer sniffer_;
+  const std::string ip_;
+  std::unique_ptr<proto::ReplyDecoder> reply_ = std::make_unique<proto::ReplyDecoder>();  // until the first reply
+  std::size_t peeked_ = 0;
   std::string held_;  // the CP's bytes after its init, until the sub-LCC is connected
   std::string uns_;
   std::uint64_t local_id_ = 0;
@@ -231,7 +274,10 @@ class RelaySession : public std::enable_shared_from_this<RelaySession> {
 }  // namespace
 
 struct FrontRelay::Impl {
+  explicit Impl(const FrontOptions& o, Clock* clock)
+      : limiter(AddressLimiterOptions{.max_events = o.auth_failures_per_minute, .cooldown = o.auth_cooldown}, clock) {}
   Shared sh;
+  AddressLimiter limiter;
   asio::thread_pool pool{2};
   std::shared_ptr<net::Acceptor> acceptor, tls_acceptor;
   std::mutex mu;
@@ -251,8 +297,9 @@ struct FrontRelay::Impl {
 };
 
 FrontRelay::FrontRelay(asio::io_context& io, FrontCore& core, Clock* clock, Metrics* metrics)
-    : impl_(std::make_shared<Impl>()) {
+    : impl_(std::make_shared<Impl>(core.options(), clock)) {
   Shared& sh = impl_->sh;
+  sh.auth_limiter = &impl_->limiter;
   sh.io = &io;
   sh.core = &core;
   sh.clock = clock;

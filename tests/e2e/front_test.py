@@ -25,10 +25,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeline_test import Node, Site, e2e_args, fixture_pg_conninfo, run_nodes_guarded, wait_for  # noqa: E402
 
 SUB_ROLES = ["uns", "qm", "botm", "bot", "cu"]
+# Behind a front end a sub-LCC's UNS sees one address, the front end's: it does not
+# count failed inits per address (the front end does, per CP address).
+SUB_EXTRA = "uns:\n  auth_failures_per_minute: 0\n"
 
 
 def front_config(conninfo, schema, subs):
-    lines = [f"front:\n  conninfo: '{conninfo}'\n  schema: {schema}\n  refresh_interval: 300ms\n",
+    # Failed inits are counted per CP address by the front end (the sub-LCCs see only its address).
+    lines = ["uns:\n  auth_failures_per_minute: 4\n  auth_cooldown: 2s\n",
+             f"front:\n  conninfo: '{conninfo}'\n  schema: {schema}\n  refresh_interval: 300ms\n",
              "  stale_after: 3s\n  pending_grace: 1s\n  connect_timeout: 1s\n  init_timeout: 2s\n",
              "  init_max_bytes: 4KiB\n  cache_ttl: 1s\n  lccs:\n"]
     for name, n in subs:
@@ -129,7 +134,24 @@ def run(conninfo, site, front, a, b):
     unreachable_sub_lcc(front, b, providers, site)
     pending_row_cleaned(front, a, b, site)
     hostile(front)
+    throttled(front, providers, site)
     front.status()  # still up
+
+
+def throttled(front, providers, site):
+    """Failed inits from one address: 110 until the 4th in a minute (the unknown provider
+    above was the 1st), then 120 for every init of the address, even a right one, for
+    the cool-down; the sub-LCC's 110s count although it answers them."""
+    pid, pw = providers["p1"]
+    for _ in range(3):
+        r = send(front, pid, pw + "x", b"", check=False)
+        assert "init rejected 110" in r.stdout.decode(), r.stdout
+    r = send(front, pid, pw, b"", check=False)
+    assert "init rejected 120" in r.stdout.decode() and "failed authentications" in r.stdout.decode(), r.stdout
+    time.sleep(2.2)
+    scan = front.lcc("cp", "scan", os.path.join(site.root, "p1"), "--base-url", f"{site.base}p1/").stdout
+    out = send(front, pid, pw, scan).stdout.decode()
+    assert "accepted 3 of 3" in out.lower(), out
 
 
 def unreachable_sub_lcc(front, b, providers, site):
@@ -180,8 +202,8 @@ def main():
     conninfo = fixture_pg_conninfo()
     work = tempfile.mkdtemp(prefix="lcc-front-")
     site = Site(os.path.join(work, "site"))
-    a = Node(args, work, "a", "mA", SUB_ROLES)
-    b = Node(args, work, "b", "mB", SUB_ROLES)
+    a = Node(args, work, "a", "mA", SUB_ROLES, SUB_EXTRA)
+    b = Node(args, work, "b", "mB", SUB_ROLES, SUB_EXTRA)
     front = Node(args, work, "front", "mF", ["front"],
                  front_config(conninfo, f"lcc_front_{os.getpid()}", [("a", a), ("b", b)]))
     run_nodes_guarded([front, a, b], site, work, lambda: run(conninfo, site, front, a, b), "e2e front")
