@@ -32,6 +32,11 @@ struct Shared {
 
 // The sub-LCC's first reply is read (not changed) up to this many bytes, to count a 110.
 constexpr std::size_t kMaxFirstReplyPeek = 1u << 20;
+// Both connections read this much at a time. A side stops being read once more than
+// front.relay_buffer waits for the other, so a queue holds at most that plus a read or
+// two (the one under way ends after setReading(false)); past maxQueued() it is closed.
+constexpr std::size_t kReadBuffer = 16 * 1024;
+std::size_t maxQueued(std::size_t relay_buffer) { return 2 * relay_buffer + 4 * kReadBuffer; }
 
 std::string offline() { return std::string(errorCodeMessage(ErrorCode::kOffline)); }
 
@@ -143,7 +148,8 @@ class RelaySession : public std::enable_shared_from_this<RelaySession> {
     co.strand = cp_->strand();
     co.connection.clock = sh_.clock;
     co.connection.idle = sh_.opt->idle_timeout;
-    co.connection.max_queued = 4 * sh_.opt->relay_buffer;
+    co.connection.max_queued = maxQueued(sh_.opt->relay_buffer);
+    co.connection.read_buffer = kReadBuffer;
     // The connector keeps its callbacks after stop(): they hold the session weakly, so
     // the session (which holds the connector) is freed once its connections are.
     std::weak_ptr<RelaySession> weak = shared_from_this();
@@ -318,8 +324,8 @@ FrontRelay::FrontRelay(asio::io_context& io, FrontCore& core, Clock* clock, Metr
   ao.connection.clock = clock;
   ao.connection.idle = sh.opt->idle_timeout;
   ao.connection.linger = std::min(sh.opt->idle_timeout, Millis(2000));
-  ao.connection.max_queued = 4 * sh.opt->relay_buffer;
-  ao.connection.read_buffer = 16 * 1024;
+  ao.connection.max_queued = maxQueued(sh.opt->relay_buffer);
+  ao.connection.read_buffer = kReadBuffer;
   std::weak_ptr<Impl> weak = impl_;
   auto on_accept = [weak](std::shared_ptr<net::Connection> c, net::Admission a) {
     if (auto me = weak.lock()) me->accepted(std::move(c), a);

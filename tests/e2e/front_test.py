@@ -6,10 +6,12 @@ lcc_pg_server (LCC_TEST_PG_CONNINFO). Exit 77 (skipped) when there is no server.
 - `lcc provider add` x4 on the front end spreads the providers 2 and 2 (least loaded);
 - `lcc cp send` through the front end's CP port lands each set in the sub-LCC holding
   the provider (its CU exports the URLs) and never in the other;
+- the same over the TLS CP port; a set of 50,000 URLs through a 16 KiB relay buffer;
 - an unknown provider gets 110; a sub-LCC down gives 130 (try later), and once it is
   back the resend is accepted;
 - an add placed on a sub-LCC that is down leaves a pending row, which is cleaned;
-- a hostile first message (huge, slow, garbage) is refused within bounds.
+- a hostile first message (huge, slow, garbage) is refused within bounds;
+- failed inits from one address turn it away (120) for the cool-down.
 """
 import json
 import os
@@ -22,7 +24,10 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeline_test import Node, Site, e2e_args, fixture_pg_conninfo, run_nodes_guarded, wait_for  # noqa: E402
+from pipeline_test import Node, Site, e2e_args, fixture_pg_conninfo, free_port, run_nodes_guarded, wait_for  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tls"))
+from tls_test import Pki  # noqa: E402
 
 SUB_ROLES = ["uns", "qm", "botm", "bot", "cu"]
 # Behind a front end a sub-LCC's UNS sees one address, the front end's: it does not
@@ -35,7 +40,8 @@ def front_config(conninfo, schema, subs):
     lines = ["uns:\n  auth_failures_per_minute: 4\n  auth_cooldown: 2s\n",
              f"front:\n  conninfo: '{conninfo}'\n  schema: {schema}\n  refresh_interval: 300ms\n",
              "  stale_after: 3s\n  pending_grace: 1s\n  connect_timeout: 1s\n  init_timeout: 2s\n",
-             "  init_max_bytes: 4KiB\n  cache_ttl: 1s\n  lccs:\n"]
+             "  init_max_bytes: 4KiB\n  cache_ttl: 1s\n",
+             "  relay_buffer: 16KiB\n  lccs:\n"]  # small: a large set makes both sides wait
     for name, n in subs:
         token = os.path.join(n.work, "var", "admin.token")
         lines.append(f"    - '{name} uns=127.0.0.1:{n.ports['uns']} admin=127.0.0.1:{n.ports['http']} "
@@ -131,6 +137,8 @@ def run(conninfo, site, front, a, b):
     r = send(front, "999", "x", b"", check=False)
     assert r.returncode == 1 and "init rejected 110" in r.stdout.decode(), r.stdout
 
+    over_tls(front, providers, site)
+    large_set(front, a, providers, site)
     unreachable_sub_lcc(front, b, providers, site)
     pending_row_cleaned(front, a, b, site)
     hostile(front)
@@ -152,6 +160,25 @@ def throttled(front, providers, site):
     scan = front.lcc("cp", "scan", os.path.join(site.root, "p1"), "--base-url", f"{site.base}p1/").stdout
     out = send(front, pid, pw, scan).stdout.decode()
     assert "accepted 3 of 3" in out.lower(), out
+
+
+def over_tls(front, providers, site):
+    """The front end's TLS CP port (listen.uns_tls) relays as its plain one does."""
+    pid, pw = providers["p3"]
+    scan = front.lcc("cp", "scan", os.path.join(site.root, "p3"), "--base-url", f"{site.base}p3/").stdout
+    r = front.lcc("cp", "send", "--uns", f"localhost:{front.ports['uns_tls']}", "--tls", "--ca", front.pki.ca,
+                  "--id", pid, "--password", pw, "-", stdin=scan)
+    assert "accepted 3 of 3" in r.stdout.decode().lower(), r.stdout
+
+
+def large_set(front, a, providers, site):
+    """50,000 deletes (about 4 MB) through a 16 KiB relay buffer: every one taken."""
+    pid, pw = providers["p1"]
+    urls = "".join(f'<url c="gone/{i}.html" m="text/html" op="delete"/>\n' for i in range(50_000))
+    doc = (f'<lococa:set xmlns:lococa="http://www.lococa.org/1.0" urlprefix="{site.base}p1/">\n{urls}'
+           "</lococa:set>\n").encode()
+    out = send(front, pid, pw, doc).stdout.decode()
+    assert "accepted 50000 of 50000" in out.lower(), out
 
 
 def unreachable_sub_lcc(front, b, providers, site):
@@ -204,8 +231,17 @@ def main():
     site = Site(os.path.join(work, "site"))
     a = Node(args, work, "a", "mA", SUB_ROLES, SUB_EXTRA)
     b = Node(args, work, "b", "mB", SUB_ROLES, SUB_EXTRA)
+    pki = Pki(os.path.join(work, "pki"))
+    cert, key = pki.issue("front", "DNS:localhost")
     front = Node(args, work, "front", "mF", ["front"],
-                 front_config(conninfo, f"lcc_front_{os.getpid()}", [("a", a), ("b", b)]))
+                 front_config(conninfo, f"lcc_front_{os.getpid()}", [("a", a), ("b", b)]) +
+                 f"tls:\n  cert_file: {cert}\n  key_file: {key}\n")
+    front.pki = pki
+    front.ports["uns_tls"] = free_port()
+    with open(front.config) as f:
+        text = f.read()
+    with open(front.config, "w") as f:
+        f.write(text.replace("listen:\n", f"listen:\n  uns_tls: 127.0.0.1:{front.ports['uns_tls']}\n", 1))
     run_nodes_guarded([front, a, b], site, work, lambda: run(conninfo, site, front, a, b), "e2e front")
 
 
