@@ -59,15 +59,21 @@ void FrontCore::refreshLoads() {
         if (r.spec.name == l.name) open = r.open;
       }
     }
+    std::uint64_t placed_before = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      placed_before = loads_[l.name].placed_since;
+    }
     auto load = client_.load(l);
-    std::lock_guard<std::mutex> lock(mu_);
-    LccLoad& mine = loads_[l.name];
-    mine.open = open;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      LccLoad& mine = loads_[l.name];
+      mine.open = open;
+      if (load.isOk()) applyRead(mine, load.value().providers, placed_before, clock_->monoNow());
+    }
+    // The FEDB's copy of the figures, for operators and other front ends (not under mu_).
     if (load.isOk()) {
-      mine.last_ok = clock_->monoNow();
-      mine.providers = load.value().providers;
-      mine.placed_since = 0;
-      (void)db_->recordLoad(l.name, mine.providers);
+      (void)db_->recordLoad(l.name, load.value().providers);
     } else {
       spdlog::warn("front: load of {}: {}", l.name, load.status().message());
       (void)db_->recordLoadError(l.name, load.status().message());
@@ -227,7 +233,9 @@ Result<std::optional<FrontCore::Target>> FrontCore::route(std::uint64_t id) {
     cache_.put(id, *r, now);
   }
   auto where = spec(r->lcc);
-  if (!where) return std::optional<Target>();
+  if (!where) {  // a row naming a sub-LCC taken out of front.lccs: the operator's to fix
+    return Status::busy("provider " + std::to_string(id) + " is on " + r->lcc + ", which front.lccs does not name");
+  }
   return std::optional<Target>(Target{where->uns, r->local_id});
 }
 

@@ -42,7 +42,8 @@ class FrontCore {
   void status(nlohmann::json& out) const;
 
   // The sub-LCC holding provider `id` and its UNS address; nullopt when no placed row
-  // names it. Error: the PMDB could not be read (the CP is told to try later).
+  // names it. Error: the PMDB could not be read, or the row names a sub-LCC that
+  // front.lccs does not (the CP is told to try later).
   struct Target {
     std::string uns;
     std::uint64_t local_id = 0;

@@ -1,6 +1,14 @@
 #include "front/placement.h"
 
+#include <algorithm>
+
 namespace lcc::front {
+
+void applyRead(LccLoad& l, std::uint64_t providers, std::uint64_t placed_before_read, MonoTime now) {
+  l.providers = providers;
+  l.placed_since -= std::min(l.placed_since, placed_before_read);
+  l.last_ok = now;
+}
 
 std::uint64_t loadOf(const LccLoad& l) { return l.providers + l.placed_since; }
 

@@ -29,6 +29,11 @@ struct LccLoad {
   std::uint64_t placed_since = 0;        // providers the front end placed there since that refresh
 };
 
+// A read of the sub-LCC's provider count that began when `placed_before_read` was its
+// placed_since: the placements made before the read began are in `providers` now; those
+// made while it ran may or may not be, and stay counted (twice at worst until the next
+// read, never missed: a burst of adds during a read does not all go to one sub-LCC).
+void applyRead(LccLoad& l, std::uint64_t providers, std::uint64_t placed_before_read, MonoTime now);
 // The load measure: providers held at the last refresh + those placed there since.
 std::uint64_t loadOf(const LccLoad& l);
 // Live: open, and refreshed within `stale_after` of `now`.

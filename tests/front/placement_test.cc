@@ -31,6 +31,18 @@ TEST(Placement, PlacementsSinceTheRefreshCount) {
   EXPECT_EQ(choosePlacement({lcc("a", 4), b}, kT0, kStale), "a");
 }
 
+TEST(Placement, APlacementMadeWhileTheCountWasReadIsNotLost) {
+  LccLoad a = lcc("a", 1);
+  a.placed_since = 1;                      // placed before the read began: in its count
+  const std::uint64_t before = a.placed_since;
+  ++a.placed_since;                        // placed while the read ran: maybe not in it
+  applyRead(a, 2, before, kT0 + Millis(10));
+  EXPECT_EQ(a.placed_since, 1u);
+  EXPECT_EQ(loadOf(a), 3u);                // counted twice at worst, never missed
+  EXPECT_EQ(choosePlacement({a, lcc("b", 2)}, kT0 + Millis(10), kStale), "b");
+  EXPECT_EQ(a.last_ok, kT0 + Millis(10));
+}
+
 TEST(Placement, TiesGoToTheSmallestName) {
   EXPECT_EQ(choosePlacement({lcc("b", 1), lcc("a", 1)}, kT0, kStale), "a");
 }
