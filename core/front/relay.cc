@@ -163,23 +163,31 @@ class RelaySession : public std::enable_shared_from_this<RelaySession> {
           if (auto me = weak.lock()) me->connectFailed(why);
         });
     if (!s.isOk()) return connectFailed(s.message());
-    sh_.clock->schedule(sh_.opt->connect_timeout, [weak, strand = cp_->strand()]() mutable {
+    // The timer holds nothing of the io_context (the clock may outlive it) and is
+    // cancelled once the connect ended either way.
+    connect_timer_ = sh_.clock->schedule(sh_.opt->connect_timeout, [weak] {
       if (auto me = weak.lock()) {
-        asio::post(strand, [me] { me->connectFailed("not connected within the front.connect_timeout"); });
+        asio::post(me->cp_->strand(), [me] { me->connectFailed("not connected within the front.connect_timeout"); });
       }
     });
   }
 
+  void stopConnecting() {
+    if (connector_) connector_->stop();
+    if (connect_timer_ != 0) sh_.clock->cancel(connect_timer_);
+    connect_timer_ = 0;
+  }
+
   void connectFailed(const std::string& why) {
     if (phase_ != Phase::kConnecting) return;
-    connector_->stop();
+    stopConnecting();
     spdlog::warn("front: {}: provider {}: sub-LCC UNS {}: {}; answered 130", cp_->peer(), sniffer_.id(), uns_, why);
     refuse(ErrorCode::kOffline, offline());
   }
 
   void connected(std::shared_ptr<net::Connection> c) {
     if (phase_ != Phase::kConnecting) return c->close(net::CloseReason::kShutdown);
-    connector_->stop();
+    stopConnecting();
     up_ = std::move(c);
     phase_ = Phase::kRelaying;
     cp_->disarmDeadline(net::Deadline::kSession);
@@ -245,7 +253,7 @@ class RelaySession : public std::enable_shared_from_this<RelaySession> {
 
   void cpClosed() {
     phase_ = Phase::kDone;
-    if (connector_) connector_->stop();
+    stopConnecting();
     if (up_) up_->close(net::CloseReason::kShutdown);
   }
 
@@ -265,6 +273,7 @@ class RelaySession : public std::enable_shared_from_this<RelaySession> {
   std::shared_ptr<net::Connection> cp_;
   std::shared_ptr<net::Connection> up_;
   std::shared_ptr<net::Connector> connector_;
+  TimerId connect_timer_ = 0;  // strand
   InitSniffer sniffer_;
   const std::string ip_;
   std::unique_ptr<proto::ReplyDecoder> reply_ = std::make_unique<proto::ReplyDecoder>();  // until the first reply
