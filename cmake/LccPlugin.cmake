@@ -2,7 +2,8 @@
 #
 # A plugin compiles against lcc_plugin_sdk only (core/include: lcc/*.h, the plugin API,
 # and lcc/support/*.h, the support library it links statically); LIBS names outside
-# libraries (Kyoto, curl, zlib...), never a core library (lcc_common, lcc_proto...):
+# libraries (Kyoto, curl, zlib...) and lcc_support_pg (support code with libpq), never a
+# core library (lcc_common, lcc_proto...):
 # that is refused here, and tests/layers checks the include lines.
 #
 # Makes (<id> is <name> with '-' turned into '_': storage-kyoto -> storage_kyoto):
@@ -16,7 +17,8 @@ function(lcc_add_plugin)
   cmake_parse_arguments(P "" "NAME;ENTRY" "SOURCES;LIBS" ${ARGN})
   string(REPLACE "-" "_" _id ${P_NAME})
   foreach(_lib IN LISTS P_LIBS)
-    if(_lib MATCHES "^lcc_")
+    # lcc_support_pg is support code (core/support) with libpq of its own.
+    if(_lib MATCHES "^lcc_" AND NOT _lib STREQUAL "lcc_support_pg")
       message(FATAL_ERROR "plugin ${P_NAME}: LIBS names the core library ${_lib}; "
         "plugins link only lcc_plugin_sdk (CONTRIBUTING.md, Layers)")
     endif()

@@ -77,7 +77,7 @@ const std::vector<std::pair<std::string, std::string>>& listenKeys() {
   static const std::vector<std::pair<std::string, std::string>> kKeys = {
       {"uns", "listen.uns"},     {"uns", "listen.uns_tls"}, {"qm", "listen.qm"},  {"botm", "listen.botm"},
       {"botm", "listen.robots"}, {"cu", "listen.cu"},       {"cu", "listen.cu_tls"}, {"", "listen.http"},
-      {"", "listen.https"}};
+      {"", "listen.https"},      {"front", "listen.uns"},   {"front", "listen.uns_tls"}};
   return kKeys;
 }
 

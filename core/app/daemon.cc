@@ -17,6 +17,7 @@
 #include <iostream>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <spdlog/fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <thread>
@@ -40,11 +41,15 @@
 #include "qm/qm_service.h"
 #include "rs/rs_service.h"
 #include "uns/uns_service.h"
+#ifdef LCC_HAVE_FRONT
+#include "front/front_options.h"
+#include "front/front_service.h"
+#endif
 
 namespace lcc {
 namespace {
 
-const std::vector<std::string> kKnownRoles = {"uns", "qm", "botm", "bot", "cu", "rs"};
+const std::vector<std::string> kKnownRoles = {"uns", "qm", "botm", "bot", "cu", "rs", "front"};
 
 // At a stop, how long the roles' last connections may take to close and free their
 // sessions before the event loop is stopped anyway.
@@ -186,11 +191,20 @@ ServiceFactory factoryFor(const std::string& role) {
   if (role == "uns") return &uns::makeUnsService;
   if (role == "cu") return &cu::makeCuService;
   if (role == "rs") return &rs::makeRsService;
+#ifdef LCC_HAVE_FRONT
+  if (role == "front") return &front::makeFrontService;
+#else
+  if (role == "front") {
+    return [](NodeContext&) -> Result<ServicePtr> {
+      return Status::notSupported("this lccd was built without libpq: no front role");
+    };
+  }
+#endif
   return nullptr;
 }
 
 // Start order: the QM listens before BOT-Ms and UNSes connect; robots after BOT-M.
-const std::vector<std::string> kStartOrder = {"qm", "botm", "bot", "uns", "cu", "rs"};
+const std::vector<std::string> kStartOrder = {"qm", "botm", "bot", "uns", "cu", "rs", "front"};
 
 // `environment`: also bind the listen addresses and test node.data_dir (not --config-only).
 int checkOnly(const Config& cfg, const std::set<std::string>& roles, bool environment) {
@@ -249,11 +263,31 @@ struct NodePlan {
   std::shared_ptr<NodeTls> tls;
 };
 
+// The front role (core/front): its own keys, and the CP port it takes from the uns role.
+void checkFrontRole(const Config& cfg, const std::set<std::string>& roles, std::vector<ConfigProblem>* problems) {
+  if (!roles.count("front")) return;
+  if (roles.count("uns")) {
+    problems->push_back({cfg.sourceOf("roles"), "roles", "front and uns both take listen.uns: run one of them"});
+  }
+#ifdef LCC_HAVE_FRONT
+  auto o = front::FrontOptions::fromConfig(cfg);
+  if (o.isOk()) return;
+  std::istringstream lines(o.status().message());
+  for (std::string line; std::getline(lines, line);) {
+    const auto colon = line.find(": ");
+    const std::string key = line.substr(0, colon);
+    problems->push_back({cfg.sourceOf(key), key, line.substr(colon + 2)});
+  }
+#else
+  problems->push_back({cfg.sourceOf("roles"), "roles", "this lccd was built without libpq: no front role"});
+#endif
+}
+
 NodePlan planNode(const Config& cfg, std::vector<ConfigProblem>* problems) {
   NodePlan plan;
   for (const auto& r : cfg.getList("roles")) {
     if (std::find(kKnownRoles.begin(), kKnownRoles.end(), r) == kKnownRoles.end()) {
-      problems->push_back({cfg.sourceOf("roles"), "roles", "unknown role " + r + " (known: uns, qm, botm, bot, cu, rs)"});
+      problems->push_back({cfg.sourceOf("roles"), "roles", "unknown role " + r + " (known: uns, qm, botm, bot, cu, rs, front)"});
     }
     plan.roles.insert(r);
   }
@@ -276,6 +310,7 @@ NodePlan planNode(const Config& cfg, std::vector<ConfigProblem>* problems) {
     if (cfg.getString(key).empty()) problems->push_back({cfg.sourceOf(key), key, "cannot be off (empty): other roles connect here"});
   }
   plan.tls = NodeTls::fromConfig(cfg, problems);  // tls.*, listen.*_tls, tls:// links
+  checkFrontRole(cfg, plan.roles, problems);
   return plan;
 }
 

@@ -70,6 +70,14 @@ struct Admin {
       if (!n) return jsonError(400, "bandwidth must be bytes per second, 0 to 2^40 (got " + v + ")");
       rec.bandwidth = *n;
     }
+    // Optional: who to reach (the front end puts its placement marker here, core/front).
+    if (std::string v = req.param("contact"); !v.empty()) {
+      if (v.size() > 256) return jsonError(400, "contact longer than 256 characters");
+      for (unsigned char c : v) {
+        if (c < 0x20 || c == 0x7f) return jsonError(400, "contact contains a control character");
+      }
+      rec.contact = std::move(v);
+    }
     std::string password = req.param("password");
     if (req.query.count("password") && password.empty()) return jsonError(400, "password must not be empty");
     if (password.size() > 256) return jsonError(400, "password longer than 256 characters");

@@ -6,7 +6,7 @@
 // time), and comes from a loopback peer unless http.admin_remote is true.
 //
 //   POST   /admin/providers                     prefix=URL (repeatable), priority, bandwidth,
-//                                               password (optional): 201 {"id","password"}
+//                                               password, contact (optional): 201 {"id","password"}
 //   GET    /admin/providers                     {"providers": [provider...]}
 //   GET    /admin/providers/<id>                provider (everything but the hash), with
 //                                               "sitemap_poll" when it has a sitemap

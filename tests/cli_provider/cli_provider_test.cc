@@ -178,6 +178,28 @@ TEST_F(CliProviderTest, AddTakesPasswordPriorityAndBandwidth) {
   EXPECT_TRUE(passwords_->verify(p->password_hash, "s3cret pass&word").ok);
 }
 
+// The front end marks the providers it makes on a sub-LCC in `contact` (core/front).
+TEST_F(CliProviderTest, AddKeepsAContactAndRefusesOneWithAControlCharacter) {
+  auto post = [this](const std::string& contact) {
+    http::Request req;
+    req.method = "POST";
+    req.path = req.target = "/admin/providers";
+    req.remote_ip = "127.0.0.1";
+    req.remote_loopback = true;
+    req.headers["authorization"] = "Bearer " + token_;
+    req.query.emplace("prefix", "http://c.example/");
+    req.query.emplace("contact", contact);
+    return router_.dispatch(req);
+  };
+  http::Response ok = post("lcc-front:lcc_front:42");
+  ASSERT_EQ(ok.status, 201) << ok.body;
+  auto p = stored(static_cast<ProviderId>(json::parse(ok.body)["id"].get<std::uint64_t>()));
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->contact, "lcc-front:lcc_front:42");
+  EXPECT_EQ(post("a\r\nb").status, 400);
+  EXPECT_EQ(post(std::string(257, 'c')).status, 400);
+}
+
 TEST_F(CliProviderTest, BadInputIsAUsageErrorAndStoresNothing) {
   RunResult bad_url = lccWithToken({"provider", "add", "--prefix", "ftp://x.example/"});
   EXPECT_EQ(bad_url.rc, 2);

@@ -261,6 +261,19 @@ def run_nodes_guarded(nodes, sites, work, body):
             shutil.rmtree(work, ignore_errors=True)
 
 
+def fixture_pg_conninfo():
+    """The conninfo of the ctest fixture lcc_pg_server's PostgreSQL; exits 77 (skipped)
+    when there is none."""
+    if os.environ.get("LCC_TEST_PG_MISSING"):
+        print("skipped:", os.environ["LCC_TEST_PG_MISSING"])
+        sys.exit(77)
+    conninfo = os.environ.get("LCC_TEST_PG_CONNINFO")
+    if not conninfo:
+        print("skipped: run through ctest (the fixture lcc_pg_server sets LCC_TEST_PG_CONNINFO)")
+        sys.exit(77)
+    return conninfo
+
+
 def run_guarded(node, site, work, body):
     """Runs body(); on failure prints the lccd log's tail; always stops lccd and the site."""
     try:

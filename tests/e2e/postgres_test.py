@@ -15,7 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeline_test import Node, e2e_args, run_guarded, site_files, tar_contents, wait_for  # noqa: E402
-from pipeline_test import Site  # noqa: E402
+from pipeline_test import Site, fixture_pg_conninfo  # noqa: E402
 import tempfile  # noqa: E402
 
 
@@ -60,13 +60,7 @@ def run(lcc, site, work, conninfo, schema):
 
 def main():
     args = e2e_args()
-    if os.environ.get("LCC_TEST_PG_MISSING"):
-        print("skipped:", os.environ["LCC_TEST_PG_MISSING"])
-        sys.exit(77)
-    conninfo = os.environ.get("LCC_TEST_PG_CONNINFO")
-    if not conninfo:
-        print("skipped: run through ctest (the fixture lcc_pg_server sets LCC_TEST_PG_CONNINFO)")
-        sys.exit(77)
+    conninfo = fixture_pg_conninfo()
     schema = f"lcc_e2e_{os.getpid()}"
     work = tempfile.mkdtemp(prefix="lcc-postgres-")
     site = Site(os.path.join(work, "site"))

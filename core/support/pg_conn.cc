@@ -1,9 +1,9 @@
-#include "pg_conn.h"
+#include "lcc/support/pg_conn.h"
 
 #include <algorithm>
 #include <cstring>
 
-namespace lcc::plugins::postgres {
+namespace lcc::pg {
 namespace {
 
 std::string trimmed(const char* msg) {
@@ -364,4 +364,4 @@ void PgConn::rollback() {
   PgResult r(PQexec(c_, "ROLLBACK"));
 }
 
-}  // namespace lcc::plugins::postgres
+}  // namespace lcc::pg

@@ -1,0 +1,126 @@
+#include "front/front_service.h"
+
+#include <pthread.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <spdlog/spdlog.h>
+#include <thread>
+
+#include "common/tls_config.h"
+#include "front/front_core.h"
+#include "front/relay.h"
+#include "http/admin_api.h"
+
+namespace lcc::front {
+namespace {
+
+using http::Request;
+using http::Response;
+
+class FrontService final : public Service {
+ public:
+  FrontService(NodeContext& node, std::unique_ptr<FrontCore> core)
+      : node_(node), core_(std::move(core)), relay_(*node.io, *core_, node.clock, node.metrics) {
+    addRoutes();
+  }
+  ~FrontService() override { stop(); }
+
+  std::string_view name() const override { return "front"; }
+
+  Status start() override {
+    core_->refreshLoads();  // bounded: front.request_timeout per sub-LCC
+    LCC_RETURN_IF_ERROR(relay_.start());
+    refresher_ = std::thread([this] { refreshLoop(); });
+    return Status::ok();
+  }
+
+  void stop() override {
+    {
+      std::lock_guard<std::mutex> lock(wake_->mu);
+      if (wake_->stopping) return;
+      wake_->stopping = true;
+    }
+    wake_->cv.notify_all();
+    if (refresher_.joinable()) refresher_.join();
+    relay_.stop();
+  }
+
+  void status(nlohmann::json& out) const override {
+    core_->status(out);
+    relay_.status(out["cp_port"]);
+  }
+
+ private:
+  // Registered before the node's own /admin/ routes (core/http/admin_api.h): for the
+  // same path the router takes the first, so provider calls here are the front end's.
+  void addRoutes() {
+    if (node_.http == nullptr) return;
+    auto guarded = [this](auto fn) {
+      return [this, fn](const Request& req) -> Response {
+        const std::string token = http::readAdminToken(*node_.env, node_.data_dir + "/admin.token");
+        if (auto refused = http::checkAdminAccess(req, token, node_.config->getBool("http.admin_remote"))) {
+          return *refused;
+        }
+        return fn(req);
+      };
+    };
+    FrontCore* core = core_.get();
+    node_.http->add("POST", "/admin/providers", guarded([core](const Request& r) { return core->addProvider(r); }));
+    node_.http->add("GET", "/admin/providers", guarded([core](const Request&) { return core->listProviders(); }));
+    for (const char* method : {"GET", "POST", "PATCH", "DELETE"}) {
+      node_.http->add(method, "/admin/providers/", guarded([core](const Request& r) { return core->forward(r); }));
+    }
+  }
+
+  void refreshLoop() {
+    ::pthread_setname_np(::pthread_self(), "lcc-front-load");
+    std::unique_lock<std::mutex> lock(wake_->mu);
+    while (!wake_->stopping) {
+      const std::uint64_t seen = wake_->ticks;
+      // The wait is timed on the node's Clock; the timer holds the Wake, not the service.
+      node_.clock->schedule(core_->options().refresh_interval, [w = wake_] {
+        std::lock_guard<std::mutex> l(w->mu);
+        ++w->ticks;
+        w->cv.notify_all();
+      });
+      wake_->cv.wait(lock, [this, seen] { return wake_->ticks != seen || wake_->stopping; });
+      if (wake_->stopping) break;
+      lock.unlock();
+      core_->refreshLoads();
+      core_->cleanPending();
+      lock.lock();
+    }
+  }
+
+  struct Wake {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::uint64_t ticks = 0;
+    bool stopping = false;
+  };
+
+  NodeContext& node_;
+  std::unique_ptr<FrontCore> core_;
+  FrontRelay relay_;
+  std::thread refresher_;
+  std::shared_ptr<Wake> wake_ = std::make_shared<Wake>();
+};
+
+}  // namespace
+
+Result<ServicePtr> makeFrontService(NodeContext& node) {
+  auto opt = FrontOptions::fromConfig(*node.config);
+  if (!opt.isOk()) return opt.status();
+  FrontOptions o = std::move(opt).value();
+  if (node.tls) {
+    o.tls = node.tls->server();
+    o.handshake_timeout = node.tls->handshakeTimeout();
+  }
+  auto db = FrontDb::open(o);
+  if (!db.isOk()) return db.status();
+  auto core = std::make_unique<FrontCore>(std::move(o), std::move(db).value(), node.env, node.clock);
+  return ServicePtr(std::make_unique<FrontService>(node, std::move(core)));
+}
+
+}  // namespace lcc::front
