@@ -2,7 +2,7 @@
 // same records going through a storage plugin's QueueStore, in one run.
 //
 //   store_bench [--plugin storage-kyoto] [--urls 1000000] [--batch 1000] [--dir /tmp]
-//               [--skip-raw] [--keep] [--upsert] [--opt key=value ...]
+//               [--skip-raw] [--keep] [--upsert] [--interleave] [--opt key=value ...]
 //
 // Baseline ("raw"): the engine the plugin is built on, used the fastest durable way
 // its documentation allows: for Kyoto, HashDB (same buckets and mmap as the plugin's
@@ -21,6 +21,8 @@
 // baselines are libpq writing the same keys into a two-column table, one durable
 // transaction per batch: a multi-row INSERT before the plugin, COPY (binary) after it
 // (store_bench_pg.cc); each runs in a schema of its own, dropped afterwards.
+// --interleave: raw COPY and the plugin alternate batch by batch instead (on a shared
+// machine the phases one after the other meet different loads).
 // Disk figures do not apply there (the server's data directory is elsewhere).
 //
 // Add another engine's baseline to kBaselines (the key is the plugin name).
@@ -58,6 +60,7 @@ struct Args {
   bool skip_raw = false;
   bool keep = false;
   bool upsert = false;  // --upsert: rows not marked fresh (QueueBatch::PutEntry::fresh)
+  bool interleave = false;  // --interleave (storage-postgres): raw COPY and the plugin batch by batch
   std::map<std::string, std::string> opts;
 };
 
@@ -114,8 +117,10 @@ void report(const Result_& r) {
               double(r.disk.allocated) / double(r.raw_bytes), double(r.disk_after_close.allocated) / double(r.urls),
               double(r.rss_growth) / 1e6, bench::percentile(r.commit_us, 50) / 1000,
               bench::percentile(r.commit_us, 99) / 1000);
-  std::printf("%-22s CPU %.2f us/URL (%.0f URLs per CPU-second)\n", "", r.cpu_seconds * 1e6 / double(r.urls),
-              double(r.urls) / std::max(1e-9, r.cpu_seconds));
+  if (r.cpu_seconds > 0) {  // not measured for the interleaved raw line
+    std::printf("%-22s CPU %.2f us/URL (%.0f URLs per CPU-second)\n", "", r.cpu_seconds * 1e6 / double(r.urls),
+                double(r.urls) / r.cpu_seconds);
+  }
   if (!r.apply_us.empty()) {
     std::printf("%-22s of which apply() p50 %.2f ms, sync() p50 %.2f ms\n", "",
                 bench::percentile(r.apply_us, 50) / 1000,
@@ -247,7 +252,10 @@ const std::map<std::string, std::function<Result_(const Args&, const std::string
 };
 
 // --- the plugin ---------------------------------------------------------------
-Result_ viaPlugin(const Args& a, const std::string& dir) {
+// `beside` (--interleave): called with each batch's URL range, before the plugin writes
+// it for even batches and after for odd ones, so neither side always goes first.
+Result_ viaPlugin(const Args& a, const std::string& dir,
+                  const std::function<void(std::uint64_t, std::uint64_t)>& beside = {}) {
   Result_ r;
   r.name = a.plugin + " apply+sync";
   SystemClock clock;
@@ -267,13 +275,15 @@ Result_ viaPlugin(const Args& a, const std::string& dir) {
   const double cpu0 = bench::cpuSeconds();
   for (std::uint64_t i = 0; i < a.urls;) {
     QueueBatch b;  // the caller's rows, made before the clock runs
-    std::uint64_t end = std::min(a.urls, i + a.batch);
+    const std::uint64_t from = i, end = std::min(a.urls, i + a.batch);
+    const bool beside_first = (from / a.batch) % 2 == 0;
     for (; i < end; ++i) {
       QueueEntry e = entry(i);
       r.raw_bytes += encodeUrlKey(e.notice.key).size() + kValueBytes;
       b.putEntry(std::move(e), !a.upsert);  // new keys, marked as the QM marks rows it read as absent
     }
     b.putMeta("journal_pos", std::to_string(i));
+    if (beside && beside_first) beside(from, end);
     Stopwatch batch;
     Status s = q->apply(b);
     r.apply_us.push_back(batch.micros());
@@ -284,6 +294,7 @@ Result_ viaPlugin(const Args& a, const std::string& dir) {
     }
     r.commit_us.push_back(batch.micros());
     r.seconds += r.commit_us.back() / 1e6;
+    if (beside && !beside_first) beside(from, end);
   }
   r.cpu_seconds = bench::cpuSeconds() - cpu0;
   r.urls = a.urls;
@@ -302,10 +313,40 @@ Result_ viaPlugin(const Args& a, const std::string& dir) {
   return r;
 }
 
+#ifdef LCC_BENCH_HAVE_PG
+// --interleave: raw libpq COPY of each batch's keys alternated with the plugin's batch,
+// one batch each in turn (two connections, two schemas): both meet the same moments
+// of a shared machine's load. Prints both lines and the ratio.
+void interleaved(const Args& a, const std::string& dir) {
+  bench::RawPgWriter w(a.opts.count("conninfo") ? a.opts.at("conninfo") : "", a.opts.at("schema") + "_raw", true);
+  Result_ raw;
+  raw.name = "raw libpq COPY";
+  const std::string value(kValueBytes, 'x');
+  std::vector<std::string> keys;
+  Result_ p = viaPlugin(a, dir, [&](std::uint64_t from, std::uint64_t end) {
+    keys.clear();
+    for (std::uint64_t k = from; k < end; ++k) keys.push_back(encodeUrlKey(urlKey(k)));
+    const double t = w.write(keys, value);
+    if (t < 0) {
+      std::fprintf(stderr, "raw postgres: %s\n", w.error().c_str());
+      std::exit(1);
+    }
+    raw.commit_us.push_back(t * 1e6);
+    raw.seconds += t;
+  });
+  raw.urls = a.urls;
+  raw.raw_bytes = w.rawBytes();
+  report(raw);
+  report(p);
+  std::printf("(interleaved batch by batch; the CPU line is the process's: both sides)\n");
+  std::printf("ratio to raw libpq COPY: %.2fx URLs/s\n", p.rate() / raw.rate());
+}
+#endif
+
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: store_bench [--plugin NAME] [--urls N] [--batch N] [--dir DIR] [--skip-raw] [--keep] "
-               "[--upsert] [--opt key=value]...\n");
+               "[--upsert] [--interleave] [--opt key=value]...\n");
   std::exit(2);
 }
 
@@ -326,6 +367,7 @@ int main(int argc, char** argv) {
     else if (k == "--skip-raw") a.skip_raw = true;
     else if (k == "--keep") a.keep = true;
     else if (k == "--upsert") a.upsert = true;
+    else if (k == "--interleave") a.interleave = true;
     else if (k == "--opt") {
       std::string kv = next();
       auto eq = kv.find('=');
@@ -340,6 +382,20 @@ int main(int argc, char** argv) {
   std::printf("store_bench: %llu URLs, batches of %llu, durable (sync per batch)\nmachine: %s\n",
               static_cast<unsigned long long>(a.urls), static_cast<unsigned long long>(a.batch),
               bench::machineLine(base).c_str());
+#ifdef LCC_BENCH_HAVE_PG
+  if (pg && a.interleave) {
+    const std::string d = base + "/plugin";
+    (void)posixEnv()->createDirs(d);
+    interleaved(a, d);
+    if (!a.keep) {
+      const std::string err = bench::dropPgSchema(a.opts["conninfo"], a.opts["schema"]);
+      if (!err.empty()) std::fprintf(stderr, "dropping schema %s: %s\n", a.opts["schema"].c_str(), err.c_str());
+      bench::removeTree(d);
+      if (a.dir.empty()) bench::removeTree(base);
+    }
+    return 0;
+  }
+#endif
   Result_ raw;
   bool have_raw = false;
   if (!a.skip_raw) {

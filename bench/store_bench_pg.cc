@@ -66,47 +66,61 @@ std::string insertRows(PGconn* c, const std::string& table, const std::vector<st
 
 }  // namespace
 
+RawPgWriter::RawPgWriter(const std::string& conninfo, const std::string& schema, bool use_copy)
+    : schema_(schema), copy_(use_copy) {
+  c_ = PQconnectdb(conninfo.c_str());
+  if (PQstatus(c_) != CONNECTION_OK) {
+    error_ = PQerrorMessage(c_);
+    return;
+  }
+  error_ = exec(c_, "SET synchronous_commit TO on; DROP SCHEMA IF EXISTS " + schema + " CASCADE; CREATE SCHEMA " +
+                        schema + "; CREATE TABLE " + schema + ".raw (key bytea PRIMARY KEY, val bytea NOT NULL)");
+}
+
+RawPgWriter::~RawPgWriter() {
+  if (PQstatus(c_) == CONNECTION_OK) (void)exec(c_, "DROP SCHEMA " + schema_ + " CASCADE");
+  PQfinish(c_);
+}
+
+double RawPgWriter::write(const std::vector<std::string>& keys, const std::string& value) {
+  if (!error_.empty()) return -1;
+  Stopwatch one;
+  error_ = exec(c_, "BEGIN");
+  if (!copy_) {
+    if (error_.empty()) error_ = insertRows(c_, schema_ + ".raw", keys, value, &raw_bytes_);
+  } else {
+    const std::string data = copyData(keys, value, &raw_bytes_);
+    if (error_.empty()) error_ = exec(c_, "COPY " + schema_ + ".raw (key, val) FROM STDIN (FORMAT binary)");
+    if (error_.empty() && (PQputCopyData(c_, data.data(), static_cast<int>(data.size())) != 1 ||
+                           PQputCopyEnd(c_, nullptr) != 1)) {
+      error_ = PQerrorMessage(c_);
+    }
+    for (PGresult* r; error_.empty() && (r = PQgetResult(c_)) != nullptr;) {
+      if (PQresultStatus(r) != PGRES_COMMAND_OK) error_ = PQerrorMessage(c_);
+      PQclear(r);
+    }
+  }
+  if (error_.empty()) error_ = exec(c_, "COMMIT");
+  return error_.empty() ? one.seconds() : -1;
+}
+
 RawPgRun rawPgBatches(const std::string& conninfo, const std::string& schema, bool use_copy, std::uint64_t urls,
                       std::uint64_t batch, std::size_t value_bytes,
                       const std::function<std::string(std::uint64_t)>& key) {
   RawPgRun run;
-  PGconn* c = PQconnectdb(conninfo.c_str());
-  if (PQstatus(c) != CONNECTION_OK) {
-    run.error = PQerrorMessage(c);
-    PQfinish(c);
-    return run;
-  }
-  run.error = exec(c, "SET synchronous_commit TO on; DROP SCHEMA IF EXISTS " + schema + " CASCADE; CREATE SCHEMA " +
-                          schema + "; CREATE TABLE " + schema + ".raw (key bytea PRIMARY KEY, val bytea NOT NULL)");
+  RawPgWriter w(conninfo, schema, use_copy);
   const std::string value(value_bytes, 'x');
-  const std::string copy = "COPY " + schema + ".raw (key, val) FROM STDIN (FORMAT binary)";
   std::vector<std::string> keys;
-  for (std::uint64_t i = 0; i < urls && run.error.empty(); i += batch) {
+  for (std::uint64_t i = 0; i < urls && w.error().empty(); i += batch) {
     keys.clear();  // the caller's rows, made before the clock runs
     for (std::uint64_t k = i; k < std::min(urls, i + batch); ++k) keys.push_back(key(k));
-    Stopwatch one;
-    run.error = exec(c, "BEGIN");
-    if (!use_copy) {
-      if (run.error.empty()) run.error = insertRows(c, schema + ".raw", keys, value, &run.raw_bytes);
-    } else {
-      const std::string data = copyData(keys, value, &run.raw_bytes);
-      if (run.error.empty()) run.error = exec(c, copy);
-      if (run.error.empty() && (PQputCopyData(c, data.data(), static_cast<int>(data.size())) != 1 ||
-                                PQputCopyEnd(c, nullptr) != 1)) {
-        run.error = PQerrorMessage(c);
-      }
-      for (PGresult* r; run.error.empty() && (r = PQgetResult(c)) != nullptr;) {
-        if (PQresultStatus(r) != PGRES_COMMAND_OK) run.error = PQerrorMessage(c);
-        PQclear(r);
-      }
-    }
-    if (run.error.empty()) run.error = exec(c, "COMMIT");
-    run.commit_us.push_back(one.micros());
-    run.seconds += run.commit_us.back() / 1e6;
+    const double t = w.write(keys, value);
+    if (t < 0) break;
+    run.commit_us.push_back(t * 1e6);
+    run.seconds += t;
   }
-  const std::string drop = exec(c, "DROP SCHEMA " + schema + " CASCADE");
-  if (run.error.empty()) run.error = drop;
-  PQfinish(c);
+  run.error = w.error();
+  run.raw_bytes = w.rawBytes();
   return run;
 }
 
