@@ -317,7 +317,9 @@ Result_ viaPlugin(const Args& a, const std::string& dir,
 // --interleave: raw libpq COPY of each batch's keys alternated with the plugin's batch,
 // one batch each in turn (two connections, two schemas): both meet the same moments
 // of a shared machine's load. Prints both lines and the ratio.
-void interleaved(const Args& a, const std::string& dir) {
+void interleaved(const Args& a, const std::string& base) {
+  const std::string dir = base + "/plugin";
+  (void)posixEnv()->createDirs(dir);
   bench::RawPgWriter w(a.opts.count("conninfo") ? a.opts.at("conninfo") : "", a.opts.at("schema") + "_raw", true);
   Result_ raw;
   raw.name = "raw libpq COPY";
@@ -340,6 +342,11 @@ void interleaved(const Args& a, const std::string& dir) {
   report(p);
   std::printf("(interleaved batch by batch; the CPU line is the process's: both sides)\n");
   std::printf("ratio to raw libpq COPY: %.2fx URLs/s\n", p.rate() / raw.rate());
+  if (a.keep) return;
+  const std::string err = bench::dropPgSchema(a.opts.at("conninfo"), a.opts.at("schema"));
+  if (!err.empty()) std::fprintf(stderr, "dropping schema %s: %s\n", a.opts.at("schema").c_str(), err.c_str());
+  bench::removeTree(dir);
+  if (a.dir.empty()) bench::removeTree(base);
 }
 #endif
 
@@ -350,9 +357,7 @@ void interleaved(const Args& a, const std::string& dir) {
   std::exit(2);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+Args parseArgs(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
@@ -376,6 +381,13 @@ int main(int argc, char** argv) {
     } else usage();
   }
   if (a.urls == 0 || a.batch == 0) usage();
+  return a;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a = parseArgs(argc, argv);
   const bool pg = a.plugin == "storage-postgres";
   if (pg && a.opts.count("schema") == 0) a.opts["schema"] = "lcc_bench_" + std::to_string(::getpid());
   const std::string base = a.dir.empty() ? bench::makeTempDir("store") : a.dir;
@@ -384,15 +396,7 @@ int main(int argc, char** argv) {
               bench::machineLine(base).c_str());
 #ifdef LCC_BENCH_HAVE_PG
   if (pg && a.interleave) {
-    const std::string d = base + "/plugin";
-    (void)posixEnv()->createDirs(d);
-    interleaved(a, d);
-    if (!a.keep) {
-      const std::string err = bench::dropPgSchema(a.opts["conninfo"], a.opts["schema"]);
-      if (!err.empty()) std::fprintf(stderr, "dropping schema %s: %s\n", a.opts["schema"].c_str(), err.c_str());
-      bench::removeTree(d);
-      if (a.dir.empty()) bench::removeTree(base);
-    }
+    interleaved(a, base);
     return 0;
   }
 #endif
