@@ -2,19 +2,27 @@
 // same records going through a storage plugin's QueueStore, in one run.
 //
 //   store_bench [--plugin storage-kyoto] [--urls 1000000] [--batch 1000] [--dir /tmp]
-//               [--skip-raw] [--keep] [--opt key=value ...]
+//               [--skip-raw] [--keep] [--upsert] [--interleave] [--opt key=value ...]
 //
 // Baseline ("raw"): the engine the plugin is built on, used the fastest durable way
 // its documentation allows: for Kyoto, HashDB (same buckets and mmap as the plugin's
 // defaults) with plain set() per record and synchronize(true) per batch. Plugin: the
 // same keys and about the same value bytes as QueueEntry rows, QueueStore::apply()
 // per batch + sync() per batch (durable, atomic per batch), loaded through the real
-// plugin loader. Reports URLs/s, the ratio to the baseline, disk bytes per URL (and
-// per raw byte: key + value), RSS growth, per-batch commit latency.
+// plugin loader. The keys are new, and the puts say so (QueueBatch::PutEntry::fresh),
+// as the QM's do for rows it read as absent; --upsert leaves them unmarked.
+// Reports URLs/s, the ratio to the baseline, disk bytes per URL (and
+// per raw byte: key + value), RSS growth, per-batch commit latency. Every line makes
+// a batch's rows (keys, QueueEntry values) before its clock starts: URLs/s is URLs
+// over the sum of the batches' write times, what the store costs and not the bench's
+// own record making; CPU is the whole process's, record making included.
 //
 // storage-postgres (built with libpq): `--opt conninfo=...` names the server; the raw
-// baseline is libpq COPY (binary) into a two-column table, one durable transaction per
-// batch (store_bench_pg.cc); both run in a schema of their own, dropped afterwards.
+// baselines are libpq writing the same keys into a two-column table, one durable
+// transaction per batch: a multi-row INSERT before the plugin, COPY (binary) after it
+// (store_bench_pg.cc); each runs in a schema of its own, dropped afterwards.
+// --interleave: raw COPY and the plugin alternate batch by batch instead (on a shared
+// machine the phases one after the other meet different loads).
 // Disk figures do not apply there (the server's data directory is elsewhere).
 //
 // Add another engine's baseline to kBaselines (the key is the plugin name).
@@ -51,6 +59,8 @@ struct Args {
   std::string dir;
   bool skip_raw = false;
   bool keep = false;
+  bool upsert = false;  // --upsert: rows not marked fresh (QueueBatch::PutEntry::fresh)
+  bool interleave = false;  // --interleave (storage-postgres): raw COPY and the plugin batch by batch
   std::map<std::string, std::string> opts;
 };
 
@@ -107,8 +117,10 @@ void report(const Result_& r) {
               double(r.disk.allocated) / double(r.raw_bytes), double(r.disk_after_close.allocated) / double(r.urls),
               double(r.rss_growth) / 1e6, bench::percentile(r.commit_us, 50) / 1000,
               bench::percentile(r.commit_us, 99) / 1000);
-  std::printf("%-22s CPU %.2f us/URL (%.0f URLs per CPU-second)\n", "", r.cpu_seconds * 1e6 / double(r.urls),
-              double(r.urls) / std::max(1e-9, r.cpu_seconds));
+  if (r.cpu_seconds > 0) {  // not measured for the interleaved raw line
+    std::printf("%-22s CPU %.2f us/URL (%.0f URLs per CPU-second)\n", "", r.cpu_seconds * 1e6 / double(r.urls),
+                double(r.urls) / r.cpu_seconds);
+  }
   if (!r.apply_us.empty()) {
     std::printf("%-22s of which apply() p50 %.2f ms, sync() p50 %.2f ms\n", "",
                 bench::percentile(r.apply_us, 50) / 1000,
@@ -128,7 +140,6 @@ Result_ syncFloor(const Args& a, const std::string& dir) {
     std::exit(1);
   }
   const double cpu0 = bench::cpuSeconds();
-  Stopwatch total;
   std::string buf;
   for (std::uint64_t i = 0; i < a.urls;) {
     buf.clear();
@@ -143,8 +154,8 @@ Result_ syncFloor(const Args& a, const std::string& dir) {
       std::exit(1);
     }
     r.commit_us.push_back(batch.micros());
+    r.seconds += r.commit_us.back() / 1e6;
   }
-  r.seconds = total.seconds();
   r.cpu_seconds = bench::cpuSeconds() - cpu0;
   r.urls = a.urls;
   ::close(fd);
@@ -166,11 +177,12 @@ Result_ rawKyoto(const Args& a, const std::string& dir) {
   const std::string value(kValueBytes, 'x');
   const std::uint64_t rss0 = bench::rssBytes();
   const double cpu0 = bench::cpuSeconds();
-  Stopwatch total;
+  std::vector<std::string> keys;
   for (std::uint64_t i = 0; i < a.urls;) {
+    keys.clear();  // the caller's rows, made before the clock runs
+    for (std::uint64_t end = std::min(a.urls, i + a.batch); i < end; ++i) keys.push_back(encodeUrlKey(urlKey(i)));
     Stopwatch batch;
-    for (std::uint64_t end = std::min(a.urls, i + a.batch); i < end; ++i) {
-      std::string k = encodeUrlKey(urlKey(i));
+    for (const std::string& k : keys) {
       r.raw_bytes += k.size() + value.size();
       db.set(k, value);
     }
@@ -179,8 +191,8 @@ Result_ rawKyoto(const Args& a, const std::string& dir) {
       std::exit(1);
     }
     r.commit_us.push_back(batch.micros());
+    r.seconds += r.commit_us.back() / 1e6;
   }
-  r.seconds = total.seconds();
   r.cpu_seconds = bench::cpuSeconds() - cpu0;
   r.urls = a.urls;
   r.rss_growth = static_cast<std::int64_t>(bench::rssBytes()) - static_cast<std::int64_t>(rss0);
@@ -240,7 +252,10 @@ const std::map<std::string, std::function<Result_(const Args&, const std::string
 };
 
 // --- the plugin ---------------------------------------------------------------
-Result_ viaPlugin(const Args& a, const std::string& dir) {
+// `beside` (--interleave): called with each batch's URL range, before the plugin writes
+// it for even batches and after for odd ones, so neither side always goes first.
+Result_ viaPlugin(const Args& a, const std::string& dir,
+                  const std::function<void(std::uint64_t, std::uint64_t)>& beside = {}) {
   Result_ r;
   r.name = a.plugin + " apply+sync";
   SystemClock clock;
@@ -258,16 +273,17 @@ Result_ viaPlugin(const Args& a, const std::string& dir) {
   auto& q = *store;
   const std::uint64_t rss0 = bench::rssBytes();
   const double cpu0 = bench::cpuSeconds();
-  Stopwatch total;
   for (std::uint64_t i = 0; i < a.urls;) {
-    QueueBatch b;
-    std::uint64_t end = std::min(a.urls, i + a.batch);
+    QueueBatch b;  // the caller's rows, made before the clock runs
+    const std::uint64_t from = i, end = std::min(a.urls, i + a.batch);
+    const bool beside_first = (from / a.batch) % 2 == 0;
     for (; i < end; ++i) {
       QueueEntry e = entry(i);
       r.raw_bytes += encodeUrlKey(e.notice.key).size() + kValueBytes;
-      b.putEntry(std::move(e));
+      b.putEntry(std::move(e), !a.upsert);  // new keys, marked as the QM marks rows it read as absent
     }
     b.putMeta("journal_pos", std::to_string(i));
+    if (beside && beside_first) beside(from, end);
     Stopwatch batch;
     Status s = q->apply(b);
     r.apply_us.push_back(batch.micros());
@@ -277,8 +293,9 @@ Result_ viaPlugin(const Args& a, const std::string& dir) {
       std::exit(1);
     }
     r.commit_us.push_back(batch.micros());
+    r.seconds += r.commit_us.back() / 1e6;
+    if (beside && !beside_first) beside(from, end);
   }
-  r.seconds = total.seconds();
   r.cpu_seconds = bench::cpuSeconds() - cpu0;
   r.urls = a.urls;
   r.rss_growth = static_cast<std::int64_t>(bench::rssBytes()) - static_cast<std::int64_t>(rss0);
@@ -296,16 +313,51 @@ Result_ viaPlugin(const Args& a, const std::string& dir) {
   return r;
 }
 
+#ifdef LCC_BENCH_HAVE_PG
+// --interleave: raw libpq COPY of each batch's keys alternated with the plugin's batch,
+// one batch each in turn (two connections, two schemas): both meet the same moments
+// of a shared machine's load. Prints both lines and the ratio.
+void interleaved(const Args& a, const std::string& base) {
+  const std::string dir = base + "/plugin";
+  (void)posixEnv()->createDirs(dir);
+  bench::RawPgWriter w(a.opts.count("conninfo") ? a.opts.at("conninfo") : "", a.opts.at("schema") + "_raw", true);
+  Result_ raw;
+  raw.name = "raw libpq COPY";
+  const std::string value(kValueBytes, 'x');
+  std::vector<std::string> keys;
+  Result_ p = viaPlugin(a, dir, [&](std::uint64_t from, std::uint64_t end) {
+    keys.clear();
+    for (std::uint64_t k = from; k < end; ++k) keys.push_back(encodeUrlKey(urlKey(k)));
+    const double t = w.write(keys, value);
+    if (t < 0) {
+      std::fprintf(stderr, "raw postgres: %s\n", w.error().c_str());
+      std::exit(1);
+    }
+    raw.commit_us.push_back(t * 1e6);
+    raw.seconds += t;
+  });
+  raw.urls = a.urls;
+  raw.raw_bytes = w.rawBytes();
+  report(raw);
+  report(p);
+  std::printf("(interleaved batch by batch; the CPU line is the process's: both sides)\n");
+  std::printf("ratio to raw libpq COPY: %.2fx URLs/s\n", p.rate() / raw.rate());
+  if (a.keep) return;
+  const std::string err = bench::dropPgSchema(a.opts.at("conninfo"), a.opts.at("schema"));
+  if (!err.empty()) std::fprintf(stderr, "dropping schema %s: %s\n", a.opts.at("schema").c_str(), err.c_str());
+  bench::removeTree(dir);
+  if (a.dir.empty()) bench::removeTree(base);
+}
+#endif
+
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: store_bench [--plugin NAME] [--urls N] [--batch N] [--dir DIR] [--skip-raw] [--keep] "
-               "[--opt key=value]...\n");
+               "[--upsert] [--interleave] [--opt key=value]...\n");
   std::exit(2);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+Args parseArgs(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
@@ -319,6 +371,8 @@ int main(int argc, char** argv) {
     else if (k == "--dir") a.dir = next();
     else if (k == "--skip-raw") a.skip_raw = true;
     else if (k == "--keep") a.keep = true;
+    else if (k == "--upsert") a.upsert = true;
+    else if (k == "--interleave") a.interleave = true;
     else if (k == "--opt") {
       std::string kv = next();
       auto eq = kv.find('=');
@@ -327,12 +381,25 @@ int main(int argc, char** argv) {
     } else usage();
   }
   if (a.urls == 0 || a.batch == 0) usage();
+  return a;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a = parseArgs(argc, argv);
   const bool pg = a.plugin == "storage-postgres";
   if (pg && a.opts.count("schema") == 0) a.opts["schema"] = "lcc_bench_" + std::to_string(::getpid());
   const std::string base = a.dir.empty() ? bench::makeTempDir("store") : a.dir;
   std::printf("store_bench: %llu URLs, batches of %llu, durable (sync per batch)\nmachine: %s\n",
               static_cast<unsigned long long>(a.urls), static_cast<unsigned long long>(a.batch),
               bench::machineLine(base).c_str());
+#ifdef LCC_BENCH_HAVE_PG
+  if (pg && a.interleave) {
+    interleaved(a, base);
+    return 0;
+  }
+#endif
   Result_ raw;
   bool have_raw = false;
   if (!a.skip_raw) {

@@ -2,6 +2,8 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "bench_util.h"
@@ -23,13 +25,11 @@ std::string exec(PGconn* c, const std::string& sql) {
 }
 
 // One batch as COPY's binary format: header, tuples of (key, val), trailer.
-std::string copyData(std::uint64_t from, std::uint64_t to, const std::string& value,
-                     const std::function<std::string(std::uint64_t)>& key, std::uint64_t* raw_bytes) {
+std::string copyData(const std::vector<std::string>& keys, const std::string& value, std::uint64_t* raw_bytes) {
   std::string buf("PGCOPY\n\377\r\n\0", 11);
   appendBE(&buf, 0, 4);  // flags
   appendBE(&buf, 0, 4);  // header extension length
-  for (std::uint64_t i = from; i < to; ++i) {
-    const std::string k = key(i);
+  for (const std::string& k : keys) {
     appendBE(&buf, 2, 2);
     appendBE(&buf, k.size(), 4);
     buf += k;
@@ -42,14 +42,11 @@ std::string copyData(std::uint64_t from, std::uint64_t to, const std::string& va
 }
 
 // One batch as a multi-row INSERT with binary parameters; "" or libpq's message.
-std::string insertRows(PGconn* c, const std::string& table, std::uint64_t from, std::uint64_t to,
-                       const std::string& value, const std::function<std::string(std::uint64_t)>& key,
-                       std::uint64_t* raw_bytes) {
+std::string insertRows(PGconn* c, const std::string& table, const std::vector<std::string>& keys,
+                       const std::string& value, std::uint64_t* raw_bytes) {
   std::string sql = "INSERT INTO " + table + " (key, val) VALUES ";
-  std::vector<std::string> keys;
   std::vector<const char*> values;
   std::vector<int> lengths, formats;
-  for (std::uint64_t i = from; i < to; ++i) keys.push_back(key(i));
   for (std::size_t i = 0; i < keys.size(); ++i) {
     sql += (i == 0 ? "($" : ",($") + std::to_string(2 * i + 1) + "::bytea,$" + std::to_string(2 * i + 2) + "::bytea)";
     values.push_back(keys[i].data());
@@ -69,48 +66,61 @@ std::string insertRows(PGconn* c, const std::string& table, std::uint64_t from, 
 
 }  // namespace
 
+RawPgWriter::RawPgWriter(const std::string& conninfo, const std::string& schema, bool use_copy)
+    : schema_(schema), copy_(use_copy) {
+  c_ = PQconnectdb(conninfo.c_str());
+  if (PQstatus(c_) != CONNECTION_OK) {
+    error_ = PQerrorMessage(c_);
+    return;
+  }
+  error_ = exec(c_, "SET synchronous_commit TO on; DROP SCHEMA IF EXISTS " + schema + " CASCADE; CREATE SCHEMA " +
+                        schema + "; CREATE TABLE " + schema + ".raw (key bytea PRIMARY KEY, val bytea NOT NULL)");
+}
+
+RawPgWriter::~RawPgWriter() {
+  if (PQstatus(c_) == CONNECTION_OK) (void)exec(c_, "DROP SCHEMA " + schema_ + " CASCADE");
+  PQfinish(c_);
+}
+
+double RawPgWriter::write(const std::vector<std::string>& keys, const std::string& value) {
+  if (!error_.empty()) return -1;
+  Stopwatch one;
+  error_ = exec(c_, "BEGIN");
+  if (!copy_) {
+    if (error_.empty()) error_ = insertRows(c_, schema_ + ".raw", keys, value, &raw_bytes_);
+  } else {
+    const std::string data = copyData(keys, value, &raw_bytes_);
+    if (error_.empty()) error_ = exec(c_, "COPY " + schema_ + ".raw (key, val) FROM STDIN (FORMAT binary)");
+    if (error_.empty() && (PQputCopyData(c_, data.data(), static_cast<int>(data.size())) != 1 ||
+                           PQputCopyEnd(c_, nullptr) != 1)) {
+      error_ = PQerrorMessage(c_);
+    }
+    for (PGresult* r; error_.empty() && (r = PQgetResult(c_)) != nullptr;) {
+      if (PQresultStatus(r) != PGRES_COMMAND_OK) error_ = PQerrorMessage(c_);
+      PQclear(r);
+    }
+  }
+  if (error_.empty()) error_ = exec(c_, "COMMIT");
+  return error_.empty() ? one.seconds() : -1;
+}
+
 RawPgRun rawPgBatches(const std::string& conninfo, const std::string& schema, bool use_copy, std::uint64_t urls,
                       std::uint64_t batch, std::size_t value_bytes,
                       const std::function<std::string(std::uint64_t)>& key) {
   RawPgRun run;
-  PGconn* c = PQconnectdb(conninfo.c_str());
-  if (PQstatus(c) != CONNECTION_OK) {
-    run.error = PQerrorMessage(c);
-    PQfinish(c);
-    return run;
-  }
-  run.error = exec(c, "SET synchronous_commit TO on; DROP SCHEMA IF EXISTS " + schema + " CASCADE; CREATE SCHEMA " +
-                          schema + "; CREATE TABLE " + schema + ".raw (key bytea PRIMARY KEY, val bytea NOT NULL)");
+  RawPgWriter w(conninfo, schema, use_copy);
   const std::string value(value_bytes, 'x');
-  const std::string copy = "COPY " + schema + ".raw (key, val) FROM STDIN (FORMAT binary)";
-  Stopwatch total;
-  for (std::uint64_t i = 0; i < urls && run.error.empty(); i += batch) {
-    const std::uint64_t end = std::min(urls, i + batch);
-    Stopwatch one;
-    run.error = exec(c, "BEGIN");
-    if (!use_copy) {
-      if (run.error.empty()) run.error = insertRows(c, schema + ".raw", i, end, value, key, &run.raw_bytes);
-      if (run.error.empty()) run.error = exec(c, "COMMIT");
-      run.commit_us.push_back(one.micros());
-      continue;
-    }
-    const std::string data = copyData(i, end, value, key, &run.raw_bytes);
-    if (run.error.empty()) run.error = exec(c, copy);
-    if (run.error.empty() && (PQputCopyData(c, data.data(), static_cast<int>(data.size())) != 1 ||
-                              PQputCopyEnd(c, nullptr) != 1)) {
-      run.error = PQerrorMessage(c);
-    }
-    for (PGresult* r; run.error.empty() && (r = PQgetResult(c)) != nullptr;) {
-      if (PQresultStatus(r) != PGRES_COMMAND_OK) run.error = PQerrorMessage(c);
-      PQclear(r);
-    }
-    if (run.error.empty()) run.error = exec(c, "COMMIT");
-    run.commit_us.push_back(one.micros());
+  std::vector<std::string> keys;
+  for (std::uint64_t i = 0; i < urls && w.error().empty(); i += batch) {
+    keys.clear();  // the caller's rows, made before the clock runs
+    for (std::uint64_t k = i; k < std::min(urls, i + batch); ++k) keys.push_back(key(k));
+    const double t = w.write(keys, value);
+    if (t < 0) break;
+    run.commit_us.push_back(t * 1e6);
+    run.seconds += t;
   }
-  run.seconds = total.seconds();
-  const std::string drop = exec(c, "DROP SCHEMA " + schema + " CASCADE");
-  if (run.error.empty()) run.error = drop;
-  PQfinish(c);
+  run.error = w.error();
+  run.raw_bytes = w.rawBytes();
   return run;
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+struct pg_conn;  // libpq's PGconn
+
 namespace lcc::bench {
 
 struct RawPgRun {
@@ -24,6 +26,27 @@ struct RawPgRun {
 RawPgRun rawPgBatches(const std::string& conninfo, const std::string& schema, bool copy, std::uint64_t urls,
                       std::uint64_t batch, std::size_t value_bytes,
                       const std::function<std::string(std::uint64_t)>& key);
+
+// The same, one batch at a time (store_bench --interleave alternates its batches
+// with the plugin's, so both meet the same load on a shared machine).
+class RawPgWriter {
+ public:
+  RawPgWriter(const std::string& conninfo, const std::string& schema, bool copy);  // connects, makes the table
+  ~RawPgWriter();                                                                   // drops the schema
+  RawPgWriter(const RawPgWriter&) = delete;
+  RawPgWriter& operator=(const RawPgWriter&) = delete;
+  // One durable transaction writing `keys` with `value`: its seconds, or -1 (error()).
+  double write(const std::vector<std::string>& keys, const std::string& value);
+  const std::string& error() const { return error_; }
+  std::uint64_t rawBytes() const { return raw_bytes_; }
+
+ private:
+  pg_conn* c_ = nullptr;
+  std::string schema_;
+  bool copy_;
+  std::string error_;
+  std::uint64_t raw_bytes_ = 0;
+};
 
 // DROP SCHEMA ... CASCADE (the plugin's tables after a run); "" or why it failed.
 std::string dropPgSchema(const std::string& conninfo, const std::string& schema);

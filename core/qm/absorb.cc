@@ -22,6 +22,7 @@ std::optional<std::uint64_t> parseMetaU64(const std::optional<std::string>& valu
 Result<std::optional<QueueEntry>> StoreTxn::entry(const std::string& key) {
   if (auto it = entries_.find(key); it != entries_.end()) return it->second;
   LCC_ASSIGN_OR_RETURN(auto e, queue_.getEntry(key));
+  if (!e) absent_.insert(key);
   entries_[key] = e;
   return e;
 }
@@ -34,7 +35,10 @@ Status StoreTxn::prefetch(const std::vector<std::string>& keys) {
   }
   if (!rows.empty()) {
     LCC_ASSIGN_OR_RETURN(auto got, queue_.getEntries(rows));
-    for (std::size_t i = 0; i < rows.size() && i < got.size(); ++i) entries_.emplace(rows[i], std::move(got[i]));
+    for (std::size_t i = 0; i < rows.size() && i < got.size(); ++i) {
+      if (!got[i]) absent_.insert(rows[i]);
+      entries_.emplace(rows[i], std::move(got[i]));
+    }
   }
   if (!records.empty()) {
     LCC_ASSIGN_OR_RETURN(auto got, content_.getMany(records));
@@ -59,7 +63,8 @@ Status StoreTxn::prefetchPSets(const std::vector<std::pair<PSetId, TimeSlot>>& l
 void StoreTxn::putEntry(const QueueEntry& e) {
   std::string key = encodeUrlKey(e.notice.key);
   entries_[key] = e;
-  qbatch_.putEntry(e);
+  // Read as absent in this txn: the row is new to the store (a hint, lcc/queue_store.h).
+  qbatch_.putEntry(e, absent_.count(key) > 0);
 }
 
 void StoreTxn::removeEntry(const std::string& key) {
@@ -142,6 +147,7 @@ Status StoreTxn::commit() {
   cbatch_.clear();
   qbatch_.clear();
   entries_.clear();
+  absent_.clear();
   psets_.clear();
   content_overlay_.clear();
   batch_put_seq_.clear();

@@ -127,6 +127,7 @@ class StoreTxn {
   QueueBatch qbatch_;
   ContentBatch cbatch_;
   std::unordered_map<std::string, std::optional<QueueEntry>> entries_;
+  std::unordered_set<std::string> absent_;  // keys the QueueStore answered as absent in this txn
   std::map<std::pair<PSetId, TimeSlot>, std::optional<PSetRecord>> psets_;
   std::unordered_map<std::string, std::optional<ContentRecord>> content_overlay_;
   std::unordered_map<std::string, ChangeSeq> batch_put_seq_;  // seq of each key's put in cbatch_

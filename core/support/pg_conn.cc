@@ -213,6 +213,7 @@ Status PgConn::resultStatus(PGresult* r, const char* doing) {
   std::string msg = r == nullptr ? trimmed(PQerrorMessage(c_)) : trimmed(PQresultErrorMessage(r));
   if (msg.empty()) msg = trimmed(PQerrorMessage(c_));
   const char* state = r == nullptr ? nullptr : PQresultErrorField(r, PG_DIAG_SQLSTATE);
+  last_sqlstate_ = state == nullptr ? "" : state;
   if ((state == nullptr || *state == '\0') && PQstatus(c_) == CONNECTION_BAD) {
     // libpq's own error: the server went away (restart, failover, network).
     return Status::busy(what_ + ": " + doing + ": the connection was lost (" + msg + "); try again later");
@@ -268,6 +269,39 @@ Status PgConn::begin(bool durable) {
     s = after_begin_(*this);
     if (!s.isOk()) rollback();
   }
+  return s;
+}
+
+Status PgConn::beginCopy(bool durable, const char* copy_sql, const std::string& data) {
+  last_sqlstate_.clear();
+  if (lost()) LCC_RETURN_IF_ERROR(reconnect());
+  const std::string sql =
+      std::string(durable ? "BEGIN; " : "BEGIN; SET LOCAL synchronous_commit TO off; ") + copy_sql;
+  // PQexec stops at the COPY's answer (CopyInResponse): one round trip.
+  PgResult start(PQexec(c_, sql.c_str()));
+  if (PQresultStatus(start.raw()) != PGRES_COPY_IN && lost()) {
+    // Nothing ran yet: reconnect (e.g. after a server restart) and begin again.
+    LCC_RETURN_IF_ERROR(reconnect());
+    start = PgResult(PQexec(c_, sql.c_str()));
+  }
+  in_tx_ = true;  // from here on the caller rolls back on an error
+  if (PQresultStatus(start.raw()) != PGRES_COPY_IN) return resultStatus(start.raw(), "starting COPY");
+  Status s = copyData(data);
+  if (s.isOk() && after_begin_) s = after_begin_(*this);
+  return s;
+}
+
+// Sends the rows and the end of the COPY, then reads its answer.
+Status PgConn::copyData(const std::string& data) {
+  constexpr std::size_t kChunk = 1 << 20;
+  for (std::size_t at = 0; at < data.size(); at += kChunk) {
+    const std::size_t n = std::min(kChunk, data.size() - at);
+    if (PQputCopyData(c_, data.data() + at, static_cast<int>(n)) != 1) return resultStatus(nullptr, "sending COPY data");
+  }
+  if (PQputCopyEnd(c_, nullptr) != 1) return resultStatus(nullptr, "ending COPY");
+  PgResult done(PQgetResult(c_));
+  Status s = resultStatus(done.raw(), "COPY");
+  while (PGresult* rest = PQgetResult(c_)) PQclear(rest);  // up to the null that ends it
   return s;
 }
 

@@ -1,7 +1,10 @@
 #include "pg_queue_store.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
+
+#include "pg_copy.h"
 
 namespace lcc::plugins::postgres {
 namespace {
@@ -94,10 +97,34 @@ void PgQueueStore::corruptRow(const std::string& what) {
 // The end state of one batch: ops in order, folded per row key (the last put or
 // remove of a row wins); each table is then written with one multi-row statement.
 struct PgQueueStore::Plan {
-  std::map<std::string, const QueueEntry*> entries;  // null = remove; the batch's own rows, not copied
+  // The row of each key: null = remove; the batch's own rows, not copied. `fresh`:
+  // every op on the key in this batch was a put marked fresh (QueueBatch::PutEntry).
+  struct Row {
+    const QueueEntry* entry = nullptr;
+    bool fresh = false;
+  };
+  // The QDB ops in batch order, then (foldEntries) one per key in key order.
+  std::vector<std::pair<std::string, Row>> entries;
   std::map<std::pair<PSetId, TimeSlot>, std::optional<PSetRecord>> psets;
   std::map<std::pair<std::string, std::string>, std::optional<WallTime>> deletes;
   std::map<std::string, std::string> meta;
+
+  // Last op per key wins (a stable sort keeps the batch order among equal keys); a
+  // key stays fresh only if every op on it was a fresh put.
+  void foldEntries() {
+    std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::size_t out = 0;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (out > 0 && entries[out - 1].first == entries[i].first) {
+        const bool fresh = entries[out - 1].second.fresh && entries[i].second.fresh;
+        entries[out - 1].second = {entries[i].second.entry, fresh};
+      } else {
+        if (out != i) entries[out] = std::move(entries[i]);
+        ++out;
+      }
+    }
+    entries.resize(out);
+  }
 };
 
 Status PgQueueStore::apply(const QueueBatch& batch) {
@@ -105,14 +132,19 @@ Status PgQueueStore::apply(const QueueBatch& batch) {
   if (batch.empty()) return Status::ok();
   Plan plan;
   for (const auto& op : batch.ops()) LCC_RETURN_IF_ERROR(fold(op, &plan));
-  // BEGIN (and the QM lease's check), then every write, the stamp and COMMIT in one
-  // round trip (libpq pipeline mode): two round trips a batch, whatever it holds.
-  std::vector<PgStep> steps;
-  writeEntries(plan, &steps);
-  writeOthers(plan, &steps);
-  Status s = conn_->begin(opts_.full_sync);
-  if (s.isOk() && !opts_.full_sync) steps.push_back(unsynced_.stampStep());
-  if (s.isOk()) s = conn_->runAndCommit(steps);
+  plan.foldEntries();
+  Status s = write(plan, true);
+  if (!s.isOk() && conn_->lastSqlState() == "23505") {
+    // A row marked fresh is there after all (a batch applied again, a wrong hint): the
+    // COPY failed and nothing was written; write the batch again, every row upserted.
+    conn_->rollback();
+    ++copy_fallbacks_;
+    if (host_.logger != nullptr) {
+      host_.logger->info(conn_->what() + ": a QDB row marked fresh was there; the batch was upserted instead (" +
+                         std::to_string(copy_fallbacks_) + " so far)");
+    }
+    s = write(plan, false);
+  }
   if (!s.isOk()) {
     conn_->rollback();
     if (s.isBusy()) {
@@ -127,12 +159,55 @@ Status PgQueueStore::apply(const QueueBatch& batch) {
   return unsynced_.afterApply(*conn_, opts_.full_sync, "queue store", failed_);
 }
 
+// One transaction: BEGIN (with the COPY of the fresh QDB rows when `copy_fresh` and
+// there are any; the QM lease's check), then every other write, the stamp and COMMIT in
+// one round trip (libpq pipeline mode). Two round trips a batch without fresh rows,
+// three with them.
+Status PgQueueStore::write(const Plan& plan, bool copy_fresh) {
+  const bool copy = copy_fresh && copyFresh(plan);
+  std::vector<PgStep> steps;
+  writeEntries(plan, copy, &steps);
+  writeOthers(plan, &steps);
+  Status s = !copy ? conn_->begin(opts_.full_sync)
+                   : conn_->beginCopy(opts_.full_sync, "COPY qdb (" LCC_QDB_COLS ") FROM STDIN (FORMAT binary)",
+                                      copy_buf_);
+  if (s.isOk() && !opts_.full_sync) steps.push_back(unsynced_.stampStep());
+  if (s.isOk()) s = conn_->runAndCommit(steps);
+  return s;
+}
+
+// The fresh QDB rows of `plan` as a binary COPY stream (LCC_QDB_COLS order) in
+// copy_buf_; false if there are none.
+bool PgQueueStore::copyFresh(const Plan& plan) {
+  std::size_t bytes = PgCopyRows::kStreamBytes, rows = 0;
+  for (const auto& [key, row] : plan.entries) {
+    if (!row.fresh) continue;
+    const UrlNotice& u = row.entry->notice;
+    ++rows;
+    bytes += PgCopyRows::kRowBytes + 15 * PgCopyRows::fieldBytes(0) + 8 * 8 + key.size() + u.view_tag.size() +
+             (u.browse ? u.browse->size() : 0) + u.fetch.size() + u.md5.size() + u.tod.size() + row.entry->next.size();
+  }
+  if (rows == 0) return false;
+  PgCopyRows out(&copy_buf_, bytes);
+  for (const auto& [key, row] : plan.entries) {
+    if (!row.fresh) continue;
+    const QueueEntry& e = *row.entry;
+    const UrlNotice& u = e.notice;
+    out.row(15).bytes(key).i64(static_cast<std::int64_t>(u.op)).bytes(u.view_tag).optBytes(u.browse).bytes(u.fetch);
+    out.optI64(u.mtime).optI64(u.size ? std::optional<std::int64_t>(static_cast<std::int64_t>(*u.size)) : std::nullopt);
+    out.bytes(u.md5).bytes(u.tod).i64(static_cast<std::int64_t>(e.op)).i64(static_cast<std::int64_t>(e.pset));
+    out.i64(e.slot).bytes(e.next).i64(e.bad_count).i64(toUnixMillis(e.queued));
+  }
+  out.finish();
+  return true;
+}
+
 Status PgQueueStore::fold(const QueueBatch::Op& op, Plan* plan) {
   if (const auto* put = std::get_if<QueueBatch::PutEntry>(&op)) {
-    plan->entries[encodeUrlKey(put->entry.notice.key)] = &put->entry;
+    plan->entries.push_back({encodeUrlKey(put->entry.notice.key), {&put->entry, put->fresh}});
   } else if (const auto* rm = std::get_if<QueueBatch::RemoveEntry>(&op)) {
     if (!decodeUrlKey(rm->key)) return Status::invalidArgument("queue batch removes a key that is not an encoded UrlKey");
-    plan->entries[rm->key] = nullptr;
+    plan->entries.push_back({rm->key, {}});
   } else if (const auto* pp = std::get_if<QueueBatch::PutPSet>(&op)) {
     plan->psets[{pp->pset.pset, pp->pset.slot}] = pp->pset;
   } else if (const auto* rp = std::get_if<QueueBatch::RemovePSet>(&op)) {
@@ -147,15 +222,17 @@ Status PgQueueStore::fold(const QueueBatch::Op& op, Plan* plan) {
   return Status::ok();
 }
 
-void PgQueueStore::writeEntries(const Plan& plan, std::vector<PgStep>* steps) {
+void PgQueueStore::writeEntries(const Plan& plan, bool skip_fresh, std::vector<PgStep>* steps) {
   constexpr int kCols = 15;
   std::vector<std::optional<std::string>> b[kCols], removed;  // bytea columns (by index in LCC_QDB_COLS)
   std::vector<std::optional<std::int64_t>> n[kCols];           // bigint columns
-  for (const auto& [key, e] : plan.entries) {
+  for (const auto& [key, row] : plan.entries) {
+    const QueueEntry* e = row.entry;
     if (!e) {
       removed.emplace_back(key);
       continue;
     }
+    if (skip_fresh && row.fresh) continue;  // in the COPY
     const UrlNotice& u = e->notice;
     b[0].emplace_back(key);
     n[1].emplace_back(static_cast<std::int64_t>(u.op));

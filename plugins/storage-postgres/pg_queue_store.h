@@ -49,8 +49,12 @@ class PgQueueStore final : public QueueStore {
       : host_(host), opts_(opts), conn_(std::move(conn)), info_(std::move(info)) {}
   struct Plan;  // what one apply() writes (pg_queue_store.cc)
   static Status fold(const QueueBatch::Op& op, Plan* plan);
-  // The statements writing `plan`, appended to `steps` (run in one pipeline).
-  void writeEntries(const Plan& plan, std::vector<PgStep>* steps);
+  // One transaction writing `plan`; `copy_fresh`: the rows marked fresh by COPY.
+  Status write(const Plan& plan, bool copy_fresh);
+  bool copyFresh(const Plan& plan);
+  // The statements writing `plan`, appended to `steps` (run in one pipeline);
+  // `skip_fresh`: not the fresh rows (the COPY wrote them).
+  void writeEntries(const Plan& plan, bool skip_fresh, std::vector<PgStep>* steps);
   void writeOthers(const Plan& plan, std::vector<PgStep>* steps);
   Status writable() const;
   Status readable() const;
@@ -64,6 +68,8 @@ class PgQueueStore final : public QueueStore {
   Status failed_;          // sticky
   bool closed_ = false;
   std::uint64_t corrupt_rows_ = 0;
+  std::string copy_buf_;  // the COPY stream of an apply's fresh rows, kept for the next
+  std::uint64_t copy_fallbacks_ = 0;  // batches whose COPY of fresh rows met a row that was there
   std::shared_ptr<PgLease> lease_;  // option qm_lease: held from open (pg_lease.h); null when off
 };
 

@@ -34,7 +34,7 @@ Status writeCounter(PgConn& conn, StoreKind kind, const char* name, std::int64_t
 
 // Makes every commit so far durable: a small commit that waits for the WAL flush
 // (bumps sync_count); PostgreSQL's WAL is sequential, so it covers every earlier
-// commit that did not wait.
+// commit that did not wait. One round trip (two, plus the check's, with a QM lease).
 Status syncCommitted(PgConn& conn, StoreKind kind);
 
 // The commits of a store that did not wait for the WAL flush (synchronous: normal)

@@ -88,6 +88,56 @@ TEST_P(StoreContractTest, QueueBatchReadsAnswerInTheOrderAsked) {
   EXPECT_TRUE(q->close().isOk());
 }
 
+// PutEntry::fresh is a hint (the QM read the key as absent): fresh rows read back
+// like any other, and a fresh put of a row that is there replaces it, also when a
+// whole batch is applied again; the store stays writable (storage-postgres COPYs
+// fresh rows and, on a row that is there, writes the batch again as upserts).
+TEST_P(StoreContractTest, QueueFreshPutsAreRowsLikeAnyOther) {
+  auto q = queue();
+  ASSERT_TRUE(q);
+  QueueEntry a = entry(1, "http://a/x.htm"), b = entry(1, "http://a/y.htm"), d = entry(2, "http://d/\xff\x01");
+  b.notice.browse.reset();
+  b.notice.mtime.reset();
+  b.notice.size.reset();
+  b.next.clear();
+  d.notice.view_tag = "";
+  d.notice.browse = "";
+  QueueBatch batch;
+  batch.putEntry(a, true);
+  batch.putEntry(b, true);
+  ASSERT_TRUE(q->apply(batch).isOk());
+  EXPECT_EQ(q->getEntry(encodeUrlKey(a.notice.key)).value(), a);
+  EXPECT_EQ(q->getEntry(encodeUrlKey(b.notice.key)).value(), b) << "absent optionals stay absent";
+
+  QueueEntry a2 = a;
+  a2.bad_count = 9;
+  batch.clear();
+  batch.putEntry(a2, true);  // wrong: a is there
+  batch.putEntry(d, true);
+  batch.putMeta("pos", "2");
+  for (int again = 0; again < 2; ++again) {  // the second time: the same batch applied again
+    Status s = q->apply(batch);
+    ASSERT_TRUE(s.isOk()) << s.toString();
+    EXPECT_EQ(q->getEntry(encodeUrlKey(a.notice.key)).value(), a2) << "a fresh put replaces a row that is there";
+    EXPECT_EQ(q->getEntry(encodeUrlKey(d.notice.key)).value(), d);
+    EXPECT_EQ(q->getMeta("pos").value(), std::optional<std::string>("2"));
+    EXPECT_EQ(q->entryCount().value(), 3u);
+  }
+  QueueEntry b2 = b;
+  b2.bad_count = 1;
+  batch.clear();
+  batch.removeEntry(encodeUrlKey(b.notice.key));
+  batch.putEntry(b2, true);  // remove then put: there, replaced
+  batch.putEntry(entry(3, "http://e/"), true);
+  batch.removeEntry(encodeUrlKey(entry(3, "http://e/").notice.key));  // put then remove: gone
+  ASSERT_TRUE(q->apply(batch).isOk());
+  EXPECT_EQ(q->getEntry(encodeUrlKey(b.notice.key)).value(), b2);
+  EXPECT_EQ(q->getEntry(encodeUrlKey(entry(3, "http://e/").notice.key)).value(), std::nullopt);
+  EXPECT_EQ(q->entryCount().value(), 3u);
+  EXPECT_TRUE(q->sync().isOk()) << "still writable";
+  EXPECT_TRUE(q->close().isOk());
+}
+
 TEST_P(StoreContractTest, QueueBatchAppliesInOrder) {
   auto q = queue();
   ASSERT_TRUE(q);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "faulty_stores.h"
 #include "qm_test_util.h"
 
 namespace lcc::qm {
@@ -89,6 +90,33 @@ TEST_P(AbsorbTest, UpdatesAreQueuedInSetOrder) {
   EXPECT_EQ(list(5, kSlotNow)->count, 3u);
   EXPECT_EQ(t.effects.queued_delta[1], 3);
   ASSERT_EQ(t.effects.ready_psets.size(), 1u);
+}
+
+// The rows a step read as absent go to the store as fresh puts (QueueBatch::PutEntry::
+// fresh: storage-postgres COPYs them); a row that was there is never marked fresh.
+TEST_P(AbsorbTest, NewRowsAreMarkedFreshAndRowsThatWereThereAreNot) {
+  FaultyQueueStore queue(*stores_->queue);
+  std::map<std::string, std::vector<bool>> fresh;  // URL -> the fresh flag of each put, in order
+  queue.on_apply = [&](const QueueBatch& b) {
+    for (const auto& op : b.ops()) {
+      if (const auto* put = std::get_if<QueueBatch::PutEntry>(&op)) fresh[put->entry.notice.key.url].push_back(put->fresh);
+    }
+  };
+  StoreTxn t(queue, *stores_->content, seq_);
+  for (const char* u : {"http://a/1", "http://a/2"}) ASSERT_TRUE(insertUpdate(t, update(1, u), ctx(5)).isOk());
+  ASSERT_TRUE(t.commit().isOk());
+  EXPECT_EQ(fresh["http://a/1"], (std::vector<bool>{true, true})) << "new, then linked to a/2 in the same step";
+  EXPECT_EQ(fresh["http://a/2"], (std::vector<bool>{true}));
+  fresh.clear();
+  StoreTxn t2(queue, *stores_->content, seq_);
+  ASSERT_TRUE(insertUpdate(t2, update(1, "http://a/1", 300), ctx(5)).isOk());  // there: replaced in place
+  ASSERT_TRUE(insertUpdate(t2, update(1, "http://a/3"), ctx(5)).isOk());       // new, after the tail a/2
+  ASSERT_TRUE(t2.commit().isOk());
+  EXPECT_EQ(fresh["http://a/1"], (std::vector<bool>{false}));
+  EXPECT_EQ(fresh["http://a/2"], (std::vector<bool>{false})) << "the old tail, linked to a/3";
+  EXPECT_EQ(fresh["http://a/3"], (std::vector<bool>{true}));
+  EXPECT_EQ(urls(5, kSlotNow), (std::vector<std::string>{"http://a/1", "http://a/2", "http://a/3"}));
+  EXPECT_EQ(row(update(1, "http://a/1"))->notice.mtime, 300);
 }
 
 TEST_P(AbsorbTest, DuplicateKeepsTheLastNoticeAtTheFirstPlace) {

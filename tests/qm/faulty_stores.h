@@ -103,9 +103,12 @@ class FaultyQueueStore final : public QueueStore {
   void setRemote(bool on) { info_.remote = on; }
   // A persistent error on some QPSDB rows only (the rest of the store reads fine).
   std::function<bool(PSetId, TimeSlot)> fail_pset;
+  // Sees every batch before it is applied (what the QM hands the store).
+  std::function<void(const QueueBatch&)> on_apply;
 
   const StoreOpenInfo& openInfo() const override { return info_; }
   Status apply(const QueueBatch& b) override {
+    if (on_apply) on_apply(b);
     if (plan.landsBusy()) return landed(base_.apply(b));
     return unlessInjected(plan.write(), [&] { return base_.apply(b); });
   }

@@ -34,7 +34,12 @@ namespace lcc {
 // A group of changes applied atomically by QueueStore::apply(), in order.
 class QueueBatch {
  public:
-  struct PutEntry { QueueEntry entry; };
+  // `fresh`: the caller read this key as absent from the store (the QM's StoreTxn did,
+  // in the same step), so the row is most likely new. A hint only: a store may insert
+  // such rows the fast way (storage-postgres: COPY instead of an upsert), but must give
+  // the same result when the row is there after all (a batch applied again after an
+  // unknown outcome, a hint that was wrong): the put still replaces it.
+  struct PutEntry { QueueEntry entry; bool fresh = false; };
   struct RemoveEntry { std::string key; };
   struct PutPSet { PSetRecord pset; };
   struct RemovePSet { PSetId pset; TimeSlot slot; };
@@ -43,7 +48,7 @@ class QueueBatch {
   struct PutMeta { std::string key; std::string value; };
   using Op = std::variant<PutEntry, RemoveEntry, PutPSet, RemovePSet, PutDelete, RemoveDelete, PutMeta>;
 
-  void putEntry(QueueEntry e) { ops_.push_back(PutEntry{std::move(e)}); }
+  void putEntry(QueueEntry e, bool fresh = false) { ops_.push_back(PutEntry{std::move(e), fresh}); }
   void removeEntry(std::string key) { ops_.push_back(RemoveEntry{std::move(key)}); }
   void putPSet(PSetRecord p) { ops_.push_back(PutPSet{std::move(p)}); }
   void removePSet(PSetId pset, TimeSlot slot) { ops_.push_back(RemovePSet{pset, slot}); }

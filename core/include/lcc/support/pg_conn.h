@@ -123,6 +123,12 @@ class PgConn {
   // BEGIN; when !durable, the commit does not wait for the WAL flush
   // (SET LOCAL synchronous_commit TO off). commit() returns once the server committed.
   Status begin(bool durable);
+  // begin(durable), then `copy_sql` (a `COPY … FROM STDIN (FORMAT binary)`) fed with
+  // `data` (storage-postgres's pg_copy.h), then the after-begin hook: the transaction
+  // stays open for runAndCommit(). Two round trips (BEGIN and the COPY command go
+  // together) plus the hook's. A failed COPY (e.g. a row that exists: SQLSTATE 23505,
+  // lastSqlState()) leaves the transaction failed: the caller rolls back.
+  Status beginCopy(bool durable, const char* copy_sql, const std::string& data);
   Status commit();
   // Runs `steps` in order and then COMMIT, inside the transaction begin() opened, in
   // one round trip (libpq pipeline mode; a statement not prepared on this connection
@@ -134,10 +140,13 @@ class PgConn {
   // Runs inside every transaction begin() opens, first (the QM lease's fencing check,
   // pg_lease.h); its error rolls the transaction back and is begin()'s.
   void setAfterBegin(std::function<Status(PgConn&)> hook) { after_begin_ = std::move(hook); }
+  bool hasAfterBegin() const { return static_cast<bool>(after_begin_); }
   bool inTransaction() const { return in_tx_; }
   // How many times this connection was made again after a loss.
   std::uint64_t reconnects() const { return reconnects_; }
   const std::string& what() const { return what_; }
+  // The SQLSTATE of the last server error this connection returned ("" if none yet).
+  const std::string& lastSqlState() const { return last_sqlstate_; }
   bool lost() const { return broken_ || PQstatus(c_) == CONNECTION_BAD; }
 
  private:
@@ -149,6 +158,7 @@ class PgConn {
   Status sendPipeline(const std::vector<PgStep>& steps, std::vector<std::string>* names, int* expected);
   Status readPipeline(const std::vector<PgStep>& steps, const std::vector<std::string>& names, int expected);
   Status resultStatus(PGresult* r, const char* doing);
+  Status copyData(const std::string& data);
 
   PGconn* c_;
   std::string schema_;
@@ -159,6 +169,7 @@ class PgConn {
   std::map<const char*, std::string> prepared_;  // sql address → statement name
   std::uint64_t pipeline_names_ = 0;             // statements prepared in pipelines: lcc_p<n>
   std::function<Status(PgConn&)> after_begin_;
+  std::string last_sqlstate_;
 };
 
 // Maps a server error (SQLSTATE) to a StatusCode: 23xxx/22xxx → InvalidArgument;
