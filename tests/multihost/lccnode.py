@@ -160,15 +160,19 @@ class Sender:
     def acked(self, since=None):
         return [s for s in self.sends if s[2] == 0 and acked_all(s[4], len(s[3])) and (since is None or s[1] >= since)]
 
-    def loop(self, deadline, max_sets):
+    def loop(self, deadline, max_sets, gap=0.0):
         k = len(self.sends)
         while not self.stop.is_set() and time.monotonic() < deadline and k < max_sets:
             if not self.send(k):
                 self.stop.wait(0.5)  # a refused or failed send: try the next set a little later
+            elif gap:
+                self.stop.wait(gap)
             k += 1
 
-    def start(self, deadline, max_sets=500):
-        self.thread = threading.Thread(target=self.loop, args=(deadline, max_sets), daemon=True)
+    def start(self, deadline, max_sets=500, gap=0.0):
+        """Sends sets 1, 2, … until stopped, `deadline` or `max_sets`, waiting `gap`
+        seconds after each acked one (so that a bounded number lasts the scenario)."""
+        self.thread = threading.Thread(target=self.loop, args=(deadline, max_sets, gap), daemon=True)
         self.thread.start()
 
 

@@ -226,7 +226,9 @@ def scenario(a, bed):
         assert s.send(0, full=True), f"the first full set of provider {s.index}: {s.sends[-1]}"
     deadline = time.monotonic() + 120
     for s in senders:
-        s.start(deadline, max_sets=1 + a.before + 30)  # bounded: the spool replays in seconds
+        # bounded: the spool replays in seconds. --mode stop paces them, so that sets still
+        # come when qm1 stops after its slow phase (the UNS finds it silent, then qm2)
+        s.start(deadline, max_sets=1 + a.before + 30, gap=1.5 if a.mode == "stop" else 0.0)
     problems = []
     if not wait_acked(senders, 1 + a.before, None, 40):
         problems.append(f"not every sender had {1 + a.before} acked sets before the fault")
