@@ -147,6 +147,7 @@ int main(int argc, char** argv) {
   }
   std::shared_ptr<lcc::NodeTls> tls = std::move(made_tls).value();
   ro.tls = lcc::linkConnecting(tls, &clock);
+  ro.clock = &clock;  // fetch leases (issue 27 §3)
   ro.slots = slots;
   ro.name = name;
   ro.sync_files = ro.sync_files || sync_files;

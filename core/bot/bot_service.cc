@@ -88,6 +88,7 @@ class BotService final : public Service {
     out["bytes"] = counters_.bytes.load();
     out["heads_failed"] = counters_.heads_failed.load();
     out["head_files"] = counters_.head_files.load();
+    out["lease_expired"] = counters_.lease_expired.load();
     out["temp_files_removed"] = swept_.load();
     out["botm"] = target_;
     if (opts_.uploader) {

@@ -143,6 +143,11 @@ void RobotCore::fetch(const FetchRequest& f) {
     std::lock_guard<std::mutex> lock(mu_);
     if (cancelled_) return;  // cancelAll() ran meanwhile: start nothing it could miss
     running_.emplace(fid, f.id);
+    if (opts_.clock != nullptr && f.lease.count() > 0) {
+      const MonoTime now = opts_.clock->monoNow();
+      leases_.add(fid, now, f.lease);
+      armLeaseTimer(now + f.lease);
+    }
   }
   in_flight_++;
   auto self = shared_from_this();
@@ -309,13 +314,57 @@ void RobotCore::upload(std::uint64_t fid, const FetchResult& r, std::uint64_t bo
 
 void RobotCore::finished(std::uint64_t fid, const FetchResult& r) {
   bool answer;
+  bool lease_ran_out;
   {
     std::lock_guard<std::mutex> lock(mu_);
     running_.erase(fid);
+    leases_.remove(fid);
+    lease_ran_out = lease_cancelled_.erase(fid) != 0;
     answer = !cancelled_;
   }
-  if (answer) reply_(r);
+  if (answer && lease_ran_out && !r.ok()) {
+    // Nothing fetched: the QM, if it still lives, queues the URL again (retryable).
+    FetchResult out = r;
+    out.code = ErrorCode::kOffline;
+    out.message = "fetch lease expired; cancelled";
+    reply_(out);
+  } else if (answer) {
+    reply_(r);
+  }
   in_flight_--;  // last: whoever waits for zero may destroy the fetcher next
+}
+
+void RobotCore::renewLeases(Millis lease) {
+  if (opts_.clock == nullptr) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  leases_.renew(opts_.clock->monoNow(), lease);
+}
+
+void RobotCore::armLeaseTimer(MonoTime at) {
+  if (lease_timer_at_ && *lease_timer_at_ <= at) return;  // an earlier one checks first
+  if (lease_timer_ != 0) opts_.clock->cancel(lease_timer_);
+  lease_timer_at_ = at;
+  const Millis in = std::max(Millis(0), std::chrono::ceil<Millis>(at - opts_.clock->monoNow()));
+  lease_timer_ = opts_.clock->schedule(in, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->checkLeases();
+  });
+}
+
+void RobotCore::checkLeases() {
+  std::vector<std::uint64_t> expired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    lease_timer_ = 0;
+    lease_timer_at_.reset();
+    expired = leases_.expired(opts_.clock->monoNow());
+    for (std::uint64_t fid : expired) lease_cancelled_.insert(fid);
+    if (auto next = leases_.earliest()) armLeaseTimer(*next);
+  }
+  for (std::uint64_t fid : expired) {
+    spdlog::warn("robot {}: a fetch's lease ran out (its QM stopped renewing it); cancelled", opts_.name);
+    if (counters_) counters_->lease_expired++;
+    fetcher_.cancel(fid);
+  }
 }
 
 // ---- RobotSession ---------------------------------------------------------------
@@ -393,7 +442,8 @@ void RobotSession::onData(std::string_view bytes) {
                    form_ == proto::LinkForm::kFrames ? " (compact frames)" : "");
     } else if (auto* f = std::get_if<FetchRequest>(&m)) {
       core_->fetch(*f);
-    } else if (std::holds_alternative<proto::LinkPing>(m)) {
+    } else if (const auto* ping = std::get_if<proto::LinkPing>(&m)) {
+      core_->renewLeases(ping->lease);
       socket_->send(proto::encodeMessage(proto::FromRobotMessage{proto::LinkPong{}}, form_));
     } else if (std::holds_alternative<proto::RobotEnd>(m)) {
       closing_ = true;
@@ -456,7 +506,8 @@ void LocalRobotSession::onMessages(std::vector<proto::ToRobotMessage>& msgs) {
       spdlog::info("robot {}: BOT-M (machine {}) accepted us, in process", opts_.name, h->machine);
     } else if (auto* f = std::get_if<FetchRequest>(&m)) {
       core_->fetch(*f);
-    } else if (std::holds_alternative<proto::LinkPing>(m)) {
+    } else if (const auto* ping = std::get_if<proto::LinkPing>(&m)) {
+      core_->renewLeases(ping->lease);
       end_->send(proto::LinkPong{});
     } else if (std::holds_alternative<proto::RobotEnd>(m)) {
       return close();
@@ -478,6 +529,7 @@ RobotClient::RobotClient(asio::io_context& io, Clock& clock, Fetcher& fetcher, E
       clock_(clock),
       retry_min_(retry_min),
       local_(local) {
+  if (opts_.clock == nullptr) opts_.clock = &clock;  // fetch leases on the node's clock
   net::ConnectorOptions co;
   co.what = "BOT-M address";
   address_ = net::setTargetAddress(co, target, opts_.tls);

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "bot/fetch_leases.h"
 #include "lcc/clock.h"
 #include "lcc/env.h"
 #include "lcc/fetcher.h"
@@ -54,6 +55,9 @@ struct RobotOptions {
   // With s3.endpoint set (issue 31 §1): fetched files go to the object store through
   // this uploader instead of being renamed into place (null: files).
   std::shared_ptr<s3::Uploader> uploader;
+  // The monotonic clock fetch leases are kept on (issue 27 §3; FetchRequest::lease):
+  // a fetch whose lease ran out is cancelled and answered 130. Null: leases ignored.
+  Clock* clock = nullptr;
 
   static RobotOptions fromConfig(const Config& config);
 };
@@ -61,6 +65,7 @@ struct RobotOptions {
 struct RobotCounters {
   std::atomic<std::uint64_t> fetched{0}, failed{0}, unchanged{0}, refused{0}, bytes{0}, heads_failed{0};
   std::atomic<std::uint64_t> head_files{0};  // heads kept in a side file: the attribute was refused
+  std::atomic<std::uint64_t> lease_expired{0};  // fetches cancelled: their lease ran out (issue 27 §3)
 };
 
 // The default robot name: "<hostname>-<pid>".
@@ -90,6 +95,8 @@ class RobotCore : public std::enable_shared_from_this<RobotCore> {
   void setMachine(const std::string& machine);
   // Cancels every fetch in flight; from now on results are dropped, not replied.
   void cancelAll();
+  // The BOT-M renewed the lease of every fetch it handed us (<ping lease>).
+  void renewLeases(Millis lease);
   // Fetches started and not yet finished (cancelled ones count until they finish).
   std::size_t inFlight() const { return in_flight_.load(); }
   const RobotOptions& options() const { return opts_; }
@@ -108,6 +115,10 @@ class RobotCore : public std::enable_shared_from_this<RobotCore> {
   FetchResult storedAnswer(const FetchResult& r, std::uint64_t botm_id, const Status& st, const char* what);
   void count(const FetchResult& out);
   void finished(std::uint64_t fetcher_id, const FetchResult& r);
+  // Fetch leases (opts_.clock set): cancels the expired fetches, arms the one timer at
+  // the next deadline (mu_ not held).
+  void checkLeases();
+  void armLeaseTimer(MonoTime at);  // mu_ held
 
   Fetcher& fetcher_;
   Env& env_;
@@ -118,6 +129,10 @@ class RobotCore : public std::enable_shared_from_this<RobotCore> {
   std::unordered_map<std::uint64_t, std::uint64_t> running_;  // fetcher id -> BOT-M id (mu_)
   bool cancelled_ = false;                                    // (mu_)
   std::string machine_;                                       // (mu_) from the BOT-M's hello
+  FetchLeases leases_;                                        // (mu_) fetcher ids
+  std::unordered_set<std::uint64_t> lease_cancelled_;         // (mu_) answered 130, not as the fetcher says
+  TimerId lease_timer_ = 0;                                   // (mu_)
+  std::optional<MonoTime> lease_timer_at_;                    // (mu_)
   std::atomic<std::size_t> in_flight_{0};
   std::unordered_set<std::string> known_dirs_;  // folders seen to exist (carrier's thread)
 };

@@ -78,6 +78,7 @@ class BotmService final : public Service {
       fo.fanout = s_.fanout;
       LCC_ASSIGN_OR_RETURN(names_, FilenameStore::open(node_.env, s_.state_dir, fo));
       disp_ = std::make_unique<Dispatcher>(s_.machine, s_.content_dir, names_.get(), node_.env, s_.max_queued);
+      disp_->useClock(node_.clock);  // fetch leases (issue 27 §3)
       if (s_.s3.enabled()) {
         // Deletes and sweeps run on the dispatch strand: one client, one thread at a time.
         objects_ = std::make_unique<s3::S3Client>(s_.s3);
@@ -240,6 +241,11 @@ class BotmService final : public Service {
       proto::appendFetches(bytes, fetches, proto::detail::FetchWire::kRobot, peerForm(rid));
       it->second->send(std::move(bytes));
     }
+    for (const auto& [rid, lease] : a.renewals) {
+      const proto::LinkPing ping{lease};
+      if (auto it = local_robots_.find(rid); it != local_robots_.end()) it->second->send(ping);
+      if (auto it = peers_.find(rid); it != peers_.end()) it->second->send(proto::encodeMessage(proto::ToRobotMessage{ping}, peerForm(rid)));
+    }
     sendUp(a.upstream);
   }
 
@@ -250,6 +256,7 @@ class BotmService final : public Service {
     for (const auto& [cid, f] : a.fetches) per_child[cid].push_back(f);
     for (const auto& [cid, d] : a.deletes) per_child[cid].push_back(d);
     for (const auto& [cid, sw] : a.sweeps) per_child[cid].push_back(sw);
+    for (const auto& [cid, lease] : a.renewals) per_child[cid].push_back(proto::LinkPing{lease});
     for (auto& [cid, ms] : per_child) {
       auto it = peers_.find(cid);
       if (it != peers_.end()) it->second->send(proto::encodeMessages(ms, peerForm(cid)));
@@ -387,7 +394,9 @@ class BotmService final : public Service {
           spdlog::info("botm: url source {} took compact frames", s_.source);
           publish();
         }
-      } else if (std::holds_alternative<proto::LinkPing>(m)) {
+      } else if (const auto* ping = std::get_if<proto::LinkPing>(&m)) {
+        if (disp_) disp_->renew(ping->lease, &a);
+        if (fwd_) fwd_->renew(ping->lease, &fa);
         sendSource(proto::LinkPong{});
       } else if (std::holds_alternative<proto::LinkEnd>(m)) {
         closeSource();

@@ -78,6 +78,7 @@ void Dispatcher::fetch(const FetchRequest& f, Actions* out) {
   Job j;
   j.session = session_;
   j.fetch = f;
+  if (clock_ != nullptr && f.lease.count() > 0) j.lease_until = clock_->monoNow() + f.lease;
   jobs_.emplace(id, std::move(j));
   by_source_id_.emplace(f.id, id);
   queue_.push_back(id);
@@ -104,6 +105,7 @@ void Dispatcher::pump(Actions* out) {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) continue;
     Job& j = it->second;
+    if (abandonExpired(id, j, out)) continue;
     if (!j.name) {
       auto n = names_->allocate();
       if (!n.isOk()) {
@@ -121,7 +123,34 @@ void Dispatcher::pump(Actions* out) {
     FetchRequest rf = j.fetch;  // the robot codec carries what the robot protocol has
     rf.id = id;
     rf.path = pathOf(*j.name);
+    if (j.lease_until) rf.lease = std::max(Millis(1), std::chrono::duration_cast<Millis>(*j.lease_until - clock_->monoNow()));
     out->to_robots.emplace_back(best_id, std::move(rf));
+  }
+}
+
+bool Dispatcher::abandonExpired(std::uint64_t id, Job& j, Actions* out) {
+  if (!j.lease_until || clock_->monoNow() < *j.lease_until) return false;
+  // Its source stopped renewing (gone, paused, cut off): another host may have the
+  // URL by now. Nothing is started; the source, if it still lives, queues it again.
+  spdlog::warn("botm: fetch lease of {} expired before a robot took it; abandoned", j.fetch.url);
+  counters_.lease_expired++;
+  if (j.session == session_) {
+    out->upstream.push_back(failed(j.fetch.id, ErrorCode::kOffline, "fetch lease expired; not started"));
+    by_source_id_.erase(j.fetch.id);
+  }
+  if (j.name) dropName(*j.name, true);
+  jobs_.erase(id);
+  return true;
+}
+
+void Dispatcher::renew(Millis lease, Actions* out) {
+  if (clock_ == nullptr || lease.count() <= 0) return;
+  const MonoTime until = clock_->monoNow() + lease;
+  std::set<RobotId> told;
+  for (auto& [id, j] : jobs_) {
+    if (j.session != session_ || !j.lease_until) continue;
+    j.lease_until = until;
+    if (j.robot != 0 && told.insert(j.robot).second) out->renewals.emplace_back(j.robot, lease);
   }
 }
 
@@ -535,6 +564,17 @@ void Forwarder::childDeleted(ChildId child, const proto::LinkDeleted& d, Forward
   proto::LinkDeleted up = d;
   up.id = p.source_id;
   out->upstream.push_back(std::move(up));
+}
+
+void Forwarder::renew(Millis lease, ForwardActions* out) {
+  if (lease.count() <= 0) return;
+  for (const auto& [cid, c] : children_) {
+    const bool holds = std::any_of(c.jobs.begin(), c.jobs.end(), [&](std::uint64_t id) {
+      auto it = jobs_.find(id);
+      return it != jobs_.end() && it->second.session == session_;
+    });
+    if (holds) out->renewals.emplace_back(cid, lease);
+  }
 }
 
 void Forwarder::childDown(ChildId child, ForwardActions* out) {

@@ -14,6 +14,11 @@
 // current source session; a robot or child that goes away has its fetches handed
 // to another one (a robot's with the same filenames); results for a source session
 // that ended are dropped (and their files unlinked, their names freed).
+// Fetch leases (issue 27 §3, FetchRequest::lease): with a clock (useClock()), a fetch
+// that carries a lease may be handed to a robot or child only until that long after it
+// came, or after the source's last renewal (renew(): <ping lease>); past it, it is
+// abandoned: answered 130 ("fetch lease expired"), nothing started, its name freed. A
+// robot or child gets what is left of the lease with the fetch, and every renewal.
 // THREADS: one thread at a time (the BOT-M's dispatch strand).
 #pragma once
 
@@ -29,6 +34,7 @@
 #include <vector>
 
 #include "botm/filename_store.h"
+#include "lcc/clock.h"
 #include "lcc/env.h"
 #include "proto/botm_link.h"
 #include "proto/robot.h"
@@ -43,13 +49,14 @@ using ChildId = std::uint64_t;
 
 struct DispatchCounters {
   std::uint64_t fetches = 0, results_ok = 0, results_failed = 0, unchanged = 0, rehanded = 0, stale = 0,
-                deletes = 0, deletes_unknown_machine = 0, rejected = 0;
+                deletes = 0, deletes_unknown_machine = 0, rejected = 0, lease_expired = 0;
 };
 
 struct Actions {
   std::vector<std::pair<RobotId, FetchRequest>> to_robots;  // our id, path: the file
   std::vector<Upstream> upstream;
-  bool empty() const { return to_robots.empty() && upstream.empty(); }
+  std::vector<std::pair<RobotId, Millis>> renewals;  // <ping lease> to a robot holding fetches
+  bool empty() const { return to_robots.empty() && upstream.empty() && renewals.empty(); }
 };
 
 class Dispatcher {
@@ -67,6 +74,11 @@ class Dispatcher {
   // <swept>. Results already produced went upstream before, on the same link, so the
   // source has applied them when it reads the list. Temporary files are not listed.
   void sweep(const proto::LinkSweep& s, Actions* out);
+  // The source renewed the lease of every fetch it handed us (<ping lease>): `lease`
+  // from now for each job of the current session; each robot holding one is told.
+  void renew(Millis lease, Actions* out);
+  // The monotonic clock fetch leases are measured on (null: leases are not kept).
+  void useClock(const Clock* clock) { clock_ = clock; }
 
   void robotUp(RobotId robot, std::uint32_t slots, Actions* out);
   void robotDown(RobotId robot, Actions* out);
@@ -90,6 +102,7 @@ class Dispatcher {
     FetchRequest fetch;                 // fetch.id is the source's id
     std::optional<std::uint64_t> name;  // kept when the job is handed to another robot
     RobotId robot = 0;                  // 0: waiting in the queue
+    std::optional<MonoTime> lease_until;  // nothing starts after it (none: no lease)
   };
   struct Robot {
     std::uint32_t slots = 1;
@@ -97,6 +110,8 @@ class Dispatcher {
   };
 
   void pump(Actions* out);
+  // A queued job whose lease has run out: answered 130, forgotten; true when it was.
+  bool abandonExpired(std::uint64_t id, Job& j, Actions* out);
   void capacityChanged(Actions* out);
   void dropName(std::uint64_t name, bool unlink_file);
   void removeHead(std::uint64_t name);
@@ -111,6 +126,7 @@ class Dispatcher {
   FilenameStore* names_;
   Env* env_;
   s3::S3Client* objects_ = nullptr;
+  const Clock* clock_ = nullptr;
   std::size_t max_queued_;
   bool source_up_ = false;
   std::uint64_t session_ = 0;
@@ -128,6 +144,7 @@ struct ForwardActions {
   std::vector<std::pair<ChildId, FetchRequest>> fetches;  // our id on the child's link
   std::vector<std::pair<ChildId, proto::LinkDelete>> deletes;
   std::vector<std::pair<ChildId, proto::LinkSweep>> sweeps;
+  std::vector<std::pair<ChildId, Millis>> renewals;  // <ping lease> to a child holding fetches
   std::vector<Upstream> upstream;
 };
 
@@ -141,6 +158,10 @@ class Forwarder {
   void remove(const proto::LinkDelete& d, ForwardActions* out);
   // Passes the sweep to every child; their <file>s and <swept>s go up unchanged.
   void sweep(const proto::LinkSweep& s, ForwardActions* out);
+  // The source renewed its fetch leases: passed on to every child holding a fetch of
+  // the current session. A forwarded fetch keeps the lease it came with (the time it
+  // waited here is not taken off: docs/reliability.md, "Fetch leases").
+  void renew(Millis lease, ForwardActions* out);
   void childSwept(const Upstream& file_or_swept, ForwardActions* out);
 
   // `content_url`: where the child's own machine serves content (its opening's

@@ -253,6 +253,7 @@ void appendFetch(std::string& out, const FetchRequest& f, FetchWire wire) {
   if (!f.if_none_match.empty()) appendAttr(out, "etag", f.if_none_match);
   if (f.max_size != 0) appendAttr(out, "maxsize", std::to_string(f.max_size));
   if (wire == FetchWire::kLink && !f.expected_md5.empty()) appendAttr(out, "md5", f.expected_md5);
+  if (f.lease.count() > 0) appendAttr(out, "lease", std::to_string(f.lease.count()));
   appendScope(out, f);
   out.append("/>\n");
 }
@@ -265,6 +266,7 @@ FetchRequest decodeFetch(AttrParser& p, FetchWire wire) {
   f.if_modified_since = p.optTime("since");
   f.if_none_match = p.etag("etag");
   f.max_size = p.optU64("maxsize");
+  f.lease = linkLease(p.optU64("lease"));
   readScope(p.el, f);
   if (wire == FetchWire::kLink) f.expected_md5 = p.str("md5");
   if (wire == FetchWire::kRobot) f.path = p.reqStr("file");
@@ -411,7 +413,23 @@ std::string encodeSweep(const LinkSweep& s) {
 }
 
 std::string encodeSourceClose() { return "</lcc:source>\n"; }
-std::string encodeLinkPing() { return "<ping/>\n"; }
+std::string encodeLinkPing(const LinkPing& p) {
+  if (p.lease.count() <= 0) return "<ping/>\n";
+  return "<ping lease=\"" + std::to_string(p.lease.count()) + "\"/>\n";
+}
+
+Millis linkLease(std::uint64_t ms) {
+  return ms >= static_cast<std::uint64_t>(kMaxLinkLease.count()) ? kMaxLinkLease : Millis(static_cast<std::int64_t>(ms));
+}
+
+LinkPing LinkStreamReader::readPing(std::string_view payload) const {
+  LinkPing p;
+  if (payload.empty()) return p;
+  FieldReader r(payload, frames_.limits());
+  const std::uint64_t ms = r.u64();
+  if (r.ok()) p.lease = linkLease(ms);
+  return p;
+}
 std::string encodeLinkPong() { return "<pong/>\n"; }
 
 // ---- decoders ---------------------------------------------------------------
@@ -530,6 +548,7 @@ FetchRequest fetchAsOnWire(FetchRequest f, FetchWire wire) {
   if (wire == FetchWire::kLink) f.path.clear();  // the leaf BOT-M chooses the file
   if (wire == FetchWire::kRobot) f.expected_md5.clear();
   f.max_response_head = 0;
+  f.lease = f.lease.count() <= 0 ? Millis(0) : linkLease(static_cast<std::uint64_t>(f.lease.count()));
   std::vector<std::string> scope;
   for (std::size_t i = 0, n = detail::scopeOnWire(f); i < n; ++i) {
     std::string& p = f.redirect_prefixes[i];
@@ -582,7 +601,7 @@ std::string encodeMessage(const SourceMessage& m) {
         if constexpr (std::is_same_v<T, LinkSourceHello>) return encodeSourceOpen(v);
         if constexpr (std::is_same_v<T, FetchRequest>) return encodeFetch(v);
         if constexpr (std::is_same_v<T, LinkDelete>) return encodeDelete(v);
-        if constexpr (std::is_same_v<T, LinkPing>) return encodeLinkPing();
+        if constexpr (std::is_same_v<T, LinkPing>) return encodeLinkPing(v);
         if constexpr (std::is_same_v<T, LinkPong>) return encodeLinkPong();
         if constexpr (std::is_same_v<T, LinkEnd>) return encodeSourceClose();
         if constexpr (std::is_same_v<T, LinkSweep>) return encodeSweep(v);
@@ -599,7 +618,7 @@ std::string encodeMessage(const BotmMessage& m) {
         if constexpr (std::is_same_v<T, LinkDeleted>) return encodeDeleted(v);
         if constexpr (std::is_same_v<T, LinkCapacity>) return encodeCapacity(v);
         if constexpr (std::is_same_v<T, LinkMachines>) return encodeMachines(v);
-        if constexpr (std::is_same_v<T, LinkPing>) return encodeLinkPing();
+        if constexpr (std::is_same_v<T, LinkPing>) return encodeLinkPing(v);
         if constexpr (std::is_same_v<T, LinkPong>) return encodeLinkPong();
         if constexpr (std::is_same_v<T, LinkEnd>) return encodeBotmClose();
         if constexpr (std::is_same_v<T, LinkFile>) return encodeFile(v);

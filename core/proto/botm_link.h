@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -122,9 +123,18 @@ struct LinkMachines {
   friend bool operator==(const LinkMachines&, const LinkMachines&) = default;
 };
 
+// <ping/>: a keep-alive, answered <pong/>. From a source to a BOT-M, and from a BOT-M to
+// its robots and children, <ping lease="MS"/> also renews the fetch lease (issue 27 §3,
+// FetchRequest::lease) of every fetch the sender handed the receiver and that is not
+// answered yet: to MS from when it arrives. 0 (the attribute absent): a plain ping.
 struct LinkPing {
+  Millis lease{0};
   friend bool operator==(const LinkPing&, const LinkPing&) = default;
 };
+// The longest lease a link carries (a larger one is read as this: a day).
+inline constexpr Millis kMaxLinkLease{24LL * 3600 * 1000};
+// A lease in milliseconds read from the wire, clamped to kMaxLinkLease.
+Millis linkLease(std::uint64_t ms);
 struct LinkPong {
   friend bool operator==(const LinkPong&, const LinkPong&) = default;
 };
@@ -171,7 +181,7 @@ std::string encodeDelete(const LinkDelete& d);
 std::string encodeSweep(const LinkSweep& s);
 std::string encodeSourceClose();  // "</lcc:source>"
 // Either side.
-std::string encodeLinkPing();
+std::string encodeLinkPing(const LinkPing& p = {});
 std::string encodeLinkPong();
 
 // ---- decoders -----------------------------------------------------------------
@@ -281,7 +291,9 @@ FetchResult resultAsOnWire(FetchResult r, bool with_file);
 template <typename Message>
 bool readKeepAlive(const RawElement& el, std::vector<Message>* out) {
   if (el.name == "ping") {
-    out->push_back(LinkPing{});
+    LinkPing p;
+    if (const std::string* v = el.attr("lease")) p.lease = linkLease(std::strtoull(v->c_str(), nullptr, 10));
+    out->push_back(p);
   } else if (el.name == "pong") {
     out->push_back(LinkPong{});
   } else {
@@ -330,7 +342,7 @@ class LinkStreamReader {
     frames_.feed(rest, [&](std::uint8_t type, std::string_view payload) {
       switch (static_cast<FrameType>(type)) {
         case FrameType::kEnd: frames_ended_ = true; out->push_back(End{}); return false;
-        case FrameType::kPing: out->push_back(LinkPing{}); return true;
+        case FrameType::kPing: out->push_back(readPing(payload)); return true;
         case FrameType::kPong: out->push_back(LinkPong{}); return true;
         default: break;
       }
@@ -341,6 +353,9 @@ class LinkStreamReader {
     });
     if (frames_.failed() && frame_error_.empty()) frame_error_ = frames_.why();
   }
+
+  // A ping frame: empty, or the lease in milliseconds (a varint).
+  LinkPing readPing(std::string_view payload) const;
 
   FrameSplitter frames_;
   std::string frame_error_;

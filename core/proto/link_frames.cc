@@ -23,7 +23,8 @@ constexpr FrameLimits kWriteLimits{};
 // ---- one record of a batch ------------------------------------------------------
 // A fetch: id, url, [robot: file], mime, since (a flag, then zigzag seconds), etag,
 // maxsize, [link: md5], redirects (0 prefix, 1 host, 2 none), scope (a count, then
-// the prefixes that fit in kMaxScopeBytes, as on the XML wire).
+// the prefixes that fit in kMaxScopeBytes, as on the XML wire). The batch's leases
+// follow its records (appendBatches).
 void putFetch(FrameWriter& w, const FetchRequest& f, FetchWire wire) {
   w.u64(f.id);
   w.str(f.url);
@@ -133,7 +134,12 @@ FetchResult readResult(FieldReader& r, bool with_file) {
   return out;
 }
 
-// Frames of a run of fetches or results: a new frame past kBatchBytes or max_batch.
+std::uint64_t leaseMs(const FetchRequest& f) { return static_cast<std::uint64_t>(std::max<std::int64_t>(0, f.lease.count())); }
+std::uint64_t leaseMs(const FetchRequest* f) { return leaseMs(*f); }
+
+// Frames of a run of fetches or results: a new frame past kBatchBytes or max_batch. A
+// batch of fetches ends with their leases (issue 27 §3): a count, then each fetch's in
+// milliseconds; a reader from before them ignores the bytes after the last record.
 template <typename Record, typename Put>
 void appendBatches(std::string& out, FrameType type, const Record* rec, std::size_t n, Put&& put) {
   std::size_t i = 0;
@@ -148,6 +154,10 @@ void appendBatches(std::string& out, FrameType type, const Record* rec, std::siz
     out[count_at] = static_cast<char>((k & 0x7F) | 0x80);
     out[count_at + 1] = static_cast<char>(((k >> 7) & 0x7F) | 0x80);
     out[count_at + 2] = static_cast<char>((k >> 14) & 0x7F);
+    if constexpr (std::is_same_v<std::remove_cv_t<std::remove_pointer_t<Record>>, FetchRequest>) {
+      w.u64(k);
+      for (std::size_t j = i - k; j < i; ++j) w.u64(leaseMs(rec[j]));
+    }
     w.end();
   }
 }
@@ -233,7 +243,8 @@ void putNonBatch(std::string& out, const Message& m, XmlOf&& xml_of) {
         if constexpr (std::is_same_v<T, Hello>) {
           out += xml_of(m);
         } else if constexpr (std::is_same_v<T, LinkPing>) {
-          putSimple(out, FrameType::kPing);
+          if (v.lease.count() <= 0) return putSimple(out, FrameType::kPing);
+          putFrame(out, FrameType::kPing, [&](FrameWriter& w) { w.u64(static_cast<std::uint64_t>(v.lease.count())); });
         } else if constexpr (std::is_same_v<T, LinkPong>) {
           putSimple(out, FrameType::kPong);
         } else if constexpr (std::is_same_v<T, EndT>) {
@@ -331,7 +342,14 @@ void readBatch(FieldReader& r, std::size_t min_bytes, ReadOne&& read_one, std::v
 }
 template <typename Message>
 void readFetches(FieldReader& r, FetchWire wire, std::vector<Message>* out) {
+  const std::size_t first = out->size();
   readBatch(r, kMinFetchBytes, [&] { return readFetch(r, wire); }, out);
+  if (!r.ok() || r.atEnd()) return;  // written before the leases: none
+  const std::size_t n = r.count(1);
+  for (std::size_t j = 0; j < n && r.ok(); ++j) {
+    const std::uint64_t ms = r.u64();
+    if (r.ok() && first + j < out->size()) std::get<FetchRequest>((*out)[first + j]).lease = linkLease(ms);
+  }
 }
 template <typename Message>
 void readResults(FieldReader& r, bool with_file, std::vector<Message>* out) {

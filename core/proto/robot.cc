@@ -124,7 +124,7 @@ std::string encodeMessage(const FromRobotMessage& m) {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, RobotHello>) return encodeRobotOpen(v);
         if constexpr (std::is_same_v<T, FetchResult>) return encodeRobotResult(v);
-        if constexpr (std::is_same_v<T, LinkPing>) return encodeLinkPing();
+        if constexpr (std::is_same_v<T, LinkPing>) return encodeLinkPing(v);
         if constexpr (std::is_same_v<T, LinkPong>) return encodeLinkPong();
         if constexpr (std::is_same_v<T, RobotEnd>) return encodeRobotClose();
       },
@@ -137,7 +137,7 @@ std::string encodeMessage(const ToRobotMessage& m) {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, RobotBotmHello>) return encodeBotmRobotOpen(v);
         if constexpr (std::is_same_v<T, FetchRequest>) return encodeRobotFetch(v);
-        if constexpr (std::is_same_v<T, LinkPing>) return encodeLinkPing();
+        if constexpr (std::is_same_v<T, LinkPing>) return encodeLinkPing(v);
         if constexpr (std::is_same_v<T, LinkPong>) return encodeLinkPong();
         if constexpr (std::is_same_v<T, RobotEnd>) return encodeBotmRobotClose();
       },

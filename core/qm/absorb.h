@@ -40,6 +40,9 @@ inline constexpr const char* kMetaAppliedEnd = "qm.applied_journal_end";
 inline constexpr const char* kMetaNextPSet = "qm.next_pset";
 inline std::string metaUnsKey(const std::string& uns) { return "qm.uns." + uns; }  // highest set id applied
 inline constexpr const char* kMetaLastMerge = "qm.last_merge_ms";  // wall time of the last slot merge
+// The fetch lease (ms) the QM of a shared store gives; the next QM waits it out
+// (fetch_lease.h). Rewritten every renewal: the write proves the QM still holds the store.
+inline constexpr const char* kMetaFetchLease = "qm.fetch_lease_ms";
 // Per provider: the identities it claims — held, or with a fetch queued — for the files
 // quota (queue_manager_quota.cc); written with the rows that change it.
 inline std::string metaClaimedKey(ProviderId pid) { return "qm.claimed." + std::to_string(pid); }

@@ -294,4 +294,10 @@ void BotmServer::sendSweep(LinkId link, std::uint64_t sweep) {
   c->send(proto::LinkSweep{sweep});
 }
 
+void BotmServer::sendLease(LinkId link, Millis lease) {
+  auto c = impl_->find(link);
+  if (!c) return;
+  c->send(proto::LinkPing{lease});
+}
+
 }  // namespace lcc::qm

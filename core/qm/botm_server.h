@@ -85,6 +85,7 @@ class BotmServer final : public BotmPort {
   void sendFetch(LinkId link, const FetchRequest& order) override;
   void sendDelete(LinkId link, std::uint64_t id, const std::string& machine, const std::string& file) override;
   void sendSweep(LinkId link, std::uint64_t sweep) override;
+  void sendLease(LinkId link, Millis lease) override;  // <ping lease> (issue 27 §3)
 
  private:
   struct Impl;

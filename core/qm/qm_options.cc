@@ -39,6 +39,7 @@ QmOptions QmOptions::fromConfig(const Config& c) {
   o.delete_retry_max = std::max(o.delete_retry, Millis(c.getInt("qm.delete_retry_max")));
   o.store_retry_max = Millis(c.getInt("qm.store_retry_max"));
   o.ack_after_store = c.getBool("qm.ack_after_store");
+  o.fetch_lease = Millis(c.getInt("qm.fetch_lease"));
   // A kEnum key: the schema admits only the names parseRedirectPolicy knows.
   o.redirects = parseRedirectPolicy(c.getString("fetch.redirects")).value_or(RedirectPolicy::kPrefix);
   return o;

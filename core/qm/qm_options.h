@@ -48,6 +48,7 @@ struct QmOptions {
   Millis delete_retry_max{};              // qm.delete_retry_max: the back-off's ceiling (at least delete_retry)
   Millis store_retry_max{};               // qm.store_retry_max: ceiling of the Busy store's retry delay (at least kStoreRetry)
   bool ack_after_store = false;           // qm.ack_after_store: acks wait for the stores (queue_manager_acks.cc)
+  Millis fetch_lease{};                   // qm.fetch_lease: how long a fetch handed out may start (fetch_lease.h)
   RedirectPolicy redirects{};             // fetch.redirects, sent with each fetch
   // No config key (internal sizes; their defaults live here):
   std::size_t intake_hold_urls = 4096;            // a set past this many URLs is journaled in parts as it comes

@@ -19,6 +19,7 @@ QueueManager::QueueManager(QmDeps deps, QmOptions options)
                                             options.bandwidth_tick, options.bandwidth_horizon, options.host_inflight}),
       links_(options.botm_overload_pct),
       deletes_(options.delete_window, DeleteRetryRules{options.delete_retry, options.delete_retry_max}),
+      lease_(options.fetch_lease, false),
       alive_(std::make_shared<bool>(true)) {}
 
 QueueManager::~QueueManager() {
@@ -65,6 +66,8 @@ Status QueueManager::open() {
   // Slots that opened while the QM was down.
   LCC_RETURN_IF_ERROR(mergeSlots());
   updateOverload();
+  // A shared store: wait out the fetch leases of the QM before us, record ours.
+  LCC_RETURN_IF_ERROR(openLeases());
   // Suspended and removed providers are held before anything is dispatched.
   refreshProviders();
   pump();
@@ -128,13 +131,14 @@ void QueueManager::startTimers() {
   schedule(options_.age_check_interval, [this] { return age(); }, &age_timer_);
   schedule(options_.provider_refresh, [this] { refreshProviders(); return Status::ok(); }, &refresh_timer_);
   schedule(options_.delete_retry, [this] { pumpDeletes(); return Status::ok(); }, &delete_timer_);
+  schedule(lease_.renewEvery(), [this] { return renewLeases(); }, &lease_timer_);
 }
 
 void QueueManager::stopTimers() {
   if (!timers_on_) return;
   timers_on_ = false;
   for (TimerId* t : {&tick_timer_, &merge_timer_, &checkpoint_timer_, &age_timer_, &commit_timer_, &refresh_timer_, &delete_timer_,
-                     &store_retry_timer_}) {
+                     &store_retry_timer_, &lease_timer_, &lease_wake_timer_, &lost_timer_}) {
     if (*t) deps_.clock->cancel(*t);
     *t = 0;
   }

@@ -46,6 +46,7 @@
 #include "qm/absorb.h"
 #include "qm/botm_links.h"
 #include "qm/delete_manager.h"
+#include "qm/fetch_lease.h"
 #include "qm/intake_set.h"
 #include "qm/orphan_sweep.h"
 #include "qm/qm_options.h"
@@ -67,6 +68,12 @@ class BotmPort {
   virtual void sendDelete(LinkId link, std::uint64_t id, const std::string& machine, const std::string& file) = 0;
   // Asks the link's BOT-M(s) to list their content files (the orphan sweep).
   virtual void sendSweep(LinkId link, std::uint64_t sweep) = 0;
+  // Renews the fetch lease of every fetch out on the link: <ping lease> (issue 27 §3).
+  // A port that keeps no leases ignores it.
+  virtual void sendLease(LinkId link, Millis lease) {
+    (void)link;
+    (void)lease;
+  }
 };
 
 struct QmDeps {
@@ -138,6 +145,12 @@ class QueueManager {
                    std::uint64_t size);
   void onSwept(LinkId link, std::uint64_t sweep, const std::string& machine, std::uint64_t files);
   nlohmann::json sweepStatus() const;
+
+  // --- fetch leases (queue_manager_lease.cc, fetch_lease.h; issue 27 §3) ---
+  // Tests: the queue store is taken for one another QM may take over (as
+  // storage-postgres), whatever its openInfo() says. Before open().
+  void treatStoreAsSharedForTest() { lease_shared_for_test_ = true; }
+  nlohmann::json leaseStatus() const;
 
   // Hands out fetches and deletes while there is room.
   void pump();
@@ -358,6 +371,19 @@ class QueueManager {
   void applyProviderState(const ProviderRecord& r);
   Status finishRemoval(ProviderId pid, bool purge);
   Status dropQueuedRows(ProviderId pid);
+  // fetch leases (queue_manager_lease.cc)
+  Status openLeases();        // open(): the predecessor's lease waited out, ours recorded (shared store)
+  Status renewLeases();       // the timer: a proof (shared store), then <ping lease> on every busy link
+  std::optional<Millis> leaseNow();  // the lease a fetch sent now carries; none: dispatch waits
+  void wakeAfterHold();       // one pump when the wait after open() ends
+  void leaseGiven(LinkId link, Millis lease);  // a fetch or renewal went out on the link
+  // A link went down with this fetch out: true when its BOT-M may still be fetching it
+  // (its lease has not run out); it then stays in flight until releaseLost().
+  bool holdLost(const InFlight& f);
+  void releaseLost();         // the timer: lost fetches whose lease ran out leave flight
+  void armLostTimer(MonoTime now);  // releaseLost() at the first lost fetch's end
+  // A one-shot timer that runs `fn` on the QM's strand (its id 0 again then).
+  void armOnce(TimerId* id, Millis in, std::function<void()> fn);
   // periodic work (queue_manager_periodic.cc)
   void flushProviderDeltas();
   // store failures (queue_manager_store_failure.cc) and overload (queue_manager_overload.cc)
@@ -433,19 +459,30 @@ class QueueManager {
   BotmLinks links_;        // the BOT-M links and pick() (botm_links.h)
   DeleteManager deletes_;  // deletes out, window per link, back-off (delete_manager.h)
   OrphanSweep sweep_;      // the orphan sweep (orphan_sweep.h)
+  FetchLease lease_;       // the fetch leases (fetch_lease.h), made again by open()
+  bool lease_shared_for_test_ = false;
+  TimerId lease_wake_timer_ = 0;
+  std::unordered_map<LinkId, MonoTime> link_lease_end_;  // the last lease given on each link ends then
+  struct LostFetch {
+    ProviderId pid = 0;
+    std::string key, host;
+    MonoTime until{};
+  };
+  std::vector<LostFetch> lost_held_;  // out on a lost link, lease not run out: still in flight
+  TimerId lost_timer_ = 0;
   // PIDB changes gathered between checkpoints (quota use).
   std::map<ProviderId, TxnEffects::Usage> usage_pending_;
   std::function<void(bool)> intake_listener_;
   std::shared_ptr<bool> alive_;
   TimerId tick_timer_ = 0, merge_timer_ = 0, checkpoint_timer_ = 0, age_timer_ = 0, commit_timer_ = 0, refresh_timer_ = 0,
-          delete_timer_ = 0, store_retry_timer_ = 0;
+          delete_timer_ = 0, store_retry_timer_ = 0, lease_timer_ = 0;
   bool timers_on_ = false;
   // Counters (also in /metrics when deps_.metrics is set).
   struct Stats {
     std::uint64_t sets = 0, sets_duplicate = 0, sets_rejected = 0, urls = 0, dispatched = 0, fetched = 0,
                   unchanged = 0, errors = 0, retries = 0, skipped = 0, removals = 0, deletes_sent = 0,
                   deletes_done = 0, deletes_failed = 0, orphans_reclaimed = 0, orphan_bytes_reclaimed = 0, checkpoints = 0, journal_syncs = 0, store_errors = 0,
-                  quota_refused = 0, invariant_failures = 0;  // the last: process-wide, lcc::invariantFailures()
+                  quota_refused = 0, invariant_failures = 0, lease_renewals = 0, lease_waits = 0;  // the last: process-wide, lcc::invariantFailures()
   } stats_, published_;
 };
 

@@ -32,18 +32,23 @@ void QueueManager::linkMachines(LinkId link, const std::vector<std::string>& mac
 }
 
 void QueueManager::linkDown(LinkId link) {
-  // Every fetch outstanding on it is lost; the rows are still queued and go out again.
+  // Every fetch outstanding on it is lost; the rows are still queued and go out again,
+  // once the lease of each has run out: its BOT-M may still be fetching it (cut off, or
+  // its end of the link closed while its robots run).
   for (auto it = inflight_.begin(); it != inflight_.end();) {
     if (it->second.link == link) {
-      sched_.lost(it->second.pid);
-      sched_.hostDone(it->second.host);
-      inflight_keys_.erase(it->second.key);
+      if (!holdLost(it->second)) {
+        sched_.lost(it->second.pid);
+        sched_.hostDone(it->second.host);
+        inflight_keys_.erase(it->second.key);
+      }
       it = inflight_.erase(it);
     } else {
       ++it;
     }
   }
   deletes_.linkDown(link);  // its deletes out go again from the FSMDB
+  link_lease_end_.erase(link);
   links_.down(link);
   sweep_.linkDown(link);
   sched_.setCapacity(links_.totalCapacity());
@@ -53,6 +58,9 @@ void QueueManager::linkDown(LinkId link) {
 void QueueManager::pump() {
   // A Busy store: nothing is sent until it answers (retryStore() pumps then).
   if (!opened_ || !deps_.botm || !failed_.isOk() || store_busy_) return;
+  // No fetch lease to give now (issue 27 §3): waiting out the previous QM's, or our
+  // proof is too old (renewLeases() pumps after the next one).
+  if (!leaseNow()) return wakeAfterHold();
   // Every turn sends a fetch (at most the in-flight limit of them) or takes the picked
   // provider out of the eligible ones (blocked, delayed, its sets moved to a slot); a
   // QPSDB rebuild (a list pointing at a missing row) may put each back once.
@@ -213,6 +221,7 @@ bool QueueManager::sendFetch(ProviderId pid, PSetId pset, LinkId link, const std
   order.expected_mime = n.key.mime;
   order.max_size = options_.max_fetch_size;
   order.redirects = options_.redirects;
+  order.lease = leaseNow().value_or(Millis(0));  // pump() checked there is one
   if (order.redirects == RedirectPolicy::kPrefix) {
     auto info = readProviderInfo(pid);
     if (!info.isOk()) {
@@ -236,6 +245,7 @@ bool QueueManager::sendFetch(ProviderId pid, PSetId pset, LinkId link, const std
   inflight_[order.id] = InFlight{pid, key, pset, link, n, host};
   inflight_keys_.insert(key);
   links_.fetchSent(link);
+  leaseGiven(link, order.lease);
   sched_.dispatched(pid, host);
   ++stats_.dispatched;
   deps_.botm->sendFetch(link, order);

@@ -86,6 +86,7 @@ nlohmann::json QueueManager::status() const {
   j["deletes_done"] = stats_.deletes_done;
   j["deletes_failed"] = stats_.deletes_failed;  // answered not ok (each is retried, see queue_manager_deletes.cc)
   j["sweep"] = sweepStatus();                    // the last orphan sweep (queue_manager_sweep.cc)
+  j["fetch_lease"] = leaseStatus();               // the fetch leases (queue_manager_lease.cc)
   j["checkpoints"] = stats_.checkpoints;
   j["journal_syncs"] = stats_.journal_syncs;
   j["store_errors"] = stats_.store_errors;  // counted in /metrics as each comes (storeFailed)

@@ -1,10 +1,12 @@
-// The BOT-M policy without sockets: hand-out, re-hand-out, results, deletes, hierarchy.
+// The BOT-M policy without sockets: hand-out, re-hand-out, results, deletes, hierarchy,
+// fetch leases (issue 27 §3).
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "botm/dispatch.h"
 #include "common/posix_env.h"
+#include "support/sim_clock.h"
 #include "support/temp_dir.h"
 
 namespace lcc::botm {
@@ -395,6 +397,81 @@ TEST(Forwarder, AChildThatGoesAwayHasItsFetchesGivenToAnother) {
   fw.childResult(2, r, &c);
   ASSERT_EQ(upstreamOf<FetchResult>(c.upstream).size(), 1u);
   EXPECT_EQ(upstreamOf<FetchResult>(c.upstream)[0].id, 42u);
+}
+
+// ---- fetch leases (issue 27 §3): a fetch whose lease ran out while it waited for a
+// robot is never handed out (answered 130, its URL stays queued at the QM); a renewal
+// from the source keeps it alive and reaches the robots holding fetches; a robot gets
+// what is left of the lease.
+class DispatchLeaseTest : public DispatcherTest {
+ protected:
+  DispatchLeaseTest() {
+    disp_->useClock(&clock_);
+    Actions a;
+    disp_->robotUp(7, 1, &a);  // one slot: a second fetch waits in the queue
+  }
+  FetchRequest leased(std::uint64_t id, Millis lease) {
+    FetchRequest f = fetchOf(id, "http://s/" + std::to_string(id) + ".htm");
+    f.lease = lease;
+    return f;
+  }
+  // The robot's answer to the fetch it holds (the file written, as a robot leaves it).
+  Actions answer(const FetchRequest& rf) {
+    writeFile(rf.path);
+    Actions a;
+    disp_->robotResult(7, okResult(rf.id), &a);
+    return a;
+  }
+
+  testing::SimClock clock_;
+};
+
+TEST_F(DispatchLeaseTest, AFetchWhoseLeaseRanOutInTheQueueIsNeverHandedToARobot) {
+  Actions a;
+  disp_->fetch(leased(1, Millis(10000)), &a);
+  disp_->fetch(leased(2, Millis(10000)), &a);
+  ASSERT_EQ(a.to_robots.size(), 1u);
+  EXPECT_EQ(a.to_robots[0].second.lease, Millis(10000)) << "the robot gets the lease as it came";
+  // The source stops renewing (paused, dead, cut off) and the first fetch is slow.
+  clock_.advance(Millis(10000));
+  Actions b = answer(a.to_robots[0].second);
+  EXPECT_TRUE(b.to_robots.empty()) << "fetch 2's lease has run out: no robot may start it";
+  auto rs = upstreamOf<FetchResult>(b.upstream);
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_TRUE(rs[0].ok());
+  EXPECT_EQ(rs[1].id, 2u);
+  EXPECT_EQ(rs[1].code, ErrorCode::kOffline) << "retryable: nothing fetched, the QM queues it again";
+  EXPECT_EQ(disp_->queued(), 0u);
+  EXPECT_EQ(disp_->counters().lease_expired, 1u);
+}
+
+TEST_F(DispatchLeaseTest, ARenewedFetchGoesOnWithWhatIsLeftOfItsLease) {
+  Actions a;
+  disp_->fetch(leased(1, Millis(10000)), &a);
+  disp_->fetch(leased(2, Millis(10000)), &a);
+  clock_.advance(Millis(8000));
+  Actions r;
+  disp_->renew(Millis(10000), &r);
+  ASSERT_EQ(r.renewals.size(), 1u) << "the robot holding fetch 1 is told";
+  EXPECT_EQ(r.renewals[0], (std::pair<RobotId, Millis>{7, Millis(10000)}));
+  clock_.advance(Millis(6000));  // 14 s after the hand-off, 6 s after the renewal
+  Actions b = answer(a.to_robots[0].second);
+  ASSERT_EQ(b.to_robots.size(), 1u) << "renewed: fetch 2 goes to the robot";
+  EXPECT_EQ(b.to_robots[0].second.lease, Millis(4000)) << "with what is left of its lease";
+  EXPECT_EQ(upstreamOf<FetchResult>(b.upstream).size(), 1u);
+}
+
+TEST_F(DispatchLeaseTest, AFetchWithoutALeaseKeepsNone) {
+  Actions a;
+  disp_->fetch(leased(1, Millis(0)), &a);
+  disp_->fetch(leased(2, Millis(0)), &a);
+  clock_.advance(Millis(3600 * 1000));
+  Actions b = answer(a.to_robots[0].second);
+  ASSERT_EQ(b.to_robots.size(), 1u) << "an older QM sends no lease: nothing expires";
+  EXPECT_EQ(b.to_robots[0].second.lease, Millis(0));
+  Actions r;
+  disp_->renew(Millis(5000), &r);
+  EXPECT_TRUE(r.renewals.empty()) << "no fetch with a lease: no robot to tell";
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ FetchRequest fetch(std::uint64_t id) {
   f.redirects = static_cast<RedirectPolicy>(id % 3);
   f.redirect_prefixes = {"http://www.server.com/", "https://cdn.server.com/a/"};
   f.max_response_head = 16384;  // no wire carries it
+  f.lease = Millis(id % 2 == 0 ? 30000 + id : 0);  // issue 27 §3: the fetch lease, both wires
   return f;
 }
 
@@ -81,7 +82,7 @@ std::vector<Msg> onWire(std::vector<Msg> ms) {
 class BothForms : public ::testing::TestWithParam<LinkForm> {};
 
 TEST_P(BothForms, SourceToBotmCarriesWhatTheInProcessFormCarriesInAnyChunking) {
-  std::vector<SourceMessage> ms = {fetch(1), fetch(2), fetch(3), LinkDelete{9, "m1", "00/00/2a"}, LinkPing{},
+  std::vector<SourceMessage> ms = {fetch(1), fetch(2), fetch(3), LinkDelete{9, "m1", "00/00/2a"}, LinkPing{Millis(20000)},
                                    LinkSweep{4}, fetch(5), LinkPong{}, LinkEnd{}};
   const std::string bytes = stream(encodeSourceOpen({"qm", 1}), ms, GetParam());
   for (std::size_t chunk : {std::size_t{1}, std::size_t{7}, bytes.size()}) {
@@ -119,7 +120,7 @@ TEST_P(BothForms, BotmToSourceCarriesWhatTheInProcessFormCarries) {
 }
 
 TEST_P(BothForms, TheRobotProtocolBothWays) {
-  std::vector<ToRobotMessage> down = {fetch(1), fetch(2), LinkPing{}, fetch(3), RobotEnd{}};
+  std::vector<ToRobotMessage> down = {fetch(1), fetch(2), LinkPing{}, LinkPing{Millis(7)}, fetch(3), RobotEnd{}};
   BotmRobotStreamDecoder rd;
   auto got_down = feedAll<BotmRobotStreamDecoder, ToRobotMessage>(
       rd, stream(encodeBotmRobotOpen({"m1", 1}), down, GetParam()), 5);
@@ -128,6 +129,8 @@ TEST_P(BothForms, TheRobotProtocolBothWays) {
   got_down.erase(got_down.begin());
   EXPECT_EQ(got_down, onWire(down));
   EXPECT_EQ(std::get<FetchRequest>(got_down[0]).path, "/srv/content/00/00/1") << "the robot's fetch has its file";
+  EXPECT_EQ(std::get<FetchRequest>(got_down[1]).lease, Millis(30002)) << "the fetch lease reaches the robot";
+  EXPECT_EQ(std::get<LinkPing>(got_down[3]).lease, Millis(7)) << "so does a renewal";
 
   std::vector<FromRobotMessage> up;
   for (std::uint64_t i = 0; i < 8; ++i) up.push_back(result(i));

@@ -8,7 +8,8 @@ botm, bot, each linked to central's listen.botm), cp (the senders) and web (a sl
 --providers providers send a full set of --urls URLs each; each robot host takes two
 fetches at once (bot.slots 2), so both fetch; once both have fetched a few,
 r1's lccd is killed with SIGKILL. Asserted, from central's CU and the site's log:
-- every URL of every acked set is stored (the fetches r1 held were handed out again);
+- every URL of every acked set is stored (the fetches r1 held were handed out again,
+  once their fetch lease ran out: r1 could only be cut off and still fetching);
 - r2 fetched after the kill;
 - per provider, no two requests of the site's log ran at the same time, except a
   request of r1 that the site was still answering when r1 was already dead;
@@ -27,7 +28,6 @@ import lccnode  # noqa: E402
 ADDR = {"central": "10.231.0.31", "r1": "10.231.0.32", "r2": "10.231.0.33", "cp": "10.231.0.41",
         "web": "10.231.0.51"}
 UNS_PORT, BOTM_PORT, HTTP_PORT, WEB_PORT = 7700, 7702, 7780, 8080
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def args_parse():
@@ -49,7 +49,9 @@ def make_nodes(a, bed):
     central = node("central", ["uns", "qm", "cu"],
                    {"uns": f"{ADDR['central']}:{UNS_PORT}", "botm": f"{ADDR['central']}:{BOTM_PORT}",
                     "http": f"0.0.0.0:{HTTP_PORT}"},
-                   "qm:\n  host_inflight: 8\n")  # every provider's site is on host web: fetch them side by side
+                   # every provider's site is on host web: fetch them side by side; r1's fetches
+                   # go out again once their fetch lease (4 s, renewed while r1 lives) ran out
+                   "qm:\n  host_inflight: 8\n  fetch_lease: 4s\n")
     robots = [node(n, ["botm", "bot"], {"http": f"0.0.0.0:{HTTP_PORT}"},
                    f"botm:\n  source: {ADDR['central']}:{BOTM_PORT}\n  content_url: http://{ADDR[n]}:{HTTP_PORT}\n"
                    "bot:\n  slots: 2\n")  # two fetches at once each: both hosts take part
@@ -57,44 +59,16 @@ def make_nodes(a, bed):
     return central, robots
 
 
-def read_log(path):
-    """The site's log: [(start, end, address, status, path)]."""
-    out = []
-    with open(path) as f:
-        for line in f:
-            p = line.split()
-            if len(p) == 5:
-                out.append((float(p[0]), float(p[1]), p[2], int(p[3]), p[4]))
-    return out
-
-
 def overlaps(log, t_kill):
-    """Pairs of requests of one provider (/pN/) that ran at the same time, leaving out a
-    request of r1 still being answered after r1 was killed (its client is gone)."""
-    by_provider = {}
-    for r in log:
-        by_provider.setdefault(r[4].split("/")[1], []).append(r)
-    found = []
-    for reqs in by_provider.values():
-        reqs.sort()
-        for i, x in enumerate(reqs):
-            for y in reqs[i + 1:]:
-                if y[0] >= x[1]:
-                    break
-                dead = [r for r in (x, y) if r[2] == ADDR["r1"] and r[1] > t_kill]
-                if not dead:
-                    found.append((x, y))
-    return found
+    """Requests of one provider from two hosts at the same time, leaving out a request of
+    r1 still being answered after r1 was killed (its client is gone)."""
+    return lccnode.site_overlaps(log, lambda r: r[2] == ADDR["r1"] and r[1] > t_kill)
 
 
 def scenario(a, bed):
     central, robots = make_nodes(a, bed)
     cp, web = bed.add_host("cp", ADDR["cp"]), bed.add_host("web", ADDR["web"])
-    site, log = os.path.join(bed.workdir, "site"), os.path.join(bed.workdir, "site.log")
-    os.makedirs(site)
-    srv = web.spawn("site", [sys.executable, os.path.join(HERE, "slow_site.py"), "--bind", ADDR["web"], "--port",
-                             str(WEB_PORT), "--root", site, "--delay", str(a.delay), "--log", log, "--lifetime", "600"])
-    bedlib.wait_until("the site", lambda: srv.alive() and "listening" in srv.log_tail(), timeout=15)
+    site, log = lccnode.slow_site(bed, web, ADDR["web"], WEB_PORT, delay=a.delay)
     central.start()
     for r in robots:
         r.start()
@@ -105,12 +79,13 @@ def scenario(a, bed):
         assert s.send(0, full=True), f"provider {s.index}'s full set: {s.sends[-1]}"
 
     def both_fetched():
-        entries = read_log(log)
+        entries = lccnode.read_site_log(log)
         return all(sum(1 for r in entries if r[2] == ADDR[n]) >= 5 for n in ("r1", "r2"))
     bedlib.wait_until("r1 and r2 fetching", both_fetched, timeout=60)
     robots[0].proc.kill9()
     t_kill = time.time()
-    print(f"killed r1's lccd after {sum(1 for r in read_log(log) if r[2] == ADDR['r1'])} of its fetches", flush=True)
+    n = sum(1 for r in lccnode.read_site_log(log) if r[2] == ADDR["r1"])
+    print(f"killed r1's lccd after {n} of its fetches", flush=True)
     return central, senders, log, t_kill
 
 
@@ -122,7 +97,7 @@ def check(central, senders, log, t_kill):
         problems.append(f"{len(missing)} of {len(want)} acked URLs not stored (e.g. {sorted(missing)[:3]})")
     else:
         print(f"all {len(want)} acked URLs stored", flush=True)
-    entries = read_log(log)
+    entries = lccnode.read_site_log(log)
     after = [r for r in entries if r[2] == ADDR["r2"] and r[0] > t_kill]
     before = [r for r in entries if r[2] == ADDR["r2"] and r[0] <= t_kill]
     if not after:

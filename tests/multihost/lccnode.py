@@ -160,15 +160,19 @@ class Sender:
     def acked(self, since=None):
         return [s for s in self.sends if s[2] == 0 and acked_all(s[4], len(s[3])) and (since is None or s[1] >= since)]
 
-    def loop(self, deadline, max_sets):
+    def loop(self, deadline, max_sets, gap=0.0):
         k = len(self.sends)
         while not self.stop.is_set() and time.monotonic() < deadline and k < max_sets:
             if not self.send(k):
                 self.stop.wait(0.5)  # a refused or failed send: try the next set a little later
+            elif gap:
+                self.stop.wait(gap)
             k += 1
 
-    def start(self, deadline, max_sets=500):
-        self.thread = threading.Thread(target=self.loop, args=(deadline, max_sets), daemon=True)
+    def start(self, deadline, max_sets=500, gap=0.0):
+        """Sends sets 1, 2, … until stopped, `deadline` or `max_sets`, waiting `gap`
+        seconds after each acked one (so that a bounded number lasts the scenario)."""
+        self.thread = threading.Thread(target=self.loop, args=(deadline, max_sets, gap), daemon=True)
         self.thread.start()
 
 
@@ -247,22 +251,78 @@ def seq_problems(node):
     return [f"{node.name}: {shared} seqs shared by two records"] if shared else []
 
 
-def cluster_and_site(bed, addr, web_port):
+def read_site_log(path):
+    """slow_site.py's log: [(start, end, address, status, path)], times in epoch seconds."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) == 5:
+                out.append((float(p[0]), float(p[1]), p[2], int(p[3]), p[4]))
+    return out
+
+
+def site_overlaps(log, exempt=lambda r: False):
+    """Pairs of requests of one provider (/pN/) from two hosts that ran at the same time,
+    leaving out the requests `exempt(r)` names."""
+    by_provider = {}
+    for r in log:
+        by_provider.setdefault(r[4].split("/")[1], []).append(r)
+    found = []
+    for reqs in by_provider.values():
+        reqs.sort()
+        for i, x in enumerate(reqs):
+            for y in reqs[i + 1:]:
+                if y[0] >= x[1]:
+                    break
+                if x[2] != y[2] and not exempt(x) and not exempt(y):
+                    found.append((x, y))
+    return found
+
+
+def slow_site(bed, host, addr, port, delay=0.05):
+    """slow_site.py on `host` serving `<bed>/site` at addr:port, its log `<bed>/site.log`,
+    its delay read from `<bed>/site.delay` at each request (set_site_delay()): (site
+    folder, log path) once it listens."""
+    site, log = os.path.join(bed.workdir, "site"), os.path.join(bed.workdir, "site.log")
+    os.makedirs(site)
+    set_site_delay(bed, delay)
+    srv = host.spawn("site", [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "slow_site.py"),
+                              "--bind", addr, "--port", str(port), "--root", site, "--delay", str(delay), "--delay-file",
+                              os.path.join(bed.workdir, "site.delay"), "--log", log, "--lifetime", "600"])
+    bedlib.wait_until("the site", lambda: srv.alive() and "listening" in srv.log_tail(), timeout=15)
+    return site, log
+
+
+def set_site_delay(bed, seconds):
+    """The seconds slow_site.py takes for each answer from now on."""
+    tmp = os.path.join(bed.workdir, "site.delay.tmp")
+    with open(tmp, "w") as f:
+        f.write(f"{seconds}\n")
+    os.replace(tmp, os.path.join(bed.workdir, "site.delay"))
+
+
+def cluster_and_site(bed, addr, web_port, slow=False):
     """etcd, db1 and db2 (a Patroni cluster with a streaming sync standby), a CP host
     and a web host serving `<bed>/site` on `web_port`, at the addresses `addr` names
-    (etcd, db1, db2, cp, web): (cluster, cp host, site folder) once all answer."""
+    (etcd, db1, db2, cp, web): (cluster, cp host, site folder) once all answer. slow: the
+    site is slow_site.py (its log `<bed>/site.log`, its delay set_site_delay())."""
     import pgcluster  # noqa: PLC0415 - only the PostgreSQL scenarios need it
     cl = pgcluster.PgCluster(bed, bed.add_host("etcd", addr["etcd"]),
                              [bed.add_host("db1", addr["db1"]), bed.add_host("db2", addr["db2"])])
     cp, web = bed.add_host("cp", addr["cp"]), bed.add_host("web", addr["web"])
-    site = os.path.join(bed.workdir, "site")
-    os.makedirs(site)
-    srv = web.spawn("site", [sys.executable, "-m", "http.server", "--bind", addr["web"], "--directory", site,
-                             str(web_port)])
+    if slow:
+        site = slow_site(bed, web, addr["web"], web_port)[0]
+    else:
+        site = os.path.join(bed.workdir, "site")
+        os.makedirs(site)
+        srv = web.spawn("site", [sys.executable, "-m", "http.server", "--bind", addr["web"], "--directory", site,
+                                 str(web_port)])
     cl.start()
     cl.wait_sync_standby(30)
-    bedlib.wait_until("the site", lambda: srv.alive() and cp.http_get(f"http://{addr['web']}:{web_port}/")[0] == 200,
-                      timeout=15)
+    if not slow:
+        bedlib.wait_until("the site", lambda: srv.alive() and cp.http_get(f"http://{addr['web']}:{web_port}/")[0] == 200,
+                          timeout=15)
     return cl, cp, site
 
 

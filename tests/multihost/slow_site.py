@@ -2,7 +2,9 @@
 """A web site for the bed that answers slowly and logs when each request began and ended.
 
 `slow_site.py --bind A --port P --root DIR --delay S --log FILE --lifetime T` serves
-the files under DIR (GET only), each answer S seconds after the request came, and
+the files under DIR (GET only), each answer S seconds after the request came (with
+`--delay-file F`: the number in F when it is there, read at each request, so a test can
+slow the site down and speed it up while it runs), and
 writes one line per request to FILE: `<start> <end> <client address> <status> <path>`,
 times in seconds since the epoch (float), so a test can tell from the log alone which
 fetches ran at the same time. Threaded (one thread a request), bounded by T seconds.
@@ -20,16 +22,24 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--root", required=True)
     ap.add_argument("--delay", type=float, default=0.2)
+    ap.add_argument("--delay-file", default="")
     ap.add_argument("--log", required=True)
     ap.add_argument("--lifetime", type=float, default=300)
     a = ap.parse_args()
     lock = threading.Lock()
     log = open(a.log, "a", buffering=1)
 
+    def delay():
+        try:
+            with open(a.delay_file) as f:
+                return min(30.0, max(0.0, float(f.read().strip())))
+        except (OSError, ValueError):
+            return a.delay
+
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 - the library's name
             start = time.time()
-            time.sleep(a.delay)
+            time.sleep(delay() if a.delay_file else a.delay)
             rel = os.path.normpath(self.path.split("?", 1)[0]).lstrip("/")
             path = os.path.join(a.root, rel)
             status = 404

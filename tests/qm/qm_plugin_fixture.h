@@ -67,6 +67,7 @@ class QmTest : public ::testing::TestWithParam<std::string> {
     deps.post = post_;
     qm_ = std::make_unique<QueueManager>(deps, options_);
     qm_->setIntakeListener([this](bool accepting) { accepting_.push_back(accepting); });
+    if (shared_store_) qm_->treatStoreAsSharedForTest();
     return qm_->open();
   }
   // Drops the engine and the journal without a checkpoint (as a killed process).
@@ -114,6 +115,7 @@ class QmTest : public ::testing::TestWithParam<std::string> {
   std::vector<Ack> acks_;
   std::vector<bool> accepting_;
   int files_ = 0;
+  bool shared_store_ = false;  // the queue store as storage-postgres's: another QM may take it over
 };
 
 }  // namespace lcc::qm::testing

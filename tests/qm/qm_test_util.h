@@ -84,6 +84,7 @@ class RecordingBotm : public BotmPort {
     deletes.push_back({link, id, machine, file});
   }
   void sendSweep(LinkId link, std::uint64_t sweep) override { sweeps.push_back({link, sweep}); }
+  void sendLease(LinkId link, Millis lease) override { leases.push_back({link, lease}); }
   std::vector<Fetch> takeFetches() {
     auto out = std::move(fetches);
     fetches.clear();
@@ -97,6 +98,7 @@ class RecordingBotm : public BotmPort {
   std::vector<Fetch> fetches;
   std::vector<Delete> deletes;
   std::vector<std::pair<LinkId, std::uint64_t>> sweeps;
+  std::vector<std::pair<LinkId, Millis>> leases;  // renewals (<ping lease>)
 };
 
 inline UrlNotice update(ProviderId pid, const std::string& url, std::optional<std::int64_t> mt = std::nullopt,

@@ -194,7 +194,7 @@ TEST_P(QmTest, DamagedQpsdbIsRebuiltFromTheQdbAtStart) {
   EXPECT_EQ(qm_->queued(), 0u);
 }
 
-TEST_P(QmTest, LostBotmConnectionHandsTheFetchOutAgain) {
+TEST_P(QmTest, LostBotmConnectionHandsTheFetchOutAgainOnceItsLeaseRanOut) {
   ASSERT_TRUE(start().isOk());
   qm_->linkUp(1, "m1", 4);
   submit(makeSet(1, {update(1, "http://a/1")}, 1));
@@ -202,6 +202,9 @@ TEST_P(QmTest, LostBotmConnectionHandsTheFetchOutAgain) {
   qm_->linkDown(1);
   EXPECT_EQ(qm_->inFlight(), 0u);
   qm_->linkUp(2, "m1", 4);
+  EXPECT_TRUE(botm_.takeFetches().empty()) << "the lost BOT-M (cut off) may still fetch it until its lease ends";
+  EXPECT_EQ(qm_->status()["fetch_lease"]["lost_held"], 1);
+  clock_.advance(options_.fetch_lease + FetchLease::kMargin);
   auto f = botm_.takeFetches();
   ASSERT_EQ(fetchedUrls(f), std::vector<std::string>{"http://a/1"});
   EXPECT_EQ(f[0].link, 2u);

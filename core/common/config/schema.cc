@@ -154,6 +154,9 @@ const std::vector<KeySpec>& Config::schema() {
       {"qm.ack_after_store", KeyType::kBool, "false", kNoMin, kNoMax,
        "ack a set only once the stores hold it durably, and replay nothing from the local intake journal at start "
        "(a QM with a standby on a shared storage-postgres store, option qm_lease)"},
+      {"qm.fetch_lease", KeyType::kDuration, "30s", kSec, kHour,
+       "how long a robot may start a fetch after its hand-off unless the QM renews it (every third of it); a QM "
+       "that takes a shared store over waits this long (plus 2s) before it hands fetches out"},
       // --- botm ---
       {"botm.source", KeyType::kString, "", 0, 300,
        "url source to connect to, host:port or tls://host:port (empty: listen.botm)"},

@@ -280,6 +280,12 @@ struct FetchRequest {
   // response's status line and header lines (FetchResult::response_head) when they fit
   // in this many bytes; 0: not kept.
   std::uint64_t max_response_head = 0;
+  // The fetch lease (issue 27 §3): how long after it received this request the
+  // receiver may still start an HTTP request for it, on its own monotonic clock, unless
+  // a renewal (proto::LinkPing::lease) extends it; past it the fetch is abandoned and
+  // answered 130, nothing fetched. Zero: no lease (a sender without one). The QM sets it
+  // (qm.fetch_lease); each hop passes on what is left of it.
+  Millis lease{0};
 
   friend bool operator==(const FetchRequest&, const FetchRequest&) = default;
 };
