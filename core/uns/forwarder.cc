@@ -471,10 +471,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl> {
     st->mode = StreamMode::kPass;
     st->id = id.value();
     open_stream = st;
-    if (records_form) return sendRecord(header);
-    std::string head;
-    proto::appendSetBegin(head, header);
-    send(std::move(head));
+    sendRecord(header);  // the link writes it in its form (qm_link.h)
   }
 
   void spoolBegin(const std::shared_ptr<StreamState>& st) {
@@ -553,14 +550,7 @@ struct Forwarder::Impl : std::enable_shared_from_this<Impl> {
   }
   // Ends the set passing through: <end count/> (`count`) or <abort/>.
   void closeStream(std::optional<std::uint64_t> count) {
-    if (records_form) {
-      count ? sendRecord(proto::UnsLocalEnd{*count}) : sendRecord(proto::UnsLocalAbort{});
-      open_stream.reset();
-      return pump();
-    }
-    std::string tail;
-    count ? proto::appendStreamedSetEnd(tail, *count) : proto::appendStreamedSetAbort(tail);
-    send(std::move(tail));
+    count ? sendRecord(proto::UnsLocalEnd{*count}) : sendRecord(proto::UnsLocalAbort{});
     open_stream.reset();
     pump();  // spooled sets may go now
   }
