@@ -3,8 +3,10 @@
 
 A local nginx serves PROVIDERS folders of FILES files of 10 KiB. Each folder is one
 provider of an all-roles lccd on storage-kyoto (`lcc provider add --prefix`); its set is
-made by `lcc cp scan` beforehand. Timed: PROVIDERS concurrent `lcc cp send`, from the first
-send until the QM has stored every URL (`/status` qm.fetched). The path: UNS, QM journal
+made by `lcc cp scan` beforehand. Timed: PROVIDERS concurrent `lcc cp send`, started
+beforehand and waiting to read their sets from pipes (as CPs on their own machines would
+be), from the moment the sets are written until the QM has stored every URL (`/status`
+qm.fetched). The path: UNS, QM journal
 and dispatch, BOT-M, robot, fetch-curl, content file, LCC DB.
 
 Baseline, in the same run: `curl --parallel --parallel-max 64` fetching the same URLs into
@@ -108,6 +110,16 @@ def proc_stat(pid):
     return hwm, cpu
 
 
+def reading_stdin(pid):
+    """True when the process waits in read(0, ...) (its first syscall field is 0, fd 0)."""
+    try:
+        with open(f"/proc/{pid}/syscall") as f:
+            fields = f.read().split()
+    except OSError:
+        return False
+    return len(fields) > 1 and fields[0] == "0" and int(fields[1], 16) == 0
+
+
 def run_lcc(args, work, site_root, web_port, providers, total, perf, links):
     # The providers stand for sites on as many hosts; here they share one web server,
     # whose host would otherwise allow one fetch at a time (qm.host_inflight).
@@ -136,15 +148,29 @@ qm:
             f.write(scan)
         sends.append([os.path.join(node.bin, "lcc"), "cp", "send", "--uns", f"127.0.0.1:{node.ports['uns']}",
                       "--id", pid, "--password", password, "--full", set_file])
+    # The 64 CPs stand for 64 machines: each `lcc cp send` is started before the clock
+    # and waits reading its set from a pipe, which the harness fills at t0; timed from
+    # there: its connection, init, set, and every URL's way to the LCC DB. Started inside
+    # the timed window (as before 2026-11-29), the harness's serial forks and 64 process
+    # starts (about 7.5 ms of CPU each, mostly the dynamic loader with libcurl's
+    # dependencies; curl's own start costs the same, once) took 0.5-1 s of the two
+    # cores' time: no work of the LCC's, and no part of a URL's path.
+    procs = [subprocess.Popen(cmd[:-1] + ["-"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE) for cmd in sends]
+    wait_for("every sender reading its set", lambda: all(reading_stdin(p.pid) for p in procs), timeout=60)
     perf_proc = None
     if perf:
         perf_proc = subprocess.Popen(["perf", "record", "-g", "-F", "999", "-o", perf, "-p", str(node.proc.pid)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     t0 = time.monotonic()
-    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for cmd in sends]
+    for p, cmd in zip(procs, sends):
+        with open(cmd[-1], "rb") as f:
+            p.stdin.write(f.read())
+        p.stdin.close()
     for p in procs:
-        _, err = p.communicate(timeout=600)
-        assert p.returncode == 0, f"lcc cp send failed: {err.decode()}"
+        p.wait(timeout=600)
+        assert p.returncode == 0, f"lcc cp send failed: {p.stderr.read().decode()}"
+        p.stderr.close()
     accepted = time.monotonic() - t0
     wait_for("every URL stored", lambda: node.status()["qm"]["fetched"] >= total, timeout=900)
     seconds = time.monotonic() - t0
