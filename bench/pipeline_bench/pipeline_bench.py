@@ -110,6 +110,22 @@ def proc_stat(pid):
     return hwm, cpu
 
 
+def thread_cpu(pid):
+    """lccd's CPU seconds per thread name (comm), from /proc/PID/task/*/stat."""
+    by_name = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text.rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        by_name[name] = by_name.get(name, 0.0) + cpu
+    return by_name
+
+
 def reading_stdin(pid):
     """True when the process waits in read(0, ...) (its first syscall field is 0, fd 0)."""
     try:
@@ -178,6 +194,10 @@ qm:
         perf_proc.send_signal(2)
         perf_proc.wait()
     hwm, cpu = proc_stat(node.proc.pid)
+    threads = thread_cpu(node.proc.pid)
+    print("  lccd threads, share of a core over the run: " +
+          ", ".join(f"{n} {c / seconds:.2f}" for n, c in sorted(threads.items(), key=lambda kv: -kv[1]) if c > 0),
+          flush=True)
     errors = node.status()["qm"]["fetch_errors"]
     node.stop()
     return seconds, accepted, hwm, cpu, errors
