@@ -9,7 +9,7 @@
 // than the rate. Every URL carries sz, md5 and mt, as `lcc cp scan` writes them. With --apply off it does not wait for the apply: the peak is then
 // lccd's at the ack (the UNS's share; the QM applies while the set comes).
 //
-//   build/bin/ingest_bench [--urls 1000000,10000000] [--store storage-kyoto] [--keep on] [--apply off]
+//   build/bin/ingest_bench [--urls 1000000,10000000] [--store storage-kyoto] [--keep on] [--apply off] [--threads N]
 //                          [--links xml|tcp|process|both|all]
 // --links: how the UNS and the QM link (session_bench/lccd_process.h): xml, over
 // loopback TCP as the XML stream (node.link_frames off); tcp, over TCP as compact
@@ -45,6 +45,7 @@ struct Args {
   bool keep = false;
   bool apply = true;
   std::vector<Links> links{Links::kInProcess};  // one pass per form (--links)
+  int threads = 0;                               // lccd's io threads (--threads; 0: lccd's default, 2 here)
 };
 
 // The set document `lcc cp scan` would print for `n` files (sz, md5, mt on each).
@@ -167,7 +168,7 @@ void runOne(const Args& a, std::uint64_t n, Links links) {
         << "\n  session_timeout: 1h\n  idle_timeout: 10m\n"
         // new providers get a files quota of 100,000 by default (issue 25): the QM would
         // queue only that many of the set's URLs
-        << "rs:\n  default_quota_files: 0\n  default_quota_bytes: 0\n";
+        << "rs:\n  default_quota_files: 0\n  default_quota_bytes: 0\nthreads: " << a.threads << "\n";
   LccdProcess lccd(dir, {"uns", "qm"}, extra.str(), {}, links);
   if (!lccd.start()) return (void)std::fprintf(stderr, "lccd did not start\n");
   const std::string added = lccd.lcc({"provider", "add", "--prefix", "http://p0.example/"});
@@ -251,8 +252,10 @@ int main(int argc, char** argv) {
       a.apply = v != "off";
     } else if (k == "--links" && !lcc::bench::parseLinks(v).empty()) {
       a.links = lcc::bench::parseLinks(v);
+    } else if (k == "--threads") {
+      a.threads = std::atoi(v.c_str());
     } else {
-      std::fprintf(stderr, "usage: ingest_bench [--urls 1000000,10000000] [--store storage-kyoto] [--keep on] [--apply off] [--links xml|tcp|process|both|all]\n");
+      std::fprintf(stderr, "usage: ingest_bench [--urls 1000000,10000000] [--store storage-kyoto] [--keep on] [--apply off] [--links xml|tcp|process|both|all] [--threads N]\n");
       return 2;
     }
   }
