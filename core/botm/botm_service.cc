@@ -61,6 +61,7 @@ class BotmService final : public Service {
     g_framed_ = &m.gauge("lcc_botm_framed_peers", "robots (or child BOT-Ms) whose link uses compact frames");
     g_queued_ = &m.gauge("lcc_botm_queued", "fetches waiting for a free slot");
     g_source_ = &m.gauge("lcc_botm_source_connected", "1 when the url source connection is up");
+    g_objects_ = &m.gauge("lcc_botm_object_calls", "object-store calls (DELETEs, listing pages) out or waiting");
     c_fetches_ = &m.counter("lcc_botm_fetches_total", "fetches taken from the url source");
     c_ok_ = &m.counter("lcc_botm_results_ok_total", "stored results sent upstream");
     c_failed_ = &m.counter("lcc_botm_results_failed_total", "failed results sent upstream");
@@ -171,6 +172,7 @@ class BotmService final : public Service {
     out["results_failed"] = c_failed_->value();
     out["rehanded"] = c_rehanded_->value();
     out["deletes"] = c_deletes_->value();
+    if (s_.s3.enabled()) out["object_calls"] = g_objects_->value();
     if (!s_.content_url.empty()) out["content_url"] = s_.content_url;
   }
 
@@ -183,6 +185,7 @@ class BotmService final : public Service {
     g_queued_->set(static_cast<std::int64_t>(disp_ ? disp_->queued() : fwd_->queued()));
     g_source_->set(source_ || local_source_ ? 1 : 0);
     g_framed_->set(static_cast<std::int64_t>(framed_peers_.size()));
+    if (disp_) g_objects_->set(static_cast<std::int64_t>(disp_->objectCallsOut() + disp_->objectCallsWaiting()));
     source_frames_ = source_ && source_form_ == proto::LinkForm::kFrames;
     c_fetches_->setTotal(c.fetches);
     c_ok_->setTotal(c.results_ok);
@@ -606,7 +609,7 @@ class BotmService final : public Service {
   bool source_warned_ = false;
   TimerId timer_ = 0;
   Millis delay_;
-  Gauge *g_capacity_, *g_peers_, *g_queued_, *g_source_, *g_framed_;
+  Gauge *g_capacity_, *g_peers_, *g_queued_, *g_source_, *g_framed_, *g_objects_;
   std::atomic<bool> source_frames_{false};  // status(): source_form_ is kFrames
   Counter *c_fetches_, *c_ok_, *c_failed_, *c_rehanded_, *c_deletes_;
 };

@@ -93,10 +93,12 @@ TEST_F(BotmObjectStoreTest, FetchesGoOnWhileADeleteHangsAndTheDeleteIsAnsweredWh
   fetchGoesThrough(source, 10);
   fetchGoesThrough(source, 11);
   EXPECT_TRUE(source.all<proto::LinkDeleted>().empty()) << "no answer before the store's";
+  EXPECT_EQ(leaf.node.gauge("lcc_botm_object_calls"), 1);
 
   release();
   ASSERT_TRUE(source.waitFor([](const auto& ms) { return FakeSource::count<proto::LinkDeleted>(ms) == 1; }));
   EXPECT_EQ(source.all<proto::LinkDeleted>().at(0), (proto::LinkDeleted{1, true, ""}));
+  EXPECT_EQ(leaf.node.gauge("lcc_botm_object_calls"), 0);
   const auto reqs = store_.requests();
   ASSERT_FALSE(reqs.empty());
   EXPECT_EQ(reqs.at(0).method, "DELETE");
