@@ -480,6 +480,27 @@ TEST_F(DispatchObjectsTest, CallsPastTheLimitWaitInOrderAndEveryDeleteIsAnswered
   EXPECT_EQ(disp_->objectCallsOut() + disp_->objectCallsWaiting(), 0u);
 }
 
+// Past botm.max_queued calls waiting, a delete is answered at once as a failed one (the
+// QM retries it); those before it are kept and answered in turn.
+TEST_F(DispatchObjectsTest, ADeletePastTheWaitingLimitIsAnsweredBusyAtOnce) {
+  disp_ = std::make_unique<Dispatcher>("m1", content_, names_.get(), posixEnv(), /*max_queued=*/1);
+  disp_->useObjectStore(s3::S3Options{}, 1);
+  disp_->sourceUp();
+  Actions a;
+  for (std::uint64_t id = 1; id <= 3; ++id) disp_->remove({id, "m1", names_->format(100 + id)}, &a);
+  EXPECT_EQ(a.object_calls.size(), 1u);
+  EXPECT_EQ(disp_->objectCallsWaiting(), 1u);
+  EXPECT_EQ(upstreamOf<proto::LinkDeleted>(a.upstream),
+            (std::vector<proto::LinkDeleted>{{3, false, "io-error: object store busy (botm.max_queued calls wait)"}}));
+  Actions b;
+  disp_->objectAnswer(answer(a.object_calls[0]), &b);
+  ASSERT_EQ(b.object_calls.size(), 1u) << "the waiting one goes out";
+  EXPECT_EQ(upstreamOf<proto::LinkDeleted>(b.upstream), (std::vector<proto::LinkDeleted>{{1, true, ""}}));
+  Actions c;
+  disp_->objectAnswer(answer(b.object_calls[0]), &c);
+  EXPECT_EQ(upstreamOf<proto::LinkDeleted>(c.upstream), (std::vector<proto::LinkDeleted>{{2, true, ""}}));
+}
+
 // A free name whose old object is being deleted (a repeated delete, a stray object) is
 // kept from the next fetch until the store answered, then free again.
 TEST_F(DispatchObjectsTest, ANameIsNotHandedOutWhileItsObjectIsBeingDeleted) {
