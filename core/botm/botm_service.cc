@@ -2,7 +2,6 @@
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/connect.hpp>
-#include <boost/asio/ip/host_name.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
@@ -16,7 +15,6 @@
 #include "botm/content_route.h"
 #include "botm/dispatch.h"
 #include "botm/filename_store.h"
-#include "common/content_locator.h"
 #include "common/tls_config.h"
 #include "http/http_server.h"
 #include "net/acceptor.h"
@@ -50,6 +48,7 @@ struct Settings {
   std::string content_url;   // botm.content_url: advertised upstream (leaf only); empty: not advertised
   bool frames = false;       // node.link_frames: offer (and take) compact frames on the TCP links
   s3::S3Options s3;          // s3.*: content in an object store when enabled (issue 31 §1)
+  std::size_t s3_calls = 0;  // s3.botm_calls: object-store calls out at once
 };
 
 class BotmService final : public Service {
@@ -62,6 +61,7 @@ class BotmService final : public Service {
     g_framed_ = &m.gauge("lcc_botm_framed_peers", "robots (or child BOT-Ms) whose link uses compact frames");
     g_queued_ = &m.gauge("lcc_botm_queued", "fetches waiting for a free slot");
     g_source_ = &m.gauge("lcc_botm_source_connected", "1 when the url source connection is up");
+    g_objects_ = &m.gauge("lcc_botm_object_calls", "object-store calls (DELETEs, listing pages) out or waiting");
     c_fetches_ = &m.counter("lcc_botm_fetches_total", "fetches taken from the url source");
     c_ok_ = &m.counter("lcc_botm_results_ok_total", "stored results sent upstream");
     c_failed_ = &m.counter("lcc_botm_results_failed_total", "failed results sent upstream");
@@ -80,9 +80,11 @@ class BotmService final : public Service {
       disp_ = std::make_unique<Dispatcher>(s_.machine, s_.content_dir, names_.get(), node_.env, s_.max_queued);
       disp_->useClock(node_.clock);  // fetch leases (issue 27 §3)
       if (s_.s3.enabled()) {
-        // Deletes and sweeps run on the dispatch strand: one client, one thread at a time.
-        objects_ = std::make_unique<s3::S3Client>(s_.s3);
-        disp_->useObjectStore(objects_.get());
+        // DELETEs and listing pages run on the thread lcc-botm-s3; answers come back here.
+        disp_->useObjectStore(s_.s3, s_.s3_calls);
+        objects_ = std::make_unique<s3::CallWorker>(s_.s3, "lcc-botm-s3", [this](s3::CallAnswer a) {
+          asio::post(strand_, [this, a = std::move(a)] { objectAnswered(a); });
+        });
       }
     } else {
       fwd_ = std::make_unique<Forwarder>(s_.child_overload_pct, s_.max_queued);
@@ -128,6 +130,7 @@ class BotmService final : public Service {
   }
 
   void stop() override {
+    if (objects_) objects_->stop();  // a call under way ends (cancelled); no answer is posted after
     std::promise<void> done;
     auto fut = done.get_future();
     asio::post(strand_, [this, &done] {
@@ -169,6 +172,7 @@ class BotmService final : public Service {
     out["results_failed"] = c_failed_->value();
     out["rehanded"] = c_rehanded_->value();
     out["deletes"] = c_deletes_->value();
+    if (s_.s3.enabled()) out["object_calls"] = g_objects_->value();
     if (!s_.content_url.empty()) out["content_url"] = s_.content_url;
   }
 
@@ -181,6 +185,7 @@ class BotmService final : public Service {
     g_queued_->set(static_cast<std::int64_t>(disp_ ? disp_->queued() : fwd_->queued()));
     g_source_->set(source_ || local_source_ ? 1 : 0);
     g_framed_->set(static_cast<std::int64_t>(framed_peers_.size()));
+    if (disp_) g_objects_->set(static_cast<std::int64_t>(disp_->objectCallsOut() + disp_->objectCallsWaiting()));
     source_frames_ = source_ && source_form_ == proto::LinkForm::kFrames;
     c_fetches_->setTotal(c.fetches);
     c_ok_->setTotal(c.results_ok);
@@ -246,9 +251,22 @@ class BotmService final : public Service {
       if (auto it = local_robots_.find(rid); it != local_robots_.end()) it->second->send(ping);
       if (auto it = peers_.find(rid); it != peers_.end()) it->second->send(proto::encodeMessage(proto::ToRobotMessage{ping}, peerForm(rid)));
     }
+    for (auto& c : a.object_calls) objects_->submit(std::move(c));
     sendUp(a.upstream);
   }
 
+  void objectAnswered(const s3::CallAnswer& answer) {
+    Actions a;
+    disp_->objectAnswer(answer, &a);
+    run(a);
+  }
+  // The url source went away: its session ends (a stale name's DELETE may go out).
+  void sourceGone() {
+    Actions a;
+    if (disp_) disp_->sourceDown(&a);
+    if (fwd_) fwd_->sourceDown();
+    run(a);
+  }
 
   void run(ForwardActions& a) {
     publish();
@@ -323,9 +341,7 @@ class BotmService final : public Service {
             auto s = weak.lock();
             if (s && s != source_) return;
             source_.reset();
-            if (disp_) disp_->sourceDown();
-            if (fwd_) fwd_->sourceDown();
-            publish();
+            sourceGone();
             if (stopping_) return;
             spdlog::info("botm: url source connection ended: {}", why);
             connector_->retry();
@@ -359,9 +375,7 @@ class BotmService final : public Service {
       if (weak.lock() != local_source_) return;
       local_source_.reset();
       source_local_ = false;
-      if (disp_) disp_->sourceDown();
-      if (fwd_) fwd_->sourceDown();
-      publish();
+      sourceGone();
       if (stopping_) return;
       spdlog::info("botm: in-process url source link ended ({}{}{}); linking again in {} ms",
                    net::closeReasonName(reason), why.empty() ? "" : ": ", why, s_.reconnect_min.count());
@@ -578,7 +592,7 @@ class BotmService final : public Service {
   Settings s_;
   asio::strand<asio::io_context::executor_type> strand_;
   std::unique_ptr<FilenameStore> names_;
-  std::unique_ptr<s3::S3Client> objects_;  // before disp_, which uses it
+  std::unique_ptr<s3::CallWorker> objects_;  // the object store's calls (s3.endpoint set)
   std::unique_ptr<Dispatcher> disp_;
   std::unique_ptr<Forwarder> fwd_;
   std::shared_ptr<net::Acceptor> acceptor_;
@@ -595,41 +609,12 @@ class BotmService final : public Service {
   bool source_warned_ = false;
   TimerId timer_ = 0;
   Millis delay_;
-  Gauge *g_capacity_, *g_peers_, *g_queued_, *g_source_, *g_framed_;
+  Gauge *g_capacity_, *g_peers_, *g_queued_, *g_source_, *g_framed_, *g_objects_;
   std::atomic<bool> source_frames_{false};  // status(): source_form_ is kFrames
   Counter *c_fetches_, *c_ok_, *c_failed_, *c_rehanded_, *c_deletes_;
 };
 
 }  // namespace
-
-Result<std::string> contentUrlFromConfig(const Config& cfg, bool has_http) {
-  std::string url = cfg.getString("botm.content_url");
-  if (url.empty()) return std::string();
-  if (url == "auto") {
-    if (!has_http) return std::string();
-    // The plain port when it is on, else the HTTPS one (docs/security.md §3).
-    std::string scheme = "http://";
-    std::string listen = cfg.getString("listen.http");
-    if (listen.empty()) {
-      scheme = "https://";
-      listen = cfg.getString("listen.https");
-    }
-    if (listen.empty()) return std::string();  // no HTTP port at all: not advertised
-    auto hp = net::HostPort::parse(listen);
-    if (hp.isOk() && hp->isWildcard()) {
-      // A wildcard address is no place to connect to: use the host's name.
-      boost::system::error_code ec;
-      std::string name = asio::ip::host_name(ec);
-      if (ec || name.empty()) name = "127.0.0.1";
-      listen = name + ":" + hp->portString();
-    }
-    url = scheme + listen;
-  }
-  std::string why;
-  auto norm = normalizeContentUrl(url, &why);
-  if (!norm) return Status::invalidArgument(why + " (got " + url + ")");
-  return *norm;
-}
 
 Result<ServicePtr> makeBotmService(NodeContext& node) {
   const Config& cfg = *node.config;
@@ -659,6 +644,7 @@ Result<ServicePtr> makeBotmService(NodeContext& node) {
   auto s3 = s3::S3Options::fromConfig(cfg, node.data_dir);
   if (!s3.isOk()) return s3.status();
   s.s3 = std::move(s3).value();
+  s.s3_calls = static_cast<std::size_t>(cfg.getInt("s3.botm_calls"));
   if (!s.parent) {
     // Filename management happens here: this machine's content is served on the HTTP
     // port and its URL advertised upstream (docs/internal-protocols.md §2).

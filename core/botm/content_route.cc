@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <boost/asio/ip/host_name.hpp>
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
@@ -11,10 +12,14 @@
 #include <memory>
 #include <vector>
 
+#include "botm/botm_service.h"
 #include "botm/filename_store.h"
+#include "common/config/config.h"
+#include "common/content_locator.h"
 #include "common/posix_env.h"
 #include "common/response_head.h"
 #include "lcc/support/cu_xml_format.h"
+#include "net/host_port.h"
 
 namespace lcc::botm {
 namespace {
@@ -180,6 +185,35 @@ void addContentRoute(http::Router& router, const ContentRouteOptions& options, M
   st->refused = &metrics.counter("lcc_botm_content_refused_total", "GET /content/ answered 404 (bad or absent name)");
   st->bytes = &metrics.counter("lcc_botm_content_bytes_total", "content bytes served on GET /content/");
   router.add("GET", std::string(kContentRoutePrefix), [st](const http::Request& req) { return serve(st, req); });
+}
+
+Result<std::string> contentUrlFromConfig(const Config& cfg, bool has_http) {
+  std::string url = cfg.getString("botm.content_url");
+  if (url.empty()) return std::string();
+  if (url == "auto") {
+    if (!has_http) return std::string();
+    // The plain port when it is on, else the HTTPS one (docs/security.md §3).
+    std::string scheme = "http://";
+    std::string listen = cfg.getString("listen.http");
+    if (listen.empty()) {
+      scheme = "https://";
+      listen = cfg.getString("listen.https");
+    }
+    if (listen.empty()) return std::string();  // no HTTP port at all: not advertised
+    auto hp = net::HostPort::parse(listen);
+    if (hp.isOk() && hp->isWildcard()) {
+      // A wildcard address is no place to connect to: use the host's name.
+      boost::system::error_code ec;
+      std::string name = boost::asio::ip::host_name(ec);
+      if (ec || name.empty()) name = "127.0.0.1";
+      listen = name + ":" + hp->portString();
+    }
+    url = scheme + listen;
+  }
+  std::string why;
+  auto norm = normalizeContentUrl(url, &why);
+  if (!norm) return Status::invalidArgument(why + " (got " + url + ")");
+  return *norm;
 }
 
 }  // namespace lcc::botm

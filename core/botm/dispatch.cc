@@ -51,7 +51,7 @@ void Dispatcher::sourceUp() {
   by_source_id_.clear();
 }
 
-void Dispatcher::sourceDown() {
+void Dispatcher::sourceDown(Actions* out) {
   if (!source_up_) return;
   source_up_ = false;
   ++session_;  // results of the old session are now stale
@@ -64,7 +64,7 @@ void Dispatcher::sourceDown() {
     if (it == jobs_.end()) continue;
     if (it->second.name) {
       names_in_use_.erase(*it->second.name);
-      dropName(*it->second.name, true);
+      dropName(*it->second.name, true, out);
     }
     jobs_.erase(it);
   }
@@ -107,7 +107,7 @@ void Dispatcher::pump(Actions* out) {
     Job& j = it->second;
     if (abandonExpired(id, j, out)) continue;
     if (!j.name) {
-      auto n = names_->allocate();
+      auto n = allocateName();
       if (!n.isOk()) {
         spdlog::error("botm: cannot hand out a filename: {}", n.status().message());
         out->upstream.push_back(failed(j.fetch.id, ErrorCode::kInternal, "BOT-M filename state failed"));
@@ -138,7 +138,7 @@ bool Dispatcher::abandonExpired(std::uint64_t id, Job& j, Actions* out) {
     out->upstream.push_back(failed(j.fetch.id, ErrorCode::kOffline, "fetch lease expired; not started"));
     by_source_id_.erase(j.fetch.id);
   }
-  if (j.name) dropName(*j.name, true);
+  if (j.name) dropName(*j.name, true, out);
   jobs_.erase(id);
   return true;
 }
@@ -182,7 +182,7 @@ void Dispatcher::robotDown(RobotId robot, Actions* out) {
     jt->second.robot = 0;
     if (jt->second.name) names_in_use_.erase(*jt->second.name);
     if (jt->second.session != session_) {  // nobody waits for it any more
-      if (jt->second.name) dropName(*jt->second.name, true);
+      if (jt->second.name) dropName(*jt->second.name, true, out);
       jobs_.erase(jt);
       continue;
     }
@@ -191,39 +191,6 @@ void Dispatcher::robotDown(RobotId robot, Actions* out) {
   }
   capacityChanged(out);
   pump(out);
-}
-
-// The response head the robot kept beside the file (common/response_head.h). Usually
-// it is the file's attribute and went with the unlink; a side file is left where the
-// file system refused the attribute (or by an older robot), and the BOT-M cannot tell
-// which names have one, so it always tries: an unlink of an absent name is a lookup
-// (docs/design-decisions.md, "Response heads as attributes"). A head that cannot be
-// removed costs disk space only: it names its body's MD5, so it is never paired with
-// the next content of the name.
-void Dispatcher::removeHead(std::uint64_t name) {
-  Status s = env_->removeFile(responseHeadPath(pathOf(name)));
-  if (!s.isOk() && s.code() != StatusCode::kNotFound) {
-    spdlog::warn("botm: cannot unlink {}: {}", responseHeadPath(pathOf(name)), s.message());
-  }
-}
-
-Status Dispatcher::removeContent(std::uint64_t name) {
-  if (objects_ != nullptr) return objects_->remove(objects_->options().objectKey(machine_, names_->format(name)));
-  Status s = env_->removeFile(pathOf(name));
-  if (!s.isOk() && s.code() != StatusCode::kNotFound) return s;
-  removeHead(name);
-  return Status::ok();
-}
-
-void Dispatcher::dropName(std::uint64_t name, bool unlink_file) {
-  if (unlink_file) {
-    Status s = removeContent(name);
-    if (!s.isOk()) {
-      spdlog::warn("botm: cannot remove {}: {}; the name is not reused", names_->format(name), s.message());
-      return;
-    }
-  }
-  names_->release(name);
 }
 
 void Dispatcher::robotResult(RobotId robot, const FetchResult& r, Actions* out) {
@@ -247,7 +214,7 @@ void Dispatcher::robotResult(RobotId robot, const FetchResult& r, Actions* out) 
   if (r.ok() && !r.unchanged) {
     if (stale) {
       counters_.stale++;
-      dropName(name, true);
+      dropName(name, true, out);
     } else {
       counters_.results_ok++;
       up.machine = machine_;
@@ -260,7 +227,7 @@ void Dispatcher::robotResult(RobotId robot, const FetchResult& r, Actions* out) 
   } else {
     // Unchanged or failed: no file is referenced, the name is free again. A failed
     // robot removed its temporary file; the final name was never written.
-    dropName(name, false);
+    dropName(name, false, out);
     if (r.ok()) {
       counters_.unchanged++;
       up.unchanged = true;
@@ -273,96 +240,6 @@ void Dispatcher::robotResult(RobotId robot, const FetchResult& r, Actions* out) 
   }
   if (!stale) out->upstream.push_back(std::move(up));
   pump(out);
-}
-
-void Dispatcher::remove(const proto::LinkDelete& d, Actions* out) {
-  if (!source_up_) return;
-  counters_.deletes++;
-  if (d.machine != machine_) {
-    counters_.deletes_unknown_machine++;
-    out->upstream.push_back(proto::LinkDeleted{d.id, false, std::string(proto::kReasonUnknownMachine)});
-    return;
-  }
-  auto n = names_->parse(d.file);
-  if (!n) {
-    out->upstream.push_back(proto::LinkDeleted{d.id, false, "bad-file"});
-    return;
-  }
-  if (names_in_use_.count(*n)) {
-    out->upstream.push_back(proto::LinkDeleted{d.id, false, "in-use"});
-    return;
-  }
-  // A name that is free already: a repeated delete, or a stray file under a name
-  // nobody holds (the orphan sweep lists what is there): its content goes.
-  const bool held = !names_->isFree(*n);
-  Status s = removeContent(*n);
-  if (!s.isOk()) {
-    out->upstream.push_back(proto::LinkDeleted{d.id, false, "io-error: " + s.message()});
-    return;
-  }
-  if (held) names_->release(*n);
-  out->upstream.push_back(proto::LinkDeleted{d.id, true, ""});
-}
-
-void Dispatcher::sweep(const proto::LinkSweep& s, Actions* out) {
-  if (!source_up_) return;
-  std::unordered_set<std::uint64_t> held;  // names of jobs, running or handed on
-  for (const auto& [id, j] : jobs_) {
-    if (j.name) held.insert(*j.name);
-  }
-  const std::uint64_t files = objects_ != nullptr ? listObjects(s, held, out) : listFiles(s, held, out);
-  out->upstream.push_back(proto::LinkSwept{s.id, machine_, files});
-  spdlog::info("botm: sweep {}: {} content file(s) listed to the url source", s.id, files);
-}
-
-std::uint64_t Dispatcher::listFiles(const proto::LinkSweep& s, const std::unordered_set<std::uint64_t>& held,
-                                    Actions* out) {
-  std::uint64_t files = 0;
-  auto top = env_->listDir(content_dir_);
-  for (const std::string& a : top.isOk() ? top.value() : std::vector<std::string>{}) {
-    auto mid = env_->listDir(content_dir_ + "/" + a);
-    if (!mid.isOk()) continue;
-    for (const std::string& b : mid.value()) {
-      auto leaves = env_->listDir(content_dir_ + "/" + a + "/" + b);
-      if (!leaves.isOk()) continue;
-      for (const std::string& leaf : leaves.value()) {
-        const std::string name = a + "/" + b + "/" + leaf;
-        auto n = names_->parse(name);  // a temporary file or anything else: not ours to list
-        if (!n || held.count(*n)) continue;
-        auto size = env_->fileSize(content_dir_ + "/" + name);
-        if (!size.isOk()) continue;  // gone meanwhile, or a folder
-        out->upstream.push_back(proto::LinkFile{s.id, machine_, name, size.value()});
-        ++files;
-      }
-    }
-  }
-  return files;
-}
-
-// ListObjectsV2 under "<prefix><machine>/", page by page. A listing that fails ends
-// the sweep early (warned): the source then deletes only what was listed.
-std::uint64_t Dispatcher::listObjects(const proto::LinkSweep& s, const std::unordered_set<std::uint64_t>& held,
-                                      Actions* out) {
-  const std::string prefix = objects_->options().machinePrefix(machine_);
-  std::uint64_t files = 0;
-  std::string token;
-  do {
-    auto page = objects_->list(prefix, token);
-    if (!page.isOk()) {
-      spdlog::warn("botm: sweep {}: listing the bucket: {}; the sweep ends here", s.id, page.status().message());
-      break;
-    }
-    for (const auto& o : page->objects) {
-      const std::string name = o.key.substr(prefix.size());
-      auto n = names_->parse(name);
-      if (!n || held.count(*n)) continue;
-      out->upstream.push_back(proto::LinkFile{s.id, machine_, name, o.size});
-      ++files;
-    }
-    if (!page->next_token.empty() && page->next_token == token) break;  // no progress: a broken store
-    token = page->next_token;
-  } while (!token.empty());
-  return files;
 }
 
 // ============================ Forwarder (children) ============================

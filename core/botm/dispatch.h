@@ -14,6 +14,11 @@
 // current source session; a robot or child that goes away has its fetches handed
 // to another one (a robot's with the same filenames); results for a source session
 // that ended are dropped (and their files unlinked, their names freed).
+// Content in an object store (useObjectStore): the Dispatcher makes no object-store
+// call itself; it returns them (Actions::object_calls, at most s3.botm_calls out at
+// once, the rest waiting here in order) and takes their answers (objectAnswer()). A
+// name is never handed out while a DELETE of its object is under way, and a delete
+// from the source is answered only when the store has answered its DELETE.
 // Fetch leases (issue 27 §3, FetchRequest::lease): with a clock (useClock()), a fetch
 // that carries a lease may be handed to a robot or child only until that long after it
 // came, or after the source's last renewal (renew(): <ping lease>); past it, it is
@@ -38,7 +43,7 @@
 #include "lcc/env.h"
 #include "proto/botm_link.h"
 #include "proto/robot.h"
-#include "s3/s3_client.h"
+#include "s3/call_worker.h"
 
 namespace lcc::botm {
 
@@ -56,7 +61,8 @@ struct Actions {
   std::vector<std::pair<RobotId, FetchRequest>> to_robots;  // our id, path: the file
   std::vector<Upstream> upstream;
   std::vector<std::pair<RobotId, Millis>> renewals;  // <ping lease> to a robot holding fetches
-  bool empty() const { return to_robots.empty() && upstream.empty() && renewals.empty(); }
+  std::vector<s3::Call> object_calls;  // for the object-store worker (Dispatcher::useObjectStore)
+  bool empty() const { return to_robots.empty() && upstream.empty() && renewals.empty() && object_calls.empty(); }
 };
 
 class Dispatcher {
@@ -66,13 +72,19 @@ class Dispatcher {
 
   // The url source connected (a new session) or went away.
   void sourceUp();
-  void sourceDown();
+  void sourceDown(Actions* out);
   void fetch(const FetchRequest& f, Actions* out);
+  // A <delete> from the source. With content in files it is answered at once; with an
+  // object store, when its DELETE is answered (objectAnswer()). Past botm.max_queued
+  // calls waiting for the store, it is answered "io-error: object store busy" at once
+  // (the QM retries a failed delete later).
   void remove(const proto::LinkDelete& d, Actions* out);
   // The orphan sweep (issue 15): one <file> per content file of this machine whose
   // name no job holds (running, or waiting for another robot with its name), then
   // <swept>. Results already produced went upstream before, on the same link, so the
   // source has applied them when it reads the list. Temporary files are not listed.
+  // With an object store the bucket is listed page by page through object calls, each
+  // page's names checked against the jobs when it comes; <swept> follows the last.
   void sweep(const proto::LinkSweep& s, Actions* out);
   // The source renewed the lease of every fetch it handed us (<ping lease>): `lease`
   // from now for each job of the current session; each robot holding one is told.
@@ -92,9 +104,14 @@ class Dispatcher {
   const DispatchCounters& counters() const { return counters_; }
   std::string pathOf(std::uint64_t name) const { return content_dir_ + "/" + names_->format(name); }
   // Content in an object store (issue 31 §1): deletes remove objects and the orphan
-  // sweep lists the bucket under this machine's prefix, through `objects` (used on the
-  // caller's thread only; null: files in the content folder).
-  void useObjectStore(s3::S3Client* objects) { objects_ = objects; }
+  // sweep lists the bucket under this machine's prefix, by calls returned as actions,
+  // at most `max_calls` (s3.botm_calls) out at once.
+  void useObjectStore(s3::S3Options options, std::size_t max_calls);
+  // The store answered a call of Actions::object_calls (an unknown ticket is ignored).
+  void objectAnswer(const s3::CallAnswer& a, Actions* out);
+  // Object-store calls out (given to the worker, not answered) and waiting here.
+  std::size_t objectCallsOut() const { return calls_out_; }
+  std::size_t objectCallsWaiting() const { return calls_waiting_.size(); }
 
  private:
   struct Job {
@@ -113,19 +130,52 @@ class Dispatcher {
   // A queued job whose lease has run out: answered 130, forgotten; true when it was.
   bool abandonExpired(std::uint64_t id, Job& j, Actions* out);
   void capacityChanged(Actions* out);
-  void dropName(std::uint64_t name, bool unlink_file);
+  // A free name (allocate()) that no DELETE is under way for; one that is is kept
+  // aside (Removal::parked) and freed again when its DELETE is answered.
+  Result<std::uint64_t> allocateName();
+  // `name` is no longer referenced: freed, its content first removed when `unlink_file`
+  // (with an object store: freed when the DELETE is answered).
+  void dropName(std::uint64_t name, bool unlink_file, Actions* out);
   void removeHead(std::uint64_t name);
-  // Removes the content of `name` (file and head, or object); an absent one is OK.
-  Status removeContent(std::uint64_t name);
-  // The sweep's <file>s of the content folder, or of the bucket; returns how many.
+  // Removes the file of `name` and its head; an absent one is OK.
+  Status removeFile(std::uint64_t name);
+  // Queues the DELETE of `name`'s object (one per name at a time); `release`: free the
+  // name once it is gone; `answer`: a source delete answered when the store answers.
+  void removeObject(std::uint64_t name, bool release, std::optional<std::uint64_t> answer, Actions* out);
+  void removed(std::uint64_t name, const Status& s, Actions* out);
+  // Hands waiting calls to the worker while fewer than max_calls_ are out.
+  void issueCalls(Actions* out);
+  std::uint64_t queueCall(s3::Call::Kind kind, std::string key, std::string token);
+  // Names no <file> of a sweep may list: held by a job, or with a DELETE under way.
+  std::unordered_set<std::uint64_t> heldNames() const;
+  // The sweep's <file>s of the content folder; returns how many.
   std::uint64_t listFiles(const proto::LinkSweep& s, const std::unordered_set<std::uint64_t>& held, Actions* out);
-  std::uint64_t listObjects(const proto::LinkSweep& s, const std::unordered_set<std::uint64_t>& held, Actions* out);
+  // One page of the bucket's listing came: its <file>s, then the next page or <swept>.
+  void listed(std::uint64_t ticket, const s3::CallAnswer& a, Actions* out);
 
   std::string machine_;
   std::string content_dir_;
   FilenameStore* names_;
   Env* env_;
-  s3::S3Client* objects_ = nullptr;
+  struct Removal {  // a name whose object is being deleted
+    bool release = false;  // free the name once it is gone (it was referenced)
+    bool parked = false;   // allocate() returned it meanwhile: free it again when done
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> answers;  // (session, source delete id)
+  };
+  struct Listing {  // a sweep listing the bucket, page by page
+    std::uint64_t session = 0;
+    std::uint64_t sweep = 0;  // the source's sweep id
+    std::string token;        // of the page asked for
+    std::uint64_t files = 0;  // <file>s sent so far
+  };
+  std::optional<s3::S3Options> objects_;  // set: content in an object store
+  std::size_t max_calls_ = 1;
+  std::size_t calls_out_ = 0;
+  std::uint64_t next_ticket_ = 1;
+  std::deque<s3::Call> calls_waiting_;
+  std::unordered_map<std::uint64_t, std::uint64_t> delete_calls_;  // ticket -> name
+  std::unordered_map<std::uint64_t, Removal> removing_;            // name -> its DELETE
+  std::unordered_map<std::uint64_t, Listing> listings_;            // ticket -> sweep
   const Clock* clock_ = nullptr;
   std::size_t max_queued_;
   bool source_up_ = false;

@@ -269,7 +269,7 @@ Result<std::uint64_t> FilenameStore::allocate() {
 }
 
 void FilenameStore::release(std::uint64_t n) {
-  if (n >= next_ && n < reserved_) return;  // never handed out
+  if (n >= next_) return;  // never handed out (a delete of a name past the counter)
   if (!free_.insert(n).second) return;
   free_order_.push_back(n);
   (void)appendLine("F " + std::to_string(n) + "\n", false);

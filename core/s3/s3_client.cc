@@ -18,6 +18,13 @@
 
 namespace lcc::s3 {
 
+namespace {
+// libcurl's progress callback (about once a second, also while nothing moves): a
+// non-zero return ends the transfer (S3Client::cancelWith).
+int cancelled(void* flag, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(flag)->load() ? 1 : 0;
+}
+}  // namespace
 
 std::string uriEncode(std::string_view s, bool keep_slash) {
   return http::percentEncode(s, keep_slash ? "/" : "");
@@ -70,6 +77,15 @@ Status S3Client::perform(Request& req) {
   curl_easy_reset(c);
   curl_slist* hl = setupRequest(c, opts_, req);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(opts_.timeout.count()));
+  if (cancel_ != nullptr) {
+    if (cancel_->load()) {
+      curl_slist_free_all(hl);
+      return Status::aborted("s3: " + req.what + ": cancelled");
+    }
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, &cancelled);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, cancel_);
+  }
   CURLcode rc = curl_easy_perform(c);
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &last_http_);
   if (req.info != nullptr) {
@@ -87,6 +103,9 @@ Status S3Client::perform(Request& req) {
     curl_ = curl_easy_init();
   }
   if (req.sink_stopped) return Status::aborted("s3: " + req.what + ": the reader stopped");
+  if (rc == CURLE_ABORTED_BY_CALLBACK && cancel_ != nullptr && cancel_->load()) {
+    return Status::aborted("s3: " + req.what + ": cancelled");
+  }
   if (rc != CURLE_OK) {
     return Status::ioError("s3: " + req.what + ": " + curl_easy_strerror(rc));
   }

@@ -11,6 +11,7 @@
 // and s3.timeout. The secret key is never logged, nor put in a Status message.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -70,6 +71,10 @@ class S3Client {
   // <endpoint>/<bucket>/<key>, the key URI-encoded.
   static std::string objectUrl(const S3Options& options, const std::string& key);
 
+  // While `*cancel` is true, a request under way ends (Aborted) within about a second
+  // (libcurl's progress callback), and a new one fails at once. Null: never cancelled.
+  void cancelWith(const std::atomic<bool>* cancel) { cancel_ = cancel; }
+
   // The HTTP status of the last request (0: no answer).
   long lastHttpStatus() const { return last_http_; }
   const S3Options& options() const { return opts_; }
@@ -80,6 +85,7 @@ class S3Client {
 
   S3Options opts_;
   void* curl_ = nullptr;  // CURL*, kept for connection reuse
+  const std::atomic<bool>* cancel_ = nullptr;
   long last_http_ = 0;
 };
 

@@ -1,5 +1,5 @@
 // The BOT-M policy without sockets: hand-out, re-hand-out, results, deletes, hierarchy,
-// fetch leases (issue 27 §3).
+// fetch leases (issue 27 §3), content in an object store (calls as actions, issue 31 §1).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -226,7 +226,8 @@ TEST_F(DispatcherTest, ResultsOfALostSourceSessionAreDroppedAndTheirFilesRemoved
   disp_->fetch(fetchOf(1), &a);
   disp_->fetch(fetchOf(2), &a);  // waits
   const auto f = a.to_robots.at(0).second;
-  disp_->sourceDown();
+  Actions down;
+  disp_->sourceDown(&down);
   EXPECT_EQ(disp_->queued(), 0u);
   disp_->sourceUp();
   writeFile(f.path);
@@ -397,6 +398,173 @@ TEST(Forwarder, AChildThatGoesAwayHasItsFetchesGivenToAnother) {
   fw.childResult(2, r, &c);
   ASSERT_EQ(upstreamOf<FetchResult>(c.upstream).size(), 1u);
   EXPECT_EQ(upstreamOf<FetchResult>(c.upstream)[0].id, 42u);
+}
+
+// ---- content in an object store (issue 31 §1): the Dispatcher returns its DELETEs and
+// listing pages as calls and takes their answers; nothing waits for the store meanwhile.
+class DispatchObjectsTest : public DispatcherTest {
+ protected:
+  explicit DispatchObjectsTest(std::size_t max_calls = 2) {
+    s3::S3Options o;
+    o.endpoint = "http://127.0.0.1:1";
+    o.key_prefix = "p/";
+    disp_->useObjectStore(o, max_calls);
+    Actions a;
+    disp_->robotUp(1, 1, &a);
+  }
+  // One fetch handed to the robot and answered (`ok`): its file name.
+  std::string fetchAndAnswer(std::uint64_t id, bool ok, Actions* out) {
+    Actions a;
+    disp_->fetch(fetchOf(id), &a);
+    const FetchRequest rf = a.to_robots.at(0).second;
+    FetchResult r = okResult(rf.id);
+    if (!ok) r.code = ErrorCode::kNotFound;
+    disp_->robotResult(1, r, out);
+    return rf.path.substr(content_.size() + 1);
+  }
+  static s3::CallAnswer answer(const s3::Call& c, Status s = Status::ok()) { return {c.ticket, std::move(s), {}}; }
+};
+
+TEST_F(DispatchObjectsTest, ADeleteIsAnsweredWhenTheStoreIsAndFetchesGoOnMeanwhile) {
+  Actions a;
+  const std::string stored = fetchAndAnswer(1, true, &a);
+  Actions b;
+  disp_->remove({7, "m1", stored}, &b);
+  EXPECT_TRUE(upstreamOf<proto::LinkDeleted>(b.upstream).empty()) << "not before the store answered";
+  ASSERT_EQ(b.object_calls.size(), 1u);
+  EXPECT_EQ(b.object_calls[0].kind, s3::Call::Kind::kDelete);
+  EXPECT_EQ(b.object_calls[0].key, "p/m1/" + stored);
+  // The DELETE hangs: fetches and results still go, and the name is not handed out.
+  Actions c;
+  const std::string second = fetchAndAnswer(2, true, &c);
+  EXPECT_NE(second, stored);
+  EXPECT_EQ(upstreamOf<FetchResult>(c.upstream).size(), 1u);
+  Actions d;
+  disp_->objectAnswer(answer(b.object_calls[0]), &d);
+  EXPECT_EQ(upstreamOf<proto::LinkDeleted>(d.upstream), (std::vector<proto::LinkDeleted>{{7, true, ""}}));
+  EXPECT_TRUE(names_->isFree(*names_->parse(stored)));
+  EXPECT_EQ(disp_->objectCallsOut(), 0u);
+}
+
+TEST_F(DispatchObjectsTest, AFailedDeleteIsAnsweredAsBeforeAndItsNameIsNotReused) {
+  Actions a;
+  const std::string stored = fetchAndAnswer(1, true, &a);
+  Actions b;
+  disp_->remove({7, "m1", stored}, &b);
+  Actions c;
+  disp_->objectAnswer(answer(b.object_calls.at(0), Status::ioError("s3: DELETE: timed out")), &c);
+  EXPECT_EQ(upstreamOf<proto::LinkDeleted>(c.upstream),
+            (std::vector<proto::LinkDeleted>{{7, false, "io-error: s3: DELETE: timed out"}}));
+  EXPECT_FALSE(names_->isFree(*names_->parse(stored)));
+}
+
+TEST_F(DispatchObjectsTest, CallsPastTheLimitWaitInOrderAndEveryDeleteIsAnsweredOnce) {
+  Actions a;
+  for (std::uint64_t id = 1; id <= 3; ++id) disp_->remove({id, "m1", names_->format(100 + id)}, &a);
+  disp_->remove({4, "m1", names_->format(101)}, &a);  // the same name again: no second DELETE
+  ASSERT_EQ(a.object_calls.size(), 2u) << "s3.botm_calls = 2";
+  EXPECT_EQ(disp_->objectCallsWaiting(), 1u);
+  std::vector<proto::LinkDeleted> answered;
+  std::deque<s3::Call> out(a.object_calls.begin(), a.object_calls.end());
+  for (int round = 0; round < 10 && !out.empty(); ++round) {
+    Actions b;
+    disp_->objectAnswer(answer(out.front()), &b);
+    out.pop_front();
+    out.insert(out.end(), b.object_calls.begin(), b.object_calls.end());
+    for (const auto& d : upstreamOf<proto::LinkDeleted>(b.upstream)) answered.push_back(d);
+  }
+  std::set<std::uint64_t> ids;
+  for (const auto& d : answered) ids.insert(d.id);
+  EXPECT_EQ(answered.size(), 4u);
+  EXPECT_EQ(ids, (std::set<std::uint64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(disp_->objectCallsOut() + disp_->objectCallsWaiting(), 0u);
+}
+
+// Past botm.max_queued calls waiting, a delete is answered at once as a failed one (the
+// QM retries it); those before it are kept and answered in turn.
+TEST_F(DispatchObjectsTest, ADeletePastTheWaitingLimitIsAnsweredBusyAtOnce) {
+  disp_ = std::make_unique<Dispatcher>("m1", content_, names_.get(), posixEnv(), /*max_queued=*/1);
+  disp_->useObjectStore(s3::S3Options{}, 1);
+  disp_->sourceUp();
+  Actions a;
+  for (std::uint64_t id = 1; id <= 3; ++id) disp_->remove({id, "m1", names_->format(100 + id)}, &a);
+  EXPECT_EQ(a.object_calls.size(), 1u);
+  EXPECT_EQ(disp_->objectCallsWaiting(), 1u);
+  EXPECT_EQ(upstreamOf<proto::LinkDeleted>(a.upstream),
+            (std::vector<proto::LinkDeleted>{{3, false, "io-error: object store busy (botm.max_queued calls wait)"}}));
+  Actions b;
+  disp_->objectAnswer(answer(a.object_calls[0]), &b);
+  ASSERT_EQ(b.object_calls.size(), 1u) << "the waiting one goes out";
+  EXPECT_EQ(upstreamOf<proto::LinkDeleted>(b.upstream), (std::vector<proto::LinkDeleted>{{1, true, ""}}));
+  Actions c;
+  disp_->objectAnswer(answer(b.object_calls[0]), &c);
+  EXPECT_EQ(upstreamOf<proto::LinkDeleted>(c.upstream), (std::vector<proto::LinkDeleted>{{2, true, ""}}));
+}
+
+// A free name whose old object is being deleted (a repeated delete, a stray object) is
+// kept from the next fetch until the store answered, then free again.
+TEST_F(DispatchObjectsTest, ANameIsNotHandedOutWhileItsObjectIsBeingDeleted) {
+  Actions a;
+  const std::string freed = fetchAndAnswer(1, false, &a);
+  ASSERT_TRUE(names_->isFree(*names_->parse(freed)));
+  Actions b;
+  disp_->remove({7, "m1", freed}, &b);
+  Actions c;
+  EXPECT_NE(fetchAndAnswer(2, false, &c), freed);
+  Actions d;
+  disp_->objectAnswer(answer(b.object_calls.at(0)), &d);
+  EXPECT_EQ(upstreamOf<proto::LinkDeleted>(d.upstream), (std::vector<proto::LinkDeleted>{{7, true, ""}}));
+  EXPECT_TRUE(names_->isFree(*names_->parse(freed))) << "free again once the DELETE is answered";
+}
+
+// A result of a source session that ended: its object is deleted, and only then is its
+// name free; the answer of a delete asked by that session is dropped with it.
+TEST_F(DispatchObjectsTest, AStaleResultsObjectGoesBeforeItsNameIsFreed) {
+  Actions a;
+  const std::string stored = fetchAndAnswer(1, true, &a);
+  disp_->remove({7, "m1", stored}, &a);
+  disp_->fetch(fetchOf(2), &a);
+  const FetchRequest rf = a.to_robots.back().second;
+  Actions down;
+  disp_->sourceDown(&down);
+  disp_->sourceUp();
+  Actions b;
+  disp_->robotResult(1, okResult(rf.id), &b);
+  ASSERT_EQ(b.object_calls.size(), 1u);
+  const auto name = names_->parse(rf.path.substr(content_.size() + 1));
+  EXPECT_FALSE(names_->isFree(*name));
+  Actions c;
+  disp_->objectAnswer(answer(b.object_calls[0]), &c);
+  disp_->objectAnswer(answer(a.object_calls.at(0)), &c);
+  EXPECT_TRUE(names_->isFree(*name));
+  EXPECT_TRUE(upstreamOf<proto::LinkDeleted>(c.upstream).empty()) << "its source session is gone";
+}
+
+TEST_F(DispatchObjectsTest, ASweepListsTheBucketPageByPageLeavingOutHeldNames) {
+  Actions a;
+  disp_->fetch(fetchOf(1), &a);  // running: its name is held
+  const std::string running = a.to_robots.at(0).second.path.substr(content_.size() + 1);
+  Actions b;
+  disp_->sweep({5}, &b);
+  ASSERT_EQ(b.object_calls.size(), 1u);
+  EXPECT_EQ(b.object_calls[0].kind, s3::Call::Kind::kList);
+  EXPECT_EQ(b.object_calls[0].key, "p/m1/");
+  s3::CallAnswer page1 = answer(b.object_calls[0]);
+  page1.page.objects = {{"p/m1/" + running, 1}, {"p/m1/00/00/9", 3}, {"p/m1/00/00/9.77-1.tmp", 4}, {"p/m1/00/00/a", 5}};
+  page1.page.next_token = "t1";
+  Actions c;
+  disp_->objectAnswer(page1, &c);
+  ASSERT_EQ(c.object_calls.size(), 1u);
+  EXPECT_EQ(c.object_calls[0].token, "t1");
+  EXPECT_TRUE(upstreamOf<proto::LinkSwept>(c.upstream).empty());
+  s3::CallAnswer page2 = answer(c.object_calls[0]);
+  page2.page.objects = {{"p/m1/00/00/b", 6}};
+  Actions d;
+  disp_->objectAnswer(page2, &d);
+  std::vector<proto::LinkFile> files = upstreamOf<proto::LinkFile>(c.upstream);
+  for (const auto& f : upstreamOf<proto::LinkFile>(d.upstream)) files.push_back(f);
+  EXPECT_EQ(files, (std::vector<proto::LinkFile>{{5, "m1", "00/00/9", 3}, {5, "m1", "00/00/a", 5}, {5, "m1", "00/00/b", 6}}));
+  EXPECT_EQ(upstreamOf<proto::LinkSwept>(d.upstream), (std::vector<proto::LinkSwept>{{5, "m1", 3}}));
 }
 
 // ---- fetch leases (issue 27 §3): a fetch whose lease ran out while it waited for a

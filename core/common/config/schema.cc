@@ -199,6 +199,9 @@ const std::vector<KeySpec>& Config::schema() {
       {"s3.upload_threads", KeyType::kInt, "0", 0, 4096,
        "PUTs to the object store at once from one node's robots (threads lcc-s3-put); "
        "0: one per fetch the robots may run at once (bot.robots x bot.slots; lcc-bot: --slots)"},
+      {"s3.botm_calls", KeyType::kInt, "64", 1, 100000,
+       "a BOT-M's object-store calls (DELETEs, listing pages) handed to its thread lcc-botm-s3 at once; "
+       "more wait in the BOT-M (a url source's delete past botm.max_queued waiting is answered io-error)"},
       // --- cu ---
       {"cu.max_connections", KeyType::kInt, "64", 1, 100000, "CU connections at once"},
       {"cu.max_connections_per_ip", KeyType::kInt, "8", 1, 100000,
