@@ -474,6 +474,12 @@ Result<std::unique_ptr<ContentSource>> RemoteContentReader::open(const std::stri
     return Status::corruption(what + ": served by machine " + std::string(m->value().substr(0, 64)) +
                               ", the record is on " + machine);
   }
+  if (auto h = res.find("X-LCC-MD5"); !md5.empty() && h != res.end() && h->value() != md5) {
+    // A merging node's peer (GET /cu/content/) names the MD5 of the record it serves.
+    im.drop(base_url, conn);
+    return Status::corruption(what + ": the answer is content with MD5 " + std::string(h->value().substr(0, 64)) +
+                              ", the record's is " + md5);
+  }
   std::optional<std::uint64_t> announced;
   if (auto f = res.find("X-LCC-Size"); f != res.end()) {
     std::uint64_t v = 0;

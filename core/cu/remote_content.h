@@ -69,7 +69,7 @@ class RemoteContentReader {
   // names another machine is refused (a URL pointing at the wrong node must not give
   // another machine's file of the same name). NotFound: the server answered 404;
   // IOError: unreachable, timed out, or the URL is down for this export; Corruption:
-  // another size, status or machine. The source must be destroyed before the next
+  // another size, status or machine, or an X-LCC-MD5 header that is not `md5`. The source must be destroyed before the next
   // open() for the same URL can reuse its connection.
   // The source's responseHead() is the side file the answer carried in
   // X-LCC-Response-Head, if it names `md5` (common/response_head.h), else empty.
