@@ -13,8 +13,9 @@
 // the cursor token, X-LCC-Sources names who answered, X-LCC-Peers-Unreachable counts
 // who did not.
 //
-// GET /cu/content/<store id>/<seq> (handleRecordContent): the content of the record
-// this store holds under that seq, what a merging node reads a peer's content by: 200
+// GET /cu/content/<store id>/<seq>[/<key>] (handleRecordContent; <key>: the record's
+// encodeUrlKey(), percent-encoded, for a point read): the content of the record this
+// store holds under that seq, what a merging node reads a peer's content by: 200
 // with X-LCC-Source, X-LCC-Size (= Content-Length, the record's size), X-LCC-MD5 (the
 // record's), X-LCC-Response-Head when kept; 404 when the store is another, no record
 // has that seq now (replaced or removed since), it is a removal, or its content cannot

@@ -5,11 +5,13 @@
 #include <algorithm>
 
 #include "cu/query_engine.h"
+#include "http/url_codec.h"
 
 namespace lcc::cu {
 namespace {
 
 constexpr std::string_view kThisNode = "this node";  // SourceAnswer::where of askLocal()
+constexpr std::size_t kMaxKeyInPath = 8 * 1024;      // the request line stays under http.max_header
 
 std::string joined(const std::vector<std::string>& parts) {
   std::string all;
@@ -19,7 +21,12 @@ std::string joined(const std::vector<std::string>& parts) {
 
 }  // namespace
 
-std::string recordContentFile(const std::string& source, ChangeSeq seq) { return source + "/" + std::to_string(seq); }
+std::string recordContentFile(const std::string& source, const ContentRecord& r) {
+  std::string file = source + "/" + std::to_string(r.seq);
+  std::string key = http::percentEncode(encodeUrlKey(r.key));
+  if (key.size() <= kMaxKeyInPath) file += "/" + key;
+  return file;
+}
 
 MergedExport::MergedExport(MergedResult result, Exporter& exporter, bool content_asked, QueryEngine* local,
                            MergedExportOptions options)
@@ -58,12 +65,12 @@ void MergedExport::prefetch(std::size_t i) {
   for (; prefetched_ < until; ++prefetched_) {
     const ContentRecord& r = recs[prefetched_].record;
     const std::string* url = peerUrlOf(recs[prefetched_].source);
-    if (url && wantsContent(r)) reader_.prefetch(*url + "/cu", recordContentFile(recs[prefetched_].source, r.seq));
+    if (url && wantsContent(r)) reader_.prefetch(*url + "/cu", recordContentFile(recs[prefetched_].source, r));
   }
 }
 
 std::unique_ptr<ContentSource> MergedExport::openPeer(const ContentRecord& r, const std::string& url) {
-  auto src = reader_.open(url + "/cu", recordContentFile(r.source, r.seq), r.size, "", r.md5);
+  auto src = reader_.open(url + "/cu", recordContentFile(r.source, r), r.size, "", r.md5);
   if (src.isOk()) return std::move(src).value();
   // A peer taken as down was warned about once (RemoteContentReader).
   if (!reader_.isDown(url + "/cu") || src.status().code() != StatusCode::kIOError) missing(r, src.status().message());
@@ -72,7 +79,7 @@ std::unique_ptr<ContentSource> MergedExport::openPeer(const ContentRecord& r, co
 }
 
 std::unique_ptr<ContentSource> MergedExport::openLocal(const ContentRecord& r, ContentRecord* shown) {
-  auto full = local_->recordAt(r.seq);
+  auto full = local_->recordAt(r.seq, encodeUrlKey(r.key));
   if (!full.isOk()) {
     missing(r, full.status().message());
     return nullptr;

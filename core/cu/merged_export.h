@@ -7,7 +7,7 @@
 // the record, as it streams:
 //  - this node's own records: the store's record under that seq (QueryEngine::recordAt),
 //    opened as a single LCC opens it (file, other machine, object store);
-//  - a peer's records: GET <peer>/cu/content/<store id>/<seq> (cu_http.h), through a
+//  - a peer's records: GET <peer>/cu/content/<store id>/<seq>/<key> (cu_http.h), through a
 //    RemoteContentReader, one keep-alive connection per peer with requests pipelined
 //    cu.remote_pipeline deep, the answer exactly the record's size (X-LCC-Size) and of
 //    its MD5 (X-LCC-MD5).
@@ -75,7 +75,9 @@ class MergedExport {
   std::size_t prefetched_ = 0;                    // records [0, prefetched_) were considered for prefetch
 };
 
-// The path below a peer's URL that GET /cu/content/ serves a record's content at.
-std::string recordContentFile(const std::string& source, ChangeSeq seq);
+// The path below `<peer>/cu/content/` that serves the content of `r` (seq r.seq) of
+// store `source`: `<source>/<seq>/<the record's encoded key, percent-encoded>`, so the
+// peer reads it with one point read; without the key when that would be over 8 KiB.
+std::string recordContentFile(const std::string& source, const ContentRecord& r);
 
 }  // namespace lcc::cu

@@ -1,11 +1,14 @@
-// GET /cu/content/<store id>/<seq>: the content of the record this store holds under
-// that seq, for a node that merges this LCC's answers with others' (merged_export.h).
+// GET /cu/content/<store id>/<seq>[/<key>]: the content of the record this store holds
+// under that seq, for a node that merges this LCC's answers with others'
+// (merged_export.h). <key> is the record's encodeUrlKey(), percent-encoded: a point read.
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <optional>
 
 #include "common/response_head.h"
 #include "cu/cu_http.h"
+#include "http/url_codec.h"
 #include "lcc/support/cu_xml_format.h"
 
 namespace lcc::cu {
@@ -13,6 +16,7 @@ namespace {
 
 constexpr std::string_view kPrefix = "/cu/content/";
 constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::uint64_t kWholeBodyMax = 64 * 1024;  // larger records are streamed
 
 // The open content and what reads it (another machine's content keeps its connection).
 struct HeldContent {
@@ -44,7 +48,18 @@ http::Response stream(const ContentRecord& rec, const std::string& source, std::
     r.headers.emplace_back(std::string(kResponseHeadHeader), std::move(head));
   }
   // Exactly the record's size (the source zero-fills what it cannot read, warned), so
-  // Content-Length is true and the connection stays reusable.
+  // Content-Length is true and the connection stays reusable. A small record goes as
+  // one whole body: no hop to the stream thread (most web pages; as GET /content/).
+  if (rec.size <= kWholeBodyMax) {
+    r.body.resize(static_cast<std::size_t>(rec.size));
+    std::size_t off = 0;
+    while (off < r.body.size()) {
+      auto n = held->source->read(r.body.data() + off, r.body.size() - off);
+      if (!n.isOk() || *n == 0) return http::Response::text(503, "content could not be read; try again\n");
+      off += *n;
+    }
+    return r;
+  }
   r.stream_length = rec.size;
   r.stream = [held](ByteSink& sink) -> Status {
     std::string buf(kReadChunk, '\0');
@@ -60,19 +75,25 @@ http::Response stream(const ContentRecord& rec, const std::string& source, std::
 }  // namespace
 
 http::Response handleRecordContent(QueryEngine& engine, const http::Request& req) {
+  // <store id>/<seq>[/<encoded key, percent-encoded>]
   std::string_view rest = std::string_view(req.path).substr(std::min(req.path.size(), kPrefix.size()));
   const std::size_t slash = rest.find('/');
-  ChangeSeq seq = 0;
-  const std::string_view seq_text = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
-  auto [end, ec] = std::from_chars(seq_text.data(), seq_text.data() + seq_text.size(), seq);
-  if (seq_text.empty() || ec != std::errc() || end != seq_text.data() + seq_text.size()) {
-    return http::Response::text(404, "not a record: /cu/content/<store id>/<seq>\n");
-  }
   const std::string source(rest.substr(0, slash));
+  std::string_view seq_text = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
+  std::optional<std::string> key = std::string();
+  if (const std::size_t k = seq_text.find('/'); k != std::string_view::npos) {
+    key = http::percentDecode(seq_text.substr(k + 1), false);
+    seq_text = seq_text.substr(0, k);
+  }
+  ChangeSeq seq = 0;
+  auto [end, ec] = std::from_chars(seq_text.data(), seq_text.data() + seq_text.size(), seq);
+  if (seq_text.empty() || ec != std::errc() || end != seq_text.data() + seq_text.size() || !key) {
+    return http::Response::text(404, "not a record: /cu/content/<store id>/<seq>[/<key>]\n");
+  }
   auto id = engine.storeId();
   if (!id.isOk()) return http::Response::text(500, id.status().message() + "\n");
   if (!*id || **id != source) return http::Response::text(404, "not this LCC's store\n");
-  auto rec = engine.recordAt(seq);
+  auto rec = engine.recordAt(seq, *key);
   if (!rec.isOk()) {
     if (rec.status().isNotFound()) return http::Response::text(404, rec.status().message() + "\n");
     spdlog::error("cu: {} from {}: {}", req.path, req.remote_ip, rec.status().toString());

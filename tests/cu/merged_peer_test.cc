@@ -17,6 +17,7 @@
 #include "cu/merged_query.h"
 #include "cu_test_util.h"
 #include "http/http_server.h"
+#include "http/url_codec.h"
 
 namespace lcc {
 namespace {
@@ -172,6 +173,10 @@ TEST_F(MergedPeerTest, TheRouteServesOnlyItsOwnStoreAndLiveSeqs) {
     return cu::handleRecordContent(*engine_b_, req).status;
   };
   EXPECT_EQ(status("/cu/content/sb/3"), 200);
+  const std::string key = http::percentEncode(encodeUrlKey(UrlKey{2, "http://b.org/2", "text/html"}));
+  EXPECT_EQ(status("/cu/content/sb/3/" + key), 200) << "seq 3 with its key: one point read";
+  EXPECT_EQ(status("/cu/content/sb/4/" + key), 404) << "another record's key";
+  EXPECT_EQ(status("/cu/content/sb/3/%zz"), 404);
   EXPECT_EQ(status("/cu/content/sa/3"), 404) << "another store's seq";
   EXPECT_EQ(status("/cu/content/sb/99"), 404);
   EXPECT_EQ(status("/cu/content/sb/x"), 404);
