@@ -230,6 +230,9 @@ def read_tar(path, work):
         if u.getAttribute("deleted") == "yes":
             continue
         assert u.getAttribute("path") and not u.getAttribute("missing"), f"no content: {u.toxml()}"
+        # cu-tar's member name, as one LCC's (plugins/cu-tar/README.md): <pid>/<host>+<port>/<path>
+        host_port, rel = u.getAttribute("c")[len("http://"):].split("/", 1)
+        assert u.getAttribute("path") == f"{u.getAttribute('pid')}/{host_port.replace(':', '+')}/{rel}", u.toxml()
         with open(os.path.join(out, u.getAttribute("path")), "rb") as f:
             got[u.getAttribute("c")] = f.read()
     files = [os.path.join(d, n) for d, _, ns in os.walk(out) for n in ns if n != "MANIFEST.xml"]
