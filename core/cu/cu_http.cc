@@ -28,7 +28,8 @@ http::Response refused(QueryEngine& engine, const Status& s, const std::string& 
 
 void addDisposition(http::Response& r, const Exporter& e) {
   if (e.format() != "xml") {
-    r.headers.emplace_back("Content-Disposition", "attachment; filename=\"lcc-export." + std::string(e.format()) + "\"");
+    r.headers.emplace_back("Content-Disposition",
+                           "attachment; filename=\"lcc-export." + std::string(e.format()) + "\"");
   }
 }
 

@@ -10,7 +10,6 @@
 namespace lcc::cu {
 namespace {
 
-constexpr std::string_view kThisNode = "this node";  // SourceAnswer::where of askLocal()
 constexpr std::size_t kMaxKeyInPath = 8 * 1024;      // the request line stays under http.max_header
 
 std::string joined(const std::vector<std::string>& parts) {

@@ -64,7 +64,8 @@ class MergedPeerTest : public ::testing::Test {
   // B's cu routes on a real HTTP server; `content` replaces its /cu/content/ handler.
   void serveB(http::Handler content = nullptr) {
     if (content) {
-      router_.add("GET", "/cu/query", [this](const http::Request& r) { return cu::handleCuQuery(*engine_b_, no_peers_, r); });
+      router_.add("GET", "/cu/query",
+                  [this](const http::Request& r) { return cu::handleCuQuery(*engine_b_, no_peers_, r); });
       router_.add("GET", "/cu/content/", std::move(content));
     } else {
       cu::addCuRoutes(router_, *engine_b_, no_peers_);
