@@ -223,6 +223,37 @@ struct RemoteContentReader::Impl {
     return ec;
   }
 
+  // Reads body bytes of the answer on `c` into the parser's buffer, within
+  // cu.remote_read_timeout.
+  beast::error_code readBody(Conn& c, Parser& parser) {
+    beast::error_code ec = asio::error::would_block;
+    c.tcp().expires_after(options.remote_read_timeout);
+    quickAck(c.tcp().socket());
+    c.io([&](auto& s) {
+      bhttp::async_read(s, c.buffer, parser, [&](const beast::error_code& e, std::size_t) { ec = e; });
+    });
+    runAll();
+    return ec;
+  }
+
+  // Reads and drops the body of an answer that is not used (a 404's short text), so
+  // the connection, and the requests sent ahead on it, stay usable. False when the
+  // body is over 64 KiB or broken, or the server closes after it.
+  bool discardBody(Conn& c, Parser& parser) {
+    char scratch[4096];
+    std::size_t total = 0;
+    while (!parser.is_done()) {
+      auto& body = parser.get().body();
+      body.data = scratch;
+      body.size = sizeof scratch;
+      beast::error_code ec = readBody(c, parser);
+      if (ec == bhttp::error::need_buffer) ec = {};
+      total += sizeof scratch - body.size;
+      if (ec || total > 64 * 1024) return false;
+    }
+    return parser.keep_alive();
+  }
+
   // Reads the header of the next answer on `c`.
   beast::error_code readHeader(Conn& c, Parser& parser) {
     beast::error_code ec = asio::error::would_block;
@@ -352,17 +383,7 @@ class RemoteSource final : public ContentSource {
     }
   }
 
-  // Reads body bytes into the parser's buffer, within cu.remote_read_timeout.
-  beast::error_code readBody() {
-    beast::error_code ec = asio::error::would_block;
-    conn_->tcp().expires_after(impl_->options.remote_read_timeout);
-    quickAck(conn_->tcp().socket());
-    conn_->io([&](auto& s) {
-      bhttp::async_read(s, conn_->buffer, *parser_, [&](const beast::error_code& e, std::size_t) { ec = e; });
-    });
-    impl_->runAll();
-    return ec;
-  }
+  beast::error_code readBody() { return impl_->readBody(*conn_, *parser_); }
 
   std::shared_ptr<RemoteContentReader::Impl> impl_;
   std::shared_ptr<Conn> conn_;
@@ -465,7 +486,9 @@ Result<std::unique_ptr<ContentSource>> RemoteContentReader::open(const std::stri
   const auto& res = parser->get();
   const int status = static_cast<int>(res.result_int());
   if (status != 200) {
-    im.drop(base_url, conn);
+    // A whole short 404 keeps the connection and what was asked behind it (a record
+    // after it is not refused as the next request on a new connection could be: 503).
+    if (status != 404 || !im.discardBody(*conn, *parser)) im.drop(base_url, conn);
     if (status == 404) return Status::notFound(what + ": 404 not found");
     return Status::corruption(what + ": HTTP " + std::to_string(status));
   }

@@ -16,6 +16,7 @@
 #include "cu/merged_export.h"
 #include "cu/merged_query.h"
 #include "cu_test_util.h"
+#include "http/admin_client.h"
 #include "http/http_server.h"
 #include "http/url_codec.h"
 
@@ -164,6 +165,33 @@ TEST_F(MergedPeerTest, APeerAnsweringAnotherRecordsBytesIsRefused) {
     EXPECT_FALSE(xml.urls[i].content.has_value()) << xml.urls[i].attr("c");
     EXPECT_EQ(xml.urls[i].missing, "unreadable");
   }
+}
+
+TEST_F(MergedPeerTest, ANodeWithPeersStreamsTheMergedTarGzOverHttp) {
+  const std::string big(200 * 1024, 'z');  // over 64 KiB: B's route streams it
+  b_.put(2, "http://b.org/big", "text/html", big);
+  serveB();
+  http::Router router_a;  // node A: this engine, cu.peers = [B]
+  cu::addCuRoutes(router_a, *engine_a_, peers_);
+  http::ServerOptions ho = http::ServerOptions::fromConfig(Config::defaults());
+  ho.listen = "127.0.0.1:0";
+  http::Server a(io_.io, router_a, ho);
+  ASSERT_TRUE(a.start().isOk());
+  http::AdminTarget target;
+  target.host = "127.0.0.1";
+  target.port = std::to_string(a.port());
+  auto got = http::adminRequest(target, "GET", "/cu/query?format=tar.gz", "", 20000);
+  a.stop();
+  ASSERT_TRUE(got.isOk()) << got.status().message();
+  ASSERT_EQ(got->status, 200) << got->body.substr(0, 300);
+  EXPECT_EQ(got->header("Content-Type"), "application/gzip");
+  EXPECT_EQ(got->header("X-LCC-Count"), "23");
+  EXPECT_EQ(got->header("X-LCC-Last-Seq").rfind("c1.", 0), 0u);
+  auto tar = cutest::parseTarAnswer(got->body);
+  ASSERT_TRUE(tar.ok) << tar.error;
+  ASSERT_EQ(tar.members.size(), 24u);
+  EXPECT_EQ(tar.manifest.urls.back().attr("c"), "http://b.org/big");
+  EXPECT_EQ(tar.members[tar.members.size() - 2].data, big);
 }
 
 TEST_F(MergedPeerTest, TheRouteServesOnlyItsOwnStoreAndLiveSeqs) {
