@@ -223,18 +223,25 @@ struct RemoteContentReader::Impl {
     return ec;
   }
 
-  // Reads body bytes of the answer on `c` into the parser's buffer, within
-  // cu.remote_read_timeout.
-  beast::error_code readBody(Conn& c, Parser& parser) {
+  // Reads the header (`header_only`) or body bytes (into the parser's buffer) of the
+  // next answer on `c`, within cu.remote_read_timeout.
+  beast::error_code read(Conn& c, Parser& parser, bool header_only) {
     beast::error_code ec = asio::error::would_block;
     c.tcp().expires_after(options.remote_read_timeout);
     quickAck(c.tcp().socket());
+    auto done = [&](const beast::error_code& e, std::size_t) { ec = e; };
     c.io([&](auto& s) {
-      bhttp::async_read(s, c.buffer, parser, [&](const beast::error_code& e, std::size_t) { ec = e; });
+      if (header_only) {
+        bhttp::async_read_header(s, c.buffer, parser, done);
+      } else {
+        bhttp::async_read(s, c.buffer, parser, done);
+      }
     });
     runAll();
     return ec;
   }
+  beast::error_code readHeader(Conn& c, Parser& parser) { return read(c, parser, true); }
+  beast::error_code readBody(Conn& c, Parser& parser) { return read(c, parser, false); }
 
   // Reads and drops the body of an answer that is not used (a 404's short text), so
   // the connection, and the requests sent ahead on it, stay usable. False when the
@@ -252,18 +259,6 @@ struct RemoteContentReader::Impl {
       if (ec || total > 64 * 1024) return false;
     }
     return parser.keep_alive();
-  }
-
-  // Reads the header of the next answer on `c`.
-  beast::error_code readHeader(Conn& c, Parser& parser) {
-    beast::error_code ec = asio::error::would_block;
-    c.tcp().expires_after(options.remote_read_timeout);
-    quickAck(c.tcp().socket());
-    c.io([&](auto& s) {
-      bhttp::async_read_header(s, c.buffer, parser, [&](const beast::error_code& e, std::size_t) { ec = e; });
-    });
-    runAll();
-    return ec;
   }
 
   // A new connection to `base`, kept for the records that follow. A machine that cannot
