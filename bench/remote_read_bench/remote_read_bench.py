@@ -47,22 +47,33 @@ def load(node, site, n):
     wait_for("every file stored", lambda: f'count="{n}"'.encode() in node.query_xml_bytes(), timeout=600)
 
 
-def best_of_3(node, fmt, extra):
+def fastest_of_3(run):
+    """The shortest of three timed calls of run(), in seconds."""
     best = float("inf")
-    out = os.path.join(node.work, "answer.out")
     for _ in range(3):
         t0 = time.monotonic()
-        node.lcc("cu", "query", "--cu", f"127.0.0.1:{node.ports['cu']}", "--format", fmt, *extra, "-o", out)
+        run()
         best = min(best, time.monotonic() - t0)
     return best
 
 
-def main():
+def best_of_3(node, fmt, extra):
+    out = os.path.join(node.work, "answer.out")
+    return fastest_of_3(lambda: node.lcc("cu", "query", "--cu", f"127.0.0.1:{node.ports['cu']}", "--format", fmt,
+                                         *extra, "-o", out))
+
+
+def command_line(usage, default_n):
+    """(Args, N, SIZE) from `BIN PLUGINS [N] [SIZE]`; exits with `usage` without them."""
     if len(sys.argv) < 3:
-        sys.exit(__doc__)
-    args = Args(sys.argv[1], sys.argv[2])
-    n = int(sys.argv[3]) if len(sys.argv) > 3 else 3000
+        sys.exit(usage)
+    n = int(sys.argv[3]) if len(sys.argv) > 3 else default_n
     size = int(sys.argv[4]) if len(sys.argv) > 4 else 8192
+    return Args(sys.argv[1], sys.argv[2]), n, size
+
+
+def main():
+    args, n, size = command_line(__doc__, 3000)
     formats = (("tar.gz", ()), ("xml", ("--content",)), ("warc.gz", ()))
     bot = f"bot:\n  max_response_head: {os.environ.get('HEAD', '16KiB')}\n"
     work = tempfile.mkdtemp(prefix="lcc-remote-bench-")

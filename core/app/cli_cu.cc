@@ -18,10 +18,10 @@
 #include <iostream>
 
 #include "app/cli.h"
+#include "app/cli_cu_merged.h"
 #include "app/cu_mirror.h"
 #include "app/progress.h"
 #include "capi/cu_client.h"
-#include "cu/merged_query.h"
 #include "http/url_codec.h"
 #include "proto/cu_cursor.h"
 #include "common/config/config.h"
@@ -99,55 +99,6 @@ class UrlCounter {
   std::uint64_t n_ = 0;
 };
 
-// Writes a whole answer to -o FILE (through FILE.part) or stdout; false after saying why.
-bool writeAnswer(const std::string& out, const std::string& bytes) {
-  if (out.empty()) {
-    std::cout << bytes << std::flush;
-    return static_cast<bool>(std::cout);
-  }
-  const std::string part = out + ".part";
-  {
-    std::ofstream f(part, std::ios::binary | std::ios::trunc);
-    f << bytes;
-    if (!f.flush()) {
-      std::cerr << "lcc cu query: cannot write " << part << "\n";
-      return false;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(part, out, ec);
-  if (ec) std::cerr << "lcc cu query: renaming " << part << ": " << ec.message() << "\n";
-  return !ec;
-}
-
-// --cu URL --cu URL: the answer merged here, by the code GET /cu/query of a node with
-// cu.peers runs (cu/merged_query.h).
-int runMerged(const CuArgs& a, const proto::CuQuery& q) {
-  std::vector<std::string> problems;
-  cu::PeerOptions o = cu::PeerOptions::fromConfig(Config::defaults());
-  o.peers = cu::parsePeerUrls(a.cus, &problems);
-  o.timeout_ms = a.timeout_s * 1000;
-  for (const auto& why : problems) std::cerr << "lcc cu query: --cu: " << why << "\n";
-  if (!problems.empty()) return 2;
-  if (std::any_of(o.peers.begin(), o.peers.end(), [](const std::string& u) { return u.rfind("https://", 0) == 0; })) {
-    auto made = tlsContext(a.tls);
-    if (!made.isOk()) {
-      std::cerr << "lcc cu query: " << made.status().message() << "\n";
-      return 2;
-    }
-    o.tls = std::make_shared<net::TlsContextSlot>(made.value());
-  }
-  auto merged = cu::runMergedQuery(q, nullptr, o, 0);
-  if (!merged.isOk()) {
-    std::cerr << "lcc cu query: rejected: " << merged.status().message() << "\n";
-    return 1;
-  }
-  for (const auto& u : merged->answer.unreachable) {
-    std::cerr << "lcc cu query: left out (its part of the cursor is kept): " << u << "\n";
-  }
-  return writeAnswer(a.out, cu::formatMergedXml(*merged)) ? 0 : 1;
-}
-
 // The query of the options; nullopt after saying what is wrong.
 std::optional<proto::CuQuery> queryFrom(const CuArgs& a) {
   proto::CuQuery q;
@@ -187,7 +138,9 @@ int runQuery(const Globals& g, const CuArgs& a) {
   const std::optional<proto::CuQuery> asked = queryFrom(a);
   if (!asked) return 2;
   const proto::CuQuery& q = *asked;
-  if (a.cus.size() > 1 || (a.cus.size() == 1 && a.cus[0].rfind("http", 0) == 0)) return runMerged(a, q);
+  if (a.cus.size() > 1 || (a.cus.size() == 1 && a.cus[0].rfind("http", 0) == 0)) {
+    return runMergedCuQuery(g, MergedQueryArgs{a.cus, a.out, a.timeout_s, a.tls}, q);
+  }
   capi::Endpoint endpoint;
   net::TlsContextPtr tls;
   if (!resolveCu(g, a.cus.empty() ? std::string() : a.cus[0], a.tls, "lcc cu query", &endpoint, &tls)) return 2;
@@ -331,7 +284,7 @@ void addCuCommands(CLI::App& app, Globals& g) {
   auto* q = cu->add_subcommand("query", "run a query on the CU port; the answer goes to -o FILE or stdout");
   q->add_option("--cu", args->cus,
                 "the CU port, HOST:PORT or tls://HOST:PORT (default: listen.cu of --config; with --tls listen.cu_tls); "
-                "repeated, or as http(s)://HOST:PORT: several LCCs' HTTP ports, answered as one (xml, one cursor)");
+                "repeated, or as http(s)://HOST:PORT: several LCCs' HTTP ports, answered as one (any format, one cursor)");
   addTlsOptions(q, args->tls);
   q->add_option("--provider", args->providers, "only this provider (repeatable)");
   auto* seq = q->add_option("--since-seq", args->since_seq,

@@ -31,18 +31,6 @@ namespace {
 
 namespace asio = boost::asio;
 
-// build/bin/lcc-bot -> build/plugins; <prefix>/bin/lcc-bot -> <prefix>/lib/lcc/plugins.
-std::string defaultPluginDir() {
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "./build/plugins";
-  auto bin = exe.parent_path();
-  for (auto candidate : {bin.parent_path() / "plugins", bin.parent_path() / "lib" / "lcc" / "plugins"}) {
-    if (std::filesystem::is_directory(candidate, ec)) return candidate.string();
-  }
-  return "./build/plugins";
-}
-
 // The TLS of --connect tls://: the robot shows tls.cert_file and checks the BOT-M
 // against tls.peer_ca_file of -c FILE. Null for a plain address.
 lcc::Result<std::shared_ptr<lcc::NodeTls>> robotTls(const std::string& connect, const std::optional<lcc::Config>& cfg) {
@@ -112,7 +100,7 @@ int main(int argc, char** argv) {
     std::cerr << "lcc-bot: " << s.message() << "\n";
     return 2;
   }
-  if (plugin_dir.empty()) plugin_dir = defaultPluginDir();
+  if (plugin_dir.empty()) plugin_dir = lcc::defaultPluginDir();
 
   lcc::SystemClock clock;
   lcc::Env* env = lcc::posixEnv();

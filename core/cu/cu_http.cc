@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cu/merged_export.h"
 #include "cu/merged_query.h"
 
 namespace lcc::cu {
@@ -25,15 +26,27 @@ http::Response refused(QueryEngine& engine, const Status& s, const std::string& 
   return rejected(why.http_status, why.code, s.message());
 }
 
+void addDisposition(http::Response& r, const Exporter& e) {
+  if (e.format() != "xml") {
+    r.headers.emplace_back("Content-Disposition",
+                           "attachment; filename=\"lcc-export." + std::string(e.format()) + "\"");
+  }
+}
+
 http::Response mergedAnswer(QueryEngine& engine, const PeerOptions& peers, const proto::CuQuery& q,
                             const http::Request& request) {
+  Exporter* exporter = engine.exporterFor(q.format);
+  if (exporter == nullptr) {  // the same refusal as one LCC's (known formats named)
+    auto p = engine.prepare(q);
+    return refused(engine, p.isOk() ? Status::invalidArgument("unknown format") : p.status(), request.remote_ip);
+  }
   auto merged = runMergedQuery(q, &engine, peers, engine.options().default_limit);
   if (!merged.isOk()) return refused(engine, merged.status(), request.remote_ip);
   const MergedResult& m = *merged;
   for (const auto& u : m.answer.unreachable) spdlog::warn("cu: merged answer to {} without {}", request.remote_ip, u);
   http::Response r;
   r.status = 200;
-  r.content_type = "application/xml";
+  r.content_type = std::string(exporter->contentType());
   r.headers.emplace_back("X-LCC-Count", std::to_string(m.answer.records.size()));
   r.headers.emplace_back("X-LCC-Last-Seq", m.token);
   std::string sources;
@@ -41,9 +54,25 @@ http::Response mergedAnswer(QueryEngine& engine, const PeerOptions& peers, const
   r.headers.emplace_back("X-LCC-Sources", sources);
   r.headers.emplace_back("X-LCC-Peers-Unreachable", std::to_string(m.answer.unreachable.size()));
   r.headers.emplace_back("Cache-Control", "no-store");
-  r.body = formatMergedXml(m);
-  engine.stats().queries.inc();
-  engine.stats().records.inc(m.answer.records.size());
+  addDisposition(r, *exporter);
+  EngineStats& stats = engine.stats();
+  stats.queries.inc();
+  stats.records.inc(m.answer.records.size());
+  MergedExportOptions o{engine.options().machine_id, engine.options().temp_dir, engine.options().remote,
+                        &stats.content_bytes, &stats.content_missing};
+  o.remote.tls = peers.tls;  // peers' content goes where their answers came from
+  auto exp = std::make_shared<MergedExport>(std::move(merged).value(), *exporter, q.content, &engine, std::move(o));
+  std::string who = request.remote_ip;
+  r.stream = [exp, who, &stats](ByteSink& sink) {
+    stats.running.add(1);
+    Status s = exp->stream(sink);
+    stats.running.add(-1);
+    if (!s.isOk()) {
+      stats.failed.inc();
+      spdlog::warn("cu: merged http answer to {} ended early: {}", who, s.toString());
+    }
+    return s;
+  };
   return r;
 }
 
@@ -71,10 +100,7 @@ http::Response handleCuQuery(QueryEngine& engine, const PeerOptions& peers, cons
   r.headers.emplace_back("X-LCC-Since", std::to_string(p->since()));
   if (auto id = engine.storeId(); id.isOk() && *id) r.headers.emplace_back("X-LCC-Source", **id);
   r.headers.emplace_back("Cache-Control", "no-store");
-  if (p->exporter().format() != "xml") {
-    r.headers.emplace_back("Content-Disposition",
-                           "attachment; filename=\"lcc-export." + std::string(p->exporter().format()) + "\"");
-  }
+  addDisposition(r, p->exporter());
   std::string who = request.remote_ip;
   r.stream = [p, who](ByteSink& sink) {
     Status s = p->stream(sink);
@@ -87,6 +113,7 @@ http::Response handleCuQuery(QueryEngine& engine, const PeerOptions& peers, cons
 void addCuRoutes(http::Router& router, QueryEngine& engine, const PeerOptions& peers) {
   router.add("GET", "/cu/query",
              [&engine, &peers](const http::Request& req) { return handleCuQuery(engine, peers, req); });
+  router.add("GET", "/cu/content/", [&engine](const http::Request& req) { return handleRecordContent(engine, req); });
 }
 
 }  // namespace lcc::cu

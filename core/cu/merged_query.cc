@@ -6,27 +6,12 @@
 #include <system_error>
 
 #include "cu/query_engine.h"
-#include "lcc/support/cu_xml_format.h"
 #include "proto/cu_cursor.h"
 
 namespace lcc::cu {
-namespace {
-
-Status checkSupported(const proto::CuQuery& q) {
-  if (q.format != "xml" || q.content) {
-    return Status::invalidArgument(
-        "a merged answer (several LCCs) is format=xml without content; read content from the LCC each record's "
-        "source names (X-LCC-Sources)");
-  }
-  return Status::ok();
-}
-
-}  // namespace
-
 Result<MergedResult> runMergedQuery(const proto::CuQuery& q, QueryEngine* local, const PeerOptions& peers,
                                     std::uint64_t default_limit) {
   if (auto e = proto::validateCuQuery(q)) return Status::invalidArgument(e->message);
-  LCC_RETURN_IF_ERROR(checkSupported(q));
   proto::CuCursor since;
   if (q.since_cursor) {
     LCC_ASSIGN_OR_RETURN(since, proto::decodeCuCursor(*q.since_cursor));
@@ -71,26 +56,6 @@ Result<MergedResult> runMergedQuery(const proto::CuQuery& q, QueryEngine* local,
   out.answer = CursorMerge(since, capped ? limit : 0).merge(std::move(answers));
   if (local != nullptr) local->stats().peers_unreachable.inc(out.answer.unreachable.size());
   out.token = proto::encodeCuCursor(out.answer.cursor);
-  return out;
-}
-
-std::string formatMergedXml(const MergedResult& r) {
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<lococa:result xmlns:lococa=\"";
-  out += proto::kLococaNs;
-  out += "\" count=\"" + std::to_string(r.answer.records.size()) + "\" last_seq=\"" + r.token + "\"";
-  if (!r.answer.unreachable.empty()) {
-    std::string all;
-    for (const auto& u : r.answer.unreachable) all += (all.empty() ? "" : "; ") + u;
-    out += " unreachable=\"";
-    proto::appendXmlText(out, all);
-    out += "\"";
-  }
-  out += ">\n";
-  for (const auto& m : r.answer.records) {
-    proto::appendUrlOpen(out, m.record);
-    out += " source=\"" + m.source + "\"/>\n";
-  }
-  out += proto::kResultEndTag;
   return out;
 }
 

@@ -213,14 +213,16 @@ Result<SourceAnswer> askPeer(const std::string& url, const proto::CuQuery& q, co
 
 Result<SourceAnswer> askLocal(QueryEngine& engine, const proto::CuQuery& q, std::uint64_t max_answer_bytes) {
   LCC_ASSIGN_OR_RETURN(auto id, engine.storeId());
-  if (!id) return down("this node", "its LCC DB has no lcc.store_id yet (the QM writes it when it opens the store)");
+  if (!id) {
+    return down(std::string(kThisNode), "its LCC DB has no lcc.store_id yet (the QM writes it when it opens the store)");
+  }
   LCC_ASSIGN_OR_RETURN(auto prepared, engine.prepare(q));
   AnswerBuffer sink(max_answer_bytes);
   if (Status s = prepared->stream(sink); !s.isOk()) {
-    if (sink.over()) return down("this node", "its answer is over cu.peer_max_answer_bytes");
+    if (sink.over()) return down(std::string(kThisNode), "its answer is over cu.peer_max_answer_bytes");
     return s;
   }
-  return fromBody("this node", *id, std::to_string(prepared->since()), sink.text, q.limit.value_or(0));
+  return fromBody(std::string(kThisNode), *id, std::to_string(prepared->since()), sink.text, q.limit.value_or(0));
 }
 
 }  // namespace lcc::cu

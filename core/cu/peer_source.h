@@ -39,6 +39,9 @@ struct PeerOptions {
   static PeerOptions fromConfig(const Config& config);
 };
 
+// SourceAnswer::where of this node's own part (askLocal); a peer's is its URL.
+inline constexpr std::string_view kThisNode = "this node";
+
 // At most this many peers (cu.peers; the config check refuses more).
 inline constexpr std::size_t kMaxCuPeers = 16;
 

@@ -204,6 +204,27 @@ RemoteContentReader& QueryEngine::remoteReader(std::unique_ptr<RemoteContentRead
 
 Result<std::optional<std::string>> QueryEngine::storeId() { return readStoreId(store_); }
 
+Result<ContentRecord> QueryEngine::recordAt(ChangeSeq seq, std::string_view encoded_key) {
+  if (seq == 0) return Status::notFound("no record has seq 0");
+  const auto gone = [seq] { return Status::notFound("no record has seq " + std::to_string(seq) + " now"); };
+  if (!encoded_key.empty()) {
+    auto got = store_.get(encoded_key);
+    if (!got.isOk()) return got.status().withContext("reading the LCC DB");
+    if (!*got || (*got)->seq != seq) return gone();
+    return std::move(**got);
+  }
+  ContentFilter any;
+  any.include_deleted = true;
+  std::optional<ContentRecord> first;
+  Status s = store_.scanSince(seq - 1, any, [&](const ContentRecord& r) {
+    first = r;
+    return false;
+  });
+  if (!s.isOk()) return s.withContext("reading the LCC DB");
+  if (!first || first->seq != seq) return gone();
+  return std::move(*first);
+}
+
 Result<proto::CuQuery> QueryEngine::withOwnPart(const proto::CuQuery& asked) {
   if (!asked.since_cursor) return asked;
   auto cursor = proto::decodeCuCursor(*asked.since_cursor);

@@ -146,6 +146,12 @@ class QueryEngine {
   ContentStore& store() { return store_; }
   // The LCC DB's identity (lcc.store_id, common/content_meta.h); nullopt until the QM wrote it.
   Result<std::optional<std::string>> storeId();
+  // The record the store holds under change sequence `seq` (a stored record or a
+  // removal); NotFound when no record has that seq any more (replaced or removed since:
+  // it has a newer one). With the record's `encoded_key` (encodeUrlKey) it is one point
+  // read (get); without, the first step of scanSince() (a store may read a chunk of
+  // its seq index for it).
+  Result<ContentRecord> recordAt(ChangeSeq seq, std::string_view encoded_key = {});
 
   // The content of a stored record, or null (another machine whose URL is unknown, a
   // missing or unsafe file name, a file or answer whose size is not the record's,

@@ -223,16 +223,42 @@ struct RemoteContentReader::Impl {
     return ec;
   }
 
-  // Reads the header of the next answer on `c`.
-  beast::error_code readHeader(Conn& c, Parser& parser) {
+  // Reads the header (`header_only`) or body bytes (into the parser's buffer) of the
+  // next answer on `c`, within cu.remote_read_timeout.
+  beast::error_code read(Conn& c, Parser& parser, bool header_only) {
     beast::error_code ec = asio::error::would_block;
     c.tcp().expires_after(options.remote_read_timeout);
     quickAck(c.tcp().socket());
+    auto done = [&](const beast::error_code& e, std::size_t) { ec = e; };
     c.io([&](auto& s) {
-      bhttp::async_read_header(s, c.buffer, parser, [&](const beast::error_code& e, std::size_t) { ec = e; });
+      if (header_only) {
+        bhttp::async_read_header(s, c.buffer, parser, done);
+      } else {
+        bhttp::async_read(s, c.buffer, parser, done);
+      }
     });
     runAll();
     return ec;
+  }
+  beast::error_code readHeader(Conn& c, Parser& parser) { return read(c, parser, true); }
+  beast::error_code readBody(Conn& c, Parser& parser) { return read(c, parser, false); }
+
+  // Reads and drops the body of an answer that is not used (a 404's short text), so
+  // the connection, and the requests sent ahead on it, stay usable. False when the
+  // body is over 64 KiB or broken, or the server closes after it.
+  bool discardBody(Conn& c, Parser& parser) {
+    char scratch[4096];
+    std::size_t total = 0;
+    while (!parser.is_done()) {
+      auto& body = parser.get().body();
+      body.data = scratch;
+      body.size = sizeof scratch;
+      beast::error_code ec = readBody(c, parser);
+      if (ec == bhttp::error::need_buffer) ec = {};
+      total += sizeof scratch - body.size;
+      if (ec || total > 64 * 1024) return false;
+    }
+    return parser.keep_alive();
   }
 
   // A new connection to `base`, kept for the records that follow. A machine that cannot
@@ -352,17 +378,7 @@ class RemoteSource final : public ContentSource {
     }
   }
 
-  // Reads body bytes into the parser's buffer, within cu.remote_read_timeout.
-  beast::error_code readBody() {
-    beast::error_code ec = asio::error::would_block;
-    conn_->tcp().expires_after(impl_->options.remote_read_timeout);
-    quickAck(conn_->tcp().socket());
-    conn_->io([&](auto& s) {
-      bhttp::async_read(s, conn_->buffer, *parser_, [&](const beast::error_code& e, std::size_t) { ec = e; });
-    });
-    impl_->runAll();
-    return ec;
-  }
+  beast::error_code readBody() { return impl_->readBody(*conn_, *parser_); }
 
   std::shared_ptr<RemoteContentReader::Impl> impl_;
   std::shared_ptr<Conn> conn_;
@@ -465,7 +481,9 @@ Result<std::unique_ptr<ContentSource>> RemoteContentReader::open(const std::stri
   const auto& res = parser->get();
   const int status = static_cast<int>(res.result_int());
   if (status != 200) {
-    im.drop(base_url, conn);
+    // A whole short 404 keeps the connection and what was asked behind it (a record
+    // after it is not refused as the next request on a new connection could be: 503).
+    if (status != 404 || !im.discardBody(*conn, *parser)) im.drop(base_url, conn);
     if (status == 404) return Status::notFound(what + ": 404 not found");
     return Status::corruption(what + ": HTTP " + std::to_string(status));
   }
@@ -473,6 +491,12 @@ Result<std::unique_ptr<ContentSource>> RemoteContentReader::open(const std::stri
     im.drop(base_url, conn);
     return Status::corruption(what + ": served by machine " + std::string(m->value().substr(0, 64)) +
                               ", the record is on " + machine);
+  }
+  if (auto h = res.find("X-LCC-MD5"); !md5.empty() && h != res.end() && h->value() != md5) {
+    // A merging node's peer (GET /cu/content/) names the MD5 of the record it serves.
+    im.drop(base_url, conn);
+    return Status::corruption(what + ": the answer is content with MD5 " + std::string(h->value().substr(0, 64)) +
+                              ", the record's is " + md5);
   }
   std::optional<std::uint64_t> announced;
   if (auto f = res.find("X-LCC-Size"); f != res.end()) {

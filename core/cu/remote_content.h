@@ -67,9 +67,10 @@ class RemoteContentReader {
   // Opens the content `file` of size `size` at `base_url` (normalised, see
   // common/content_locator.h). When `machine` is given, an answer whose X-LCC-Machine
   // names another machine is refused (a URL pointing at the wrong node must not give
-  // another machine's file of the same name). NotFound: the server answered 404;
+  // another machine's file of the same name). NotFound: the server answered 404 (a
+  // whole short one keeps the connection, and the requests prefetched behind it);
   // IOError: unreachable, timed out, or the URL is down for this export; Corruption:
-  // another size, status or machine. The source must be destroyed before the next
+  // another size, status or machine, or an X-LCC-MD5 header that is not `md5`. The source must be destroyed before the next
   // open() for the same URL can reuse its connection.
   // The source's responseHead() is the side file the answer carried in
   // X-LCC-Response-Head, if it names `md5` (common/response_head.h), else empty.

@@ -114,11 +114,26 @@ void appendXmlUrl(std::string& out, std::string_view url) {
   });
 }
 
-std::string resultStartTag(std::uint64_t count, ChangeSeq last_seq) {
+namespace {
+
+std::string startTag(std::uint64_t count, std::string_view last_seq, std::string_view unreachable) {
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<lococa:result xmlns:lococa=\"";
   out += kNs;
-  out += "\" count=\"" + std::to_string(count) + "\" last_seq=\"" + std::to_string(last_seq) + "\">\n";
+  out += "\" count=\"" + std::to_string(count) + "\"";
+  appendAttr(out, "last_seq", last_seq);
+  if (!unreachable.empty()) appendAttr(out, "unreachable", unreachable);
+  out += ">\n";
   return out;
+}
+
+}  // namespace
+
+std::string resultStartTag(std::uint64_t count, ChangeSeq last_seq) {
+  return startTag(count, std::to_string(last_seq), "");
+}
+
+std::string resultStartTag(std::uint64_t count, const ExportHeader& header) {
+  return startTag(count, lastSeqText(header), header.unreachable);
 }
 
 void appendUrlOpen(std::string& out, const ContentRecord& r) {
@@ -136,6 +151,7 @@ void appendUrlOpen(std::string& out, const ContentRecord& r) {
     out += " deleted=\"yes\"";
   }
   appendAttr(out, "stored", formatRfc3339(r.stored));
+  if (!r.source.empty()) appendAttr(out, "source", r.source);
 }
 
 void Base64Encoder::update(const char* data, std::size_t n, std::string& out) {

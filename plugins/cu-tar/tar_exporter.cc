@@ -122,7 +122,7 @@ class TarExportStream final : public ExportStream {
   Status finishImpl() {
     if (failed_) return Status::aborted("the export stream failed before");
     // The manifest counts what this archive holds.
-    const std::string start = proto::resultStartTag(added_, header_.last_seq);
+    const std::string start = proto::resultStartTag(added_, header_);
     const std::uint64_t size = start.size() + spooled_ + manifest_.size() + proto::kResultEndTag.size();
     const std::int64_t now = host_.clock ? toUnixMillis(host_.clock->now()) / 1000 : 0;
     Status s = writer_.beginFile("MANIFEST.xml", size, now);

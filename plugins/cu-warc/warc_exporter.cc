@@ -157,7 +157,7 @@ class WarcExportStream final : public ExportStream {
     fields += "conformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n";
     fields += "lcc-machine: " + fieldText(host_.machine_id) + "\r\n";
     fields += "lcc-count: " + std::to_string(header_.count) + "\r\n";
-    fields += "lcc-last-seq: " + std::to_string(header_.last_seq) + "\r\n";
+    fields += "lcc-last-seq: " + lastSeqText(header_) + "\r\n";
     // Fields in the order wget writes them.
     return writeSmallRecord({{"WARC-Type", "warcinfo"},
                              {"Content-Type", "application/warc-fields"},
@@ -169,7 +169,7 @@ class WarcExportStream final : public ExportStream {
   // The manifest: the XML answer without content, as cu-tar's MANIFEST.xml, each record
   // with content naming its WARC-Record-ID. Read twice from its spool: digest, then bytes.
   Status writeManifest() {
-    const std::string start = proto::resultStartTag(added_, header_.last_seq);
+    const std::string start = proto::resultStartTag(added_, header_);
     Sha1 block;
     block.update(start);
     LCC_RETURN_IF_ERROR(manifest_.forEach(kReadChunk, [&block](std::string_view b) {

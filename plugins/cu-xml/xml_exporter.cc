@@ -11,7 +11,7 @@ class XmlExportStream final : public ExportStream {
  public:
   XmlExportStream(ByteSink& sink, const ExportHeader& header, const std::string& machine_id, std::size_t buffer)
       : sink_(sink), with_content_(header.with_content), machine_id_(machine_id), buffer_(buffer) {
-    out_ = proto::resultStartTag(header.count, header.last_seq);
+    out_ = proto::resultStartTag(header.count, header);
   }
 
   Status add(const ContentRecord& r, ContentSource* content) override {

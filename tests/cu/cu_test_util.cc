@@ -1,5 +1,7 @@
 #include "cu_test_util.h"
 
+#include "cu/merged_export.h"
+
 #include <zlib.h>
 
 #include <cstring>
@@ -299,6 +301,19 @@ cu::EngineOptions CuWorld::engineOptions() const {
 
 std::unique_ptr<cu::QueryEngine> CuWorld::makeEngine(cu::EngineOptions options) {
   return std::make_unique<cu::QueryEngine>(*store_, exporters(), *posixEnv(), std::move(options));
+}
+
+std::string exportMerged(CuWorld& w, cu::QueryEngine& local, const cu::MergedResult& r, const proto::CuQuery& q,
+                         Status* status) {
+  cu::MergedExportOptions o;
+  o.machine_id = kMachine;
+  o.temp_dir = w.dataDir();
+  o.remote = local.options().remote;
+  cu::MergedExport exp(r, w.exporter(q.format), q.content, &local, o);
+  StringSink sink;
+  Status s = exp.stream(sink);
+  if (status) *status = s;
+  return sink.data;
 }
 
 std::string runQuery(cu::QueryEngine& engine, const proto::CuQuery& q, Status* status) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/plugin/plugin_registry.h"
+#include "cu/merged_query.h"
 #include "cu/query_engine.h"
 #include "lcc/byte_sink.h"
 #include "support/sim_clock.h"
@@ -110,6 +111,11 @@ class CuWorld {
   PluginPtr<ContentStore> store_;
   std::vector<PluginPtr<Exporter>> exporters_;
 };
+
+// A merged answer (cu/merged_query.h) written by w's exporter of q.format, `local`
+// answering for this node; the Status of the export in *status.
+std::string exportMerged(CuWorld& w, cu::QueryEngine& local, const cu::MergedResult& r, const proto::CuQuery& q,
+                         Status* status = nullptr);
 
 // Runs a query through the engine into a string; the Status of the run in *status.
 std::string runQuery(cu::QueryEngine& engine, const proto::CuQuery& q, Status* status = nullptr);

@@ -317,6 +317,7 @@ TEST_F(RemoteContentTest, PrefetchedRequestsAreAnsweredInOrderOnOneConnection) {
   EXPECT_EQ(gone.status().code(), StatusCode::kNotFound) << gone.status().toString();
   EXPECT_TRUE(readOne(11) == bodies[11]);
   EXPECT_FALSE(reader.isDown(m2_.url()));
+  EXPECT_EQ(reader.connectionsOpened(), 2u) << "a 404 keeps the connection and the requests behind it";
 }
 
 // Through the engine: more records than one scan chunk (256), in seq order (xml) and

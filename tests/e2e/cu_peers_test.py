@@ -6,12 +6,21 @@ cu.peers = [B, C], so GET /cu/query on A answers for all three with one cursor t
 A mirror pages through merged answers with small limits while the sites change, and B
 is stopped between pages (A answers without it, flags it, keeps B's part of the cursor)
 and started again: the mirror ends equal to the three stores, and no (source, seq)
-came twice. A mangled token is 400; tar.gz is refused with a message; `lcc cu query
---cu URL --cu URL --cu URL` (the merge in the client) gives what A gives.
+came twice. A mangled token is 400; `lcc cu query --cu URL --cu URL --cu URL` (the
+merge in the client) gives what A gives.
+
+Content in every format (docs/protocol.md §3.4): a merged tar.gz from A read by GNU tar
+(every member the site's bytes, MANIFEST.xml with the token and sources), XML with
+content, a warc.gz from the client-side merge read by warcio (npm, when Node.js is
+there) with every digest checked; then an incremental tar.gz run from the token while C
+is stopped, and again after C is back: the changes of the three came exactly once, each
+with the site's bytes, and the next page is empty.
 """
 import base64
 import os
 import re
+import shutil
+import subprocess
 import sys
 import tempfile
 import urllib.error
@@ -21,6 +30,7 @@ import xml.dom.minidom
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeline_test import Node, Site, e2e_args, run_nodes_guarded, wait_for  # noqa: E402
+from warc_test import check_records, gzip_members, warcio_read  # noqa: E402
 
 
 class Lcc:
@@ -106,7 +116,7 @@ def main():
     peers = f"[{b.url()}, {c.url()}]"
     a = Lcc(args, work, "a", f"cu:\n  peers: {peers}\n  peer_timeout: 2s\n")
     lccs = [a, b, c]
-    run_nodes_guarded([x.node for x in lccs], [x.site for x in lccs], work, lambda: run(args, a, b, c))
+    run_nodes_guarded([x.node for x in lccs], [x.site for x in lccs], work, lambda: run(args, a, b, c, work))
     print("e2e cu peers: 1 passed, 0 failed")
 
 
@@ -123,7 +133,7 @@ def expect_equal(mirror, lccs):
     assert mirror.recs == want, f"mirror differs: {sorted(set(mirror.recs.items()) ^ set(want.items()))[:10]}"
 
 
-def run(args, a, b, c):
+def run(args, a, b, c, work):
     for x in (a, b, c):
         for i in range(7):
             x.site.write(f"{x.name}/p{i}.html", f"<html>{x.name} {i}</html>\n".encode())
@@ -168,12 +178,12 @@ def run(args, a, b, c):
     m.catch_up(a.url(), 3)
     expect_equal(m, [a, b, c])
 
-    # A mangled token is refused, and so is an export format.
+    # A mangled token is refused, and so is an unknown format.
     bad = m.token[:-3] + ("AAA" if not m.token.endswith("AAA") else "BBB")
     status, _, body = get(a.url(), {"format": "xml", "since_seq": bad})
     assert status == 400 and "mangled" in body, (status, body)
-    status, _, body = get(a.url(), {"format": "tar.gz"})
-    assert status == 400 and "merged answer" in body, (status, body)
+    status, _, body = get(a.url(), {"format": "zip"})
+    assert status == 400 and "tar.gz" in body, (status, body)
 
     # The client-side merge gives what cu.peers gives.
     status, _, root = get(a.url(), {"format": "xml", "deleted": "yes"})
@@ -185,6 +195,112 @@ def run(args, a, b, c):
     again = a.node.lcc("cu", "query", "--cu", a.url(), "--cu", b.url(), "--cu", c.url(), "--deleted",
                        "--since-seq", cli.getAttribute("last_seq")).stdout
     assert xml.dom.minidom.parseString(again).documentElement.getAttribute("count") == "0"
+    content_formats(a, b, c, ids, work, cli.getAttribute("last_seq"))
+
+
+def site_now(lccs):
+    """{url: bytes} of every page the sites serve now: what the caught-up stores hold."""
+    out = {}
+    for x in lccs:
+        for d, _, names in os.walk(x.site.root):
+            for n in names:
+                with open(os.path.join(d, n), "rb") as f:
+                    out[x.site.base + os.path.relpath(os.path.join(d, n), x.site.root)] = f.read()
+    return out
+
+
+def fetch(base, params, path):
+    """A merged answer of A saved to `path`; its headers."""
+    with urllib.request.urlopen(f"{base}/cu/query?{urllib.parse.urlencode(params)}", timeout=60) as r:
+        with open(path, "wb") as f:
+            shutil.copyfileobj(r, f)
+        return dict(r.headers)
+
+
+def read_tar(path, work):
+    """A tar.gz answer extracted by GNU tar: (MANIFEST's root, {url: member bytes})."""
+    out = tempfile.mkdtemp(dir=work, prefix="tar-")
+    r = subprocess.run(["tar", "-xzf", path, "-C", out], capture_output=True, timeout=60)
+    assert r.returncode == 0, f"GNU tar: {r.stderr.decode()}"
+    with open(os.path.join(out, "MANIFEST.xml"), "rb") as f:
+        root = xml.dom.minidom.parseString(f.read()).documentElement
+    got = {}
+    for u in root.getElementsByTagName("url"):
+        assert u.getAttribute("source"), u.toxml()
+        if u.getAttribute("deleted") == "yes":
+            continue
+        assert u.getAttribute("path") and not u.getAttribute("missing"), f"no content: {u.toxml()}"
+        # cu-tar's member name, as one LCC's (plugins/cu-tar/README.md): <pid>/<host>+<port>/<path>
+        host_port, rel = u.getAttribute("c")[len("http://"):].split("/", 1)
+        assert u.getAttribute("path") == f"{u.getAttribute('pid')}/{host_port.replace(':', '+')}/{rel}", u.toxml()
+        with open(os.path.join(out, u.getAttribute("path")), "rb") as f:
+            got[u.getAttribute("c")] = f.read()
+    files = [os.path.join(d, n) for d, _, ns in os.walk(out) for n in ns if n != "MANIFEST.xml"]
+    assert len(files) == len(got) and int(root.getAttribute("count")) == len(root.getElementsByTagName("url"))
+    return root, got
+
+
+def content_formats(a, b, c, ids, work, token):
+    want = site_now([a, b, c])
+    path = os.path.join(work, "merged.tar.gz")
+    headers = fetch(a.url(), {"format": "tar.gz"}, path)
+    assert headers["Content-Type"] == "application/gzip" and headers["X-LCC-Last-Seq"] == token, headers
+    root, got = read_tar(path, work)
+    assert root.getAttribute("last_seq") == token and got == want, sorted(set(got) ^ set(want))
+    assert {u.getAttribute("source") for u in root.getElementsByTagName("url")} == set(ids.values())
+
+    status, _, root = get(a.url(), {"format": "xml", "content": "yes"})
+    assert status == 200 and root.getAttribute("last_seq") == token
+    body = {u.getAttribute("c"): base64.b64decode(u.getElementsByTagName("content")[0].firstChild.data)
+            for u in root.getElementsByTagName("url")}
+    assert body == want, sorted(k for k in set(body) | set(want) if body.get(k) != want.get(k))
+
+    warc = os.path.join(work, "merged.warc.gz")
+    a.node.lcc("cu", "query", "--cu", a.url(), "--cu", b.url(), "--cu", c.url(), "--format", "warc.gz", "-o", warc)
+    manifest = gzip_members(warc)[-1].split(b"\r\n\r\n", 1)[1].rstrip(b"\r\n")
+    assert xml.dom.minidom.parseString(manifest).documentElement.getAttribute("last_seq") == token
+    if shutil.which("node"):
+        check_records(warcio_read(warc), want)
+    else:
+        print("warcio part skipped: node (Node.js) is not installed")
+    incremental(a, b, c, ids, work, token)
+
+
+def incremental(a, b, c, ids, work, token):
+    """Changes on all three; tar.gz pages from `token` while C is stopped and after."""
+    for x in (a, b, c):
+        x.site.write(f"{x.name}/p3.html", f"<html>{x.name} again</html>\n".encode())
+        x.site.write(f"{x.name}/p12.html", os.urandom(100_000))  # streamed, not one write
+        os.remove(os.path.join(x.site.root, f"{x.name}/p4.html"))
+        x.send()
+    for x in (a, b, c):
+        wait_stored(x, [f"{x.name}/p12.html"])
+        wait_for(f"{x.name} removed p4", lambda x=x: x.own()[1][x.site.base + f"{x.name}/p4.html"][1])
+    changes = set()
+    for x in (a, b, c):
+        src, recs = x.own()
+        changes |= {(src, str(seq), url, "yes" if gone else "") for url, (seq, gone) in recs.items()
+                    if seq > part_of(token, src)}
+    c.node.stop()
+    first = os.path.join(work, "inc1.tar.gz")
+    r = a.node.lcc("cu", "query", "--cu", a.url(), "--cu", b.url(), "--cu", c.url(), "--format", "tar.gz",
+                   "--deleted", "--since-seq", token, "-o", first)
+    assert c.url() in r.stderr.decode(), r.stderr.decode()  # left out, said so
+    root1, got1 = read_tar(first, work)
+    c.node.start()
+    second = os.path.join(work, "inc2.tar.gz")
+    headers = fetch(a.url(), {"format": "tar.gz", "deleted": "yes", "since_seq": root1.getAttribute("last_seq")},
+                    second)
+    assert headers["X-LCC-Peers-Unreachable"] == "0", headers
+    root2, got2 = read_tar(second, work)
+    both = records(root1) + records(root2)
+    assert len(both) == len(set(both)) and set(both) == changes, sorted(set(both) ^ changes)
+    want = site_now([a, b, c])
+    for url, data in list(got1.items()) + list(got2.items()):
+        assert data == want[url], f"{url}: not the site's bytes"
+    status, headers, root = get(a.url(), {"format": "xml", "deleted": "yes",
+                                          "since_seq": root2.getAttribute("last_seq")})
+    assert status == 200 and root.getAttribute("count") == "0" and headers["X-LCC-Peers-Unreachable"] == "0"
 
 
 def records(root):

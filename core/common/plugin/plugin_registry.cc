@@ -43,6 +43,17 @@ Status checkFileSafety(const std::string& path) {
 
 }  // namespace
 
+std::string defaultPluginDir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "./build/plugins";
+  auto bin = exe.parent_path();
+  for (auto candidate : {bin.parent_path() / "plugins", bin.parent_path() / "lib" / "lcc" / "plugins"}) {
+    if (std::filesystem::is_directory(candidate, ec)) return candidate.string();
+  }
+  return "./build/plugins";
+}
+
 PluginRegistry::PluginRegistry(std::string plugin_dir, HostContext host)
     : dir_(Config::absolutePath(plugin_dir)), host_(std::move(host)) {}
 

@@ -39,6 +39,11 @@ struct LoadedPlugin {
   bool initialized = false;
 };
 
+// The plugin folder beside the running program: build/bin/X -> build/plugins,
+// <prefix>/bin/X -> <prefix>/lib/lcc/plugins; else "./build/plugins". For programs run
+// without a configuration that names one (lcc-bot, lcc cu query --cu URL …).
+std::string defaultPluginDir();
+
 class PluginRegistry {
  public:
   // `plugin_dir` is made absolute. `host` is handed to every plugin's init and factories.

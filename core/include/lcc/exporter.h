@@ -26,7 +26,17 @@ struct ExportHeader {
   ChangeSeq last_seq = 0;     // what to pass as `since seq` next time
   bool with_content = false;  // content="yes" (tar.gz always includes content)
   std::string temp_dir;       // where a stream may keep temporary files
+  // A merged answer of several LCCs (docs/protocol.md §3.4): not empty, it is written as
+  // last_seq instead of the number (the cursor token c1.…).
+  std::string cursor;
+  // A merged answer: the sources left out ("url: why; …"), the root's `unreachable`.
+  std::string unreachable;
 };
+
+// What the answer writes as last_seq: the cursor token of a merged answer, else the seq.
+inline std::string lastSeqText(const ExportHeader& h) {
+  return h.cursor.empty() ? std::to_string(h.last_seq) : h.cursor;
+}
 
 class ExportStream {
  public:

@@ -35,7 +35,7 @@
 #include "lcc/queue_store.h"
 #include "lcc/status.h"
 
-#define LCC_PLUGIN_ABI_MAJOR 10u  // 10: QueueBatch::PutEntry::fresh, FetchRequest::lease (9: batch reads (QueueStore::getEntries/getPSets, ContentStore::getMany), StoreOpenInfo::remote, ProviderStore::queuedUrls; 8: HostContext::check_only; 7: ETags (ContentRecord::etag, FetchRequest::if_none_match, FetchResult::etag; 6: one FetchRequest; 5: Env attributes; 4: UrlOp::kCheck, sitemap fields, created_seq; 3: response heads)
+#define LCC_PLUGIN_ABI_MAJOR 11u  // 11: merged CU answers (ExportHeader::cursor, ::unreachable, ContentRecord::source) (10: QueueBatch::PutEntry::fresh, FetchRequest::lease; 9: batch reads (QueueStore::getEntries/getPSets, ContentStore::getMany), StoreOpenInfo::remote, ProviderStore::queuedUrls; 8: HostContext::check_only; 7: ETags (ContentRecord::etag, FetchRequest::if_none_match, FetchResult::etag; 6: one FetchRequest; 5: Env attributes; 4: UrlOp::kCheck, sitemap fields, created_seq; 3: response heads)
 #define LCC_PLUGIN_ABI_MINOR 0u
 
 #define LCC_STRINGIFY_INNER(x) #x

@@ -151,6 +151,10 @@ struct ContentRecord {
   // The ETag of the response stored or last confirmed (FetchResult::etag), sent back as
   // If-None-Match; empty: none. At most kMaxEtagBytes, isValidEtag().
   std::string etag;
+  // The LCC store (lcc.store_id) a merged answer of several LCCs took the record from
+  // (docs/protocol.md §3.4); the XML answer writes it as `source=`. Empty elsewhere:
+  // stores neither keep nor fill it.
+  std::string source;
 
   friend bool operator==(const ContentRecord&, const ContentRecord&) = default;
 };

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "lcc/exporter.h"
 #include "lcc/types.h"
 
 namespace lcc::proto {
@@ -25,10 +26,13 @@ void appendXmlUrl(std::string& out, std::string_view url);
 
 // "<?xml ...?>\n<lococa:result xmlns:lococa=... count="N" last_seq="S">\n"
 std::string resultStartTag(std::uint64_t count, ChangeSeq last_seq);
+// The same for an export: last_seq is lastSeqText(header) (a merged answer's cursor
+// token), and a merged answer's `unreachable` sources are an attribute when there are any.
+std::string resultStartTag(std::uint64_t count, const ExportHeader& header);
 inline constexpr std::string_view kResultEndTag = "</lococa:result>\n";
 
 // Appends `<url seq=.. pid=.. c=.. m=..` and the record's other attributes (b, f, st,
-// mt, sz, md5, stored, deleted), without closing the tag.
+// mt, sz, md5, stored, deleted, and source in a merged answer), without closing the tag.
 void appendUrlOpen(std::string& out, const ContentRecord& r);
 
 // Streaming base64 (RFC 4648, no line breaks).
