@@ -71,6 +71,8 @@ class FrontService final : public Service {
     for (const char* method : {"GET", "POST", "PATCH", "DELETE"}) {
       node_.http->add(method, "/admin/providers/", guarded([core](const Request& r) { return core->forward(r); }));
     }
+    node_.http->add("GET", "/admin/slots", guarded([core](const Request&) { return core->listSlots(); }));
+    node_.http->add("POST", "/admin/slots/", guarded([core](const Request& r) { return core->moveSlot(r); }));
   }
 
   void refreshLoop() {
@@ -89,6 +91,7 @@ class FrontService final : public Service {
       lock.unlock();
       core_->refreshLoads();
       core_->cleanPending();
+      core_->resumeMoves();
       lock.lock();
     }
   }

@@ -48,6 +48,8 @@ Result<std::optional<std::uint64_t>> LccClient::findMarked(const LccSpec& lcc, c
     return Status::ioError("sub-LCC " + lcc.name + ": /admin/providers: not a provider list");
   }
   for (const auto& p : j["providers"]) {
+    const std::string state = p.is_object() ? p.value("state", std::string()) : std::string();
+    if (state == "removing" || state == "purging") continue;  // on its way out: not the one to use
     if (p.is_object() && p.value("contact", std::string()) == marker) {
       return std::optional<std::uint64_t>(p.value("id", std::uint64_t{0}));
     }

@@ -30,7 +30,8 @@ class LccClient {
     std::uint64_t providers = 0;
   };
   Result<Load> load(const LccSpec& lcc) const;
-  // The provider whose contact is `marker` (GET /admin/providers); nullopt: none.
+  // The provider whose contact is `marker` (GET /admin/providers), not one being
+  // removed; nullopt: none.
   Result<std::optional<std::uint64_t>> findMarked(const LccSpec& lcc, const std::string& marker) const;
 
  private:
