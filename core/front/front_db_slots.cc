@@ -36,6 +36,23 @@ constexpr const char* kDropMove = "DELETE FROM moves WHERE provider = $1";
 constexpr const char* kSetMoving = "UPDATE pmdb SET state = 'moving' WHERE id = $1 AND state IN ('placed', 'moving')";
 constexpr const char* kPlaceMoved = "UPDATE pmdb SET lcc = $2, local_id = $3, state = 'placed' WHERE id = $1";
 
+// `fn` (statements on `c`) in one durable transaction: committed when it succeeds,
+// rolled back otherwise.
+template <typename Fn>
+auto inTransaction(pg::PgConn& c, Fn fn) -> decltype(fn()) {
+  LCC_RETURN_IF_ERROR(c.begin(true));
+  auto r = fn();
+  if (!r.isOk()) {
+    c.rollback();
+    return r.status();
+  }
+  if (Status s = c.commit(); !s.isOk()) {
+    c.rollback();
+    return s;
+  }
+  return r;
+}
+
 }  // namespace
 
 Status FrontDb::runOne(const char* sql, const pg::PgParams& params) {
@@ -45,17 +62,7 @@ Status FrontDb::runOne(const char* sql, const pg::PgParams& params) {
 
 Result<FrontDb::Reserved> FrontDb::reserveInSlot(std::uint32_t slots, const SlotDecider& decide) {
   std::lock_guard<std::mutex> lock(mu_);
-  LCC_RETURN_IF_ERROR(conn_->begin(true));
-  auto r = reserveLocked(slots, decide);
-  if (!r.isOk()) {
-    conn_->rollback();
-    return r.status();
-  }
-  if (Status s = conn_->commit(); !s.isOk()) {
-    conn_->rollback();
-    return s;
-  }
-  return r;
+  return inTransaction(*conn_, [&] { return reserveLocked(slots, decide); });
 }
 
 Result<FrontDb::Reserved> FrontDb::reserveLocked(std::uint32_t slots, const SlotDecider& decide) {
@@ -121,17 +128,7 @@ Result<std::vector<SlotRow>> FrontDb::slotRows(std::uint32_t slots) {
 
 Result<std::uint64_t> FrontDb::startMove(std::uint32_t slots, std::uint32_t slot, const std::string& dst) {
   std::lock_guard<std::mutex> lock(mu_);
-  LCC_RETURN_IF_ERROR(conn_->begin(true));
-  auto r = startMoveLocked(slots, slot, dst);
-  if (!r.isOk()) {
-    conn_->rollback();
-    return r.status();
-  }
-  if (Status s = conn_->commit(); !s.isOk()) {
-    conn_->rollback();
-    return s;
-  }
-  return r;
+  return inTransaction(*conn_, [&] { return startMoveLocked(slots, slot, dst); });
 }
 
 Result<std::uint64_t> FrontDb::startMoveLocked(std::uint32_t slots, std::uint32_t slot, const std::string& dst) {

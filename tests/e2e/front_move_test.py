@@ -25,19 +25,15 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeline_test import Node, Site, e2e_args, fixture_pg_conninfo, run_nodes_guarded, wait_for  # noqa: E402
 from cu_peers_test import Mirror, get  # noqa: E402
-from front_test import SUB_ROLES, admin, add, send  # noqa: E402
+from front_test import SUB_ROLES, admin, add, front_config, send  # noqa: E402
 
 SUB_EXTRA = "uns:\n  auth_failures_per_minute: 0\nqm:\n  provider_refresh: 500ms\n"
 
 
-def front_config(conninfo, schema, subs):
-    lines = [f"front:\n  conninfo: '{conninfo}'\n  schema: {schema}\n  refresh_interval: 300ms\n",
-             "  stale_after: 3s\n  pending_grace: 1s\n  cache_ttl: 1s\n  slots: 4\n  move_wait: 20s\n  lccs:\n"]
-    for name, n in subs:
-        token = os.path.join(n.work, "var", "admin.token")
-        lines.append(f"    - '{name} uns=127.0.0.1:{n.ports['uns']} admin=127.0.0.1:{n.ports['http']} "
-                     f"cu=127.0.0.1:{n.ports['cu']} token_file={token}'\n")
-    return "".join(lines)
+def move_front_config(conninfo, schema, subs):
+    """front_test's front end with 4 slots, and a drain waited for at most 20 s."""
+    text = front_config(conninfo, schema, subs)
+    return text.replace("  lccs:\n", "  slots: 4\n  move_wait: 20s\n  lccs:\n", 1)
 
 
 def own(node, prefix):
@@ -197,7 +193,7 @@ def main():
         with open(path, "w") as f:
             f.write(key)
         os.chmod(path, 0o600)
-    front = Node(args, work, "front", "mF", ["front"], front_config(conninfo, f"lcc_fmove_{os.getpid()}",
+    front = Node(args, work, "front", "mF", ["front"], move_front_config(conninfo, f"lcc_fmove_{os.getpid()}",
                                                                     [("a", a), ("b", b)]))
     run_nodes_guarded([front, a, b], [site], work, lambda: run(site, front, a, b, work))
     print("e2e front move: 1 passed, 0 failed")
