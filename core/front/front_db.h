@@ -86,8 +86,10 @@ class FrontDb {
   Status checkSlots(std::uint32_t slots);
   Result<std::vector<SlotRow>> slotRows(std::uint32_t slots);
   // Gives the slot to `dst` (epoch + 1) and plans a move for each of its providers on
-  // another sub-LCC, in one transaction. NotFound: no such slot is held; Busy: a
-  // provider of the slot is pending, or a move of it to another sub-LCC is unfinished.
+  // another sub-LCC, in one transaction; unfinished moves of the slot from `dst` to
+  // another that removed nothing at `dst` yet are marked to be undone (slot_move.h).
+  // NotFound: no such slot is held; Busy: a provider of the slot is pending, or a move
+  // of it to another sub-LCC is unfinished and cannot be undone.
   Result<std::uint64_t> startMove(std::uint32_t slots, std::uint32_t slot, const std::string& dst);
   Result<std::vector<MoveRow>> moves(int limit);
   Status setMovePhase(std::uint64_t provider, const std::string& phase, std::uint64_t to_local_id);

@@ -2,6 +2,8 @@
 // `slots`, `moves` and `front_meta`, and the reserve of a new provider in its slot.
 #include "front/front_db.h"
 
+#include "front/slot_move.h"
+
 namespace lcc::front {
 namespace {
 
@@ -22,7 +24,11 @@ constexpr const char* kSlotRows =
     "count(p.id) FILTER (WHERE p.lcc <> s.lcc) "
     "FROM slots s LEFT JOIN pmdb p ON p.id % $1 = s.slot GROUP BY s.slot, s.lcc, s.epoch ORDER BY s.slot";
 constexpr const char* kPendingInSlot = "SELECT count(*) FROM pmdb WHERE id % $1 = $2 AND state = 'pending'";
-constexpr const char* kOtherMoves = "SELECT count(*) FROM moves WHERE slot = $1 AND dst <> $2";
+constexpr const char* kOtherMoves = "SELECT src, phase FROM moves WHERE slot = $1 AND dst <> $2";
+constexpr const char* kUndoingTo =
+    "SELECT count(*) FROM moves WHERE slot = $1 AND dst = $2 AND phase IN ('undo', 'target-removed')";
+constexpr const char* kUndoMoves =
+    "UPDATE moves SET phase = 'undo' WHERE slot = $1 AND dst <> $2 AND phase NOT IN ('undo', 'target-removed')";
 constexpr const char* kGiveSlot = "UPDATE slots SET lcc = $2, epoch = epoch + 1 WHERE slot = $1 AND lcc <> $2";
 constexpr const char* kPlanMoves =
     "INSERT INTO moves (provider, slot, src, dst, phase, src_local_id) "
@@ -147,8 +153,19 @@ Result<std::uint64_t> FrontDb::startMoveLocked(std::uint32_t slots, std::uint32_
   po.u64(slot).text(dst);
   auto other = conn_->run(kOtherMoves, po);
   if (!other.isOk()) return other.status();
-  if (other.value().i64(0, 0) > 0) {
-    return Status::busy(name + " is being moved to another sub-LCC; finish that move first (move-slot again to it)");
+  // An unfinished move elsewhere is undone when it comes from `dst` and removed nothing there yet.
+  for (int i = 0; i < other.value().rows(); ++i) {
+    auto phase = parseMovePhase(other.value().bytes(i, 1));
+    if (other.value().bytes(i, 0) != dst || !phase || !canUndo(*phase)) {
+      return Status::busy(name + " is being moved to another sub-LCC past the point of undoing it; finish that move "
+                                 "first (move-slot again to it)");
+    }
+  }
+  if (other.value().rows() > 0) LCC_RETURN_IF_ERROR(conn_->run(kUndoMoves, po).status());
+  auto undoing = conn_->run(kUndoingTo, po);
+  if (!undoing.isOk()) return undoing.status();
+  if (undoing.value().i64(0, 0) > 0) {
+    return Status::busy(name + ": a move of it to " + dst + " is being undone; try again when that ended");
   }
   LCC_RETURN_IF_ERROR(conn_->run(kGiveSlot, po).status());
   pg::PgParams pm;

@@ -5,8 +5,9 @@
 namespace lcc::front {
 namespace {
 
-constexpr std::array<const char*, 9> kPhaseNames = {"planned", "frozen",  "suspended", "drained", "created",
-                                                    "copied",  "removed", "placed",    "done"};
+constexpr std::array<const char*, 11> kPhaseNames = {"planned", "frozen", "suspended", "drained",
+                                                     "created", "copied", "removed",   "placed",
+                                                     "done",    "undo",   "target-removed"};
 
 }  // namespace
 
@@ -30,6 +31,8 @@ MoveStep nextMoveStep(MovePhase p) {
     case MovePhase::kRemoved: return MoveStep::kPlace;
     case MovePhase::kPlaced: return MoveStep::kResumeTarget;
     case MovePhase::kDone: return MoveStep::kNone;
+    case MovePhase::kUndo: return MoveStep::kRemoveTarget;
+    case MovePhase::kUndoTargetRemoved: return MoveStep::kRestoreSource;
   }
   return MoveStep::kNone;
 }
@@ -43,10 +46,18 @@ MovePhase phaseAfter(MoveStep step) {
     case MoveStep::kCopy: return MovePhase::kCopied;
     case MoveStep::kRemoveSource: return MovePhase::kRemoved;
     case MoveStep::kPlace: return MovePhase::kPlaced;
+    case MoveStep::kRemoveTarget: return MovePhase::kUndoTargetRemoved;
     case MoveStep::kResumeTarget:
+    case MoveStep::kRestoreSource:
     case MoveStep::kNone: return MovePhase::kDone;
   }
   return MovePhase::kDone;
+}
+
+bool canUndo(MovePhase p) {
+  return p == MovePhase::kPlanned || p == MovePhase::kFrozen || p == MovePhase::kSuspended ||
+         p == MovePhase::kDrained || p == MovePhase::kCreated || p == MovePhase::kCopied || p == MovePhase::kUndo ||
+         p == MovePhase::kUndoTargetRemoved;
 }
 
 DrainDecision decideDrain(const SourceProbe& probe, MonoTime now, MonoTime deadline) {

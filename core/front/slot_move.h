@@ -19,6 +19,12 @@
 //   placed    → resume it at the target; the move row is deleted
 // Nothing is removed at the source before the target committed the copy; nothing is
 // routed to the target before the source removed it.
+//
+// Undone (move-slot back to the source while the move is unfinished, canUndo):
+//   undo            → remove what the move made at the target (found by the marker,
+//                     removed with its content; the target could not be asked: later)
+//   target-removed  → resume it at the source (if the move suspended it), PMDB row
+//                     'placed' at the source again; the move row is deleted
 #pragma once
 
 #include <cstdint>
@@ -29,9 +35,10 @@
 
 namespace lcc::front {
 
-enum class MovePhase { kPlanned, kFrozen, kSuspended, kDrained, kCreated, kCopied, kRemoved, kPlaced, kDone };
+enum class MovePhase { kPlanned, kFrozen, kSuspended, kDrained, kCreated, kCopied, kRemoved, kPlaced, kDone,
+                       kUndo, kUndoTargetRemoved };
 enum class MoveStep { kFreeze, kSuspendSource, kWaitDrained, kCreateTarget, kCopy, kRemoveSource, kPlace,
-                      kResumeTarget, kNone };
+                      kResumeTarget, kNone, kRemoveTarget, kRestoreSource };
 
 const char* movePhaseName(MovePhase p);
 std::optional<MovePhase> parseMovePhase(const std::string& name);
@@ -39,6 +46,8 @@ std::optional<MovePhase> parseMovePhase(const std::string& name);
 MoveStep nextMoveStep(MovePhase p);
 // The phase once `step` succeeded.
 MovePhase phaseAfter(MoveStep step);
+// True when a move in phase `p` may be undone: nothing is removed at the source yet.
+bool canUndo(MovePhase p);
 
 // What the source's QM said of the provider (GET /admin/qm/providers/<id>/export).
 struct SourceProbe {

@@ -65,8 +65,8 @@ SlotMover::Pass SlotMover::run(std::optional<std::uint32_t> slot) {
   for (MoveRow m : rows.value()) {
     if (slot && m.slot != *slot) continue;
     auto phase = parseMovePhase(m.phase);
-    // At most one step per phase: a move ends or stops within 8 steps.
-    for (int n = 0; phase && *phase != MovePhase::kDone && n < 9; ++n) {
+    // At most one step per phase: a move ends or stops within 8 steps, an undo within 2.
+    for (int n = 0; phase && *phase != MovePhase::kDone && n < 10; ++n) {
       const MoveStep s = nextMoveStep(*phase);
       if (Status st = step(m, s); !st.isOk()) {
         pass.error = "provider " + std::to_string(m.provider) + " (" + m.src + " → " + m.dst + ", phase " +
@@ -76,7 +76,9 @@ SlotMover::Pass SlotMover::run(std::optional<std::uint32_t> slot) {
       }
       phase = phaseAfter(s);
       m.phase = movePhaseName(*phase);
-      if (*phase == MovePhase::kDone) {
+      if (*phase == MovePhase::kDone && s == MoveStep::kRestoreSource) {
+        spdlog::info("front: move of provider {} from {} to {} undone", m.provider, m.src, m.dst);
+      } else if (*phase == MovePhase::kDone) {
         ++pass.moved;
         spdlog::info("front: provider {} moved from {} to {} (its id there {})", m.provider, m.src, m.dst,
                      m.to_local_id);
@@ -116,6 +118,14 @@ Status SlotMover::step(MoveRow& m, MoveStep s) {
       break;
     case MoveStep::kResumeTarget:
       LCC_RETURN_IF_ERROR(suspend(m.dst, m.to_local_id, false));
+      return db_.dropMove(m.provider);
+    case MoveStep::kRemoveTarget:
+      LCC_RETURN_IF_ERROR(removeTarget(m));
+      break;
+    case MoveStep::kRestoreSource:
+      LCC_RETURN_IF_ERROR(suspend(m.src, m.src_local_id, false));
+      LCC_RETURN_IF_ERROR(db_.placeMoved(m.provider, m.src, m.src_local_id));
+      forget_(m.provider);
       return db_.dropMove(m.provider);
     case MoveStep::kNone:
       return Status::ok();
@@ -246,6 +256,18 @@ Status SlotMover::copyUrls(const MoveRow& m) {
   }
   spdlog::info("front: provider {}: {} URL(s) copied from {} to {}", m.provider, urls.size(), m.src, m.dst);
   return Status::ok();
+}
+
+// An undone move: what it made at the target (its marker), removed with its content.
+Status SlotMover::removeTarget(const MoveRow& m) {
+  const LccSpec dst = *spec(m.dst);
+  auto found = client_.findMarked(dst, placementMarker(opt_.schema, m.provider));
+  if (!found.isOk()) return Status::busy(m.dst + ": " + found.status().message());
+  if (!found.value()) return Status::ok();
+  auto r = client_.call(dst, "DELETE", providerPath(*found.value()) + "?purge=1");
+  auto ok = expect(r, {200, 202}, m.dst + ": provider remove (undo)");
+  if (ok.isOk() || ok.status().code() == StatusCode::kNotFound) return Status::ok();
+  return ok.status();
 }
 
 // Removed with its content at the source (its CUs get tombstones); gone already: done.

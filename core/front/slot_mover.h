@@ -42,6 +42,7 @@ class SlotMover {
   Status copySettings(const MoveRow& m, const LccSpec& dst, const nlohmann::json& shown);
   Status copyUrls(const MoveRow& m);
   Status removeSource(const MoveRow& m);
+  Status removeTarget(const MoveRow& m);
   std::optional<LccSpec> spec(const std::string& name) const;
 
   const FrontOptions& opt_;

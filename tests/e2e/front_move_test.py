@@ -11,7 +11,9 @@ of the ctest fixture lcc_pg_server (LCC_TEST_PG_CONNINFO). Exit 77 when there is
   cursor (cu.peers) before the move and continues after ends with exactly the union of
   both stores, each change once;
 - provider Q's slot is moved back to a and the front end is killed (-9) mid-move; a
-  new front end resumes the move to the same end state.
+  new front end resumes the move to the same end state;
+- provider R's slot is moved to b while b is down: the move stops with R frozen (its CP
+  gets 130, `provider set` 409); moving the slot back to a undoes it once b answers.
 """
 import json
 import os
@@ -137,6 +139,7 @@ def run(site, front, a, b, work):
     assert mirror.recs == want_union, sorted(set(mirror.recs.items()) ^ set(want_union.items()))[:10]
     print(f"moved P with {queued_at_move} URL(s) queued at the move")
     killed_mid_move(site, front, a, b, qid, qpw, q_prefix)
+    undone(site, front, a, b, provs[2], work)
 
 
 def killed_mid_move(site, front, a, b, qid, qpw, q_prefix):
@@ -174,6 +177,40 @@ def killed_mid_move(site, front, a, b, qid, qpw, q_prefix):
     assert sum(1 for p in admin(a, "GET", "/admin/providers")["providers"]
                if p["contact"].endswith(f":{qid}")) == 1, "one provider made at a, not two"
     print(f"killed the front end in phase {seen}; the move resumed")
+
+
+def undone(site, front, a, b, r, work):
+    """R's slot (3) to b while b is down: the move stops; R is frozen (CP 130, writes 409).
+    Moving the slot back to a undoes it once b answers: R placed and active on a again,
+    nothing of it left on b."""
+    rid, rpw = r
+    write_pages(site, "r", ["x"], size=10)
+    b.stop()
+    res = front.lcc("front", "move-slot", "3", "--to", "b", check=False)
+    assert res.returncode == 1 and "resumes" in res.stderr.decode(), (res.stdout, res.stderr)
+    assert slots(front)["moves"][0]["phase"] == "drained", slots(front)
+    scan = front.lcc("cp", "scan", os.path.join(site.root, "r"), "--base-url", f"{site.base}r/").stdout
+    out = send(front, rid, rpw, scan, check=False).stdout.decode()
+    assert "init rejected 130" in out, out
+    res = front.lcc("provider", "set", rid, "--priority", "5", check=False)
+    assert res.returncode == 1 and "being moved" in res.stderr.decode(), (res.stdout, res.stderr)
+    res = front.lcc("front", "move-slot", "3", "--to", "a", check=False)  # b still down: the undo waits
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    assert slots(front)["moves"][0]["phase"] == "undo", slots(front)
+    b.start()
+    wait_for("the move undone", lambda: slots(front)["moves"] == [], timeout=60)
+    held = {s["slot"]: (s["lcc"], s["epoch"]) for s in slots(front)["held"]}
+    assert held[3] == ("a", 3), held
+    rows = {str(x["id"]): x for x in admin(front, "GET", "/admin/providers")["providers"]}
+    assert rows[rid]["lcc"] == "a" and rows[rid]["state"] == "placed", rows[rid]
+    shown = json.loads(front.lcc("provider", "show", rid).stdout)
+    assert shown["state"] == "active", shown
+    assert not [p for p in admin(b, "GET", "/admin/providers")["providers"]
+                if p["contact"].endswith(f":{rid}") and p["state"] not in ("removing", "purging")]
+    out = send(front, rid, rpw, scan).stdout.decode()
+    assert "accepted 1 of 1" in out.lower(), out
+    wait_for("R's URL stored on a", lambda: f"{site.base}r/x.html" in live(a, f"{site.base}r/"), timeout=30)
+    print("an unfinished move undone")
 
 
 def main():

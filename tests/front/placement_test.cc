@@ -248,6 +248,26 @@ TEST(SlotMove, AfterACrashInEachPhaseTheInterruptedStepIsDoneAgain) {
   EXPECT_LT(static_cast<int>(phaseAfter(MoveStep::kCopy)), static_cast<int>(phaseAfter(MoveStep::kRemoveSource)));
 }
 
+// Moving the slot back to the source while a move is unfinished undoes it, as long as
+// nothing was removed at the source: what the target holds goes, the source is resumed.
+TEST(SlotMove, AnUnfinishedMoveIsUndoneOnlyBeforeTheSourceRemovedAnything) {
+  for (MovePhase p : {MovePhase::kPlanned, MovePhase::kFrozen, MovePhase::kSuspended, MovePhase::kDrained,
+                      MovePhase::kCreated, MovePhase::kCopied}) {
+    EXPECT_TRUE(canUndo(p)) << movePhaseName(p);
+  }
+  EXPECT_FALSE(canUndo(MovePhase::kRemoved)) << "the source removed it: only forward";
+  EXPECT_FALSE(canUndo(MovePhase::kPlaced));
+  EXPECT_TRUE(canUndo(MovePhase::kUndo)) << "an undo interrupted is taken up again";
+  std::vector<MoveStep> steps;
+  MovePhase p = *parseMovePhase("undo");
+  for (int n = 0; p != MovePhase::kDone && n < 5; ++n) {
+    steps.push_back(nextMoveStep(p));
+    p = phaseAfter(steps.back());
+  }
+  EXPECT_EQ(steps, (std::vector<MoveStep>{MoveStep::kRemoveTarget, MoveStep::kRestoreSource}));
+  EXPECT_EQ(parseMovePhase(movePhaseName(MovePhase::kUndoTargetRemoved)), MovePhase::kUndoTargetRemoved);
+}
+
 TEST(SlotMove, TheSourceIsDrainedOnlyWhenHeldWithNothingOutOrUnapplied) {
   const MonoTime deadline = kT0 + Millis(1000);
   SourceProbe p;
