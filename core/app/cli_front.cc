@@ -61,7 +61,7 @@ void addFrontCommands(CLI::App& app, Globals& g) {
                json j = parse(r);
                std::cout << "slot " << j.value("slot", 0) << " -> " << j.value("to", "") << ": "
                          << j.value("moved", 0) << " provider(s) moved"
-                         << (r.status == 202 ? " (a refresh pass is carrying the move; lcc front slots shows it)" : "")
+                         << (r.status == 202 ? " (the front end is carrying the move; lcc front slots shows it)" : "")
                          << "\n";
                return 0;
              });

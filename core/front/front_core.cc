@@ -297,7 +297,7 @@ Response FrontCore::moveSlot(const http::Request& req) {
   SlotMover::Pass pass = mover_.run(n);
   json out{{"slot", n}, {"to", to}, {"moved", pass.moved}, {"left", pass.left}};
   if (pass.busy) {
-    out["state"] = "running";  // a refresh pass holds the moves; it carries this one too
+    out["state"] = "running";  // the move thread holds the moves; it carries this one too
     return Response::json(202, out.dump(2) + "\n");
   }
   if (pass.left == 0) return Response::json(200, out.dump(2) + "\n");
