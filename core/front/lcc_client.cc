@@ -10,13 +10,23 @@ using nlohmann::json;
 
 LccAnswer LccClient::call(const LccSpec& lcc, const std::string& method, const std::string& path,
                           const std::string& form) const {
+  return request(timeout_, lcc, method, path, form);
+}
+
+LccAnswer LccClient::callWithin(Millis timeout, const LccSpec& lcc, const std::string& method,
+                                const std::string& path) const {
+  return request(timeout, lcc, method, path, "");
+}
+
+LccAnswer LccClient::request(Millis timeout, const LccSpec& lcc, const std::string& method, const std::string& path,
+                             const std::string& form) const {
   auto hp = net::HostPort::parseTarget(lcc.admin);
   if (!hp.isOk()) return hp.status();
   http::AdminTarget t;
   t.host = hp.value().host;
   t.port = hp.value().portString();
   t.token = env_ ? http::readAdminToken(*env_, lcc.token_file) : std::string();
-  auto r = http::adminRequest(t, method, path, form, static_cast<int>(timeout_.count()));
+  auto r = http::adminRequest(t, method, path, form, static_cast<int>(timeout.count()));
   if (!r.isOk()) return Status::ioError("admin API " + lcc.admin + ": " + r.status().message());
   return r;
 }

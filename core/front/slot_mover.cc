@@ -238,7 +238,8 @@ Status SlotMover::copySettings(const MoveRow& m, const LccSpec& dst, const json&
 // The source's stored and queued URLs into the target's QM, as intake sets named after
 // the move (a set sent again after a crash is a duplicate there, not applied twice).
 Status SlotMover::copyUrls(const MoveRow& m) {
-  auto out = expect(client_.call(*spec(m.src), "GET", qmPath(m.src_local_id) + "/export"), {200}, m.src + ": export");
+  auto out = expect(client_.callWithin(opt_.move_wait, *spec(m.src), "GET", qmPath(m.src_local_id) + "/export"), {200},
+                    m.src + ": export");
   if (!out.isOk()) return out.status();
   if (out.value().value("truncated", false)) {
     return Status::notSupported(m.src + ": the provider holds more URLs than one export carries; not moved");

@@ -3,7 +3,7 @@
 //   GET  /admin/qm/providers/<id>/export[?limit=N]   {"held", "in_flight", "unapplied",
 //        "truncated", "urls": [{"c","m","mt","sz","md5","b","f","st","tod"}...]}: what the
 //        engine holds of the provider, its stored and queued URLs as notices (limit 0:
-//        the counts only; default and most qm.move_export_max... see kMaxExport)
+//        the counts only; default and most 100,000, then "truncated": true)
 //   POST /admin/qm/providers/<id>/import   name=, chunk= (the set's intake name and
 //        number: a set sent twice is a duplicate, not applied twice), urls= (JSON, as
 //        the export's): taken in as an intake set (journaled, then acked): 200 once acked
