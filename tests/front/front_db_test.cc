@@ -178,7 +178,8 @@ TEST_F(FrontDbTest, AMoveBackToTheSourceUndoesWhatRemovedNothingThere) {
   ASSERT_EQ(moves.size(), 1u);
   EXPECT_EQ(moves[0].phase, "undo");
   EXPECT_EQ(moves[0].dst, "west") << "the undo removes what was made at west";
-  for (const auto& r : db_->slotRows(4).value()) {
+  const auto rows = db_->slotRows(4).value();
+  for (const auto& r : rows) {
     if (r.slot == slot) EXPECT_EQ(r.lcc, "east");
   }
   EXPECT_EQ(db_->startMove(4, slot, "west").status().code(), StatusCode::kBusy) << "an undo under way ends first";
