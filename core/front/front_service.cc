@@ -130,6 +130,9 @@ Result<ServicePtr> makeFrontService(NodeContext& node) {
     o.handshake_timeout = node.tls->handshakeTimeout();
   }
   auto db = FrontDb::open(o);
+  if (!db.isOk() && db.status().message().rfind("front.slots:", 0) == 0) {  // front.slots against the directory
+    return Status::invalidArgument(node.config->sourceOf("front.slots") + ": " + db.status().message());
+  }
   if (!db.isOk()) return db.status();
   auto core = std::make_unique<FrontCore>(std::move(o), std::move(db).value(), node.env, node.clock);
   return ServicePtr(std::make_unique<FrontService>(node, std::move(core)));

@@ -13,7 +13,8 @@ of the ctest fixture lcc_pg_server (LCC_TEST_PG_CONNINFO). Exit 77 when there is
 - provider Q's slot is moved back to a and the front end is killed (-9) mid-move; a
   new front end resumes the move to the same end state;
 - provider R's slot is moved to b while b is down: the move stops with R frozen (its CP
-  gets 130, `provider set` 409); moving the slot back to a undoes it once b answers.
+  gets 130, `provider set` 409); moving the slot back to a undoes it once b answers;
+- another front.slots against the existing directory stops lccd with the reason.
 """
 import json
 import os
@@ -140,6 +141,7 @@ def run(site, front, a, b, work):
     print(f"moved P with {queued_at_move} URL(s) queued at the move")
     killed_mid_move(site, front, a, b, qid, qpw, q_prefix)
     undone(site, front, a, b, provs[2], work)
+    slots_fixed(front)
 
 
 def killed_mid_move(site, front, a, b, qid, qpw, q_prefix):
@@ -211,6 +213,19 @@ def undone(site, front, a, b, r, work):
     assert "accepted 1 of 1" in out.lower(), out
     wait_for("R's URL stored on a", lambda: f"{site.base}r/x.html" in live(a, f"{site.base}r/"), timeout=30)
     print("an unfinished move undone")
+
+
+def slots_fixed(front):
+    """Another front.slots against the existing directory stops lccd and says why."""
+    front.stop()
+    with open(front.config) as f:
+        text = f.read()
+    with open(front.config, "w") as f:
+        f.write(text.replace("  slots: 4\n", "  slots: 8\n", 1))
+    r = subprocess.run([os.path.join(front.bin, "lccd"), "-c", front.config], capture_output=True, timeout=60)
+    said = r.stderr.decode() + front.log_tail()
+    assert r.returncode != 0 and f"{front.config}: front.slots: the slot directory" in said and "has 4 slots" in said, \
+        (r.returncode, said[-2000:])
 
 
 def main():
