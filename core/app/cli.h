@@ -40,5 +40,6 @@ void addCpSitemapCommand(CLI::App& cp, Globals& g);   // cli_sitemap.cc, under `
 void addCpSyncCommand(CLI::App& cp, Globals& g);      // cli_cp_sync.cc, under `lcc cp`
 void addCuCommands(CLI::App& app, Globals& g);        // cli_cu.cc
 void addBotmCommands(CLI::App& app, Globals& g);      // cli_botm.cc
+void addFrontCommands(CLI::App& app, Globals& g);     // cli_front.cc
 
 }  // namespace lcc::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   lcc::cli::addCpCommands(app, g);
   lcc::cli::addCuCommands(app, g);
   lcc::cli::addBotmCommands(app, g);
+  lcc::cli::addFrontCommands(app, g);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

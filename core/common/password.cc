@@ -102,6 +102,26 @@ std::string PasswordHasher::hashToken(std::string_view token) const {
   return std::string(kTokenPrefix) + toHex(salt, kSaltBytes) + "$" + toHex(tag, kTagBytes);
 }
 
+std::string PasswordHasher::keyId() const {
+  ensureSodium();
+  static constexpr std::string_view kWhat = "lcc auth.key id 1";
+  std::uint8_t tag[8];
+  crypto_generichash(tag, sizeof tag, reinterpret_cast<const unsigned char*>(kWhat.data()), kWhat.size(), key_.data(),
+                     key_.size());
+  return toHex(tag, sizeof tag);
+}
+
+bool PasswordHasher::isKeyed(std::string_view hash) { return hash.substr(0, kTokenPrefix.size()) == kTokenPrefix; }
+
+bool PasswordHasher::looksLikeHash(std::string_view hash) {
+  if (hash.size() > 512) return false;
+  for (unsigned char c : hash) {
+    if (c <= 0x20 || c >= 0x7f) return false;
+  }
+  if (isKeyed(hash)) return hash.size() == kTokenPrefix.size() + 2 * kSaltBytes + 1 + 2 * kTagBytes;
+  return hash.substr(0, kArgonPrefix.size()) == kArgonPrefix;
+}
+
 Result<std::string> PasswordHasher::hashChosen(std::string_view password) const {
   ensureSodium();
   char out[crypto_pwhash_STRBYTES];

@@ -59,6 +59,15 @@ class PasswordHasher {
   // spends the time of a real check for an id that does not exist.
   void verifyNothing(std::string_view password) const;
 
+  // A name of the server key that reveals nothing of it (a keyed BLAKE2b of a fixed
+  // text, 16 hex): two nodes with the same key_id check each other's token hashes
+  // (a provider moved between sub-LCCs keeps its hash, core/front).
+  std::string keyId() const;
+  // True when `hash` has the form of one of the two kinds (not whether it is right).
+  static bool looksLikeHash(std::string_view hash);
+  // True when `hash` is of the keyed kind ($lcc-b2k$): it verifies only under its key.
+  static bool isKeyed(std::string_view hash);
+
   // A token of kTokenLength characters from an alphabet without look-alikes (127 bits).
   static std::string generateToken();
   // True when `password` could have come from generateToken() or its 20-character

@@ -32,7 +32,8 @@ Response rewritten(const http::ClientResponse& r, std::uint64_t local_id, std::u
 
 FrontCore::FrontCore(FrontOptions options, std::unique_ptr<FrontDb> db, Env* env, Clock* clock)
     : opt_(std::move(options)), db_(std::move(db)), client_(env, opt_.request_timeout), clock_(clock),
-      cache_(opt_.cache_entries, opt_.cache_ttl) {
+      cache_(opt_.cache_entries, opt_.cache_ttl),
+      mover_(opt_, *db_, client_, clock_, [this](std::uint64_t id) { cache_.erase(id); }) {
   for (const auto& l : opt_.lccs) loads_[l.name].name = l.name;
 }
 
@@ -115,6 +116,21 @@ void FrontCore::cleanPending() {
   for (const auto& row : rows.value()) settle(row);
 }
 
+// The reserve in the provider's slot: its holder's, or the least loaded live one's.
+AddFlow::Action FrontCore::reserve(AddFlow& flow) {
+  std::optional<SlotChoice> refused;
+  auto decide = [&](const std::optional<std::string>& holder) -> Result<std::string> {
+    SlotChoice c = chooseForSlot(holder, loads(), clock_->monoNow(), opt_.stale_after);
+    if (c.status == 0) return c.lcc;
+    refused = c;
+    return Status::busy(c.why);
+  };
+  auto r = db_->reserveInSlot(opt_.slots, decide);
+  if (refused) return flow.onNotPlaceable(refused->status, refused->why);
+  if (!r.isOk()) return flow.onReserveFailed(r.status().message());
+  return flow.onReserved(r.value().id, r.value().lcc);
+}
+
 AddFlow::Action FrontCore::create(AddFlow& flow, const http::Request& req, std::string* password) {
   auto where = spec(flow.lcc());
   const std::string form = encodeForm(req.query, "contact") + "&contact=" +
@@ -137,11 +153,9 @@ Response FrontCore::addProvider(const http::Request& req) {
   std::string password;
   for (AddFlow::Action a = flow.start(); a != AddFlow::Action::kAnswer;) {
     switch (a) {
-      case AddFlow::Action::kReserve: {
-        auto id = db_->reserve(flow.lcc());
-        a = id.isOk() ? flow.onReserved(id.value()) : flow.onReserveFailed(id.status().message());
+      case AddFlow::Action::kReserve:
+        a = reserve(flow);
         break;
-      }
       case AddFlow::Action::kCreate:
         a = create(flow, req, &password);
         break;
@@ -175,7 +189,8 @@ Response FrontCore::listProviders() {
   if (!rows.isOk()) return jsonError(503, rows.status().message());
   json arr = json::array();
   for (const auto& m : rows.value()) {
-    arr.push_back({{"id", m.id}, {"lcc", m.lcc}, {"local_id", m.local_id}, {"state", m.placed ? "placed" : "pending"}});
+    const char* state = m.placed ? "placed" : m.moving ? "moving" : "pending";
+    arr.push_back({{"id", m.id}, {"lcc", m.lcc}, {"local_id", m.local_id}, {"state", state}, {"slot", slotOf(m.id, opt_.slots)}});
   }
   return Response::json(200, json{{"providers", arr}}.dump(2) + "\n");
 }
@@ -194,7 +209,11 @@ Response FrontCore::forward(const http::Request& req) {
   if (!row.isOk()) return jsonError(503, row.status().message());
   if (!row.value()) return jsonError(404, "no provider " + tail);
   const Mapping& m = *row.value();
-  if (!m.placed) return jsonError(409, "provider " + tail + " is being placed (pending on " + m.lcc + ")");
+  if (!m.placed && !m.moving) return jsonError(409, "provider " + tail + " is being placed (pending on " + m.lcc + ")");
+  if (m.moving && req.method != "GET" && req.method != "HEAD") {
+    return jsonError(409, "provider " + tail + " is being moved to another sub-LCC (its slot is moving); try again when "
+                          "the move ended (lcc front slots)");
+  }
   auto where = spec(m.lcc);
   if (!where) return jsonError(503, "provider " + tail + " is on " + m.lcc + ", which front.lccs does not name");
   const std::string method = req.method == "PATCH" ? "POST" : req.method == "HEAD" ? "GET" : req.method;
@@ -228,6 +247,9 @@ Result<std::optional<FrontCore::Target>> FrontCore::route(std::uint64_t id) {
   if (!r) {
     auto row = db_->lookup(id);
     if (!row.isOk()) return row.status();
+    if (row.value() && row.value()->moving) {  // frozen for a slot move: the CP tries later
+      return Status::busy("provider " + std::to_string(id) + " is being moved to another sub-LCC");
+    }
     if (!row.value() || !row.value()->placed) return std::optional<Target>();
     r = Route{row.value()->lcc, row.value()->local_id};
     cache_.put(id, *r, now);
@@ -238,5 +260,51 @@ Result<std::optional<FrontCore::Target>> FrontCore::route(std::uint64_t id) {
   }
   return std::optional<Target>(Target{where->uns, r->local_id});
 }
+
+Response FrontCore::listSlots() {
+  auto rows = db_->slotRows(opt_.slots);
+  if (!rows.isOk()) return jsonError(503, rows.status().message());
+  auto moves = db_->moves(kListLimit);
+  if (!moves.isOk()) return jsonError(503, moves.status().message());
+  json held = json::array();
+  for (const auto& r : rows.value()) {
+    held.push_back({{"slot", r.slot}, {"lcc", r.lcc}, {"epoch", r.epoch}, {"providers", r.providers},
+                    {"moving", r.moving}, {"elsewhere", r.elsewhere}});
+  }
+  json mv = json::array();
+  for (const auto& m : moves.value()) {
+    mv.push_back({{"provider", m.provider}, {"slot", m.slot}, {"from", m.src}, {"to", m.dst}, {"phase", m.phase}});
+  }
+  return Response::json(200, json{{"slots", opt_.slots}, {"held", held}, {"moves", mv}}.dump(2) + "\n");
+}
+
+Response FrontCore::moveSlot(const http::Request& req) {
+  static const std::string kBase = "/admin/slots/";
+  std::string tail = req.path.substr(kBase.size());
+  const auto slash = tail.find('/');
+  if (slash == std::string::npos || tail.substr(slash) != "/move") return jsonError(404, "no such admin resource");
+  auto slot = http::parseUnsigned(tail.substr(0, slash), opt_.slots - 1);
+  if (!slot) return jsonError(400, "slot must be 0 to " + std::to_string(opt_.slots - 1) + " (got " + tail.substr(0, slash) + ")");
+  const std::string to = req.param("to");
+  if (!spec(to)) return jsonError(400, "to must name a sub-LCC of front.lccs (got " + to + ")");
+  const auto n = static_cast<std::uint32_t>(*slot);
+  auto planned = db_->startMove(opt_.slots, n, to);
+  if (!planned.isOk()) {
+    const StatusCode c = planned.status().code();
+    return jsonError(c == StatusCode::kNotFound ? 404 : c == StatusCode::kBusy ? 409 : 503, planned.status().message());
+  }
+  spdlog::info("front: slot {} given to {} ({} provider move(s)) by {}", n, to, planned.value(), req.remote_ip);
+  SlotMover::Pass pass = mover_.run(n);
+  json out{{"slot", n}, {"to", to}, {"moved", pass.moved}, {"left", pass.left}};
+  if (pass.busy) {
+    out["state"] = "running";  // the move thread holds the moves; it carries this one too
+    return Response::json(202, out.dump(2) + "\n");
+  }
+  if (pass.left == 0) return Response::json(200, out.dump(2) + "\n");
+  out["error"] = pass.error + "; the move resumes at the next refresh or move-slot call";
+  return Response::json(503, out.dump(2) + "\n");
+}
+
+void FrontCore::resumeMoves() { (void)mover_.run(std::nullopt); }
 
 }  // namespace lcc::front

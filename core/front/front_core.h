@@ -18,6 +18,7 @@
 #include "front/lcc_client.h"
 #include "front/mapping_cache.h"
 #include "front/placement.h"
+#include "front/slot_mover.h"
 #include "http/http_server.h"
 #include "lcc/clock.h"
 
@@ -38,6 +39,12 @@ class FrontCore {
   http::Response listProviders();
   // /admin/providers/<id>[/<action>]: forwarded to the sub-LCC holding the provider.
   http::Response forward(const http::Request& req);
+  // GET /admin/slots: the slot directory with provider counts.
+  http::Response listSlots();
+  // POST /admin/slots/<slot>/move?to=LCC: plans the slot's move and carries it out.
+  http::Response moveSlot(const http::Request& req);
+  // The refresher's part: recorded moves taken further (a front end killed mid-move).
+  void resumeMoves();
   // GET /status (the front role's part).
   void status(nlohmann::json& out) const;
 
@@ -55,6 +62,7 @@ class FrontCore {
  private:
   std::optional<LccSpec> spec(const std::string& name) const;
   std::vector<LccLoad> loads() const;
+  AddFlow::Action reserve(AddFlow& flow);
   AddFlow::Action create(AddFlow& flow, const http::Request& req, std::string* password);
   void settle(const Mapping& row);
 
@@ -63,6 +71,7 @@ class FrontCore {
   LccClient client_;
   Clock* clock_;
   MappingCache cache_;
+  SlotMover mover_;
   mutable std::mutex mu_;
   std::map<std::string, LccLoad> loads_;  // by name
 };

@@ -19,10 +19,26 @@ CREATE TABLE IF NOT EXISTS pmdb (
   id bigint GENERATED ALWAYS AS IDENTITY (MAXVALUE 4294967295) PRIMARY KEY,
   lcc text NOT NULL REFERENCES fedb (name),
   local_id bigint,
-  state text NOT NULL CHECK (state IN ('pending', 'placed')),
+  state text NOT NULL CONSTRAINT pmdb_state_check CHECK (state IN ('pending', 'placed', 'moving')),
   created_at timestamptz NOT NULL DEFAULT now(),
   UNIQUE (lcc, local_id),
   CHECK (state = 'pending' OR local_id IS NOT NULL));
+ALTER TABLE pmdb DROP CONSTRAINT IF EXISTS pmdb_state_check;
+ALTER TABLE pmdb ADD CONSTRAINT pmdb_state_check CHECK (state IN ('pending', 'placed', 'moving'));
+CREATE TABLE IF NOT EXISTS front_meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE IF NOT EXISTS slots (
+  slot bigint PRIMARY KEY,
+  lcc text NOT NULL REFERENCES fedb (name),
+  epoch bigint NOT NULL DEFAULT 1);
+CREATE TABLE IF NOT EXISTS moves (
+  provider bigint PRIMARY KEY REFERENCES pmdb (id),
+  slot bigint NOT NULL,
+  src text NOT NULL REFERENCES fedb (name),
+  dst text NOT NULL REFERENCES fedb (name),
+  phase text NOT NULL,
+  src_local_id bigint NOT NULL,
+  to_local_id bigint NOT NULL DEFAULT 0,
+  started_at timestamptz NOT NULL DEFAULT now());
 )SQL";
 
 constexpr const char* kUpsertLcc =
@@ -39,7 +55,7 @@ constexpr const char* kPlace = "UPDATE pmdb SET local_id = $2, state = 'placed' 
 constexpr const char* kDrop = "DELETE FROM pmdb WHERE id = $1";
 #define LCC_FRONT_COLUMNS \
   "SELECT id, lcc, coalesce(local_id, 0), state = 'placed', " \
-  "(extract(epoch FROM now() - created_at) * 1000)::bigint FROM pmdb "
+  "(extract(epoch FROM now() - created_at) * 1000)::bigint, state = 'moving' FROM pmdb "
 constexpr const char* kLookup = LCC_FRONT_COLUMNS "WHERE id = $1";
 constexpr const char* kPending = LCC_FRONT_COLUMNS "WHERE state = 'pending' ORDER BY id LIMIT $1";
 constexpr const char* kList = LCC_FRONT_COLUMNS "ORDER BY id LIMIT $1";
@@ -60,6 +76,7 @@ Result<std::unique_ptr<FrontDb>> FrontDb::open(const FrontOptions& o) {
     auto r = db->conn_->run(kUpsertLcc, p);
     if (!r.isOk()) return r.status();
   }
+  LCC_RETURN_IF_ERROR(db->checkSlots(o.slots));
   return db;
 }
 
@@ -127,9 +144,11 @@ Result<std::vector<Mapping>> FrontDb::mappings(const char* sql, const pg::PgPara
   if (!r.isOk()) return r.status();
   std::vector<Mapping> out;
   const pg::PgResult& res = r.value();
+  auto flag = [&res](int i, int col) {
+    return res.raw() && PQgetlength(res.raw(), i, col) == 1 && PQgetvalue(res.raw(), i, col)[0] != 0;
+  };
   for (int i = 0; i < res.rows(); ++i) {
-    const bool placed = res.raw() && PQgetlength(res.raw(), i, 3) == 1 && PQgetvalue(res.raw(), i, 3)[0] != 0;
-    out.push_back({res.u64(i, 0), res.bytes(i, 1), res.u64(i, 2), placed, res.i64(i, 4)});
+    out.push_back({res.u64(i, 0), res.bytes(i, 1), res.u64(i, 2), flag(i, 3), flag(i, 5), res.i64(i, 4)});
   }
   return out;
 }

@@ -62,6 +62,8 @@ Result<FrontOptions> FrontOptions::fromConfig(const Config& cfg) {
   o.connect_timeout = ms("front.connect_timeout");
   o.relay_buffer = static_cast<std::size_t>(cfg.getInt("front.relay_buffer"));
   o.idle_timeout = ms("front.idle_timeout");
+  o.slots = static_cast<std::uint32_t>(cfg.getInt("front.slots"));
+  o.move_wait = ms("front.move_wait");
   o.listen = cfg.getString("listen.uns");
   o.listen_tls = cfg.getString("listen.uns_tls");
   o.handshake_timeout = ms("tls.handshake_timeout");

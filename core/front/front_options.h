@@ -40,6 +40,8 @@ struct FrontOptions {
   Millis connect_timeout{};        // front.connect_timeout: connecting to a sub-LCC's UNS
   std::size_t relay_buffer = 0;    // front.relay_buffer: bytes waiting one way before the other side is not read
   Millis idle_timeout{};           // front.idle_timeout: a relayed session with no byte either way
+  std::uint32_t slots = 0;         // front.slots: hash slots (slot = provider id mod slots)
+  Millis move_wait{};              // front.move_wait: a move waits this long for a provider's fetches to end
   std::string listen;              // listen.uns
   std::string listen_tls;          // listen.uns_tls
   Millis handshake_timeout{};      // tls.handshake_timeout

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <spdlog/spdlog.h>
 #include <thread>
@@ -31,7 +32,14 @@ class FrontService final : public Service {
   Status start() override {
     core_->refreshLoads();  // bounded: front.request_timeout per sub-LCC
     LCC_RETURN_IF_ERROR(relay_.start());
-    refresher_ = std::thread([this] { refreshLoop(); });
+    refresher_ = std::thread([this] {
+      periodic("lcc-front-load", [this] {
+        core_->refreshLoads();
+        core_->cleanPending();
+      });
+    });
+    // Moves on their own thread: a drain may wait front.move_wait, longer than loads may go unread.
+    mover_ = std::thread([this] { periodic("lcc-front-move", [this] { core_->resumeMoves(); }); });
     return Status::ok();
   }
 
@@ -43,6 +51,7 @@ class FrontService final : public Service {
     }
     wake_->cv.notify_all();
     if (refresher_.joinable()) refresher_.join();
+    if (mover_.joinable()) mover_.join();
     relay_.stop();
   }
 
@@ -71,24 +80,27 @@ class FrontService final : public Service {
     for (const char* method : {"GET", "POST", "PATCH", "DELETE"}) {
       node_.http->add(method, "/admin/providers/", guarded([core](const Request& r) { return core->forward(r); }));
     }
+    node_.http->add("GET", "/admin/slots", guarded([core](const Request&) { return core->listSlots(); }));
+    node_.http->add("POST", "/admin/slots/", guarded([core](const Request& r) { return core->moveSlot(r); }));
   }
 
-  void refreshLoop() {
-    ::pthread_setname_np(::pthread_self(), "lcc-front-load");
+  // Runs `fn` every front.refresh_interval on the node's Clock until stop().
+  void periodic(const char* thread_name, const std::function<void()>& fn) {
+    ::pthread_setname_np(::pthread_self(), thread_name);
+    auto ticks = std::make_shared<std::uint64_t>(0);  // this loop's timer ticks (under wake_->mu)
     std::unique_lock<std::mutex> lock(wake_->mu);
     while (!wake_->stopping) {
-      const std::uint64_t seen = wake_->ticks;
+      const std::uint64_t seen = *ticks;
       // The wait is timed on the node's Clock; the timer holds the Wake, not the service.
-      node_.clock->schedule(core_->options().refresh_interval, [w = wake_] {
+      node_.clock->schedule(core_->options().refresh_interval, [w = wake_, ticks] {
         std::lock_guard<std::mutex> l(w->mu);
-        ++w->ticks;
+        ++*ticks;
         w->cv.notify_all();
       });
-      wake_->cv.wait(lock, [this, seen] { return wake_->ticks != seen || wake_->stopping; });
+      wake_->cv.wait(lock, [this, seen, &ticks] { return *ticks != seen || wake_->stopping; });
       if (wake_->stopping) break;
       lock.unlock();
-      core_->refreshLoads();
-      core_->cleanPending();
+      fn();
       lock.lock();
     }
   }
@@ -96,7 +108,6 @@ class FrontService final : public Service {
   struct Wake {
     std::mutex mu;
     std::condition_variable cv;
-    std::uint64_t ticks = 0;
     bool stopping = false;
   };
 
@@ -104,6 +115,7 @@ class FrontService final : public Service {
   std::unique_ptr<FrontCore> core_;
   FrontRelay relay_;
   std::thread refresher_;
+  std::thread mover_;
   std::shared_ptr<Wake> wake_ = std::make_shared<Wake>();
 };
 
@@ -118,6 +130,9 @@ Result<ServicePtr> makeFrontService(NodeContext& node) {
     o.handshake_timeout = node.tls->handshakeTimeout();
   }
   auto db = FrontDb::open(o);
+  if (!db.isOk() && db.status().message().rfind("front.slots:", 0) == 0) {  // front.slots against the directory
+    return Status::invalidArgument(node.config->sourceOf("front.slots") + ": " + db.status().message());
+  }
   if (!db.isOk()) return db.status();
   auto core = std::make_unique<FrontCore>(std::move(o), std::move(db).value(), node.env, node.clock);
   return ServicePtr(std::make_unique<FrontService>(node, std::move(core)));

@@ -10,13 +10,23 @@ using nlohmann::json;
 
 LccAnswer LccClient::call(const LccSpec& lcc, const std::string& method, const std::string& path,
                           const std::string& form) const {
+  return request(timeout_, lcc, method, path, form);
+}
+
+LccAnswer LccClient::callWithin(Millis timeout, const LccSpec& lcc, const std::string& method,
+                                const std::string& path) const {
+  return request(timeout, lcc, method, path, "");
+}
+
+LccAnswer LccClient::request(Millis timeout, const LccSpec& lcc, const std::string& method, const std::string& path,
+                             const std::string& form) const {
   auto hp = net::HostPort::parseTarget(lcc.admin);
   if (!hp.isOk()) return hp.status();
   http::AdminTarget t;
   t.host = hp.value().host;
   t.port = hp.value().portString();
   t.token = env_ ? http::readAdminToken(*env_, lcc.token_file) : std::string();
-  auto r = http::adminRequest(t, method, path, form, static_cast<int>(timeout_.count()));
+  auto r = http::adminRequest(t, method, path, form, static_cast<int>(timeout.count()));
   if (!r.isOk()) return Status::ioError("admin API " + lcc.admin + ": " + r.status().message());
   return r;
 }
@@ -48,6 +58,8 @@ Result<std::optional<std::uint64_t>> LccClient::findMarked(const LccSpec& lcc, c
     return Status::ioError("sub-LCC " + lcc.name + ": /admin/providers: not a provider list");
   }
   for (const auto& p : j["providers"]) {
+    const std::string state = p.is_object() ? p.value("state", std::string()) : std::string();
+    if (state == "removing" || state == "purging") continue;  // on its way out: not the one to use
     if (p.is_object() && p.value("contact", std::string()) == marker) {
       return std::optional<std::uint64_t>(p.value("id", std::uint64_t{0}));
     }

@@ -25,15 +25,20 @@ class LccClient {
 
   LccAnswer call(const LccSpec& lcc, const std::string& method, const std::string& path,
                  const std::string& form = "") const;
+  // The same, bounded by `timeout` instead (a slot move's export: front.move_wait).
+  LccAnswer callWithin(Millis timeout, const LccSpec& lcc, const std::string& method, const std::string& path) const;
   // GET /admin/status: providers.total, the load measure (placement.h).
   struct Load {
     std::uint64_t providers = 0;
   };
   Result<Load> load(const LccSpec& lcc) const;
-  // The provider whose contact is `marker` (GET /admin/providers); nullopt: none.
+  // The provider whose contact is `marker` (GET /admin/providers), not one being
+  // removed; nullopt: none.
   Result<std::optional<std::uint64_t>> findMarked(const LccSpec& lcc, const std::string& marker) const;
 
  private:
+  LccAnswer request(Millis timeout, const LccSpec& lcc, const std::string& method, const std::string& path,
+                    const std::string& form) const;
   Env* env_;
   Millis timeout_;
 };

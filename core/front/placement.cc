@@ -28,6 +28,23 @@ std::optional<std::string> choosePlacement(const std::vector<LccLoad>& lccs, Mon
   return best->name;
 }
 
+std::uint32_t slotOf(std::uint64_t id, std::uint32_t slots) {
+  return slots == 0 ? 0 : static_cast<std::uint32_t>(id % slots);
+}
+
+SlotChoice chooseForSlot(const std::optional<std::string>& holder, const std::vector<LccLoad>& lccs, MonoTime now,
+                         Millis stale_after) {
+  if (holder) {
+    for (const auto& l : lccs) {
+      if (l.name == *holder && l.last_ok && now - *l.last_ok <= stale_after) return SlotChoice{l.name, 0, ""};
+    }
+    return SlotChoice{"", 503, "its slot is held by sub-LCC " + *holder + ", which is not live; try again later"};
+  }
+  auto best = choosePlacement(lccs, now, stale_after);
+  if (!best) return SlotChoice{"", 503, "no sub-LCC is live and open for new providers; try again later"};
+  return SlotChoice{*best, 0, ""};
+}
+
 AddFlow::AddFlow(std::optional<std::string> lcc) : lcc_(lcc.value_or("")) {}
 
 AddFlow::Action AddFlow::answer(int status, std::string message) {
@@ -46,7 +63,14 @@ AddFlow::Action AddFlow::onReserved(std::uint64_t global_id) {
   return Action::kCreate;
 }
 
+AddFlow::Action AddFlow::onReserved(std::uint64_t global_id, const std::string& lcc) {
+  lcc_ = lcc;
+  return onReserved(global_id);
+}
+
 AddFlow::Action AddFlow::onReserveFailed(const std::string& why) { return answer(503, "PMDB: " + why); }
+
+AddFlow::Action AddFlow::onNotPlaceable(int status, const std::string& why) { return answer(status, why); }
 
 AddFlow::Action AddFlow::onCreated(std::uint64_t local_id) {
   local_id_ = local_id;

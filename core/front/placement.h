@@ -41,6 +41,22 @@ bool isLive(const LccLoad& l, MonoTime now, Millis stale_after);
 // The live sub-LCC with the least load (ties: the smallest name); nullopt when none is live.
 std::optional<std::string> choosePlacement(const std::vector<LccLoad>& lccs, MonoTime now, Millis stale_after);
 
+// The hash slot of a provider id: id mod `slots` (ids are sequential: slots fill evenly).
+std::uint32_t slotOf(std::uint64_t id, std::uint32_t slots);
+
+// Where a new provider whose slot is `holder`'s (nullopt: the slot is unheld) goes.
+// Held: to its holder, if it was read within `stale_after` (an operator's 'closed'
+// keeps unheld slots away from it, not the slots it holds); else 503 and nothing is
+// written. Unheld: to the least loaded live sub-LCC (choosePlacement), which then
+// holds the slot; none live: 503.
+struct SlotChoice {
+  std::string lcc;   // where the provider goes; empty when refused
+  int status = 0;    // 0: placed on lcc; else the HTTP status to answer
+  std::string why;
+};
+SlotChoice chooseForSlot(const std::optional<std::string>& holder, const std::vector<LccLoad>& lccs, MonoTime now,
+                         Millis stale_after);
+
 // One add, as a state machine. Each event returns the next action for the caller to
 // carry out (and report the outcome of with the next event).
 class AddFlow {
@@ -56,7 +72,11 @@ class AddFlow {
   explicit AddFlow(std::optional<std::string> lcc);
   Action start();
   Action onReserved(std::uint64_t global_id);
+  // The reserve chose the sub-LCC itself (the slot's holder, chooseForSlot).
+  Action onReserved(std::uint64_t global_id, const std::string& lcc);
   Action onReserveFailed(const std::string& why);
+  // The slot could not take it (chooseForSlot refused): nothing was written.
+  Action onNotPlaceable(int status, const std::string& why);
   Action onCreated(std::uint64_t local_id);
   // The sub-LCC answered 4xx: it made nothing. `status` and `why` are passed on.
   Action onRefused(int status, const std::string& why);

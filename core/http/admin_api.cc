@@ -78,13 +78,57 @@ struct Admin {
       }
       rec.contact = std::move(v);
     }
-    std::string password = req.param("password");
+    if (auto refused = stateOf(req, rec)) return *refused;
+    std::string password;
+    if (auto refused = passwordOf(req, rec, password)) return *refused;
+    if (ctx.clock) rec.created = ctx.clock->now();
+    auto id = ctx.providers->create(rec);
+    if (!id.isOk()) {
+      spdlog::error("admin: provider create failed: {}", id.status().toString());
+      return jsonError(503, "provider store: " + id.status().message());
+    }
+    spdlog::info("admin: provider {} added from {} ({} prefixes{})", id.value(), req.remote_ip, prefixes.size(),
+                 password.empty() ? ", with a stored password hash" : "");
+    json out{{"id", id.value()}};
+    if (!password.empty()) out["password"] = password;
+    return Response::json(201, out.dump() + "\n");
+  }
+
+  // state=active|suspended and state_reason (a front end's move makes it suspended).
+  static std::optional<Response> stateOf(const Request& req, ProviderRecord& rec) {
+    const std::string state = req.param("state", "active");
+    if (state != "active" && state != "suspended") return jsonError(400, "state must be active or suspended (got " + state + ")");
+    if (state == "suspended") rec.state = ProviderState::kSuspended;
+    std::string reason = req.param("state_reason");
+    if (reason.size() > 256) return jsonError(400, "state_reason longer than 256 characters");
+    for (unsigned char c : reason) {
+      if (c < 0x20 || c == 0x7f) return jsonError(400, "state_reason contains a control character");
+    }
+    rec.state_reason = std::move(reason);
+    return std::nullopt;
+  }
+
+  // password=, or none (a token is made and answered), or password_hash= with key_id=
+  // (a hash another node stored: a front end moving the provider; docs/security.md).
+  std::optional<Response> passwordOf(const Request& req, ProviderRecord& rec, std::string& password) const {
+    if (!ctx.options.passwords) return jsonError(503, "no password key on this node");
+    if (req.query.count("password_hash")) {
+      const std::string hash = req.param("password_hash");
+      if (req.query.count("password")) return jsonError(400, "give password or password_hash, not both");
+      if (!PasswordHasher::looksLikeHash(hash)) return jsonError(400, "password_hash is not a password hash of the LCC");
+      if (PasswordHasher::isKeyed(hash) && req.param("key_id") != ctx.options.passwords->keyId()) {
+        return jsonError(409, "password_hash was made under another server key (auth.key; key_id " + req.param("key_id") +
+                                  ", this node's " + ctx.options.passwords->keyId() + "): it would never verify here");
+      }
+      rec.password_hash = hash;
+      return std::nullopt;
+    }
+    password = req.param("password");
     if (req.query.count("password") && password.empty()) return jsonError(400, "password must not be empty");
     if (password.size() > 256) return jsonError(400, "password longer than 256 characters");
     for (unsigned char c : password) {
       if (c < 0x20 || c == 0x7f) return jsonError(400, "password contains a control character");
     }
-    if (!ctx.options.passwords) return jsonError(503, "no password key on this node");
     if (password.empty()) {
       // A token we generate cannot be guessed: it gets the fast keyed hash.
       password = PasswordHasher::generateToken();
@@ -94,14 +138,19 @@ struct Admin {
       if (!hash.isOk()) return jsonError(500, hash.status().message());
       rec.password_hash = std::move(hash).value();
     }
-    if (ctx.clock) rec.created = ctx.clock->now();
-    auto id = ctx.providers->create(rec);
-    if (!id.isOk()) {
-      spdlog::error("admin: provider create failed: {}", id.status().toString());
-      return jsonError(503, "provider store: " + id.status().message());
-    }
-    spdlog::info("admin: provider {} added from {} ({} prefixes)", id.value(), req.remote_ip, prefixes.size());
-    return Response::json(201, json{{"id", id.value()}, {"password", password}}.dump() + "\n");
+    return std::nullopt;
+  }
+
+  // GET /admin/providers/<id>/credentials: the stored hash and the key's id, for a
+  // front end moving the provider to another sub-LCC (admin token only).
+  Response credentials(ProviderId pid, const Request& req) const {
+    auto rec = ctx.providers->get(pid);
+    if (!rec.isOk()) return jsonError(503, "provider store: " + rec.status().message());
+    if (!rec.value()) return jsonError(404, "no provider " + std::to_string(pid));
+    spdlog::info("admin: provider {}: password hash read from {}", pid, req.remote_ip);
+    json out{{"id", pid}, {"password_hash", rec.value()->password_hash}};
+    out["key_id"] = ctx.options.passwords ? ctx.options.passwords->keyId() : std::string();
+    return Response::json(200, out.dump() + "\n");
   }
 
   Response list() const {
@@ -126,6 +175,7 @@ struct Admin {
     auto id = parseUnsigned(tail, 0xffffffffull);
     if (!id || *id == 0) return jsonError(400, "provider id must be a positive integer (got " + tail + ")");
     const auto pid = static_cast<ProviderId>(*id);
+    if (req.method == "GET" && action == "credentials") return credentials(pid, req);
     if (req.method == "GET" || req.method == "HEAD") {
       if (!action.empty()) return jsonError(404, "no such admin resource");
       auto rec = ctx.providers->get(pid);

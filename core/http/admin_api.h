@@ -6,13 +6,16 @@
 // time), and comes from a loopback peer unless http.admin_remote is true.
 //
 //   POST   /admin/providers                     prefix=URL (repeatable), priority, bandwidth,
-//                                               password, contact (optional): 201 {"id","password"}
+//                                               password, contact (optional): 201 {"id","password"};
+//                                               or password_hash + key_id (a front end's move: no
+//                                               "password"); state=suspended, state_reason
+//   GET    /admin/providers/<id>/credentials     {"id","password_hash","key_id"} (a front end's move)
 //   GET    /admin/providers                     {"providers": [provider...]}
 //   GET    /admin/providers/<id>                provider (everything but the hash), with
 //                                               "sitemap_poll" when it has a sitemap
 //   DELETE /admin/providers/<id>[?purge=1]      202 {"removed", "purge", "content", "state"}
 //                                               (the QM drops the queued URLs, purge: content too)
-//   POST   /admin/providers/<id>/suspend|resume {"id", "state"}
+//   POST   /admin/providers/<id>/suspend|resume {"id", "state"}; reason= kept as state_reason
 //   POST|PATCH /admin/providers/<id>            priority, bandwidth, quota_files, quota_bytes,
 //                                               add_prefix, remove_prefix (repeatable), password,
 //                                               sitemap (URL under a prefix; empty: none),

@@ -149,6 +149,12 @@ Response storeRefusal(const Status& s, ProviderId pid) {
 }  // namespace
 
 Response adminSuspendProvider(const AdminContext& ctx, ProviderId pid, bool suspend, const Request& req) {
+  // reason=: why, kept in state_reason (a front end marks the suspensions of its moves).
+  std::string reason = req.param("reason");
+  if (reason.size() > 256) return lifecycleError(400, "reason longer than 256 characters");
+  for (unsigned char c : reason) {
+    if (c < 0x20 || c == 0x7f) return lifecycleError(400, "reason contains a control character");
+  }
   ProviderRecord after;
   Status s = ctx.providers->modify(pid, [&](ProviderRecord& p) {
     if (isProviderRemoving(p.state)) return Status::aborted("the provider is being removed");
@@ -157,7 +163,7 @@ Response adminSuspendProvider(const AdminContext& ctx, ProviderId pid, bool susp
     // An administrator's decision replaces a reason the RS gave (re-verification);
     // a resumed provider whose re-verification failed is checked again at the RS's
     // next sweep (its due time has passed).
-    p.state_reason.clear();
+    p.state_reason = reason;
     after = p;
     return Status::ok();
   });

@@ -13,6 +13,7 @@
 #include "qm/botm_server.h"
 #include "qm/intake_server.h"
 #include "http/admin_api.h"
+#include "qm/qm_move_routes.h"
 #include "qm/queue_manager.h"
 
 namespace lcc::qm {
@@ -82,7 +83,12 @@ class QmService final : public Service, public BotmLinkHandler {
     qm_->startTimers();
     refresh(true);
     scheduleRefresh();
-    if (node_.http) registerSweepRoute();
+    if (node_.http) {
+      registerSweepRoute();
+      registerMoveRoutes(
+          node_, qm_.get(), [this](std::function<void()> fn) { asio::post(strand_, std::move(fn)); },
+          [this]() -> bool { return stopping_.load(); });
+    }
     spdlog::info("qm: {} URLs queued; UNSes on {} (port {}), BOT-Ms on {} (port {})", qm_->queued(), io.listen,
                  intake_->port(), bo.listen, botm_->port());
     return Status::ok();

@@ -168,6 +168,19 @@ class QueueManager {
   // Every qm.provider_refresh (queue_manager_providers.cc).
   void refreshProviders();
 
+  // A provider's URLs for a front end's slot move (queue_manager_move.cc): whether the
+  // engine holds it, its fetches out (lost links' and Busy-held results' too), the URLs
+  // of its sets not applied yet, and (limit > 0) its stored and queued URLs as notices,
+  // at most `limit` (truncated: there are more). On the engine strand.
+  struct ProviderExport {
+    bool held = false;
+    std::uint64_t in_flight = 0;
+    std::uint64_t unapplied = 0;
+    bool truncated = false;
+    std::vector<UrlNotice> urls;
+  };
+  Result<ProviderExport> exportProvider(ProviderId pid, std::size_t limit);
+
   // --- state ---
   std::uint64_t queued() const { return queued_total_; }
   std::uint64_t queued(ProviderId pid) const;  // thread-safe (the UNS asks it)
@@ -278,6 +291,7 @@ class QueueManager {
   void scheduleCommit();
   Status applyBatch(std::deque<Pending>& batch);  // the acked sets of one commit, grouped
   Status applyPending(ApplyGroup& g, Pending& p);
+  Status exportQueued(ProviderId pid, std::size_t limit, std::map<std::string, UrlNotice>& urls);
   Status applySet(const IntakeSet& set, JournalPos pos);  // a group of one (replay)
   Status applySet(ApplyGroup& g, const IntakeSet& set, JournalPos pos, Pending* src);
   Status applyStreamed(const IntakeHeader& header, JournalPos begin, JournalPos end);  // a group of one

@@ -200,6 +200,53 @@ TEST_F(CliProviderTest, AddKeepsAContactAndRefusesOneWithAControlCharacter) {
   EXPECT_EQ(post(std::string(257, 'c')).status, 400);
 }
 
+// A front end's slot move (core/front): the hash is read from one node and stored at
+// another, and a keyed hash only where the server key is the same (docs/security.md §2).
+TEST_F(CliProviderTest, AStoredHashMovesToANodeWithTheSameKeyOnly) {
+  auto call = [this](const std::string& method, const std::string& path,
+                     std::vector<std::pair<std::string, std::string>> fields) {
+    http::Request req;
+    req.method = method;
+    req.path = req.target = path;
+    req.remote_ip = "127.0.0.1";
+    req.remote_loopback = true;
+    req.headers["authorization"] = "Bearer " + token_;
+    for (auto& [k, v] : fields) req.query.emplace(k, v);
+    return router_.dispatch(req);
+  };
+  http::Response made = call("POST", "/admin/providers", {{"prefix", "http://m.example/"}});
+  ASSERT_EQ(made.status, 201) << made.body;
+  const json m = json::parse(made.body);
+  const std::string id = std::to_string(m["id"].get<std::uint64_t>());
+  const std::string password = m["password"];
+  EXPECT_EQ(json::parse(call("GET", "/admin/providers/" + id, {}).body).count("password_hash"), 0u)
+      << "the hash is never part of a provider's GET";
+  http::Response cred = call("GET", "/admin/providers/" + id + "/credentials", {});
+  ASSERT_EQ(cred.status, 200) << cred.body;
+  const json c = json::parse(cred.body);
+  EXPECT_EQ(c["key_id"], passwords_->keyId());
+  EXPECT_NE(c["key_id"], PasswordHasher::ephemeral()->keyId()) << "another key has another id";
+  const std::string hash = c["password_hash"];
+  const std::size_t before = json::parse(call("GET", "/admin/providers", {}).body)["providers"].size();
+  http::Response other = call("POST", "/admin/providers", {{"prefix", "http://m.example/"}, {"password_hash", hash},
+                                                           {"key_id", PasswordHasher::ephemeral()->keyId()}});
+  EXPECT_EQ(other.status, 409) << other.body;
+  EXPECT_EQ(call("POST", "/admin/providers", {{"prefix", "http://m.example/"}, {"password_hash", "$lcc-b2k$1$x"}}).status,
+            400);
+  EXPECT_EQ(json::parse(call("GET", "/admin/providers", {}).body)["providers"].size(), before) << "nothing stored";
+  http::Response moved = call("POST", "/admin/providers",
+                              {{"prefix", "http://m.example/"}, {"password_hash", hash}, {"key_id", c["key_id"]},
+                               {"state", "suspended"}, {"state_reason", "front end: slot move"}});
+  ASSERT_EQ(moved.status, 201) << moved.body;
+  EXPECT_EQ(json::parse(moved.body).count("password"), 0u);
+  auto p = stored(static_cast<ProviderId>(json::parse(moved.body)["id"].get<std::uint64_t>()));
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->password_hash, hash);
+  EXPECT_TRUE(passwords_->verify(p->password_hash, password).ok) << "the provider's password works at the new node";
+  EXPECT_EQ(p->state, ProviderState::kSuspended);
+  EXPECT_EQ(p->state_reason, "front end: slot move");
+}
+
 TEST_F(CliProviderTest, BadInputIsAUsageErrorAndStoresNothing) {
   RunResult bad_url = lccWithToken({"provider", "add", "--prefix", "ftp://x.example/"});
   EXPECT_EQ(bad_url.rc, 2);

@@ -122,6 +122,9 @@ class FrontRelayTest : public ::testing::Test {
     ASSERT_TRUE(db.value()->markPlaced(id_, 7).isOk());
     west_id_ = db.value()->reserve("west").value();
     ASSERT_TRUE(db.value()->markPlaced(west_id_, 1).isOk());
+    moving_id_ = db.value()->reserve("east").value();  // a provider whose slot is being moved
+    ASSERT_TRUE(db.value()->markPlaced(moving_id_, 8).isOk());
+    ASSERT_TRUE(db.value()->setMoving(moving_id_).isOk());
     core_ = std::make_unique<FrontCore>(o, std::move(db).value(), posixEnv(), &clock_);
     relay_ = std::make_unique<FrontRelay>(io_, *core_, &clock_, nullptr);
     ASSERT_TRUE(relay_->start().isOk());
@@ -145,7 +148,7 @@ class FrontRelayTest : public ::testing::Test {
   std::thread io_thread_;
   std::unique_ptr<FrontCore> core_;
   std::unique_ptr<FrontRelay> relay_;
-  std::uint64_t id_ = 0, west_id_ = 0;
+  std::uint64_t id_ = 0, west_id_ = 0, moving_id_ = 0;
   int refusing_ = -1;
   std::uint16_t refusing_port_ = 0;
 };
@@ -185,6 +188,14 @@ TEST_F(FrontRelayTest, ASubLccThatRefusesConnectionsIs130) {
   startFront(uns.port());
   const std::string answer = session(proto::encodeInit(std::to_string(west_id_), "pw") + bigSet(3));
   EXPECT_NE(answer.find("code=\"130\""), std::string::npos) << answer;
+}
+
+TEST_F(FrontRelayTest, AProviderBeingMovedIs130AndNoSubLccIsAsked) {
+  FakeUns uns("</lococa:set>", "x");
+  startFront(uns.port());
+  const std::string answer = session(proto::encodeInit(std::to_string(moving_id_), "pw") + bigSet(3));
+  EXPECT_NE(answer.find("code=\"130\""), std::string::npos) << answer;
+  EXPECT_EQ(uns.received(), 0u) << "frozen: not relayed to the sub-LCC it is leaving";
 }
 
 TEST_F(FrontRelayTest, ACpLeavingMidSetEndsBothSidesAtTheIdleTimeout) {

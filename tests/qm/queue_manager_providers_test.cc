@@ -4,6 +4,7 @@
 // tombstones and sends the file deletes, and the record goes once nothing is in flight.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "common/config/config.h"
@@ -134,6 +135,49 @@ TEST_P(QmProvidersTest, RemoveDropsQueuedUrlsKeepsContentAndWaitsForInFlight) {
   EXPECT_TRUE(botm_.fetches.empty());
   qm_->refreshProviders();
   EXPECT_EQ(qm_->queued(1), 0u);
+}
+
+// A front end's slot move (queue_manager_move.cc): the source says when it holds the
+// provider with nothing out, and lists its stored and queued URLs once each; the
+// target takes them as an intake set, a resent chunk being a duplicate.
+TEST_P(QmProvidersTest, AMoveSeesTheProviderDrainedAndGetsItsStoredAndQueuedUrls) {
+  qm_->linkUp(1, "m1", 4);
+  submit(makeSet(1, {update(1, "http://a/1"), update(1, "http://a/2", 5), update(1, "http://a/3")}, 1));
+  submit(makeSet(2, {update(2, "http://b/1")}, 2));
+  answerAll();  // a/1 and b/1 stored; a/2 out
+  auto e = qm_->exportProvider(1, 0);
+  ASSERT_TRUE(e.isOk());
+  EXPECT_FALSE(e.value().held);
+  EXPECT_EQ(e.value().in_flight, 1u);
+  EXPECT_TRUE(e.value().urls.empty()) << "limit 0: the counts only";
+  setState(1, ProviderState::kSuspended);
+  qm_->refreshProviders();
+  EXPECT_TRUE(qm_->exportProvider(1, 0).value().held);
+  EXPECT_EQ(qm_->exportProvider(1, 0).value().in_flight, 1u) << "held, but a fetch is still out";
+  answerAll();  // a/2 stored; a/3 stays queued (held)
+  submit(makeSet(1, {update(1, "http://a/4"), removal(1, "http://a/3")}, 3));
+  e = qm_->exportProvider(1, 100);
+  ASSERT_TRUE(e.isOk());
+  EXPECT_EQ(e.value().in_flight, 0u);
+  EXPECT_EQ(e.value().unapplied, 0u);
+  std::map<std::string, UrlNotice> got;
+  for (const auto& n : e.value().urls) got[n.key.url] = n;
+  EXPECT_EQ(got.size(), 3u) << "a/1, a/2 stored; a/4 queued; a/3's queued delete took it out; b/1 is another's";
+  EXPECT_TRUE(got.count("http://a/1") && got.count("http://a/2") && got.count("http://a/4"));
+  EXPECT_EQ(got["http://a/2"].mtime, std::optional<std::int64_t>(5)) << "as the CP declared it";
+  EXPECT_FALSE(e.value().truncated);
+  auto one = qm_->exportProvider(1, 1);
+  EXPECT_TRUE(one.value().truncated);
+  EXPECT_EQ(one.value().urls.size(), 1u);
+
+  // The target: the same chunk twice is taken once.
+  const std::uint64_t before = qm_->queued(2);
+  const int dups = qm_->status()["sets_duplicate"].get<int>();
+  submit(makeSet(2, {update(2, "http://a/1"), update(2, "http://a/4")}, 1, SetKind::kPartial, "front-move/f/1/2"));
+  submit(makeSet(2, {update(2, "http://a/1"), update(2, "http://a/4")}, 1, SetKind::kPartial, "front-move/f/1/2"));
+  qm_->commitPending();
+  EXPECT_EQ(qm_->status()["sets_duplicate"].get<int>(), dups + 1) << qm_->status().dump();
+  EXPECT_EQ(qm_->queued(2), before + 2);
 }
 
 TEST_P(QmProvidersTest, PurgeWritesTombstonesAndDeletesFiles) {

@@ -325,6 +325,11 @@ const std::vector<KeySpec>& Config::schema() {
       {"front.relay_buffer", KeyType::kSize, "1MiB", 4096, 256 * kMiB,
        "bytes waiting to be written one way before the other side is no longer read (back-pressure)"},
       {"front.idle_timeout", KeyType::kDuration, "2m", 100, kDay, "a relayed session with no byte either way this long is closed"},
+      {"front.slots", KeyType::kInt, "256", 1, 65536,
+       "hash slots providers are grouped in (slot = provider id mod this); a slot is held by one sub-LCC and moved whole "
+       "(lcc front move-slot); fixed once the slot directory exists"},
+      {"front.move_wait", KeyType::kDuration, "2m", 1000, kHour,
+       "a slot move waits at most this long for the source sub-LCC to finish a provider's fetches in flight, and for one export of its URLs"},
       // --- http ---
       {"http.admin_remote", KeyType::kBool, "false", kNoMin, kNoMax, "allow the admin API from non-loopback peers"},
       {"http.status_providers", KeyType::kInt, "10", 1, 100,
