@@ -383,6 +383,7 @@ void QmOutQueue::pushRecord(proto::UnsLocalRecord record, std::uint64_t bytes) {
 
 void QmOutQueue::pump(QmLink& link) {
   const std::size_t slice = std::clamp<std::size_t>(window_ / 4, 4096, kSlice);
+  const std::uint64_t clears = clears_;
   while (link.made() && !items_.empty() && link.queuedBytes() < window_) {
     Item& front = items_.front();
     if (front.record) {
@@ -399,6 +400,9 @@ void QmOutQueue::pump(QmLink& link) {
     } else {
       link.sendText(front.text.substr(off_, n));
     }
+    // A link that cannot read the text goes down inside sendText(), and the forwarder's
+    // on_down clears this queue: `front` is gone, and so is what off_ counted.
+    if (clears_ != clears) return;
     off_ += n;
     if (off_ >= size) {
       bytes_ -= size;
@@ -409,6 +413,7 @@ void QmOutQueue::pump(QmLink& link) {
 }
 
 void QmOutQueue::clear() {
+  ++clears_;
   items_.clear();
   off_ = 0;
   bytes_ = 0;

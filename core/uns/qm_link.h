@@ -131,6 +131,7 @@ class QmOutQueue {
   std::deque<Item> items_;
   std::size_t off_ = 0;  // of the front text, already handed over
   std::uint64_t bytes_ = 0;
+  std::uint64_t clears_ = 0;  // clear() calls: pump() stops when a handler cleared it under it
 };
 
 }  // namespace lcc::uns

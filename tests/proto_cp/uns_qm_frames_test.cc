@@ -179,8 +179,11 @@ TEST(UnsQmFrames, ALargeSetTravelsInBatchFrames) {
   appendUrlsFrames(wire, urls);
   std::size_t frames = 0, sum = 0;
   FrameSplitter split(FrameLimits{});
+  // A FieldReader keeps a reference to its limits: a named object, not a temporary that
+  // ends with the statement (ASan: stack-use-after-scope in count()).
+  const FrameLimits limits;
   split.feed(wire, [&](std::uint8_t type, std::string_view payload) {
-    FieldReader r(payload, FrameLimits{});
+    FieldReader r(payload, limits);
     const std::size_t n = r.count(10);
     EXPECT_EQ(type, static_cast<std::uint8_t>(FrameType::kUnsUrls));
     EXPECT_LE(n, 4096u);
