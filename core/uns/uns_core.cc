@@ -10,6 +10,19 @@
 #include "lcc/error_codes.h"
 
 namespace lcc::uns {
+namespace {
+
+// What a CP is told when its provider is not active (the init, or a set after it).
+std::string notActiveMessage(const ProviderRecord& p) {
+  const std::string& why = p.state_reason;  // set when the RS suspended it (re-verification) or a slot move
+  if (p.state == ProviderState::kSuspended) {
+    return why.empty() ? "provider not active (suspended)" : "provider not active (suspended: " + why + ")";
+  }
+  return p.state == ProviderState::kPending ? "provider not active (registration not verified)"
+                                            : "provider not active (being removed)";
+}
+
+}  // namespace
 
 std::uint64_t queuedUrlsInStore(ProviderStore* providers, ProviderId pid) {
   if (providers == nullptr) return 0;
@@ -54,6 +67,22 @@ bool UnsCore::checkPassword(ProviderId pid, const std::string& stored, const std
 void UnsCore::countConnectionsWith(std::function<std::uint64_t()> count) {
   std::lock_guard<std::mutex> lock(mu_);
   connection_count_ = std::move(count);
+}
+
+ErrorCode UnsCore::stillActive(ProviderId pid, std::string* message) {
+  auto got = providers_->get(pid);
+  if (!got.isOk()) {
+    spdlog::warn("uns: provider {}: reading the PIDB failed: {}", pid, got.status().toString());
+    *message = std::string(errorCodeMessage(ErrorCode::kOffline));
+    return ErrorCode::kOffline;
+  }
+  if (!got.value()) {
+    *message = "provider not active (being removed)";
+    return ErrorCode::kNotActive;
+  }
+  if (got.value()->state == ProviderState::kActive) return ErrorCode::kNone;
+  *message = notActiveMessage(*got.value());
+  return ErrorCode::kNotActive;
 }
 
 std::uint64_t UnsCore::connections() const {
@@ -141,15 +170,7 @@ UnsCore::Admission UnsCore::checkAndAdmit(const AuthRequest& request) {
   if (!checkPassword(pid, a.stored_hash, request.password, &a.upgraded_hash)) {
     return refuse(ErrorCode::kAuthFailed, "authentication failed");
   }
-  if (got.value()->state != ProviderState::kActive) {
-    const ProviderState st = got.value()->state;
-    const std::string& why = got.value()->state_reason;  // set when the RS suspended it (re-verification)
-    return refuse(ErrorCode::kNotActive,
-                  st == ProviderState::kSuspended ? (why.empty() ? "provider not active (suspended)"
-                                                                 : "provider not active (suspended: " + why + ")")
-                  : st == ProviderState::kPending ? "provider not active (registration not verified)"
-                                                  : "provider not active (being removed)");
-  }
+  if (got.value()->state != ProviderState::kActive) return refuse(ErrorCode::kNotActive, notActiveMessage(*got.value()));
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto& n = per_provider_[pid];

@@ -83,6 +83,12 @@ class UnsCore {
   AuthResult authenticate(const AuthRequest& request, const std::string& peer_ip);
   // The session of an authenticated provider ended.
   void releaseProvider(ProviderId pid);
+  // Read when a session hands a set to the forwarder (a whole set, or a streamed set's
+  // first part): kNone while the provider is active; kNotActive (with the init's
+  // message) when an administrator suspended or removed it since the init — a slot
+  // move suspends it before it reads what the QM holds, so no set passes after that;
+  // kOffline when the PIDB cannot be read (try later).
+  ErrorCode stillActive(ProviderId pid, std::string* message);
 
   // The init_accepted carrying these errors was written completely: they are dropped
   // from the PIDB; `done` as for authenticate.

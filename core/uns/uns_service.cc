@@ -15,7 +15,9 @@
 #include <deque>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <utility>
 #include <spdlog/spdlog.h>
 
 #include "common/tls_config.h"
@@ -157,7 +159,20 @@ class Session : public std::enable_shared_from_this<Session> {
     drive();
   }
 
+  // A provider suspended (or removed) since its init gets no set past this point: the
+  // answer is what its init would get now. A slot move (core/front) suspends the
+  // provider before it reads what the QM holds, so no set of an older session can
+  // reach the QM behind that read and be lost with the provider's removal.
+  std::optional<SetOutcome> refusedNow(ProviderId pid) {
+    std::string why;
+    const ErrorCode code = sh_.core->stillActive(pid, &why);
+    if (code == ErrorCode::kNone) return std::nullopt;
+    spdlog::info("uns: {}: set of provider {} refused: {} {}", ip_, pid, static_cast<int>(code), why);
+    return SetOutcome{false, code, std::move(why)};
+  }
+
   void submit(SetSubmission sub) {
+    if (auto refused = refusedNow(sub.pid)) return policy_.onSetOutcome(*refused);  // drive() writes it
     Forwarder::Done done = outcomeHandler(sub.pid, sub.kind, sub.fullset_wanted);
     sh_.fwd->submit(std::move(sub), std::move(done));
   }
@@ -166,7 +181,13 @@ class Session : public std::enable_shared_from_this<Session> {
   void stream() {
     if (auto b = policy_.takeSetBegin()) {
       set_begin_ = *b;
-      stream_ = sh_.fwd->beginSet(b->pid, b->kind, b->fullset_wanted);
+      refused_ = refusedNow(b->pid);
+      if (!refused_) stream_ = sh_.fwd->beginSet(b->pid, b->kind, b->fullset_wanted);
+    }
+    if (refused_) {  // read to its end and dropped, as a set the QM refuses; answered then
+      while (policy_.takePart()) consume();
+      if (policy_.takeSetEnd()) policy_.onSetOutcome(*std::exchange(refused_, std::nullopt));
+      return;
     }
     while (stream_ && parts_waiting_ < kMaxPartsWaiting) {
       auto part = policy_.takePart();
@@ -284,6 +305,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool eof_ = false, eof_delivered_ = false;
   std::unique_ptr<Forwarder::SetStream> stream_;  // the set being streamed
   SetBegin set_begin_;
+  std::optional<SetOutcome> refused_;  // the streamed set is refused (refusedNow)
   int parts_waiting_ = 0;  // in the forwarder, not yet taken
 };
 

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "common/posix_env.h"
@@ -570,5 +571,97 @@ TEST_F(UnsServerTest, DISABLED_ThroughputOfOneLargeSet) {
                 qm_up ? "pass-through to QM" : "spooled", n, req.size(), s, n / s);
   }
 }
+}  // namespace
+}  // namespace lcc::uns
+
+namespace lcc::uns {
+namespace {
+
+using namespace lcc::uns::testing;
+using lcc::testing::TempDir;
+
+// One CP session in two steps: the init and its answer, then (after `between`) the set,
+// read until the server closes. Bounded: 30 s of reads at most.
+std::string initThenSet(std::uint16_t port, const std::string& set, const std::function<void()>& between) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{30, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return (void)::close(fd), "";
+  auto sendAll = [fd](const std::string& s) {
+    for (std::size_t off = 0; off < s.size();) {
+      ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return;
+      off += static_cast<std::size_t>(n);
+    }
+  };
+  std::string got;
+  char buf[65536];
+  auto readSome = [&] {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) got.append(buf, static_cast<std::size_t>(n));
+    return n > 0;
+  };
+  sendAll(initXml(1));
+  while (got.find("</lococa:init_accepted>") == std::string::npos && readSome()) {
+  }
+  between();
+  sendAll(set);
+  while (readSome()) {
+  }
+  ::close(fd);
+  return got;
+}
+
+// A slot move (core/front) suspends a provider and then reads what its QM holds; a
+// session that passed its init before the suspension must not get a set past it,
+// whole or streamed (else the set would be acked after the read and lost with the
+// provider's removal).
+TEST_F(UnsServerTest, ASetOfAProviderSuspendedAfterItsInitIsRefusedAndNeverReachesTheQm) {
+  FakeQm qm;
+  UnsOptions o = testOptions(dir_.path(), qm.port());
+  o.session.stream_part_bytes = 2048;  // the 3000-URL set streams in parts
+  Harness h(o, fx_.store());
+  ASSERT_TRUE(h.start().isOk());
+  ASSERT_TRUE(eventually([&] { return h.server().forwarder().connected(); }));
+  auto suspend = [&] {
+    ASSERT_TRUE(fx_.store()
+                    ->modify(1, [](ProviderRecord& p) {
+                      p.state = ProviderState::kSuspended;
+                      p.state_reason = "front move";
+                      return Status::ok();
+                    })
+                    .isOk());
+  };
+  auto resume = [&] {
+    ASSERT_TRUE(fx_.store()->modify(1, [](ProviderRecord& p) {
+      p.state = ProviderState::kActive;
+      p.state_reason.clear();
+      return Status::ok();
+    }).isOk());
+  };
+  for (int n : {3, 3000}) {
+    auto replies = parseReplies(initThenSet(h.port(), setXml(urls("late", n)), suspend));
+    ASSERT_EQ(replies.size(), 2u) << n;
+    EXPECT_EQ(replies[0].kind, proto::CpReply::Kind::kInitAccepted);
+    EXPECT_EQ(replies[1].kind, proto::CpReply::Kind::kSetResult);
+    EXPECT_FALSE(replies[1].accepted) << n;
+    EXPECT_EQ(replies[1].code, ErrorCode::kNotActive) << n;
+    EXPECT_NE(replies[1].message.find("suspended: front move"), std::string::npos) << replies[1].message;
+    resume();
+  }
+  EXPECT_EQ(qm.begun(), 0u) << "no set of the suspended provider reached the QM";
+  // Active again: the same two-step session passes, whole and streamed.
+  for (int n : {3, 3000}) {
+    auto replies = parseReplies(initThenSet(h.port(), setXml(urls("back", n)), [] {}));
+    ASSERT_EQ(replies.size(), 2u);
+    EXPECT_TRUE(replies[1].accepted) << n;
+  }
+  EXPECT_EQ(qm.applied().size(), 2u);
+}
+
 }  // namespace
 }  // namespace lcc::uns
