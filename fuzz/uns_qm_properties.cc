@@ -30,8 +30,13 @@ struct QmSide : proto::QmStreamHandler {
   void onAck(const proto::UnsQmAck& ack) override { acks.push_back(ack); }
 };
 
-std::string checkSet(const proto::UnsQmSet& set, const char* how) {
-  if (set.urls.size() > limits().max_set_urls) return std::string(how) + ": a set past max_set_urls";
+std::string checkSet(const proto::UnsQmSet& received, const char* how) {
+  if (received.urls.size() > limits().max_set_urls) return std::string(how) + ": a set past max_set_urls";
+  // encodeSet() writes one whole set (count in its header, no <end/>): a set that came
+  // streamed is whole once its end was read, and goes back as such.
+  proto::UnsQmSet set = received;
+  set.header.streamed = false;
+  set.header.count = set.urls.size();
   auto again = proto::decodeSet(proto::encodeSet(set), limits());
   if (!again.isOk()) return std::string(how) + ": an encoded set is refused: " + again.status().toString();
   if (!(*again == set)) return std::string(how) + ": a set encoded and decoded again changed";
