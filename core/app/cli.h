@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "http/admin_client.h"
@@ -32,6 +33,8 @@ Result<http::AdminEndpoint> adminEndpoint(const Globals& g);
 // http::runAdminCommand on that endpoint; sets g.exit_code (2 when the TLS options are bad).
 void runAdmin(Globals& g, const std::string& method, const std::string& path, const std::string& form,
               const std::function<int(const http::ClientResponse&)>& on_ok);
+// An admin answer's JSON body; an empty object when it is not JSON.
+nlohmann::json jsonBody(const http::ClientResponse& r);
 
 void addProviderCommands(CLI::App& app, Globals& g);  // cli_provider.cc
 void addStatusCommand(CLI::App& app, Globals& g);     // cli_status.cc

@@ -13,10 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-json parse(const http::ClientResponse& r) {
-  auto j = json::parse(r.body, nullptr, false);
-  return j.is_discarded() ? json::object() : j;
-}
 
 void printSlots(const json& body) {
   const json& held = body.contains("held") ? body["held"] : json::array();
@@ -45,7 +41,7 @@ void addFrontCommands(CLI::App& app, Globals& g) {
   slots->callback([&g, as_json] {
     runAdmin(g, "GET", "/admin/slots", "", [as_json](const http::ClientResponse& r) {
       if (*as_json) std::cout << r.body;
-      else printSlots(parse(r));
+      else printSlots(jsonBody(r));
       return 0;
     });
   });
@@ -58,7 +54,7 @@ void addFrontCommands(CLI::App& app, Globals& g) {
   move->callback([&g, slot, to] {
     runAdmin(g, "POST", "/admin/slots/" + std::to_string(*slot) + "/move", "to=" + http::percentEncode(*to),
              [](const http::ClientResponse& r) {
-               json j = parse(r);
+               json j = jsonBody(r);
                std::cout << "slot " << j.value("slot", 0) << " -> " << j.value("to", "") << ": "
                          << j.value("moved", 0) << " provider(s) moved"
                          << (r.status == 202 ? " (the front end is carrying the move; lcc front slots shows it)" : "")

@@ -13,10 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-json parseBody(const http::ClientResponse& r) {
-  auto j = json::parse(r.body, nullptr, false);
-  return j.is_discarded() ? json::object() : j;
-}
 
 std::string field(const json& j, const char* key) {
   if (!j.contains(key) || j[key].is_null()) return "-";
@@ -47,7 +43,7 @@ void addLastMails(Globals& g, std::uint32_t id, json& provider) {
   std::ostringstream quiet;  // a node without the rs role answers 404: no "mail" then
   (void)http::runAdminCommand(g.config_file, endpoint.value(), "GET", "/admin/mail/" + std::to_string(id), "",
                               [&provider](const http::ClientResponse& r) {
-                                json m = parseBody(r);
+                                json m = jsonBody(r);
                                 if (m.contains("mail")) provider["mail"] = m["mail"];
                                 if (m.contains("enabled")) provider["mail_enabled"] = m["enabled"];
                                 return 0;
@@ -100,7 +96,7 @@ void addProviderSetCommand(CLI::App* provider, Globals& g, const RunFn& run, con
       return;
     }
     run("POST", "/admin/providers/" + std::to_string(*id), form, [](const http::ClientResponse& r) {
-      std::cout << parseBody(r).dump(2) << "\n";
+      std::cout << jsonBody(r).dump(2) << "\n";
       return 0;
     });
   });
@@ -112,7 +108,7 @@ void addProviderShowCommand(CLI::App* provider, Globals& g, const RunFn& run, co
   show->add_option("ID", *id, "provider id")->required();
   show->callback([run, id, &g] {
     run("GET", "/admin/providers/" + std::to_string(*id), "", [id, &g](const http::ClientResponse& r) {
-      json j = parseBody(r);
+      json j = jsonBody(r);
       addLastMails(g, *id, j);
       std::cout << j.dump(2) << "\n";
       return 0;
@@ -151,7 +147,7 @@ void addProviderCommands(CLI::App& app, Globals& g) {
     if (!add_args->bandwidth.empty()) param("bandwidth", add_args->bandwidth);
     if (add->count("--password") > 0) param("password", add_args->password);
     run("POST", "/admin/providers", form, [](const http::ClientResponse& r) {
-      json j = parseBody(r);
+      json j = jsonBody(r);
       std::cout << "id=" << field(j, "id") << " password=" << field(j, "password") << "\n";
       return 0;
     });
@@ -160,7 +156,7 @@ void addProviderCommands(CLI::App& app, Globals& g) {
   auto* list = provider->add_subcommand("list", "every provider, one per line");
   list->callback([run] {
     run("GET", "/admin/providers", "", [](const http::ClientResponse& r) {
-      printList(parseBody(r));
+      printList(jsonBody(r));
       return 0;
     });
   });
@@ -175,7 +171,7 @@ void addProviderCommands(CLI::App& app, Globals& g) {
   remove->add_flag("--purge", *purge, "also remove its content (tombstones for content users, files deleted)");
   remove->callback([run, idPath, id, purge] {
     run("DELETE", idPath() + (*purge ? "?purge=1" : ""), "", [id](const http::ClientResponse& r) {
-      json j = parseBody(r);
+      json j = jsonBody(r);
       if (j.value("purge", false)) {
         std::cout << "provider " << *id << " removed; its content is being removed (tombstones for content users, "
                   << "files deleted)\n";
@@ -195,7 +191,7 @@ void addProviderCommands(CLI::App& app, Globals& g) {
     cmd->add_option("ID", *id, "provider id")->required();
     cmd->callback([run, idPath, id, verb] {
       run("POST", idPath() + "/" + verb, "", [id](const http::ClientResponse& r) {
-        std::cout << "provider " << *id << ": " << field(parseBody(r), "state") << "\n";
+        std::cout << "provider " << *id << ": " << field(jsonBody(r), "state") << "\n";
         return 0;
       });
     });

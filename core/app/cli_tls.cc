@@ -45,6 +45,11 @@ Result<http::AdminEndpoint> adminEndpoint(const Globals& g) {
   return e;
 }
 
+nlohmann::json jsonBody(const http::ClientResponse& r) {
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  return j.is_discarded() ? nlohmann::json::object() : j;
+}
+
 void runAdmin(Globals& g, const std::string& method, const std::string& path, const std::string& form,
               const std::function<int(const http::ClientResponse&)>& on_ok) {
   auto endpoint = adminEndpoint(g);
