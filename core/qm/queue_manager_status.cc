@@ -52,6 +52,12 @@ std::uint64_t QueueManager::queued(ProviderId pid) const {
 nlohmann::json QueueManager::status() const {
   nlohmann::json j;
   j["queued_urls"] = queued_total_;
+  {
+    std::lock_guard<std::mutex> lk(queued_mu_);
+    std::uint64_t unapplied = 0;
+    for (const auto& [pid, n] : unapplied_urls_) unapplied += n;
+    j["unapplied_urls"] = unapplied;  // in acked sets not applied yet (a Busy store's backlog)
+  }
   j["providers_queued"] = queued_.size();
   j["providers_scheduled"] = sched_.providerCount();
   j["providers_eligible"] = sched_.eligibleCount();

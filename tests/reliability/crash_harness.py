@@ -409,10 +409,19 @@ class Run:
         (every acked URL fetched and stored), within --fetch-wait seconds."""
         t = time.time()
 
+        # /status is a snapshot the QM refreshes now and then: it must have seen every
+        # acked set (the QM, not killed in these modes, counts each once) before its
+        # empty queue means anything; acked sets not applied yet are neither queued
+        # nor in flight.
         def done():
             q = self.qm.status()["qm"]
-            return q.get("queued_urls") == 0 and q.get("in_flight") == 0
-        wait_for("every queued URL fetched", done, timeout=self.args.fetch_wait)
+            return (q.get("sets", 0) >= self.acked and q.get("queued_urls") == 0
+                    and q.get("unapplied_urls") == 0 and q.get("in_flight") == 0)
+        try:
+            wait_for("every queued URL fetched", done, timeout=self.args.fetch_wait)
+        except Exception:
+            print("qm:", self.qm.status().get("qm"), "\nbotm:", self.dep.botm.status().get("botm"), flush=True)
+            raise
         self.figures["fetch_wait"] = time.time() - t
         self.figures["fetch_errors"] = self.qm.status()["qm"].get("fetch_errors", 0)
         botm = self.dep.botm.status()["botm"]
