@@ -174,7 +174,7 @@ def place(b, senders):
         slot = int(s.id) % SLOTS
         out.setdefault(slot, (held[slot], []))[1].append(s)
     say("placed: " + ", ".join(f"slot {k} on {h}: providers {[s.id for s in ss]}"
-                                 for k, (h, ss) in sorted(out.items())))
+                               for k, (h, ss) in sorted(out.items())))
     return out
 
 
@@ -196,7 +196,7 @@ def first_sets(a, b, senders, moved):
     assert not missing, f"{len(missing)} of the first sets' URLs never stored at {src}"
     took = time.monotonic() - t0
     say(f"baseline: {len(want)} URLs of slot providers {[s.id for s in moved[1]]} sent through fe1, "
-          f"stored at {src} in {took:.2f} s ({len(want) / took:.1f} URLs/s)")
+        f"stored at {src} in {took:.2f} s ({len(want) / took:.1f} URLs/s)")
     return len(want), took
 
 
@@ -220,8 +220,8 @@ def timed_move(b, slot, src, dst, movers):
     out = b.fe1.lcc("front", "move-slot", str(slot), "--to", dst, timeout=60).stdout.decode().strip()
     call = time.monotonic() - t0
     say(f"move-slot {slot} --to {dst}: {out} ({call:.2f} s); its providers had {len(want)} URLs acked, "
-          f"{len(stored_before)} stored at {src} and {len(want - stored_before)} not yet ({queued} queued at "
-          f"{src} in all)")
+        f"{len(stored_before)} stored at {src} and {len(want - stored_before)} not yet ({queued} queued at "
+        f"{src} in all)")
     assert stored_before and want - stored_before, \
         f"slot {slot}'s providers had {len(stored_before)} URLs stored and {len(want - stored_before)} not yet: " \
         "the move was to carry both (the site was to be slower than the senders)"
@@ -231,7 +231,7 @@ def timed_move(b, slot, src, dst, movers):
     stored = time.monotonic() - t0
     assert not missing, f"{len(missing)} of the {len(want)} moved URLs never stored at {dst}"
     say(f"move: every move row gone {done:.2f} s after the call began; all {len(want)} URLs stored at {dst} "
-          f"after {stored:.2f} s")
+        f"after {stored:.2f} s")
     return {"call": call, "done": done, "stored": stored, "urls": len(want), "t_wall": t_wall}, stored_before
 
 
@@ -302,9 +302,9 @@ def check_views(b, senders, moves):
         if len(seqs) != len(set(seqs)):
             problems.append(f"{ids.get(source, source)}: {len(seqs) - len(set(seqs))} seqs shared by two records")
     say(f"merged view: {len(recs)} live records, every one of the {len(want)} acked URLs once "
-          f"({sum(1 for w in where.values() if w == ['east'])} at east, "
-          f"{sum(1 for w in where.values() if w == ['west'])} at west)" if not problems else
-          f"merged view: {len(recs)} live records")
+        f"({sum(1 for w in where.values() if w == ['east'])} at east, "
+        f"{sum(1 for w in where.values() if w == ['west'])} at west)" if not problems else
+        f"merged view: {len(recs)} live records")
     return problems
 
 
@@ -336,9 +336,9 @@ def print_figures(base, m, moved_130):
     n_base, t_base = base
     per_url = (m["stored"] / m["urls"]) / (t_base / n_base)
     say(f"FIGURES: baseline {n_base} URLs through fe1 until stored {t_base:.2f} s; move-slot call "
-          f"{m['call']:.2f} s ({m['call'] / t_base:.2f}x baseline); every one of its {m['urls']} URLs stored at "
-          f"the target {m['stored']:.2f} s after the call began ({m['stored'] / t_base:.2f}x baseline, "
-          f"{per_url:.2f}x per URL); CP sessions of the moved providers told 130 during the moves: {moved_130}")
+        f"{m['call']:.2f} s ({m['call'] / t_base:.2f}x baseline); every one of its {m['urls']} URLs stored at "
+        f"the target {m['stored']:.2f} s after the call began ({m['stored'] / t_base:.2f}x baseline, "
+        f"{per_url:.2f}x per URL); CP sessions of the moved providers told 130 during the moves: {moved_130}")
 
 
 def scenario(a, b):
@@ -370,14 +370,14 @@ def scenario(a, b):
     movers = placed[slot1][1] + placed[slot2][1]
     moved_130 = sum(1 for s in movers for x in s.sends if "rejected 130" in x[4])
     say(f"sends: {sum(len(s.acked()) for s in senders)} acked of {sum(len(s.sends) for s in senders)}; "
-          f"111 (suspended) answers {sum(1 for s in senders for x in s.sends if 'rejected 111' in x[4])}")
+        f"111 (suspended) answers {sum(1 for s in senders for x in s.sends if 'rejected 111' in x[4])}")
     problems = check_views(b, senders, moves) + check_after_moves(b, moves, t_done)
     print_figures(base, m, moved_130)
     for src, dst, before, t_wall in (("east", "west", stored_before, m["t_wall"]),
                                      ("west", "east", stored_before2, t_kill)):
         refetch = refetched(b.site_log, before, dst, t_wall)
         say(f"REFETCH: {refetch} of the {len(before)} URLs stored at {src} before the move were fetched again "
-              f"by {dst} after it")
+            f"by {dst} after it")
         if a.expect_no_refetch and refetch:
             problems.append(f"{refetch} URLs already stored at {src} were fetched again by {dst} after the move")
     if problems:
