@@ -64,7 +64,9 @@ def say(line):
 
 
 def args_parse():
-    ap = lccnode.arg_parser(providers=6, urls=6, sets=60)
+    # --sets only bounds the senders: they send until the scenario stops them (about 60
+    # sets each here), and each must still be sending after the second move.
+    ap = lccnode.arg_parser(providers=6, urls=6, sets=400)
     for flag, kind, default, what in (("--first", int, 30, "URLs in each provider's first (full) set"),
                                       ("--gap", float, 0.3, "seconds between a sender's acked sets"),
                                       ("--before", float, 4.0, "seconds of sending before the first move")):
@@ -72,8 +74,8 @@ def args_parse():
     ap.add_argument("--expect-no-refetch", action="store_true",
                     help="assert that no URL stored at the source is fetched again by the destination")
     a = ap.parse_args()
-    if not (4 <= a.providers <= 16 and 1 <= a.urls <= 50 and 1 <= a.first <= 500 and 2 <= a.sets <= 200):
-        ap.error("--providers 4..16, --urls 1..50, --first 1..500, --sets 2..200")
+    if not (4 <= a.providers <= 16 and 1 <= a.urls <= 50 and 1 <= a.first <= 500 and 50 <= a.sets <= 1000):
+        ap.error("--providers 4..16, --urls 1..50, --first 1..500, --sets 50..1000")
     return a
 
 
@@ -359,9 +361,14 @@ def scenario(a, b):
     time.sleep(1.0)
     t_kill, stored_before2 = killed_move(b, slot2, "west", "east", placed[slot2][1])
     t_done.append(time.monotonic())
-    bedlib.wait_until("a set of each moved provider acked after its move", lambda: all(
-        any(x[0] >= t for x in s.acked()) for (_, ss), t in zip((placed[slot1], placed[slot2]), t_done) for s in ss),
-        timeout=30, interval=0.3)
+    for (_, ss), t in zip((placed[slot1], placed[slot2]), t_done):
+        for s in ss:
+            try:
+                bedlib.wait_until(f"a set of provider {s.id} acked after its move",
+                                  lambda s=s, t=t: any(x[0] >= t for x in s.acked()), timeout=30, interval=0.3)
+            except AssertionError as e:
+                raise AssertionError(f"{e}; its sender {'sends' if s.thread.is_alive() else 'ended'}, "
+                                     f"{len(s.sends)} sends, the last: {s.sends[-1][4][-300:]!r}") from None
     for s in senders:
         s.stop.set()
     for s in senders:
