@@ -134,16 +134,20 @@ class Sender:
         self.stop = threading.Event()
         self.thread = None
 
-    def set_urls(self, k):
-        names = [f"s{k:03d}/f{j:03d}.html" for j in range(self.urls)]
+    def set_urls(self, k, n=None):
+        """The URLs of set k (`n` of them, default --urls), their pages written on the
+        site once (a set sent again does not rewrite a page the site may be serving)."""
+        names = [f"s{k:03d}/f{j:03d}.html" for j in range(n or self.urls)]
         os.makedirs(os.path.join(self.site_root, f"p{self.index}", f"s{k:03d}"), exist_ok=True)
-        for j, n in enumerate(names):
-            with open(os.path.join(self.site_root, f"p{self.index}", n), "w") as f:
-                f.write(f"<html><body>provider {self.index} set {k} file {j}</body></html>\n")
-        return [self.base + n for n in names]
+        for j, name in enumerate(names):
+            path = os.path.join(self.site_root, f"p{self.index}", name)
+            if not os.path.exists(path):
+                with open(path, "w") as f:
+                    f.write(f"<html><body>provider {self.index} set {k} file {j}</body></html>\n")
+        return [self.base + name for name in names]
 
-    def send(self, k, full=False, uns=None):
-        urls = self.set_urls(k)
+    def send(self, k, full=False, uns=None, n=None):
+        urls = self.set_urls(k, n)
         body = "".join(f'<url c="{u}" m="text/html"/>\n' for u in urls).encode()
         target = uns or self.uns[k % len(self.uns)]
         argv = ["cp", "send", "--uns", target, "--id", self.id, "--password", self.password]
@@ -160,19 +164,23 @@ class Sender:
     def acked(self, since=None):
         return [s for s in self.sends if s[2] == 0 and acked_all(s[4], len(s[3])) and (since is None or s[1] >= since)]
 
-    def loop(self, deadline, max_sets, gap=0.0):
+    def loop(self, deadline, max_sets, gap=0.0, resend=False):
         k = len(self.sends)
         while not self.stop.is_set() and time.monotonic() < deadline and k < max_sets:
             if not self.send(k):
-                self.stop.wait(0.5)  # a refused or failed send: try the next set a little later
+                self.stop.wait(0.5)  # a refused or failed send: try again a little later
+                if resend:
+                    continue  # the same set again, as a CP told 130 "try later" does
             elif gap:
                 self.stop.wait(gap)
             k += 1
 
-    def start(self, deadline, max_sets=500, gap=0.0):
+    def start(self, deadline, max_sets=500, gap=0.0, resend=False):
         """Sends sets 1, 2, … until stopped, `deadline` or `max_sets`, waiting `gap`
-        seconds after each acked one (so that a bounded number lasts the scenario)."""
-        self.thread = threading.Thread(target=self.loop, args=(deadline, max_sets, gap), daemon=True)
+        seconds after each acked one (so that a bounded number lasts the scenario).
+        A set not acked is given up (the next one follows), or with `resend` sent
+        again until acked (the deadline and stop() still bound it)."""
+        self.thread = threading.Thread(target=self.loop, args=(deadline, max_sets, gap, resend), daemon=True)
         self.thread.start()
 
 
@@ -330,11 +338,12 @@ def run_scenario(name, body, needs_pg=False):
     """The frame every scenario test shares: skip (77, one line) where the bed cannot
     run, make a Bed, run body(bed) -> list of problems, dump the hosts' logs when it
     raised, tear the bed down whatever happened, print the one-line verdict and exit
-    1 when a problem was found."""
+    1 when a problem was found. needs_pg: True (etcd, Patroni and PostgreSQL 15) or
+    "server" (PostgreSQL 15 alone, pgcluster.PgServer)."""
     bedlib.require_namespaces()
     if needs_pg:
         import pgcluster  # noqa: PLC0415 - only the PostgreSQL scenarios need it
-        why = pgcluster.missing()
+        why = pgcluster.missing_postgres() if needs_pg == "server" else pgcluster.missing()
         if why:
             print("skipped:", why)
             sys.exit(bedlib.SKIP)

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""etcd + Patroni + PostgreSQL 15 on hosts of the bed (issue 27 §4).
+"""etcd + Patroni + PostgreSQL 15 on hosts of the bed (issue 27 §4), and a plain
+PostgreSQL 15 per host without them (PgServer, for scenarios whose hosts each hold a
+database of their own).
 
 One etcd (Debian `etcd-server`, /usr/bin/etcd, v3 API) on its host, and one Patroni
 3.0.2 (/usr/bin/patroni) per database host, each running PostgreSQL 15
@@ -34,14 +36,68 @@ TTL, LOOP_WAIT, RETRY_TIMEOUT = 12, 2, 5
 
 def missing():
     """Why the cluster cannot run here (one line), or None."""
-    for path in (ETCD, PATRONI, os.path.join(PG_BIN, "postgres"), os.path.join(PG_BIN, "initdb")):
+    for path in (ETCD, PATRONI):
         if not os.access(path, os.X_OK):
             return f"{path} missing (apt install etcd-server patroni postgresql-15)"
+    return missing_postgres()
+
+
+def missing_postgres():
+    """Why a plain PostgreSQL 15 (PgServer) cannot run here (one line), or None."""
+    for path in (os.path.join(PG_BIN, "postgres"), os.path.join(PG_BIN, "initdb")):
+        if not os.access(path, os.X_OK):
+            return f"{path} missing (apt install postgresql-15)"
     try:
         pwd.getpwnam("postgres")
     except KeyError:
         return "no user postgres (apt install postgresql-15 makes it)"
     return None
+
+
+class PgServer:
+    """One plain PostgreSQL 15 on one bed host, no Patroni: initdb and postgres as the
+    user `postgres`, data in `<bed>/pg/<host>/data`, listening on the host's address
+    only, trust for the bed's /24 only (and the unix socket in `<bed>/pg/<host>/`, mode
+    0700). What a scenario needs when each host has a database of its own (a shard) and
+    none fails over. fsync=False: commits are not flushed (nothing here outlives the
+    bed, and a test that does not cut the server is spared the disk's waits on a busy
+    machine). start() returns once it answers."""
+
+    def __init__(self, bed, host, fsync=True):
+        self.bed, self.host, self.fsync = bed, host, fsync
+        self.dir = os.path.join(bed.workdir, "pg", host.name)
+        self.data = os.path.join(self.dir, "data")
+        self.proc = None
+
+    def initdb(self, timeout=120):
+        """Makes the data folder (slow: run the servers' initdb at once, in threads); 1 MiB WAL
+        segments, so that a server takes a few MB of the bed's folder, not 16 for its first."""
+        os.makedirs(os.path.dirname(self.dir), exist_ok=True)
+        os.chmod(os.path.dirname(self.dir), 0o755)
+        os.makedirs(self.dir)
+        os.chown(self.dir, pwd.getpwnam("postgres").pw_uid, -1)
+        self.host.run([os.path.join(PG_BIN, "initdb"), "-D", self.data, "-E", "UTF8", "--no-locale", "--no-sync",
+                       "--auth=trust", "-U", "postgres", "--wal-segsize=1"], user="postgres", timeout=timeout)
+        with open(os.path.join(self.data, "pg_hba.conf"), "w") as f:
+            f.write(f"local all all trust\nhost all all {bedlib.NETWORK} trust\n")
+
+    def start(self, timeout=60):
+        self.proc = self.host.spawn("postgres", [
+            os.path.join(PG_BIN, "postgres"), "-D", self.data, "-c", f"listen_addresses={self.host.addr}",
+            "-c", f"unix_socket_directories={self.dir}", "-c", "unix_socket_permissions=0700",
+            "-c", "max_connections=100", "-c", "shared_buffers=32MB", "-c", f"fsync={'on' if self.fsync else 'off'}"],
+            user="postgres", cwd=self.dir)
+
+        def ready():
+            if not self.proc.alive():
+                raise AssertionError(f"postgres on {self.host.name} exited:\n{self.proc.log_tail()}")
+            return self.host.run([os.path.join(PG_BIN, "pg_isready"), "-q", "-h", self.host.addr, "-U", "postgres",
+                                  "-t", "2"],
+                                 check=False, timeout=10).returncode == 0
+        bedlib.wait_until(f"postgres on {self.host.name}", ready, timeout=timeout, interval=0.2)
+
+    def conninfo(self, dbname="postgres"):
+        return f"host={self.host.addr} port=5432 user=postgres dbname={dbname} connect_timeout=3"
 
 
 def patroni_yaml(host, etcd_addr, data, pgpass):
