@@ -19,6 +19,7 @@ of the ctest fixture lcc_pg_server (LCC_TEST_PG_CONNINFO). Exit 77 when there is
   gets 130, `provider set` 409); moving the slot back to a undoes it once b answers;
 - another front.slots against the existing directory stops lccd with the reason.
 """
+import base64
 import functools
 import http.server
 import json
@@ -30,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeline_test import (Node, QuietHandler, Site, e2e_args, fixture_pg_conninfo, free_port,  # noqa: E402
@@ -71,6 +73,17 @@ def move_front_config(conninfo, schema, subs):
     pages of 2 URLs (a move of P reads several)."""
     text = front_config(conninfo, schema, subs)
     return text.replace("  lccs:\n", "  slots: 4\n  move_wait: 20s\n  move_page: 2\n  lccs:\n", 1)
+
+
+def kept_head(node, url):
+    """The response head node keeps for url (GET /cu/content/, X-LCC-Response-Head)."""
+    status, headers, root = get(f"http://127.0.0.1:{node.ports['http']}", {"format": "xml", "peers": "no"})
+    assert status == 200, root
+    seq = [u.getAttribute("seq") for u in root.getElementsByTagName("url") if u.getAttribute("c") == url][0]
+    with urllib.request.urlopen(f"http://127.0.0.1:{node.ports['http']}/cu/content/{headers['X-LCC-Source']}/{seq}",
+                                timeout=30) as r:
+        carried = r.headers.get("X-LCC-Response-Head", "")
+    return base64.b64decode(carried).decode("latin-1")
 
 
 def drop_content(node, marker):
@@ -176,6 +189,7 @@ def run(site, front, a, b, work):
     assert [u for u in asked if u in stored_at_move] == [gone], (asked, sorted(stored_at_move))
     assert sorted(set(asked)) == sorted(asked), asked
     assert set(asked) <= (want - stored_at_move) | {gone}, asked
+    assert "SimpleHTTP" in kept_head(b, f"{p_prefix}old0.html"), "a copied URL keeps its site's head, not a's answer's"
     pages = re.findall(rf"provider {pid}: (\d+) URL\(s\) \((\d+) with their bytes\) copied from a to b in (\d+) page",
                        open(front.log).read())
     assert pages and int(pages[-1][0]) == 11 and int(pages[-1][1]) >= 5 and int(pages[-1][2]) >= 6, pages
