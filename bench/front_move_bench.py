@@ -8,8 +8,10 @@ PostgreSQL of LCC_TEST_PG_CONNINFO, e.g. tests/storage_postgres/pg_server.sh). E
 round adds a provider with N small pages on a local site and times, through the front
 end, (1) the baseline: `lcc cp send` of its N URLs until the holding sub-LCC stored them
 all, then (2) `lcc front move-slot` of its slot to the other sub-LCC (the call: freeze
-… resume, with the export and the import of N URLs) and (3) from the move's start
-until the target stored all N again (it fetches them again). Prints the lists, the
+… resume, with the export and the import of N URLs and, since the bytes are copied,
+the wait until the target took every copy from the source) and (3) from the move's
+start until the target stored all N again (before the copy: it fetched them again
+from the site; now: its robots read them from the source's GET /cu/content/). Prints the lists, the
 medians and the median of per-round ratios (move call / baseline, move until stored /
 baseline). Not a ctest test (docs/benchmarks.md has the figures and the command):
 

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cctype>
+
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
@@ -72,6 +74,44 @@ Status keepResponseHeadFile(Env& env, const std::string& file, const std::string
   Status s = (*f)->append(encodeResponseHead(md5, head));
   Status c = (*f)->close();
   return s.isOk() ? c : s;
+}
+
+namespace {
+
+bool sameName(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  }
+  return true;
+}
+
+std::string_view trimmed(std::string_view v) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return v;
+}
+
+}  // namespace
+
+void adoptCarriedHead(FetchResult& r) {
+  if (!r.ok() || r.unchanged || r.response_head.empty()) return;
+  std::string_view carried, md5;
+  std::string_view rest(r.response_head);
+  for (std::size_t end = rest.find("\r\n"); end != std::string_view::npos; end = rest.find("\r\n")) {
+    const std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(end + 2);
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;  // the status line, the empty line
+    if (sameName(line.substr(0, colon), kResponseHeadHeader)) carried = trimmed(line.substr(colon + 1));
+    if (sameName(line.substr(0, colon), "X-LCC-MD5")) md5 = trimmed(line.substr(colon + 1));
+  }
+  if (carried.empty() || md5 != r.md5) return;
+  std::string file;
+  proto::Base64Decoder dec;
+  if (!dec.update(carried, file) || !dec.finish()) return;
+  std::string head = decodeResponseHead(file, r.md5);
+  if (!head.empty()) r.response_head = std::move(head);
 }
 
 // ---- RobotCore --------------------------------------------------------------------
@@ -151,7 +191,9 @@ void RobotCore::fetch(const FetchRequest& f) {
   }
   in_flight_++;
   auto self = shared_from_this();
-  Status s = fetcher_.start(req, [self, fid, botm_id = f.id, file = f.path, tmp = req.path](const FetchResult& r) {
+  Status s = fetcher_.start(req, [self, fid, botm_id = f.id, file = f.path, tmp = req.path](const FetchResult& got) {
+    FetchResult r = got;
+    adoptCarriedHead(r);
     if (self->opts_.uploader && r.ok() && !r.unchanged) return self->upload(fid, r, botm_id, file, tmp);
     self->finished(fid, self->store(r, botm_id, file, tmp));
   });

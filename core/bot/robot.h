@@ -78,6 +78,11 @@ std::string tempNameFor(const std::string& file);
 Status keepResponseHeadAttribute(Env& env, const std::string& tmp, const std::string& md5, const std::string& head);
 // Writes `head` as the side file of `file` (in place, see robot.cc).
 Status keepResponseHeadFile(Env& env, const std::string& file, const std::string& md5, const std::string& head);
+// An LCC's GET /cu/content/ answer (a slot move's copy, core/qm/move_copy.h) carries the
+// head kept with those bytes: when the fetched head has X-LCC-MD5 equal to the body's
+// MD5 and an X-LCC-Response-Head naming that MD5, the carried head replaces the
+// answer's own in `r`, so the moved URL keeps its site's head. Else `r` is unchanged.
+void adoptCarriedHead(FetchResult& r);
 
 // What a robot does with one <fetch>, apart from the stream that carries it
 // (RobotSession): check the path, make the folder, fetch into a temporary name, rename

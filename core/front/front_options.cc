@@ -64,6 +64,7 @@ Result<FrontOptions> FrontOptions::fromConfig(const Config& cfg) {
   o.idle_timeout = ms("front.idle_timeout");
   o.slots = static_cast<std::uint32_t>(cfg.getInt("front.slots"));
   o.move_wait = ms("front.move_wait");
+  o.move_page = static_cast<std::size_t>(cfg.getInt("front.move_page"));
   o.listen = cfg.getString("listen.uns");
   o.listen_tls = cfg.getString("listen.uns_tls");
   o.handshake_timeout = ms("tls.handshake_timeout");

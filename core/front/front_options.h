@@ -42,6 +42,7 @@ struct FrontOptions {
   Millis idle_timeout{};           // front.idle_timeout: a relayed session with no byte either way
   std::uint32_t slots = 0;         // front.slots: hash slots (slot = provider id mod slots)
   Millis move_wait{};              // front.move_wait: a move waits this long for a provider's fetches to end
+  std::size_t move_page = 0;       // front.move_page: URLs of one export page of a move
   std::string listen;              // listen.uns
   std::string listen_tls;          // listen.uns_tls
   Millis handshake_timeout{};      // tls.handshake_timeout

@@ -5,9 +5,9 @@
 namespace lcc::front {
 namespace {
 
-constexpr std::array<const char*, 11> kPhaseNames = {"planned", "frozen", "suspended", "drained",
-                                                     "created", "copied", "removed",   "placed",
-                                                     "done",    "undo",   "target-removed"};
+constexpr std::array<const char*, 12> kPhaseNames = {"planned", "frozen",  "suspended", "drained",
+                                                     "created", "copied",  "received",  "removed",
+                                                     "placed",  "done",    "undo",      "target-removed"};
 
 }  // namespace
 
@@ -27,7 +27,8 @@ MoveStep nextMoveStep(MovePhase p) {
     case MovePhase::kSuspended: return MoveStep::kWaitDrained;
     case MovePhase::kDrained: return MoveStep::kCreateTarget;
     case MovePhase::kCreated: return MoveStep::kCopy;
-    case MovePhase::kCopied: return MoveStep::kRemoveSource;
+    case MovePhase::kCopied: return MoveStep::kAwaitCopies;
+    case MovePhase::kReceived: return MoveStep::kRemoveSource;
     case MovePhase::kRemoved: return MoveStep::kPlace;
     case MovePhase::kPlaced: return MoveStep::kResumeTarget;
     case MovePhase::kDone: return MoveStep::kNone;
@@ -44,6 +45,7 @@ MovePhase phaseAfter(MoveStep step) {
     case MoveStep::kWaitDrained: return MovePhase::kDrained;
     case MoveStep::kCreateTarget: return MovePhase::kCreated;
     case MoveStep::kCopy: return MovePhase::kCopied;
+    case MoveStep::kAwaitCopies: return MovePhase::kReceived;
     case MoveStep::kRemoveSource: return MovePhase::kRemoved;
     case MoveStep::kPlace: return MovePhase::kPlaced;
     case MoveStep::kRemoveTarget: return MovePhase::kUndoTargetRemoved;
@@ -56,7 +58,7 @@ MovePhase phaseAfter(MoveStep step) {
 
 bool canUndo(MovePhase p) {
   return p == MovePhase::kPlanned || p == MovePhase::kFrozen || p == MovePhase::kSuspended ||
-         p == MovePhase::kDrained || p == MovePhase::kCreated || p == MovePhase::kCopied || p == MovePhase::kUndo ||
+         p == MovePhase::kDrained || p == MovePhase::kCreated || p == MovePhase::kCopied || p == MovePhase::kReceived || p == MovePhase::kUndo ||
          p == MovePhase::kUndoTargetRemoved;
 }
 
@@ -64,6 +66,14 @@ DrainDecision decideDrain(const SourceProbe& probe, MonoTime now, MonoTime deadl
   if (probe.asked && !probe.exists) return DrainDecision::kSourceLost;
   if (probe.asked && probe.held && probe.in_flight == 0 && probe.unapplied == 0) return DrainDecision::kDrained;
   return now >= deadline ? DrainDecision::kGiveUp : DrainDecision::kWait;
+}
+
+CopiesDecision decideCopies(const CopiesProbe& probe, MonoTime now, MonoTime deadline) {
+  if (probe.asked && !probe.exists) return CopiesDecision::kTargetLost;
+  if (probe.asked && probe.unapplied == 0 && (probe.copies == 0 || probe.operator_suspended)) {
+    return CopiesDecision::kReceived;
+  }
+  return now >= deadline ? CopiesDecision::kGiveUp : CopiesDecision::kWait;
 }
 
 CreateDecision decideCreate(const TargetProbe& probe) {

@@ -12,9 +12,15 @@
 //   drained   → create it at the target, suspended, with the source's settings and
 //               password hash and the front end's marker (placementMarker: a provider carrying it
 //               already there is the one made before a crash: used, not made again)
-//   created   → copy: the source's stored URLs and queued URLs into the target's QM
-//               (an intake set per chunk, deduplicated by the move's name and chunk)
-//   copied    → remove the provider at the source (its CUs get tombstones)
+//   created   → copy: the source's stored URLs and queued URLs into the target's QM,
+//               page by page (an intake set per chunk, deduplicated by the move's name
+//               and chunk); a stored URL goes as a copy: its bytes at the source's
+//               GET /cu/content/ (core/qm/move_copy.h)
+//   copied    → resume it at the target (if the move suspended it) and wait until its
+//               QM holds no copy left to take from the source (front.move_wait at most,
+//               then the move waits): the bytes are at the target before the source
+//               removes them
+//   received  → remove the provider at the source (its CUs get tombstones)
 //   removed   → PMDB row: the target, its id there, 'placed'
 //   placed    → resume it at the target; the move row is deleted
 // Nothing is removed at the source before the target committed the copy; nothing is
@@ -35,10 +41,10 @@
 
 namespace lcc::front {
 
-enum class MovePhase { kPlanned, kFrozen, kSuspended, kDrained, kCreated, kCopied, kRemoved, kPlaced, kDone,
-                       kUndo, kUndoTargetRemoved };
+enum class MovePhase { kPlanned, kFrozen, kSuspended, kDrained, kCreated, kCopied, kReceived, kRemoved, kPlaced,
+                       kDone, kUndo, kUndoTargetRemoved };
 enum class MoveStep { kFreeze, kSuspendSource, kWaitDrained, kCreateTarget, kCopy, kRemoveSource, kPlace,
-                      kResumeTarget, kNone, kRemoveTarget, kRestoreSource };
+                      kResumeTarget, kNone, kRemoveTarget, kRestoreSource, kAwaitCopies };
 
 const char* movePhaseName(MovePhase p);
 std::optional<MovePhase> parseMovePhase(const std::string& name);
@@ -61,6 +67,20 @@ enum class DrainDecision { kDrained, kWait, kGiveUp, kSourceLost };
 // Drained once held with nothing in flight or unapplied; waiting past `deadline`
 // gives up this pass (the move keeps its phase and is taken up again later).
 DrainDecision decideDrain(const SourceProbe& probe, MonoTime now, MonoTime deadline);
+
+// What the target's QM said of the moved provider's copies (export?limit=0&copies=1).
+struct CopiesProbe {
+  bool asked = false;           // false: the target could not be asked
+  bool exists = true;           // false: the target has no such provider (404)
+  bool operator_suspended = false;  // suspended at the target by an operator: nothing is fetched
+  std::uint64_t copies = 0;     // queued copies not taken yet
+  std::uint64_t unapplied = 0;  // URLs of acked sets not applied yet
+};
+enum class CopiesDecision { kReceived, kWait, kGiveUp, kTargetLost };
+// Received once nothing is unapplied and no copy is left (or the provider is held by an
+// operator at the target: its copies wait for the resume, the source's bytes gone by
+// then, so they fetch the site); waiting past `deadline` gives up this pass.
+CopiesDecision decideCopies(const CopiesProbe& probe, MonoTime now, MonoTime deadline);
 
 // What the target's provider list said about the move marker.
 struct TargetProbe {

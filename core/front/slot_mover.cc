@@ -16,6 +16,7 @@ using nlohmann::json;
 constexpr int kMovesPerPass = 10000;
 constexpr std::size_t kUrlsPerImport = 1000;  // one intake set at the target each
 constexpr auto kDrainPoll = std::chrono::milliseconds(200);
+constexpr std::uint64_t kMaxPages = 1'000'000;  // export pages of one provider (a bound, never reached)
 // The state_reason the front end gives a provider it suspends for a move: only a
 // provider suspended for this reason is resumed at the end (an operator's suspension stays).
 constexpr const char* kMoveReason = "front end: slot move";
@@ -65,7 +66,7 @@ SlotMover::Pass SlotMover::run(std::optional<std::uint32_t> slot) {
   for (MoveRow m : rows.value()) {
     if (slot && m.slot != *slot) continue;
     auto phase = parseMovePhase(m.phase);
-    // At most one step per phase: a move ends or stops within 8 steps, an undo within 2.
+    // At most one step per phase: a move ends or stops within 9 steps, an undo within 2.
     for (int n = 0; phase && *phase != MovePhase::kDone && n < 10; ++n) {
       const MoveStep s = nextMoveStep(*phase);
       if (Status st = step(m, s); !st.isOk()) {
@@ -108,6 +109,9 @@ Status SlotMover::step(MoveRow& m, MoveStep s) {
       break;
     case MoveStep::kCopy:
       LCC_RETURN_IF_ERROR(copyUrls(m));
+      break;
+    case MoveStep::kAwaitCopies:
+      LCC_RETURN_IF_ERROR(awaitCopies(m));
       break;
     case MoveStep::kRemoveSource:
       LCC_RETURN_IF_ERROR(removeSource(m));
@@ -235,19 +239,47 @@ Status SlotMover::copySettings(const MoveRow& m, const LccSpec& dst, const json&
   return expect(client_.call(dst, "POST", providerPath(m.to_local_id), form), {200}, m.dst + ": provider set").status();
 }
 
-// The source's stored and queued URLs into the target's QM, as intake sets named after
-// the move (a set sent again after a crash is a duplicate there, not applied twice).
+// The source's stored and queued URLs into the target's QM, page by page (front.move_page),
+// as intake sets named after the move (a set sent again after a crash is a duplicate
+// there, not applied twice). A stored URL goes as a copy: the target takes its bytes
+// from the source's GET /cu/content/ (core/qm/move_copy.h).
 Status SlotMover::copyUrls(const MoveRow& m) {
-  auto out = expect(client_.callWithin(opt_.move_wait, *spec(m.src), "GET", qmPath(m.src_local_id) + "/export"), {200},
-                    m.src + ": export");
-  if (!out.isOk()) return out.status();
-  if (out.value().value("truncated", false)) {
-    return Status::notSupported(m.src + ": the provider holds more URLs than one export carries; not moved");
+  const LccSpec src = *spec(m.src);
+  std::string after;
+  std::uint64_t chunk = 1, total = 0, copies = 0;
+  for (std::uint64_t pages = 0; pages < kMaxPages; ++pages) {
+    std::string path = qmPath(m.src_local_id) + "/export?limit=" + std::to_string(opt_.move_page);
+    if (!after.empty()) path += "&after=" + http::percentEncode(after);
+    auto out = expect(client_.callWithin(opt_.move_wait, src, "GET", path), {200}, m.src + ": export");
+    if (!out.isOk()) return out.status();
+    json urls = out.value().value("urls", json::array());
+    for (auto& u : urls) {
+      if (!u.is_object() || !u.contains("at") || !u["at"].is_object()) continue;
+      const json& at = u["at"];
+      u["cp"] = json{{"u", "http://" + src.admin + at.value("path", "")}, {"md5", at.value("md5", "")},
+                     {"sz", at.value("sz", std::uint64_t{0})}};
+      u.erase("at");
+      ++copies;
+    }
+    LCC_RETURN_IF_ERROR(importPage(m, urls, chunk));
+    total += urls.size();
+    const std::string next = out.value().value("next", "");
+    if (!out.value().value("truncated", false)) {
+      spdlog::info("front: provider {}: {} URL(s) ({} with their bytes) copied from {} to {} in {} page(s)", m.provider,
+                   total, copies, m.src, m.dst, pages + 1);
+      return Status::ok();
+    }
+    if (next.empty() || next == after) return Status::busy(m.src + ": export gave no cursor past " + after);
+    after = next;
   }
-  const json urls = out.value().value("urls", json::array());
+  return Status::busy(m.src + ": export did not end within " + std::to_string(kMaxPages) + " pages");
+}
+
+// One page of URLs into the target's QM, 1000 a set, numbered on from `chunk`.
+Status SlotMover::importPage(const MoveRow& m, const json& urls, std::uint64_t& chunk) {
   const std::string name = moveSetName(opt_.schema, m.provider, m.to_local_id);
   const LccSpec dst = *spec(m.dst);
-  for (std::size_t at = 0, chunk = 1; at < urls.size(); at += kUrlsPerImport, ++chunk) {
+  for (std::size_t at = 0; at < urls.size(); at += kUrlsPerImport, ++chunk) {
     json part = json::array();
     for (std::size_t i = at; i < urls.size() && i < at + kUrlsPerImport; ++i) part.push_back(urls[i]);
     const std::string form = "name=" + http::percentEncode(name) + "&chunk=" + std::to_string(chunk) +
@@ -255,8 +287,42 @@ Status SlotMover::copyUrls(const MoveRow& m) {
     auto r = client_.call(dst, "POST", qmPath(m.to_local_id) + "/import", form);
     LCC_RETURN_IF_ERROR(expect(r, {200}, m.dst + ": import").status());
   }
-  spdlog::info("front: provider {}: {} URL(s) copied from {} to {}", m.provider, urls.size(), m.src, m.dst);
   return Status::ok();
+}
+
+// The target resumed (if the move suspended it), then waited for until its QM took
+// every copy (its bytes at the target, or its site fetched instead), at most
+// front.move_wait (then the move keeps its phase and is taken up again later).
+Status SlotMover::awaitCopies(const MoveRow& m) {
+  LCC_RETURN_IF_ERROR(suspend(m.dst, m.to_local_id, false));
+  const LccSpec dst = *spec(m.dst);
+  const MonoTime deadline = clock_->monoNow() + opt_.move_wait;
+  for (;;) {
+    auto r = expect(client_.call(dst, "GET", qmPath(m.to_local_id) + "/export?limit=0&copies=1"), {200},
+                    m.dst + ": export");
+    auto shown = expect(client_.call(dst, "GET", providerPath(m.to_local_id)), {200}, m.dst + ": provider show");
+    CopiesProbe probe;
+    probe.asked = (r.isOk() && shown.isOk()) || r.status().code() == StatusCode::kNotFound;
+    probe.exists = r.isOk();
+    if (r.isOk()) {
+      probe.copies = r.value().value("copies", std::uint64_t{0});
+      probe.unapplied = r.value().value("unapplied", std::uint64_t{0});
+    }
+    if (shown.isOk()) {
+      probe.operator_suspended = shown.value().value("state", "") == "suspended" &&
+                                 shown.value().value("state_reason", "") != kMoveReason;
+    }
+    switch (decideCopies(probe, clock_->monoNow(), deadline)) {
+      case CopiesDecision::kReceived: return Status::ok();
+      case CopiesDecision::kTargetLost:
+        return Status::notFound(m.dst + " has no provider " + std::to_string(m.to_local_id));
+      case CopiesDecision::kGiveUp:
+        return Status::busy(m.dst + " still takes copies after front.move_wait (" +
+                            (r.isOk() ? std::to_string(probe.copies) + " left" : r.status().message()) + ")");
+      case CopiesDecision::kWait: break;
+    }
+    std::this_thread::sleep_for(kDrainPoll);
+  }
 }
 
 // An undone move: what it made at the target (its marker), removed with its content.

@@ -41,6 +41,8 @@ class SlotMover {
   Result<std::uint64_t> makeAtTarget(const MoveRow& m, const LccSpec& dst);
   Status copySettings(const MoveRow& m, const LccSpec& dst, const nlohmann::json& shown);
   Status copyUrls(const MoveRow& m);
+  Status importPage(const MoveRow& m, const nlohmann::json& urls, std::uint64_t& chunk);
+  Status awaitCopies(const MoveRow& m);
   Status removeSource(const MoveRow& m);
   Status removeTarget(const MoveRow& m);
   std::optional<LccSpec> spec(const std::string& name) const;

@@ -256,6 +256,11 @@ UrlVerdict validateUrl(const UrlAttrs& attrs, std::string_view urlprefix, Provid
     if (!f->empty()) {
       auto rf = normal(*f);
       if (!rf.isOk()) return bad(ErrorCode::kInvalidUrl, "invalid fetch URL: " + rf.status().message());
+      // The form of a slot move's copy (core/qm/move_copy.h), which only the QM's admin
+      // import makes: a CP's fetch URL never passes for one.
+      if (rf.value().find("?lcc_copy=") != std::string::npos) {
+        return bad(ErrorCode::kInvalidUrl, "invalid fetch URL: the query lcc_copy= is reserved for slot moves");
+      }
       if (rf.value() != n.key.url) n.fetch = std::move(rf).value();
     }
   }

@@ -8,6 +8,7 @@
 #include "http/admin_api.h"
 #include "http/url_codec.h"
 #include "qm/intake_set.h"
+#include "qm/move_copy.h"
 
 namespace lcc::qm {
 namespace {
@@ -58,14 +59,17 @@ struct Routes {
       if (!n) return jsonError(400, "limit must be 0 to " + std::to_string(kMaxExport) + " (got " + v + ")");
       limit = static_cast<std::size_t>(*n);
     }
+    auto after = http::percentDecode(req.param("after"), false);
+    if (!after) return jsonError(400, "after must be a cursor an export gave");
+    const bool copies = req.param("copies") == "1";
     auto rec = node.providers ? node.providers->get(pid) : Result<std::optional<ProviderRecord>>(std::nullopt);
     if (!rec.isOk()) return jsonError(503, "provider store: " + rec.status().message());
     if (!rec.value()) return jsonError(404, "no provider " + std::to_string(pid));
     auto done = std::make_shared<std::promise<std::optional<Result<QueueManager::ProviderExport>>>>();
     auto fut = done->get_future();
-    post([this, done, pid, limit] {
+    post([this, done, pid, limit, after = *after, copies] {
       if (stopping()) return done->set_value(std::nullopt);
-      done->set_value(qm->exportProvider(pid, limit));
+      done->set_value(qm->exportProvider(pid, limit, after, copies));
     });
     if (fut.wait_for(kEngineWait) != std::future_status::ready) return jsonError(503, "the QM did not answer in 10 s");
     auto got = fut.get();
@@ -73,9 +77,18 @@ struct Routes {
     if (!got->isOk()) return jsonError(503, got->status().message());
     const QueueManager::ProviderExport& e = got->value();
     json urls = json::array();
-    for (const auto& n : e.urls) urls.push_back(moveUrlToJson(n));
-    json out{{"id", pid}, {"held", e.held}, {"in_flight", e.in_flight}, {"unapplied", e.unapplied},
-             {"truncated", e.truncated}, {"urls", urls}};
+    for (const auto& u : e.urls) {
+      json j = moveUrlToJson(u.notice);
+      if (u.seq != 0 && !e.store_id.empty()) {
+        // Without the key: its bytes (the pid, a NUL) are no URL a fetcher takes (url_norm.h).
+        j["at"] = json{{"path", "/cu/content/" + e.store_id + "/" + std::to_string(u.seq)}, {"md5", u.md5},
+                       {"sz", u.size}};
+      }
+      urls.push_back(std::move(j));
+    }
+    json out{{"id", pid},          {"held", e.held},         {"in_flight", e.in_flight}, {"unapplied", e.unapplied},
+             {"copies", e.copies}, {"store", e.store_id},    {"truncated", e.truncated},
+             {"next", http::percentEncode(e.next)}, {"urls", urls}};
     return Response::json(200, out.dump() + "\n");
   }
 
@@ -119,6 +132,27 @@ struct Routes {
 
 }  // namespace
 
+namespace {
+
+// A URL's "cp" (its bytes at another QM), or nullopt when absent or not usable (then
+// its site is fetched, as for any queued URL).
+std::optional<CopyFetch> copyOf(const json& u, const std::string& fetch) {
+  if (!u.contains("cp") || !u["cp"].is_object()) return std::nullopt;
+  const json& cp = u["cp"];
+  CopyFetch c;
+  c.content_url = cp.value("u", "");
+  c.md5 = cp.value("md5", "");
+  c.size = cp.value("sz", std::uint64_t{0});
+  c.original = fetch;
+  std::string why;
+  if (!http::isHttpUrl(c.content_url, &why, 16384) || c.md5.size() != 32) return std::nullopt;
+  auto back = parseCopyFetch(makeCopyFetch(c));
+  if (!back || back->content_url != c.content_url || back->md5 != c.md5) return std::nullopt;
+  return c;
+}
+
+}  // namespace
+
 json moveUrlToJson(const UrlNotice& n) {
   json u{{"c", n.key.url}, {"m", n.key.mime}, {"md5", n.md5}, {"f", n.fetch}, {"st", n.view_tag}, {"tod", n.tod}};
   if (n.mtime) u["mt"] = *n.mtime;
@@ -145,8 +179,9 @@ Result<std::vector<UrlNotice>> parseMoveUrls(const std::string& json_text, Provi
     if (u.contains("mt") && u["mt"].is_number_integer()) n.mtime = u["mt"].get<std::int64_t>();
     if (u.contains("sz") && u["sz"].is_number_unsigned()) n.size = u["sz"].get<std::uint64_t>();
     if (u.contains("b") && u["b"].is_string()) n.browse = u["b"].get<std::string>();
+    if (auto copy = copyOf(u, n.fetch)) n.fetch = makeCopyFetch(*copy);
     const bool ok = !n.key.url.empty() && validText(n.key.url, 8192) && n.key.mime.find('/') != std::string::npos &&
-                    validText(n.key.mime, 255) && (n.md5.empty() || n.md5.size() == 32) && validText(n.fetch, 8192) &&
+                    validText(n.key.mime, 255) && (n.md5.empty() || n.md5.size() == 32) && validText(n.fetch, 32768) &&
                     validText(n.view_tag, 255) && validText(n.tod, 255) && (!n.browse || validText(*n.browse, 8192));
     if (!ok) return Status::invalidArgument("a url has a bad field: " + u.dump().substr(0, 200));
     out.push_back(std::move(n));

@@ -56,6 +56,8 @@
 
 namespace lcc::qm {
 
+struct CopyFetch;
+
 // How long a Busy intake commit (no descriptor to open a journal file) waits before the next try;
 // also the first delay of a Busy store's retry (doubled up to qm.store_retry_max).
 inline constexpr Millis kStoreRetry{100};
@@ -170,16 +172,29 @@ class QueueManager {
 
   // A provider's URLs for a front end's slot move (queue_manager_move.cc): whether the
   // engine holds it, its fetches out (lost links' and Busy-held results' too), the URLs
-  // of its sets not applied yet, and (limit > 0) its stored and queued URLs as notices,
-  // at most `limit` (truncated: there are more). On the engine strand.
+  // of its sets not applied yet, (count_copies) its queued copies from another QM
+  // (move_copy.h), and (limit > 0) one page of its stored and queued URLs in key order
+  // after the key `after`, at most `limit` (truncated: there are more, from `next`).
+  // A stored URL no queued row overrides names its record (seq, actual MD5 and size)
+  // and `store_id`, where the target reads its bytes. On the engine strand.
+  struct ExportedUrl {
+    UrlNotice notice;
+    ChangeSeq seq = 0;  // 0: a queued URL (fetched at the target)
+    std::string md5;
+    std::uint64_t size = 0;
+  };
   struct ProviderExport {
     bool held = false;
     std::uint64_t in_flight = 0;
     std::uint64_t unapplied = 0;
+    std::uint64_t copies = 0;
     bool truncated = false;
-    std::vector<UrlNotice> urls;
+    std::string next;      // the cursor of the next page (its last key) when truncated
+    std::string store_id;  // of the content store (empty: none written yet)
+    std::vector<ExportedUrl> urls;
   };
-  Result<ProviderExport> exportProvider(ProviderId pid, std::size_t limit);
+  Result<ProviderExport> exportProvider(ProviderId pid, std::size_t limit, const std::string& after = {},
+                                        bool count_copies = false);
 
   // --- state ---
   std::uint64_t queued() const { return queued_total_; }
@@ -291,7 +306,8 @@ class QueueManager {
   void scheduleCommit();
   Status applyBatch(std::deque<Pending>& batch);  // the acked sets of one commit, grouped
   Status applyPending(ApplyGroup& g, Pending& p);
-  Status exportQueued(ProviderId pid, std::size_t limit, std::map<std::string, UrlNotice>& urls);
+  // The provider's queued rows by key (nullopt: a queued delete); the copies counted.
+  Status exportQueued(ProviderId pid, std::map<std::string, std::optional<UrlNotice>>& rows);
   Status applySet(const IntakeSet& set, JournalPos pos);  // a group of one (replay)
   Status applySet(ApplyGroup& g, const IntakeSet& set, JournalPos pos, Pending* src);
   Status applyStreamed(const IntakeHeader& header, JournalPos begin, JournalPos end);  // a group of one
@@ -367,6 +383,8 @@ class QueueManager {
   void writeResults(std::vector<HeldResult>& group);
   Result<StagedResult> stageResult(StoreTxn& t, const InFlight& f, const FetchResult& o, bool& counted);
   Status finishResult(const InFlight& f, const FetchResult& o, const StagedResult& st);
+  Result<StagedResult> copyFailed(StoreTxn& t, const InFlight& f, const FetchResult& o, const CopyFetch& copy,
+                                  StagedResult& st, bool& counted);
   void countResult(const FetchResult& o, const ResultAction& a);
   Status writeResult(StoreTxn& t, const InFlight& f, const FetchResult& o, const ResultAction& a,
                      std::optional<QueueEntry>& row, const std::optional<ContentRecord>& old, WallTime now);

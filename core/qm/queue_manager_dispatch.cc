@@ -1,6 +1,7 @@
 // queue_manager_dispatch.cc — BOT-M link events and dispatch: capacity, the fetch slot to
 // the best eligible provider, the head row of its oldest ready set out on the emptiest
 // link (BotmLinks::pick(), botm_links.h).
+#include "qm/move_copy.h"
 #include "qm/queue_manager.h"
 
 #include <spdlog/spdlog.h>
@@ -218,7 +219,8 @@ bool QueueManager::sendFetch(ProviderId pid, PSetId pset, LinkId link, const std
   FetchRequest order;
   order.id = next_fetch_id_++;
   order.url = n.fetchUrl();
-  order.expected_mime = n.key.mime;
+  // A copy (move_copy.h) is answered as bytes; the QM checks it on its result.
+  if (!parseCopyFetch(n.fetch)) order.expected_mime = n.key.mime;
   order.max_size = options_.max_fetch_size;
   order.redirects = options_.redirects;
   order.lease = leaseNow().value_or(Millis(0));  // pump() checked there is one

@@ -1,6 +1,7 @@
 // queue_manager_result.cc — results: a fetch result is checked, decideResult()
 // (result_policy.h) says what it does to the queue, and this file executes that action
 // on the stores, the scheduler and the PIDB error list.
+#include "qm/move_copy.h"
 #include "qm/queue_manager.h"
 
 #include <spdlog/spdlog.h>
@@ -82,7 +83,7 @@ ContentRecord fetchedRecord(const UrlNotice& n, const FetchResult& o, WallTime n
   r.key = n.key;
   r.view_tag = n.view_tag;
   r.browse = n.browse;
-  r.fetch = n.fetch;
+  r.fetch = storedFetch(n.fetch);
   r.mtime = o.last_modified ? o.last_modified : n.mtime;
   r.size = o.size;
   r.md5 = o.md5;
@@ -107,7 +108,7 @@ ContentRecord refreshedRecord(StoreTxn& t, ContentRecord r, const UrlNotice& n, 
   r.refreshed = now;
   r.view_tag = n.view_tag;
   r.browse = n.browse;
-  r.fetch = n.fetch;
+  r.fetch = storedFetch(n.fetch);
   r.declared_mtime = n.mtime;
   r.declared_size = n.size;
   r.declared_md5 = n.md5;
@@ -154,6 +155,10 @@ Result<QueueManager::StagedResult> QueueManager::stageResult(StoreTxn& t, const 
       return st;
     }
   }
+  if (auto copy = parseCopyFetch(f.notice.fetch); copy && ev.row == RowState::kCurrent) {
+    const bool good = ev.has_file && o.size == copy->size && o.md5 == copy->md5;
+    if (!good) return copyFailed(t, f, o, *copy, st, counted);
+  }
   std::optional<ContentRecord> old;
   if (ev.ok && ev.unchanged && (ev.row == RowState::kCurrent || ev.row == RowState::kNewer)) {
     LCC_ASSIGN_OR_RETURN(old, t.content(f.key));
@@ -163,6 +168,8 @@ Result<QueueManager::StagedResult> QueueManager::stageResult(StoreTxn& t, const 
     LCC_ASSIGN_OR_RETURN(ev.over_quota, overQuota(t, f.pid, f.key, o.size));
   }
   st.action = decideResult(ev, rules);
+  // A copy read the source LCC, not the provider's site: not charged to its bandwidth.
+  if (parseCopyFetch(f.notice.fetch)) st.action.charge_bytes = 0;
   const ResultAction& a = st.action;
   if (!counted) {
     counted = true;
@@ -177,6 +184,26 @@ Result<QueueManager::StagedResult> QueueManager::stageResult(StoreTxn& t, const 
     t.removeDelete(o.machine, o.filename);
   }
   LCC_RETURN_IF_ERROR(writeResult(t, f, o, a, st.row, old, now));
+  return st;
+}
+
+// A copy the source could not give (move_copy.h): the row stays where it is with the
+// URL's own fetch URL, so its site is fetched next; a body that came back is deleted.
+Result<QueueManager::StagedResult> QueueManager::copyFailed(StoreTxn& t, const InFlight& f, const FetchResult& o,
+                                                            const CopyFetch& copy, StagedResult& st, bool& counted) {
+  spdlog::warn("qm: provider {}: copy of {} from {} failed ({}); its site is fetched instead", f.pid,
+               f.notice.key.url, copy.content_url,
+               o.ok() ? "size " + std::to_string(o.size) + ", md5 " + o.md5 : std::string(errorCodeMessage(o.code)));
+  counted = true;
+  if (deps_.metrics) {
+    deps_.metrics->counter("lcc_qm_copy_fallbacks_total",
+                           "copies of a moved provider's content its source could not give: the site fetched").inc();
+  }
+  st.action.verdict = ResultVerdict::kFetchAgain;
+  st.action.bad_count = st.row->bad_count;
+  st.action.delete_file = o.ok() && !o.unchanged && !o.filename.empty();
+  st.row->notice.fetch = copy.original;
+  LCC_RETURN_IF_ERROR(writeResult(t, f, o, st.action, st.row, std::nullopt, deps_.clock->now()));
   return st;
 }
 

@@ -22,6 +22,7 @@
 #include "common/plugin/plugin_registry.h"
 #include "common/posix_env.h"
 #include "common/response_head.h"
+#include "lcc/support/cu_xml_format.h"
 #include "fetch_curl/test_http_server.h"
 #include "proto/robot.h"
 #include "net/io_loop.h"
@@ -209,6 +210,43 @@ TEST_F(RobotSessionTest, WritesThroughATemporaryNameAndRenamesOnSuccess) {
 
 // Without a head nothing is removed or written: an older side file names its own
 // body's MD5, so no reader pairs it with these bytes.
+// A slot move's copy is an LCC's GET /cu/content/ answer: the head kept is the site's
+// head it carries for those bytes, not the answer's own; a carried head of other bytes,
+// or an answer of a site without one, keeps the head as fetched.
+TEST(RobotHeads, ACopyKeepsTheHeadItCarriesForItsBytes) {
+  const std::string md5 = "0123456789abcdef0123456789abcdef";
+  const std::string site_head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nETag: \"x\"\r\n\r\n";
+  auto b64 = [](const std::string& in) {
+    std::string out;
+    proto::Base64Encoder enc;
+    enc.update(in.data(), in.size(), out);
+    enc.finish(out);
+    return out;
+  };
+  auto answer = [&](const std::string& lcc_md5, const std::string& head_md5) {
+    FetchResult r;
+    r.md5 = md5;
+    r.response_head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nx-lcc-md5: " + lcc_md5 +
+                      "\r\nX-LCC-Response-Head: " + b64(encodeResponseHead(head_md5, site_head)) + "\r\n\r\n";
+    return r;
+  };
+  FetchResult copy = answer(md5, md5);
+  bot::adoptCarriedHead(copy);
+  EXPECT_EQ(copy.response_head, site_head);
+  FetchResult other = answer(md5, std::string(32, 'e'));  // the carried head is of other bytes
+  const std::string own = other.response_head;
+  bot::adoptCarriedHead(other);
+  EXPECT_EQ(other.response_head, own);
+  FetchResult unsure = answer(std::string(32, 'e'), md5);  // the answer says it is other bytes
+  bot::adoptCarriedHead(unsure);
+  EXPECT_NE(unsure.response_head, site_head);
+  FetchResult plain;
+  plain.md5 = md5;
+  plain.response_head = site_head;
+  bot::adoptCarriedHead(plain);
+  EXPECT_EQ(plain.response_head, site_head);
+}
+
 TEST_F(RobotSessionTest, WithoutAHeadNothingIsWrittenAndAnOldSideFileStaysUnpaired) {
   bot::RobotOptions o = bot::RobotOptions::fromConfig(Config::defaults());
   o.content_root = content_;

@@ -4,9 +4,12 @@ real lccd processes on 127.0.0.1; the front end's directory on the private Postg
 of the ctest fixture lcc_pg_server (LCC_TEST_PG_CONNINFO). Exit 77 when there is none.
 
 - front.slots 4: a provider goes to its slot's holder; `lcc front slots` lists them;
-- provider P (on a) has 5 URLs stored and more still queued (its bandwidth is low);
-  `lcc front move-slot` moves its slot to b: every URL stored on a is stored on b with
-  the same MD5, the queued ones are fetched at b, a holds nothing of P (tombstones),
+- provider P (on a) has 5 URLs stored and more still queued (its bandwidth is low), and
+  the content file of one stored URL is deleted at a; `lcc front move-slot` moves its
+  slot to b, reading a's export 2 URLs a page (front.move_page): every URL stored on a
+  is stored on b with the same MD5, its bytes taken from a (the site's request log has
+  no request for them), but the one a cannot give, which b fetches from the site; the
+  queued ones are fetched at b from the site; a holds nothing of P (tombstones),
   the CP's next set through the front end lands on b, and a mirror that took a merged
   cursor (cu.peers) before the move and continues after ends with exactly the union of
   both stores, each change once;
@@ -16,6 +19,9 @@ of the ctest fixture lcc_pg_server (LCC_TEST_PG_CONNINFO). Exit 77 when there is
   gets 130, `provider set` 409); moving the slot back to a undoes it once b answers;
 - another front.slots against the existing directory stops lccd with the reason.
 """
+import base64
+import functools
+import http.server
 import json
 import os
 import re
@@ -23,20 +29,75 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeline_test import Node, Site, e2e_args, fixture_pg_conninfo, run_nodes_guarded, wait_for  # noqa: E402
+from pipeline_test import (Node, QuietHandler, Site, e2e_args, fixture_pg_conninfo, free_port,  # noqa: E402
+                           run_nodes_guarded, wait_for)
 from cu_peers_test import Mirror, get  # noqa: E402
 from front_test import SUB_ROLES, admin, add, front_config, send  # noqa: E402
 
 SUB_EXTRA = "uns:\n  auth_failures_per_minute: 0\nqm:\n  provider_refresh: 500ms\n"
 
 
+class LoggedSite(Site):
+    """Site, keeping the path of every GET it is asked (the site's request log)."""
+
+    def __init__(self, root):  # noqa: super().__init__ would start a server without the log
+        self.root = root
+        self.port = free_port()
+        self.requests = []
+        log, lock = self.requests, threading.Lock()
+
+        class Handler(QuietHandler):
+            def do_GET(self):
+                with lock:
+                    log.append(self.path)
+                super().do_GET()
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port),
+                                                      functools.partial(Handler, directory=root))
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.base = f"http://127.0.0.1:{self.port}/"
+
+    def asked_since(self, n, prefix):
+        """The URLs under prefix asked after the first n requests of the log."""
+        return [self.base.rstrip("/") + p for p in self.requests[n:] if (self.base.rstrip("/") + p).startswith(prefix)]
+
+
 def move_front_config(conninfo, schema, subs):
-    """front_test's front end with 4 slots, and a drain waited for at most 20 s."""
+    """front_test's front end with 4 slots, a drain waited for at most 20 s, and export
+    pages of 2 URLs (a move of P reads several)."""
     text = front_config(conninfo, schema, subs)
-    return text.replace("  lccs:\n", "  slots: 4\n  move_wait: 20s\n  lccs:\n", 1)
+    return text.replace("  lccs:\n", "  slots: 4\n  move_wait: 20s\n  move_page: 2\n  lccs:\n", 1)
+
+
+def kept_head(node, url):
+    """The response head node keeps for url (GET /cu/content/, X-LCC-Response-Head)."""
+    status, headers, root = get(f"http://127.0.0.1:{node.ports['http']}", {"format": "xml", "peers": "no"})
+    assert status == 200, root
+    seq = [u.getAttribute("seq") for u in root.getElementsByTagName("url") if u.getAttribute("c") == url][0]
+    with urllib.request.urlopen(f"http://127.0.0.1:{node.ports['http']}/cu/content/{headers['X-LCC-Source']}/{seq}",
+                                timeout=30) as r:
+        carried = r.headers.get("X-LCC-Response-Head", "")
+    return base64.b64decode(carried).decode("latin-1")
+
+
+def drop_content(node, marker):
+    """Deletes the content file at node whose body holds marker; its path."""
+    for root, _, files in os.walk(node.work):
+        for name in files:
+            path = os.path.join(root, name)
+            if os.path.getsize(path) > 64 * 1024:
+                continue
+            with open(path, "rb") as f:
+                if marker in f.read():
+                    os.remove(path)
+                    return path
+    raise AssertionError(f"no content file with {marker!r} at {node.name}")
 
 
 def own(node, prefix):
@@ -103,6 +164,10 @@ def run(site, front, a, b, work):
     send_dir(front, pid, ppw, site, "p", os.path.join(work, "p.scan"))
     wait_for("P's new URLs queued on a", lambda: admin(a, "GET", "/status")["qm"]["queued_urls"] > 0, timeout=10)
     queued_at_move = admin(a, "GET", "/status")["qm"]["queued_urls"]
+    gone = f"{p_prefix}old4.html"
+    drop_content(a, b"<html><body>p old4 ")  # a cannot give it: b fetches it from the site
+    log_at_move = len(site.requests)
+    stored_at_move = set(live(a, p_prefix))
 
     out = front.lcc("front", "move-slot", "1", "--to", "b").stdout.decode()
     assert "2 provider(s) moved" in out, out  # P and id 5
@@ -116,8 +181,21 @@ def run(site, front, a, b, work):
     after_p = live(b, p_prefix)
     for url, md5 in before_p.items():
         assert after_p[url] == md5, (url, md5, after_p[url])
+    # The bytes came from a: the site was asked for no URL stored at a, but the one a
+    # could not give; the queued ones were fetched from the site (by a before its
+    # suspension, or by b), each once.
+    asked = site.asked_since(log_at_move, p_prefix)
+    assert gone in stored_at_move, stored_at_move
+    assert [u for u in asked if u in stored_at_move] == [gone], (asked, sorted(stored_at_move))
+    assert sorted(set(asked)) == sorted(asked), asked
+    assert set(asked) <= (want - stored_at_move) | {gone}, asked
+    assert "SimpleHTTP" in kept_head(b, f"{p_prefix}old0.html"), "a copied URL keeps its site's head, not a's answer's"
+    pages = re.findall(rf"provider {pid}: (\d+) URL\(s\) \((\d+) with their bytes\) copied from a to b in (\d+) page",
+                       open(front.log).read())
+    assert pages and int(pages[-1][0]) == 11 and int(pages[-1][1]) >= 5 and int(pages[-1][2]) >= 6, pages
     wait_for("a holds nothing of P", lambda: live(a, p_prefix) == {}, timeout=30)
-    assert len(admin(a, "GET", "/admin/providers")["providers"]) == 1, "a keeps only id 3"
+    # (the removal of id 5, moved right after P, ends at a's next provider refresh)
+    wait_for("a keeps only id 3", lambda: len(admin(a, "GET", "/admin/providers")["providers"]) == 1, timeout=10)
     shown = json.loads(front.lcc("provider", "show", pid).stdout)
     assert shown["state"] == "active" and shown["bandwidth"] == 1000, shown
 
@@ -232,7 +310,7 @@ def main():
     args = e2e_args()
     conninfo = fixture_pg_conninfo()
     work = tempfile.mkdtemp(prefix="lcc-front-move-")
-    site = Site(os.path.join(work, "site"))
+    site = LoggedSite(os.path.join(work, "site"))
     b = Node(args, work, "b", "mB", SUB_ROLES, SUB_EXTRA)
     a = Node(args, work, "a", "mA", SUB_ROLES,
              SUB_EXTRA + f"cu:\n  peers: [http://127.0.0.1:{b.ports['http']}]\n  peer_timeout: 2s\n")

@@ -222,8 +222,8 @@ TEST(SlotMove, AMoveRunsItsStepsInTheOrderThatLosesNothing) {
     p = phaseAfter(steps.back());
   }
   const std::vector<MoveStep> want = {MoveStep::kFreeze,       MoveStep::kSuspendSource, MoveStep::kWaitDrained,
-                                      MoveStep::kCreateTarget, MoveStep::kCopy,          MoveStep::kRemoveSource,
-                                      MoveStep::kPlace,        MoveStep::kResumeTarget};
+                                      MoveStep::kCreateTarget, MoveStep::kCopy,          MoveStep::kAwaitCopies,
+                                      MoveStep::kRemoveSource, MoveStep::kPlace,         MoveStep::kResumeTarget};
   EXPECT_EQ(steps, want);
   EXPECT_EQ(nextMoveStep(MovePhase::kDone), MoveStep::kNone);
 }
@@ -232,7 +232,8 @@ TEST(SlotMove, AMoveRunsItsStepsInTheOrderThatLosesNothing) {
 // the interrupted step again (each is idempotent), never skips one, and never goes back.
 TEST(SlotMove, AfterACrashInEachPhaseTheInterruptedStepIsDoneAgain) {
   for (MovePhase recorded : {MovePhase::kPlanned, MovePhase::kFrozen, MovePhase::kSuspended, MovePhase::kDrained,
-                             MovePhase::kCreated, MovePhase::kCopied, MovePhase::kRemoved, MovePhase::kPlaced}) {
+                             MovePhase::kCreated, MovePhase::kCopied, MovePhase::kReceived, MovePhase::kRemoved,
+                             MovePhase::kPlaced}) {
     const std::string name = movePhaseName(recorded);
     auto parsed = parseMovePhase(name);
     ASSERT_TRUE(parsed) << name;
@@ -242,8 +243,11 @@ TEST(SlotMove, AfterACrashInEachPhaseTheInterruptedStepIsDoneAgain) {
     EXPECT_GT(static_cast<int>(phaseAfter(again)), static_cast<int>(recorded)) << name;
   }
   EXPECT_FALSE(parseMovePhase("half-copied"));
-  // The source is removed only after the copy, and routed to the target only after that.
-  EXPECT_EQ(nextMoveStep(MovePhase::kCopied), MoveStep::kRemoveSource);
+  // The source is removed only after the target took the bytes, and routed to the
+  // target only after that; a move recorded as copied before this step existed waits for them.
+  EXPECT_EQ(nextMoveStep(MovePhase::kCopied), MoveStep::kAwaitCopies);
+  EXPECT_EQ(nextMoveStep(MovePhase::kReceived), MoveStep::kRemoveSource);
+  EXPECT_EQ(parseMovePhase("received"), MovePhase::kReceived);
   EXPECT_EQ(nextMoveStep(MovePhase::kRemoved), MoveStep::kPlace);
   EXPECT_LT(static_cast<int>(phaseAfter(MoveStep::kCopy)), static_cast<int>(phaseAfter(MoveStep::kRemoveSource)));
 }
@@ -252,7 +256,7 @@ TEST(SlotMove, AfterACrashInEachPhaseTheInterruptedStepIsDoneAgain) {
 // nothing was removed at the source: what the target holds goes, the source is resumed.
 TEST(SlotMove, AnUnfinishedMoveIsUndoneOnlyBeforeTheSourceRemovedAnything) {
   for (MovePhase p : {MovePhase::kPlanned, MovePhase::kFrozen, MovePhase::kSuspended, MovePhase::kDrained,
-                      MovePhase::kCreated, MovePhase::kCopied}) {
+                      MovePhase::kCreated, MovePhase::kCopied, MovePhase::kReceived}) {
     EXPECT_TRUE(canUndo(p)) << movePhaseName(p);
   }
   EXPECT_FALSE(canUndo(MovePhase::kRemoved)) << "the source removed it: only forward";
@@ -289,6 +293,33 @@ TEST(SlotMove, TheSourceIsDrainedOnlyWhenHeldWithNothingOutOrUnapplied) {
   lost.asked = true;
   lost.exists = false;
   EXPECT_EQ(decideDrain(lost, kT0, deadline), DrainDecision::kSourceLost);
+}
+
+// The source removes nothing before the target took every copy of its bytes (or found
+// it cannot, and fetches the site), and every acked set is applied.
+TEST(SlotMove, TheSourceIsRemovedOnlyOnceTheTargetTookEveryCopy) {
+  const MonoTime deadline = kT0 + Millis(1000);
+  CopiesProbe p;
+  p.asked = true;
+  EXPECT_EQ(decideCopies(p, kT0, deadline), CopiesDecision::kReceived);
+  p.copies = 2;
+  EXPECT_EQ(decideCopies(p, kT0, deadline), CopiesDecision::kWait);
+  EXPECT_EQ(decideCopies(p, deadline, deadline), CopiesDecision::kGiveUp) << "the move keeps its phase";
+  p.copies = 0;
+  p.unapplied = 5;  // an import acked, not applied: its copies are not counted yet
+  EXPECT_EQ(decideCopies(p, kT0, deadline), CopiesDecision::kWait);
+  p.unapplied = 0;
+  p.copies = 2;
+  p.operator_suspended = true;  // nothing is fetched there until an operator resumes it
+  EXPECT_EQ(decideCopies(p, kT0, deadline), CopiesDecision::kReceived);
+  CopiesProbe down;  // could not be asked
+  down.copies = 0;
+  EXPECT_EQ(decideCopies(down, kT0, deadline), CopiesDecision::kWait);
+  EXPECT_EQ(decideCopies(down, deadline, deadline), CopiesDecision::kGiveUp);
+  CopiesProbe lost;
+  lost.asked = true;
+  lost.exists = false;
+  EXPECT_EQ(decideCopies(lost, kT0, deadline), CopiesDecision::kTargetLost);
 }
 
 TEST(SlotMove, ACreateInterruptedAfterTheTargetMadeTheProviderUsesThatOne) {

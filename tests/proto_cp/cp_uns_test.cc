@@ -82,6 +82,15 @@ TEST(CpUnsValidation, PrefixesCannotBeEscaped) {
   check("https://docs.server.com/a/..%2Fb", ErrorCode::kInvalidUrl);
   check("https://docs.server.com/a\\..\\b", ErrorCode::kInvalidUrl);
   check("https://docs.server.com/a/x%00", ErrorCode::kInvalidUrl);
+  // A fetch URL in the form of a slot move's copy (core/qm/move_copy.h) is not a CP's to give.
+  UrlRules longer = rules();
+  longer.max_url_length = 2048;
+  const std::string copy = "http://www.server.com/cu/content/S/1?lcc_copy=0123456789abcdef0123456789abcdef-1&lcc_of=";
+  EXPECT_EQ(validateUrl({{"c", "http://www.server.com/a"}, {"m", "text/html"}, {"f", copy}}, "", 7, longer).code,
+            ErrorCode::kInvalidUrl);
+  EXPECT_EQ(validateUrl({{"c", "http://www.server.com/a"}, {"m", "text/html"}, {"f", copy.substr(0, 36)}}, "", 7, longer)
+                .code,
+            ErrorCode::kNone);
   check("https://docs.server.com/a/x", ErrorCode::kOutsidePrefix, "https://docs.server.com/a/../b");
   auto v = check("HTTPS://Docs.Server.COM:443/a/./b/../%7Ex", ErrorCode::kNone, "https://docs.server.com/a/%7ex");
   EXPECT_EQ(v.notice.key.url, "https://docs.server.com/a/~x");

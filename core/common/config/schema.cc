@@ -330,6 +330,8 @@ const std::vector<KeySpec>& Config::schema() {
        "(lcc front move-slot); fixed once the slot directory exists"},
       {"front.move_wait", KeyType::kDuration, "2m", 1000, kHour,
        "a slot move waits at most this long for the source sub-LCC to finish a provider's fetches in flight, and for one export of its URLs"},
+      {"front.move_page", KeyType::kInt, "10000", 1, 100000,
+       "a slot move reads a provider's URLs from the source sub-LCC this many at a time (one export page each)"},
       // --- http ---
       {"http.admin_remote", KeyType::kBool, "false", kNoMin, kNoMax, "allow the admin API from non-loopback peers"},
       {"http.status_providers", KeyType::kInt, "10", 1, 100,
