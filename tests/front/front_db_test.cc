@@ -2,6 +2,9 @@
 // pending → placed transition and what the schema refuses (core/front/front_db.h).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "contract/server_store_options.h"
 #include "front/front_db.h"
 #include "front/slot_mover.h"
@@ -226,6 +229,15 @@ TEST_F(FrontDbTest, AMoveIsRunByOneFrontEndAtATimeAndTakenOverWhenItsHolderDies)
   ASSERT_TRUE(db2->releaseMoves().isOk());
   ASSERT_TRUE(db_->claimMove(a.id).value());
   db_.reset();  // the holder dies: its connection ends, and its claim with it
+  // The server lets the claim go once its backend saw the close (asynchronous): polled,
+  // at most 400 tries (10 s).
+  bool free = false;
+  for (int i = 0; i < 400 && !free; ++i) {
+    free = db2->claimMove(a.id).value();
+    if (!free) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_TRUE(free) << "the dead holder's claim was never let go";
+  ASSERT_TRUE(db2->releaseMoves().isOk());
   pass = mover2.run(slot);
   EXPECT_EQ(pass.held_elsewhere, 0u);
   EXPECT_EQ(pass.left, 1u);
