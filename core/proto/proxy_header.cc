@@ -41,8 +41,14 @@ ProxyDecode decodeBody(const unsigned char* fixed, const unsigned char* block, s
   const std::size_t need = v6 ? kInet6Block : kInetBlock;
   if (block_len < need) return refused("address block of " + std::to_string(block_len) + " bytes (needs " +
                                        std::to_string(need) + ")");
+  // An IPv4-mapped IPv6 address (::ffff:a.b.c.d) is its IPv4 client: one spelling per
+  // client, so per-address counts (keyed by the text) cannot be split in two.
+  static constexpr unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  const bool mapped = v6 && std::memcmp(block, kMapped, sizeof kMapped) == 0;
   char text[INET6_ADDRSTRLEN] = {};
-  if (::inet_ntop(v6 ? AF_INET6 : AF_INET, block, text, sizeof text) == nullptr) return refused("unreadable address");
+  if (::inet_ntop(v6 && !mapped ? AF_INET6 : AF_INET, mapped ? block + 12 : block, text, sizeof text) == nullptr) {
+    return refused("unreadable address");
+  }
   d.header.address = text;
   d.header.port = be16(block + (v6 ? 32 : 8));
   return d;

@@ -23,7 +23,8 @@ inline constexpr std::size_t kProxyV2MaxSize = 512;
 
 struct ProxyHeader {
   bool local = false;      // command LOCAL (or family UNSPEC): no client named, the connection's own
-  std::string address;     // the client's address, "192.0.2.1" or "2001:db8::1" (not local)
+  std::string address;     // the client's address, "192.0.2.1" or "2001:db8::1" (not local; an
+                           // IPv4-mapped IPv6 address is given as its IPv4 address)
   std::uint16_t port = 0;  // the client's port (not local)
 };
 

@@ -44,6 +44,14 @@ TEST(ProxyHeader, Ipv6AndMappedAddresses) {
   d = decodeProxyV2(encodeProxyV2("::ffff:198.51.100.2", 7));  // a dual-stack listener's IPv4 client
   ASSERT_EQ(d.state, State::kDone);
   EXPECT_EQ(d.header.address, "198.51.100.2");
+  // Sent as IPv6 (::ffff:203.0.113.4, another relay's choice): read as the IPv4 client,
+  // so one client is counted under one spelling (found by the proxy_header fuzz target).
+  std::string mapped = encodeProxyV2("2001:db8::1", 9);
+  const std::string v4mapped("\0\0\0\0\0\0\0\0\0\0\xff\xff\xcb\x00\x71\x04", 16);
+  mapped.replace(16, 16, v4mapped);
+  d = decodeProxyV2(mapped);
+  ASSERT_EQ(d.state, State::kDone);
+  EXPECT_EQ(d.header.address, "203.0.113.4");
   d = decodeProxyV2(encodeProxyV2("not an address", 1));  // nothing to name: LOCAL
   ASSERT_EQ(d.state, State::kDone);
   EXPECT_TRUE(d.header.local);
