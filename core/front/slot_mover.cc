@@ -70,16 +70,20 @@ SlotMover::Pass SlotMover::run(std::optional<std::uint32_t> slot) {
     auto claimed = db_.claimMove(row.provider);
     if (!claimed.isOk() || !claimed.value()) {
       ++pass.left;
-      ++pass.held_elsewhere;
-      if (!claimed.isOk()) pass.error = "claiming the move of provider " + std::to_string(row.provider) + ": " +
-                                        claimed.status().message();
+      if (claimed.isOk()) {
+        ++pass.held_elsewhere;
+      } else {
+        pass.error = "claiming the move of " + std::to_string(row.provider) + ": " + claimed.status().message();
+      }
       continue;
     }
     auto now = db_.move(row.provider);
-    if (!now.isOk() || !now.value()) {
-      if (!now.isOk()) ++pass.left;
+    if (!now.isOk()) {
+      ++pass.left;
+      pass.error = "reading the move of " + std::to_string(row.provider) + ": " + now.status().message();
       continue;
     }
+    if (!now.value()) continue;  // ended by another front end meanwhile
     MoveRow m = *now.value();
     auto phase = parseMovePhase(m.phase);
     // At most one step per phase: a move ends or stops within 8 steps, an undo within 2.
