@@ -52,5 +52,10 @@ std::string checkIndexNowProperties(std::string_view data);
 // an accepted request keeps max_body and has no Transfer-Encoding but a single
 // `chunked`, never with Content-Length; a refusal is 400, 413 or 431; nothing throws.
 std::string checkHttpRequestProperties(std::string_view data);
+// proxy_header: decodeProxyV2() (proto/proxy_header.h): every prefix of the bytes is
+// "need more" or the whole bytes' verdict; it never waits past kProxyV2MaxSize; a
+// header's size is within the bytes and the bound; a refusal has a reason; an address
+// read, written again with encodeProxyV2(), reads back the same.
+std::string checkProxyHeaderProperties(std::string_view data);
 
 }  // namespace lcc::fuzz

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 target=${1:?usage: scripts/fuzz.sh TARGET|all SECONDS}
 seconds=${2:?usage: scripts/fuzz.sh TARGET|all SECONDS}
 shift 2
-all_targets="url_fuzz sitemap_fuzz cp_uns_fuzz cu_query_fuzz cu_cursor_fuzz uns_qm_fuzz botm_link_fuzz link_frames_fuzz robot_frames_fuzz config_fuzz journal_fuzz indexnow_fuzz http_request_fuzz"
+all_targets="url_fuzz sitemap_fuzz cp_uns_fuzz cu_query_fuzz cu_cursor_fuzz uns_qm_fuzz botm_link_fuzz link_frames_fuzz robot_frames_fuzz config_fuzz journal_fuzz proxy_header_fuzz indexnow_fuzz http_request_fuzz"
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 if [ ! -f build-fuzz/CMakeCache.txt ]; then
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -35,6 +35,7 @@
 #include "cu/peer_source.h"
 #include "http/admin_api.h"
 #include "http/http_server.h"
+#include "net/address_ranges.h"
 #include "net/descriptor_budget.h"
 #include "net/io_loop.h"
 #include "net/local_listeners.h"
@@ -311,6 +312,9 @@ NodePlan planNode(const Config& cfg, std::vector<ConfigProblem>* problems) {
   }
   plan.tls = NodeTls::fromConfig(cfg, problems);  // tls.*, listen.*_tls, tls:// links
   checkFrontRole(cfg, plan.roles, problems);
+  if (auto r = net::AddressRanges::parse(cfg.getList("uns.trusted_proxies")); !r.isOk()) {
+    problems->push_back({cfg.sourceOf("uns.trusted_proxies"), "uns.trusted_proxies", r.status().message()});
+  }
   return plan;
 }
 

@@ -258,7 +258,8 @@ Result<std::optional<FrontCore::Target>> FrontCore::route(std::uint64_t id) {
   if (!where) {  // a row naming a sub-LCC taken out of front.lccs: the operator's to fix
     return Status::busy("provider " + std::to_string(id) + " is on " + r->lcc + ", which front.lccs does not name");
   }
-  return std::optional<Target>(Target{where->uns, r->local_id});
+  Target t{where->uns, r->local_id, where->uns_tls ? where->tls : nullptr, where->tls_name, where->proxy_v2};
+  return std::optional<Target>(std::move(t));
 }
 
 Response FrontCore::listSlots() {
@@ -296,8 +297,11 @@ Response FrontCore::moveSlot(const http::Request& req) {
   spdlog::info("front: slot {} given to {} ({} provider move(s)) by {}", n, to, planned.value(), req.remote_ip);
   SlotMover::Pass pass = mover_.run(n);
   json out{{"slot", n}, {"to", to}, {"moved", pass.moved}, {"left", pass.left}};
-  if (pass.busy) {
-    out["state"] = "running";  // the move thread holds the moves; it carries this one too
+  // The move thread, or another front end sharing the PMDB (held_elsewhere), holds the
+  // moves; it carries them on.
+  if (pass.busy || (pass.error.empty() && pass.left > 0 && pass.held_elsewhere == pass.left)) {
+    out["state"] = "running";
+    if (pass.held_elsewhere > 0) out["held_elsewhere"] = pass.held_elsewhere;
     return Response::json(202, out.dump(2) + "\n");
   }
   if (pass.left == 0) return Response::json(200, out.dump(2) + "\n");

@@ -52,8 +52,11 @@ class FrontCore {
   // names it. Error: the PMDB could not be read, or the row names a sub-LCC that
   // front.lccs does not (the CP is told to try later).
   struct Target {
-    std::string uns;
+    std::string uns;  // host:port
     std::uint64_t local_id = 0;
+    std::shared_ptr<net::TlsContextSlot> tls;  // set: TLS, the certificate checked for tls_name
+    std::string tls_name;                      // empty: the host of uns
+    bool proxy_v2 = false;                     // the session starts with a PROXY v2 header naming the CP
   };
   Result<std::optional<Target>> route(std::uint64_t id);
 

@@ -72,7 +72,7 @@ Result<std::unique_ptr<FrontDb>> FrontDb::open(const FrontOptions& o) {
   LCC_RETURN_IF_ERROR(db->conn_->exec(kTables));
   for (const auto& l : o.lccs) {
     pg::PgParams p;
-    p.text(l.name).text(l.uns).text(l.admin).text(l.cu).text(l.token_file);
+    p.text(l.name).text(l.unsAddress()).text(l.adminAddress()).text(l.cu).text(l.token_file);
     auto r = db->conn_->run(kUpsertLcc, p);
     if (!r.isOk()) return r.status();
   }

@@ -7,6 +7,8 @@
 //   moves: the providers of a slot being moved {provider, slot, src, dst, phase,
 //          to_local_id} (slot_move.h);
 //   front_meta: {key, value}; 'slots' = front.slots, fixed once written.
+// A move is claimed by one front end at a time: a PostgreSQL advisory lock of this
+// connection (claimMove, front_db_slots.cc).
 // Over lcc/support/pg_conn.h (the libpq connection storage-postgres uses).
 // THREADS: thread-safe (one connection under a mutex; every call is one statement).
 #pragma once
@@ -92,6 +94,13 @@ class FrontDb {
   // of it to another sub-LCC is unfinished and cannot be undone.
   Result<std::uint64_t> startMove(std::uint32_t slots, std::uint32_t slot, const std::string& dst);
   Result<std::vector<MoveRow>> moves(int limit);
+  // The move of `provider` as recorded now (nullopt: none).
+  Result<std::optional<MoveRow>> move(std::uint64_t provider);
+  // Claims the move of `provider` for this front end (true), unless another front end
+  // sharing the PMDB holds it (false). Held until releaseMoves() or until this
+  // connection ends (the front end dies, or the connection broke and was made again).
+  Result<bool> claimMove(std::uint64_t provider);
+  Status releaseMoves();
   Status setMovePhase(std::uint64_t provider, const std::string& phase, std::uint64_t to_local_id);
   Status dropMove(std::uint64_t provider);
   Status setMoving(std::uint64_t id);
@@ -112,6 +121,7 @@ class FrontDb {
   Result<Reserved> reserveLocked(std::uint32_t slots, const SlotDecider& decide);
   Result<std::uint64_t> startMoveLocked(std::uint32_t slots, std::uint32_t slot, const std::string& dst);
   Status runOne(const char* sql, const pg::PgParams& params);
+  Result<pg::PgResult> runForProvider(const char* sql, std::uint64_t provider);  // one parameter, under mu_
   std::mutex mu_;
   std::unique_ptr<pg::PgConn> conn_;
 };

@@ -35,8 +35,24 @@ constexpr const char* kPlanMoves =
     "SELECT id, $2, lcc, $3, 'planned', local_id FROM pmdb WHERE id % $1 = $2 AND lcc <> $3 "
     "ON CONFLICT (provider) DO NOTHING";
 constexpr const char* kMovesOfSlot = "SELECT count(*) FROM moves WHERE slot = $1";
-constexpr const char* kMoves =
-    "SELECT provider, slot, src, dst, phase, src_local_id, to_local_id FROM moves ORDER BY slot, provider LIMIT $1";
+#define LCC_MOVE_COLUMNS "SELECT provider, slot, src, dst, phase, src_local_id, to_local_id FROM moves "
+constexpr const char* kMoves = LCC_MOVE_COLUMNS "ORDER BY slot, provider LIMIT $1";
+constexpr const char* kMoveOf = LCC_MOVE_COLUMNS "WHERE provider = $1";
+#undef LCC_MOVE_COLUMNS
+// A move's claim: a session advisory lock of the front end's PMDB connection, keyed by
+// (the schema, the provider id as an int4), so front ends sharing one PMDB never run
+// steps of one move at once; the server lets it go when that connection ends (the
+// front end died). Taken by SlotMover::run() per move, all let go at the end of a pass.
+#define LCC_MOVE_CLAIM(provider) "hashtext(current_schema()), (" provider " - 2147483648)::int4"
+constexpr const char* kClaimMove = "SELECT pg_try_advisory_lock(" LCC_MOVE_CLAIM("$1") ")::int::int8";
+constexpr const char* kReleaseMoves = "SELECT 1 FROM (SELECT pg_advisory_unlock_all()) AS u";
+// Moves of the slot (to another sub-LCC than $2) whose claim another front end holds:
+// startMove() does not mark them to be undone under a step running there (the claims
+// it takes here end with its transaction).
+constexpr const char* kClaimedElsewhere =
+    "SELECT count(*) FROM moves WHERE slot = $1 AND dst <> $2 AND NOT pg_try_advisory_xact_lock(" LCC_MOVE_CLAIM(
+        "provider") ")";
+#undef LCC_MOVE_CLAIM
 constexpr const char* kSetPhase = "UPDATE moves SET phase = $2, to_local_id = $3 WHERE provider = $1";
 constexpr const char* kDropMove = "DELETE FROM moves WHERE provider = $1";
 constexpr const char* kSetMoving = "UPDATE pmdb SET state = 'moving' WHERE id = $1 AND state IN ('placed', 'moving')";
@@ -57,6 +73,11 @@ auto inTransaction(pg::PgConn& c, Fn fn) -> decltype(fn()) {
     return s;
   }
   return r;
+}
+
+MoveRow moveRowAt(const pg::PgResult& res, int i) {
+  return {res.u64(i, 0), static_cast<std::uint32_t>(res.u64(i, 1)), res.bytes(i, 2), res.bytes(i, 3),
+          res.bytes(i, 4), res.u64(i, 5), res.u64(i, 6)};
 }
 
 }  // namespace
@@ -161,7 +182,14 @@ Result<std::uint64_t> FrontDb::startMoveLocked(std::uint32_t slots, std::uint32_
                                  "first (move-slot again to it)");
     }
   }
-  if (other.value().rows() > 0) LCC_RETURN_IF_ERROR(conn_->run(kUndoMoves, po).status());
+  if (other.value().rows() > 0) {
+    auto claimed = conn_->run(kClaimedElsewhere, po);
+    if (!claimed.isOk()) return claimed.status();
+    if (claimed.value().i64(0, 0) > 0) {
+      return Status::busy(name + ": another front end is running a step of a move of it; try again");
+    }
+    LCC_RETURN_IF_ERROR(conn_->run(kUndoMoves, po).status());
+  }
   auto undoing = conn_->run(kUndoingTo, po);
   if (!undoing.isOk()) return undoing.status();
   if (undoing.value().i64(0, 0) > 0) {
@@ -183,13 +211,31 @@ Result<std::vector<MoveRow>> FrontDb::moves(int limit) {
   auto r = conn_->run(kMoves, p);
   if (!r.isOk()) return r.status();
   std::vector<MoveRow> out;
-  const pg::PgResult& res = r.value();
-  for (int i = 0; i < res.rows(); ++i) {
-    out.push_back({res.u64(i, 0), static_cast<std::uint32_t>(res.u64(i, 1)), res.bytes(i, 2), res.bytes(i, 3),
-                   res.bytes(i, 4), res.u64(i, 5), res.u64(i, 6)});
-  }
+  for (int i = 0; i < r.value().rows(); ++i) out.push_back(moveRowAt(r.value(), i));
   return out;
 }
+
+Result<pg::PgResult> FrontDb::runForProvider(const char* sql, std::uint64_t provider) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pg::PgParams p;
+  p.u64(provider);
+  return conn_->run(sql, p);
+}
+
+Result<std::optional<MoveRow>> FrontDb::move(std::uint64_t provider) {
+  auto r = runForProvider(kMoveOf, provider);
+  if (!r.isOk()) return r.status();
+  if (r.value().rows() == 0) return std::optional<MoveRow>();
+  return std::optional<MoveRow>(moveRowAt(r.value(), 0));
+}
+
+Result<bool> FrontDb::claimMove(std::uint64_t provider) {
+  auto r = runForProvider(kClaimMove, provider);
+  if (!r.isOk()) return r.status();
+  return r.value().i64(0, 0) == 1;
+}
+
+Status FrontDb::releaseMoves() { return runOne(kReleaseMoves, pg::PgParams()); }
 
 Status FrontDb::setMovePhase(std::uint64_t provider, const std::string& phase, std::uint64_t to_local_id) {
   pg::PgParams p;

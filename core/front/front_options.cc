@@ -15,6 +15,21 @@ bool validName(const std::string& n) {
   return true;
 }
 
+// ca=: this sub-LCC's own client context (its CAs; the node's certificate shown when
+// tls.cert_file is set, for a sub-LCC whose tls.client_ca_file asks for one).
+Status makeLccTls(const Config& cfg, LccSpec& l) {
+  if (l.ca_file.empty()) return Status::ok();
+  net::TlsClientOptions c;
+  c.ca_file = l.ca_file;
+  c.cert_file = cfg.getString("tls.cert_file");
+  c.key_file = cfg.getString("tls.key_file");
+  c.min_version = net::parseTlsVersion(cfg.getString("tls.min_version")).value_or(net::TlsVersion::k12);
+  auto ctx = net::makeClientContext(c);
+  if (!ctx.isOk()) return Status::invalidArgument("ca=" + l.ca_file + ": " + ctx.status().message());
+  l.tls = std::make_shared<net::TlsContextSlot>(ctx.value());
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<LccSpec> parseLccSpec(const std::string& entry) {
@@ -28,11 +43,27 @@ Result<LccSpec> parseLccSpec(const std::string& entry) {
     const std::string key = eq == std::string::npos ? kv : kv.substr(0, eq);
     const std::string value = eq == std::string::npos ? "" : kv.substr(eq + 1);
     std::string* slot = key == "uns" ? &s.uns : key == "admin" ? &s.admin : key == "cu" ? &s.cu
-                      : key == "token_file" ? &s.token_file : nullptr;
+                      : key == "token_file" ? &s.token_file : key == "ca" ? &s.ca_file
+                      : key == "tls_name" ? &s.tls_name : nullptr;
+    if (key == "proxy" && value == "v2") {
+      s.proxy_v2 = true;
+      continue;
+    }
     if (slot == nullptr || value.empty()) {
-      return Status::invalidArgument("\"" + entry + "\": " + kv + ": expected uns=, admin=, token_file= or cu=");
+      return Status::invalidArgument("\"" + entry + "\": " + kv +
+                                     ": expected uns=, admin=, token_file=, cu=, ca=, tls_name= or proxy=v2");
     }
     *slot = value;
+  }
+  const net::LinkAddress uns = net::splitLinkAddress(s.uns);
+  s.uns_tls = uns.tls;
+  s.uns = uns.host_port;
+  if (s.admin.rfind("https://", 0) == 0) {
+    s.admin_tls = true;
+    s.admin = s.admin.substr(8);
+  }
+  if (!s.wantsTls() && (!s.ca_file.empty() || !s.tls_name.empty())) {
+    return Status::invalidArgument("\"" + entry + "\": ca= and tls_name= need uns=tls:// or admin=https://");
   }
   for (const std::string* hp : {&s.uns, &s.admin, &s.cu}) {
     if (hp->empty()) continue;
@@ -84,6 +115,9 @@ Result<FrontOptions> FrontOptions::fromConfig(const Config& cfg) {
       if (other.name == s.value().name) problems += "front.lccs: the name " + other.name + " is given twice\n";
     }
     o.lccs.push_back(std::move(s).value());
+  }
+  for (auto& l : o.lccs) {
+    if (Status s = makeLccTls(cfg, l); !s.isOk()) problems += "front.lccs: " + l.name + ": " + s.message() + "\n";
   }
   if (o.lccs.empty()) problems += "front.lccs: the front role needs at least one sub-LCC\n";
   if (!problems.empty()) return Status::invalidArgument(problems.substr(0, problems.size() - 1));

@@ -15,13 +15,26 @@
 
 namespace lcc::front {
 
-// One front.lccs entry: "NAME uns=HOST:PORT admin=HOST:PORT token_file=PATH [cu=HOST:PORT]".
+// One front.lccs entry: "NAME uns=[tls://]HOST:PORT admin=[https://]HOST:PORT
+// token_file=PATH [cu=HOST:PORT] [ca=PATH] [tls_name=NAME] [proxy=v2]".
 struct LccSpec {
   std::string name;        // [a-z0-9_-], 1-64
-  std::string uns;         // its listen.uns: the front end relays CP sessions there
-  std::string admin;       // its listen.http: the admin API the front end calls
+  std::string uns;         // its listen.uns (or listen.uns_tls): the front end relays CP sessions there
+  std::string admin;       // its listen.http (or listen.https): the admin API the front end calls
   std::string token_file;  // its <data_dir>/admin.token, readable by the front end
   std::string cu;          // its listen.cu (kept in the FEDB for the CU side; may be empty)
+  bool uns_tls = false;    // uns=tls://…: the relay does a TLS handshake and checks the certificate
+  bool admin_tls = false;  // admin=https://…
+  std::string ca_file;     // ca=: the CAs its certificates are checked against (empty: the node's client context)
+  std::string tls_name;    // tls_name=: the name its certificates must carry (empty: the host of uns / admin)
+  bool proxy_v2 = false;   // proxy=v2: a relayed session starts with a PROXY v2 header naming the CP
+  // The client context of uns_tls / admin_tls (fromConfig() makes it for ca=;
+  // makeFrontService() gives the others NodeTls::contentClient()). Not in the FEDB.
+  std::shared_ptr<net::TlsContextSlot> tls;
+  bool wantsTls() const { return uns_tls || admin_tls; }
+  // The address written to the FEDB and in messages: "tls://h:p" / "h:p".
+  std::string unsAddress() const { return (uns_tls ? "tls://" : "") + uns; }
+  std::string adminAddress() const { return (admin_tls ? "https://" : "") + admin; }
 };
 Result<LccSpec> parseLccSpec(const std::string& entry);
 
@@ -53,7 +66,8 @@ struct FrontOptions {
   // No config key: the TLS port's context (NodeTls::server()).
   std::shared_ptr<net::TlsContextSlot> tls;
 
-  // Problems (a bad front.lccs entry, no conninfo) are returned, one per line.
+  // Problems (a bad front.lccs entry, an unreadable ca= file, no conninfo) are
+  // returned, one per line.
   static Result<FrontOptions> fromConfig(const Config& config);
 };
 

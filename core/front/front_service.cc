@@ -129,6 +129,12 @@ Result<ServicePtr> makeFrontService(NodeContext& node) {
     o.tls = node.tls->server();
     o.handshake_timeout = node.tls->handshakeTimeout();
   }
+  // uns=tls:// and admin=https:// without ca=: the node's client context
+  // (tls.peer_ca_file, else the system's CAs; reloaded on SIGHUP).
+  for (auto& l : o.lccs) {
+    if (l.wantsTls() && !l.tls) l.tls = node.tls ? node.tls->contentClient() : nullptr;
+    if (l.wantsTls() && !l.tls) return Status::invalidArgument("front.lccs: " + l.name + ": no TLS client context");
+  }
   auto db = FrontDb::open(o);
   if (!db.isOk() && db.status().message().rfind("front.slots:", 0) == 0) {  // front.slots against the directory
     return Status::invalidArgument(node.config->sourceOf("front.slots") + ": " + db.status().message());

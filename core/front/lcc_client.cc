@@ -26,8 +26,13 @@ LccAnswer LccClient::request(Millis timeout, const LccSpec& lcc, const std::stri
   t.host = hp.value().host;
   t.port = hp.value().portString();
   t.token = env_ ? http::readAdminToken(*env_, lcc.token_file) : std::string();
+  if (lcc.admin_tls) {  // https://: the certificate checked against ca= (or the node's client context)
+    t.tls = lcc.tls ? lcc.tls->current() : nullptr;
+    if (!t.tls) return Status::ioError("admin API " + lcc.adminAddress() + ": no TLS client context");
+    t.server_name = lcc.tls_name;
+  }
   auto r = http::adminRequest(t, method, path, form, static_cast<int>(timeout.count()));
-  if (!r.isOk()) return Status::ioError("admin API " + lcc.admin + ": " + r.status().message());
+  if (!r.isOk()) return Status::ioError("admin API " + lcc.adminAddress() + ": " + r.status().message());
   return r;
 }
 

@@ -10,6 +10,7 @@
 #include "net/acceptor.h"
 #include "net/connector.h"
 #include "proto/cp_uns.h"
+#include "proto/proxy_header.h"
 
 namespace lcc::front {
 namespace {
@@ -142,10 +143,14 @@ class RelaySession : public std::enable_shared_from_this<RelaySession> {
     phase_ = Phase::kConnecting;
     local_id_ = t.local_id;
     uns_ = t.uns;
+    proxy_v2_ = t.proxy_v2;
     net::ConnectorOptions co;
     co.what = "sub-LCC UNS " + t.uns;
     co.target = t.uns;
     co.strand = cp_->strand();
+    co.tls = t.tls;  // TLS: the handshake (tls.handshake_timeout) and the certificate check are the connector's
+    co.server_name = t.tls_name;
+    co.connection.handshake = sh_.opt->handshake_timeout;
     co.connection.clock = sh_.clock;
     co.connection.idle = sh_.opt->idle_timeout;
     co.connection.max_queued = maxQueued(sh_.opt->relay_buffer);
@@ -198,10 +203,25 @@ class RelaySession : public std::enable_shared_from_this<RelaySession> {
     h.on_close = [self](net::CloseReason r, const std::string& d) { self->upClosed(r, d); };
     up_->start(std::move(h));
     if (sh_.c_relayed) sh_.c_relayed->inc();
-    // The init again, with the sub-LCC's id of the provider; then what followed it, as sent.
-    up_->send(proto::encodeInit(std::to_string(local_id_), sniffer_.password()) + held_);
+    // The CP's address (proxy=v2), the init again with the sub-LCC's id of the provider;
+    // then what followed it, as sent.
+    std::string head;
+    if (proxy_v2_) head = proto::encodeProxyV2(ip_, cpPort());
+    up_->send(head + proto::encodeInit(std::to_string(local_id_), sniffer_.password()) + held_);
     held_.clear();
     upWritten();
+  }
+
+  // The CP's port: the digits after the last ':' of "a.b.c.d:p" / "[v6]:p" (0 if none).
+  std::uint16_t cpPort() const {
+    const std::string& peer = cp_->peer();
+    const auto colon = peer.rfind(':');
+    unsigned port = 0;
+    for (std::size_t i = colon == std::string::npos ? peer.size() : colon + 1; i < peer.size() && port <= 65535; ++i) {
+      if (peer[i] < '0' || peer[i] > '9') return 0;
+      port = port * 10 + static_cast<unsigned>(peer[i] - '0');
+    }
+    return port <= 65535 ? static_cast<std::uint16_t>(port) : 0;
   }
 
   void toUp(std::string_view b) {
@@ -281,6 +301,7 @@ class RelaySession : public std::enable_shared_from_this<RelaySession> {
   std::string held_;  // the CP's bytes after its init, until the sub-LCC is connected
   std::string uns_;
   std::uint64_t local_id_ = 0;
+  bool proxy_v2_ = false;
   Phase phase_ = Phase::kSniffing;
   const bool admitted_;
   bool cp_eof_ = false, answered_ = false;

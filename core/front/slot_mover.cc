@@ -63,8 +63,29 @@ SlotMover::Pass SlotMover::run(std::optional<std::uint32_t> slot) {
     pass.error = "moves: " + rows.status().message();
     return pass;
   }
-  for (MoveRow m : rows.value()) {
-    if (slot && m.slot != *slot) continue;
+  for (MoveRow row : rows.value()) {
+    if (slot && row.slot != *slot) continue;
+    // One front end at a time runs a move's steps (FrontDb::claimMove); one that another
+    // holds is left to it (taken over once it lets go or dies), and one that is claimed
+    // is read again: the other may have taken it further, or ended it, meanwhile.
+    auto claimed = db_.claimMove(row.provider);
+    if (!claimed.isOk() || !claimed.value()) {
+      ++pass.left;
+      if (claimed.isOk()) {
+        ++pass.held_elsewhere;
+      } else {
+        pass.error = "claiming the move of " + std::to_string(row.provider) + ": " + claimed.status().message();
+      }
+      continue;
+    }
+    auto now = db_.move(row.provider);
+    if (!now.isOk()) {
+      ++pass.left;
+      pass.error = "reading the move of " + std::to_string(row.provider) + ": " + now.status().message();
+      continue;
+    }
+    if (!now.value()) continue;  // ended by another front end meanwhile
+    MoveRow m = *now.value();
     auto phase = parseMovePhase(m.phase);
     // At most one step per phase: a move ends or stops within 9 steps, an undo within 2.
     for (int n = 0; phase && *phase != MovePhase::kDone && n < 10; ++n) {
@@ -87,6 +108,7 @@ SlotMover::Pass SlotMover::run(std::optional<std::uint32_t> slot) {
     }
     if (!phase || *phase != MovePhase::kDone) ++pass.left;
   }
+  if (Status s = db_.releaseMoves(); !s.isOk()) spdlog::warn("front: letting the moves' claims go: {}", s.message());
   return pass;
 }
 

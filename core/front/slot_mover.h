@@ -28,6 +28,7 @@ class SlotMover {
     bool busy = false;        // another pass was running: nothing was done
     std::uint64_t moved = 0;  // providers whose move ended in this pass
     std::uint64_t left = 0;   // moves still recorded (of `slot`, or all)
+    std::uint64_t held_elsewhere = 0;  // of them, claimed by another front end sharing the PMDB (skipped)
     std::string error;        // the last step that failed, with why
   };
   // Takes every recorded move (of `slot` only, when given) as far as it goes now.

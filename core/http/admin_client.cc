@@ -157,8 +157,9 @@ Status connectTo(boost::asio::io_context& io, beast::tcp_stream& tcp, const Admi
 // The client handshake: the certificate must chain to the context's CAs and name the host.
 Status handshake(boost::asio::io_context& io, boost::asio::ssl::stream<beast::tcp_stream>& s,
                  const AdminTarget& target, const std::string& where, int timeout_ms) {
-  if (!net::setServerName(s.native_handle(), target.host)) {
-    return Status::invalidArgument("TLS: " + target.host + " is not a name a certificate can carry");
+  const std::string& name = target.server_name.empty() ? target.host : target.server_name;
+  if (!net::setServerName(s.native_handle(), name)) {
+    return Status::invalidArgument("TLS: " + name + " is not a name a certificate can carry");
   }
   boost::system::error_code ec = boost::asio::error::would_block;
   s.next_layer().expires_after(std::chrono::milliseconds(timeout_ms));

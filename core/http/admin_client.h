@@ -21,6 +21,7 @@ struct AdminTarget {
   std::string port;   // "7780"
   std::string token;  // may be empty: the daemon then answers 401
   net::TlsContextPtr tls;  // set: HTTPS; the server's certificate must name `host`
+  std::string server_name;  // ... or this name instead, when set (a front end's tls_name=)
 };
 
 // Where the `lcc` command was told to go: --http, and the TLS context of --tls.

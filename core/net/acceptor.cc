@@ -11,16 +11,6 @@ namespace lcc::net {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
-std::string_view admissionName(Admission admission) {
-  switch (admission) {
-    case Admission::kAdmitted: return "admitted";
-    case Admission::kTooManyConnections: return "too many connections";
-    case Admission::kTooManyFromAddress: return "too many connections from the address";
-    case Admission::kTooFewDescriptors: return "too few descriptors left";
-  }
-  return "?";
-}
-
 Result<tcp::endpoint> resolveListen(asio::io_context& io, const HostPort& listen) {
   boost::system::error_code ec;
   tcp::resolver resolver(io);
@@ -35,42 +25,11 @@ Status setListenAddress(AcceptorOptions& ao, const std::string& address, const T
   return applyLinkAddress(ao.what, address, link, &ao.listen, &ao.tls, &ao.connection);
 }
 
-// The connection counts, shared with the slots the connections hold.
-struct Acceptor::Slots : std::enable_shared_from_this<Acceptor::Slots> {
-  std::mutex mu;
-  std::size_t total = 0;
-  std::map<std::string, std::size_t> per_address;
-
-  Admission admit(const std::string& address, const AcceptorOptions& o) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (o.max_connections > 0 && total >= o.max_connections) return Admission::kTooManyConnections;
-    std::size_t& n = per_address[address];
-    if (o.max_per_address > 0 && n >= o.max_per_address) {
-      if (n == 0) per_address.erase(address);
-      return Admission::kTooManyFromAddress;
-    }
-    ++n;
-    ++total;
-    return Admission::kAdmitted;
-  }
-  // A token that gives the slot back when the connection lets it go.
-  std::shared_ptr<void> slot(const std::string& address) {
-    auto self = shared_from_this();
-    return std::shared_ptr<void>(nullptr, [self, address](void*) {
-      std::lock_guard<std::mutex> lock(self->mu);
-      --self->total;
-      auto it = self->per_address.find(address);
-      if (it != self->per_address.end() && --it->second == 0) self->per_address.erase(it);
-    });
-  }
-};
-
 Acceptor::Acceptor(asio::io_context& io, AcceptorOptions options, OnAccept on_accept)
     : io_(io),
       strand_(asio::make_strand(io)),
       options_(std::move(options)),
-      on_accept_(std::move(on_accept)),
-      slots_(std::make_shared<Slots>()) {}
+      on_accept_(std::move(on_accept)) {}
 
 Acceptor::~Acceptor() {
   if (acceptor_) {
@@ -128,8 +87,7 @@ void Acceptor::stop() {
 }
 
 std::size_t Acceptor::active() const {
-  std::lock_guard<std::mutex> lock(slots_->mu);
-  return slots_->total;
+  return slots_->total();
 }
 
 void Acceptor::accept() {
@@ -186,7 +144,10 @@ void Acceptor::onAccepted(const boost::system::error_code& ec, tcp::socket socke
     spdlog::info("{}: descriptors free again after {} refused connections", options_.what, budget_refusals_run_);
     budget_refusals_run_ = 0;
   }
-  const Admission admission = slots_->admit(address, options_);
+  const bool exempt = options_.per_address_exempt && options_.per_address_exempt->contains(address);
+  std::shared_ptr<void> slot;
+  const Admission admission =
+      slots_->admit(address, options_.max_connections, exempt ? 0 : options_.max_per_address, &slot);
   if (admission == Admission::kAdmitted) ++accepted_;  // counted with its slot (active())
   if (admission != Admission::kAdmitted &&
       (options_.tls || !options_.answer_refusals || answering_->load() >= kMaxAnsweredRefusals)) {
@@ -204,7 +165,7 @@ void Acceptor::onAccepted(const boost::system::error_code& ec, tcp::socket socke
   auto conn = std::make_shared<Connection>(strand, std::move(stream), copts);
   if (admission == Admission::kAdmitted) {
     conn->holdUntilClosed(std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(
-        std::move(place), slots_->slot(address)));
+        std::move(place), std::move(slot)));
   } else {
     ++refused_;
     ++*answering_;

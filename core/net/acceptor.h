@@ -22,15 +22,14 @@
 #include <string>
 
 #include "lcc/status.h"
+#include "net/address_ranges.h"
+#include "net/address_slots.h"
 #include "net/connection.h"
 #include "net/descriptor_budget.h"
 #include "net/host_port.h"
 #include "net/tls.h"
 
 namespace lcc::net {
-
-enum class Admission : std::uint8_t { kAdmitted, kTooManyConnections, kTooManyFromAddress, kTooFewDescriptors };
-std::string_view admissionName(Admission admission);
 
 // How long a listener waits after a failed accept (EMFILE, ENFILE, ENOBUFS) before the next.
 inline constexpr Millis kAcceptRetry{100};
@@ -56,6 +55,9 @@ struct AcceptorOptions {
   // Called (on the acceptor's strand) for each connection the acceptor refused and
   // closed itself, before any handshake (a role's over-limit counter).
   std::function<void(Admission)> on_refused;
+  // Peers whose connections max_per_address does not count (a UNS's trusted proxies:
+  // it counts the CPs they carry by the address their PROXY header names).
+  std::shared_ptr<const AddressRanges> per_address_exempt;
   // The descriptor budget every connection must get a place in (null: the process's).
   DescriptorBudget* budget = nullptr;
 };
@@ -93,7 +95,6 @@ class Acceptor : public std::enable_shared_from_this<Acceptor> {
   const std::shared_ptr<TlsContextSlot>& tlsSlot() const { return options_.tls; }
 
  private:
-  struct Slots;
   Status listen();  // strand (or start())
   void accept();
   void onAccepted(const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket, Strand strand);
@@ -111,7 +112,7 @@ class Acceptor : public std::enable_shared_from_this<Acceptor> {
   Strand strand_;
   AcceptorOptions options_;
   OnAccept on_accept_;
-  std::shared_ptr<Slots> slots_;
+  std::shared_ptr<AddressSlots> slots_ = std::make_shared<AddressSlots>();
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;  // on strand_
   boost::asio::ip::tcp::endpoint endpoint_;
   std::atomic<std::uint16_t> port_{0};

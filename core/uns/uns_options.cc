@@ -74,6 +74,10 @@ UnsOptions UnsOptions::fromConfig(const Config& cfg, const std::string& data_dir
   o.session.stream_part_bytes = kStreamPartBytes;
   o.core = CoreConfig::fromConfig(cfg);
   o.forwarder = ForwarderOptions::fromConfig(cfg, data_dir, machine_id);
+  // A bad entry stops lccd before the role is made (checkTrustedProxies, core/app/daemon.cc).
+  if (auto r = net::AddressRanges::parse(cfg.getList("uns.trusted_proxies")); r.isOk() && !r.value().empty()) {
+    o.trusted_proxies = std::make_shared<const net::AddressRanges>(std::move(r).value());
+  }
   return o;
 }
 

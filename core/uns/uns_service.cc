@@ -22,6 +22,7 @@
 
 #include "common/tls_config.h"
 #include "net/acceptor.h"
+#include "proto/proxy_header.h"
 #include "uns/forwarder.h"
 #include "indexnow/indexnow_routes.h"
 #include "sitemap/sitemap_poll.h"
@@ -52,6 +53,11 @@ struct Shared {
   Counter* c_accepted = nullptr;
   Counter* c_timeouts = nullptr;
   Counter* c_auth_throttled = nullptr;
+  Counter* c_over_limit = nullptr;
+  Counter* c_proxy_refused = nullptr;
+  // The CPs the trusted proxies carry, counted by the address their header names
+  // (uns.max_connections_per_ip; the acceptor does not count the proxies per address).
+  std::shared_ptr<net::AddressSlots> proxied;
 };
 
 // One CP session: carries bytes between its net::Connection and a SessionPolicy.
@@ -93,10 +99,51 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void onBytes(std::string_view b) {
-    if (policy_.finished()) return;
+    if (policy_.finished() || proxy_refused_) return;
     pending_in_.append(b.data(), b.size());
+    if (!proxy_read_ && !readProxyHeader()) return;
     consume();
     drive();
+  }
+
+  // The first bytes may be a PROXY v2 header (a front end's, core/front): from a peer
+  // of uns.trusted_proxies it names the CP, whose address then stands for the peer's
+  // (limits, failed inits, lastConnectIP, logs); from any other peer, or malformed,
+  // the connection is closed without an answer, counted. False: not ready for the policy.
+  bool readProxyHeader() {
+    using State = proto::ProxyDecode::State;
+    const proto::ProxyDecode d = proto::decodeProxyV2(pending_in_);
+    if (d.state == State::kNeedMore) return false;
+    proxy_read_ = true;
+    const bool trusted = sh_.opt.trusted_proxies && sh_.opt.trusted_proxies->contains(ip_);
+    if (d.state == State::kNotProxy) return !trusted || admitProxied();  // a session of the peer's own
+    if (d.state == State::kRefused || !trusted) {
+      spdlog::warn("uns: {}: PROXY header refused ({}); connection closed", conn_->peer(),
+                   trusted ? d.why : "not a peer of uns.trusted_proxies");
+      if (sh_.c_proxy_refused) sh_.c_proxy_refused->inc();
+      proxy_refused_ = true;
+      conn_->close(net::CloseReason::kRefused);
+      return false;
+    }
+    pending_in_.erase(0, d.size);
+    if (!d.header.local) {
+      spdlog::debug("uns: {}: PROXY header: CP {} port {}", conn_->peer(), d.header.address, d.header.port);
+      ip_ = d.header.address;
+    }
+    return admitProxied();
+  }
+
+  // A trusted proxy's session, counted in uns.max_connections_per_ip by ip_ (the CP's,
+  // or the proxy's own without a header): the acceptor does not count these peers.
+  bool admitProxied() {
+    if (!admitted_) return true;  // refused already (120)
+    const net::Admission a = sh_.proxied->admit(ip_, 0, sh_.opt.core.max_connections_per_ip, &proxied_slot_);
+    if (a != net::Admission::kAdmitted) {
+      if (sh_.c_over_limit) sh_.c_over_limit->inc();
+      spdlog::info("uns: {} (via {}): {}", ip_, conn_->peer(), net::admissionName(a));
+      policy_.refuse(ErrorCode::kTooManyConnections, "too many connections");
+    }
+    return true;
   }
 
   bool onDeadline(net::Deadline d) {
@@ -288,6 +335,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void onClosed() {
     closed_ = true;
+    proxied_slot_.reset();
     stream_.reset();
     releaseProvider();
   }
@@ -303,6 +351,8 @@ class Session : public std::enable_shared_from_this<Session> {
   const bool admitted_;
   bool closed_ = false, closing_ = false, deadline_passed_ = false;
   bool eof_ = false, eof_delivered_ = false;
+  bool proxy_read_ = false, proxy_refused_ = false;  // the first bytes looked at for a PROXY header
+  std::shared_ptr<void> proxied_slot_;  // this CP's place among the proxied ones (Shared::proxied)
   std::unique_ptr<Forwarder::SetStream> stream_;  // the set being streamed
   SetBegin set_begin_;
   std::optional<SetOutcome> refused_;  // the streamed set is refused (refusedNow)
@@ -345,12 +395,18 @@ struct UnsServer::Impl {
                             "inits refused (120) unchecked: too many failed authentications from the address");
       c_over_limit = &metrics->counter("lcc_uns_connections_over_limit_total",
                                        "CP connections past uns.max_connections or uns.max_connections_per_ip (120)");
+      shared.c_over_limit = c_over_limit;
+      shared.c_proxy_refused =
+          &metrics->counter("lcc_uns_proxy_refused_total",
+                            "connections closed for a PROXY header from a peer not in uns.trusted_proxies, or a bad one");
     }
+    shared.proxied = std::make_shared<net::AddressSlots>();
     net::AcceptorOptions ao;
     ao.what = "listen.uns";
     ao.listen = opt.listen;
     ao.max_connections = opt.core.max_connections;
     ao.max_per_address = opt.core.max_connections_per_ip;
+    ao.per_address_exempt = opt.trusted_proxies;  // their CPs are counted by address after the header
     ao.connection.clock = clock;
     ao.connection.session = opt.session_timeout;
     ao.connection.linger = std::min(opt.idle_timeout, Millis(2000));

@@ -19,6 +19,7 @@
 #include "lcc/clock.h"
 #include "lcc/env.h"
 #include "lcc/provider_store.h"
+#include "net/address_ranges.h"
 #include "uns/forwarder.h"
 #include "uns/session_policy.h"
 #include "uns/uns_core.h"
@@ -37,6 +38,8 @@ struct UnsOptions {
   SessionConfig session;                // uns.max_attribute_length, uns.max_depth, uns.max_set_urls, ...
   CoreConfig core;                      // uns.max_connections..., uns.auth_*
   ForwarderOptions forwarder;           // uns.qm, uns.qm_retry, uns.qm_ack_timeout, uns.spool, uns.spool_limit
+  // uns.trusted_proxies (null: none): the peers whose PROXY v2 header is read.
+  std::shared_ptr<const net::AddressRanges> trusted_proxies;
   // No config key: the TLS port's context (NodeTls::server()).
   std::shared_ptr<net::TlsContextSlot> tls;
 

@@ -2,8 +2,12 @@
 // pending → placed transition and what the schema refuses (core/front/front_db.h).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "contract/server_store_options.h"
 #include "front/front_db.h"
+#include "front/slot_mover.h"
 
 namespace lcc::front {
 namespace {
@@ -21,6 +25,14 @@ class FrontDbTest : public ::testing::Test {
     auto db = FrontDb::open(opt_);
     ASSERT_TRUE(db.isOk()) << db.status().message();
     db_ = std::move(db).value();
+  }
+  // A provider placed on east (its id there 11), its slot being moved to west.
+  FrontDb::Reserved moveOneToWest() {
+    auto east = [](const std::optional<std::string>& h) -> Result<std::string> { return h.value_or("east"); };
+    auto a = db_->reserveInSlot(4, east).value();
+    EXPECT_TRUE(db_->markPlaced(a.id, 11).isOk());
+    EXPECT_TRUE(db_->startMove(4, static_cast<std::uint32_t>(a.id % 4), "west").isOk());
+    return a;
   }
   FrontOptions opt_;
   std::unique_ptr<FrontDb> db_;
@@ -166,11 +178,8 @@ TEST_F(FrontDbTest, AMoveGivesTheSlotAwayPlansEachProviderAndEndsPlaced) {
 // Moving the slot back while a move is unfinished: rows that removed nothing at the
 // source are undone; one past that point keeps the move going forward.
 TEST_F(FrontDbTest, AMoveBackToTheSourceUndoesWhatRemovedNothingThere) {
-  auto east = [](const std::optional<std::string>& h) -> Result<std::string> { return h.value_or("east"); };
-  auto a = db_->reserveInSlot(4, east).value();
-  ASSERT_TRUE(db_->markPlaced(a.id, 11).isOk());
+  const FrontDb::Reserved a = moveOneToWest();
   const std::uint32_t slot = static_cast<std::uint32_t>(a.id % 4);
-  ASSERT_TRUE(db_->startMove(4, slot, "west").isOk());
   ASSERT_TRUE(db_->setMovePhase(a.id, "created", 5).isOk());
   auto back = db_->startMove(4, slot, "east");
   ASSERT_TRUE(back.isOk()) << back.status().message();
@@ -187,6 +196,54 @@ TEST_F(FrontDbTest, AMoveBackToTheSourceUndoesWhatRemovedNothingThere) {
   EXPECT_EQ(db_->startMove(4, slot, "east").status().code(), StatusCode::kBusy)
       << "removed at the source already: only forward";
   EXPECT_TRUE(db_->startMove(4, slot, "west").isOk()) << "forward again";
+}
+
+// Two front ends on one PMDB: a move is claimed by one at a time; the other's pass
+// leaves it alone (nothing frozen, no sub-LCC asked) and takes it over once the holder
+// is gone (its connection closed); a move-slot back from the other does not mark it to
+// be undone under the holder's step.
+TEST_F(FrontDbTest, AMoveIsRunByOneFrontEndAtATimeAndTakenOverWhenItsHolderDies) {
+  const FrontDb::Reserved a = moveOneToWest();
+  const std::uint32_t slot = static_cast<std::uint32_t>(a.id % 4);
+  auto other = FrontDb::open(opt_);
+  ASSERT_TRUE(other.isOk()) << other.status().message();
+  std::unique_ptr<FrontDb> db2 = std::move(other).value();
+
+  ASSERT_TRUE(db_->claimMove(a.id).value());
+  EXPECT_TRUE(db_->claimMove(a.id).value()) << "its holder may claim it again";
+  EXPECT_FALSE(db2->claimMove(a.id).value());
+  EXPECT_EQ(db2->startMove(4, slot, "east").status().code(), StatusCode::kBusy) << "no undo under a running step";
+
+  // The sub-LCCs of opt_ listen nowhere: a step past the freeze fails with why.
+  LccClient client(nullptr, Millis(500));
+  SlotMover mover2(opt_, *db2, client, nullptr, [](std::uint64_t) {});
+  SlotMover::Pass pass = mover2.run(slot);
+  EXPECT_EQ(pass.left, 1u);
+  EXPECT_EQ(pass.held_elsewhere, 1u);
+  EXPECT_EQ(pass.error, "");
+  EXPECT_FALSE(db2->lookup(a.id).value()->moving) << "not frozen by the front end that does not hold it";
+  EXPECT_EQ(db2->moves(10).value()[0].phase, "planned");
+
+  ASSERT_TRUE(db_->releaseMoves().isOk());
+  ASSERT_TRUE(db2->claimMove(a.id).value()) << "let go: the other may take it";
+  ASSERT_TRUE(db2->releaseMoves().isOk());
+  ASSERT_TRUE(db_->claimMove(a.id).value());
+  db_.reset();  // the holder dies: its connection ends, and its claim with it
+  // The server lets the claim go once its backend saw the close (asynchronous): polled,
+  // at most 400 tries (10 s).
+  bool free = false;
+  for (int i = 0; i < 400 && !free; ++i) {
+    free = db2->claimMove(a.id).value();
+    if (!free) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_TRUE(free) << "the dead holder's claim was never let go";
+  ASSERT_TRUE(db2->releaseMoves().isOk());
+  pass = mover2.run(slot);
+  EXPECT_EQ(pass.held_elsewhere, 0u);
+  EXPECT_EQ(pass.left, 1u);
+  EXPECT_NE(pass.error.find("phase frozen"), std::string::npos) << pass.error;  // frozen, then the suspend failed
+  EXPECT_TRUE(db2->lookup(a.id).value()->moving);
+  EXPECT_TRUE(db2->claimMove(a.id).value()) << "the pass let its claims go";
 }
 
 }  // namespace

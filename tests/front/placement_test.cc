@@ -168,6 +168,32 @@ TEST(LccSpec, AnEntryIsParsedAndABadOneSaysWhy) {
   EXPECT_NE(bad.status().message().find("colour=red"), std::string::npos);
 }
 
+// uns=tls://, admin=https://, ca=, tls_name=, proxy=v2: the scheme taken off the
+// address (and kept for the FEDB), TLS options only with TLS.
+TEST(LccSpec, TlsAndProxyFieldsOfAnEntry) {
+  auto s = parseLccSpec("e uns=tls://10.0.0.5:7701 admin=https://10.0.0.5:7443 ca=/etc/lcc/sub-ca.pem "
+                        "tls_name=e.lcc.example proxy=v2 token_file=t");
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  EXPECT_TRUE(s.value().uns_tls);
+  EXPECT_TRUE(s.value().admin_tls);
+  EXPECT_EQ(s.value().uns, "10.0.0.5:7701");
+  EXPECT_EQ(s.value().admin, "10.0.0.5:7443");
+  EXPECT_EQ(s.value().unsAddress(), "tls://10.0.0.5:7701");
+  EXPECT_EQ(s.value().adminAddress(), "https://10.0.0.5:7443");
+  EXPECT_EQ(s.value().ca_file, "/etc/lcc/sub-ca.pem");
+  EXPECT_EQ(s.value().tls_name, "e.lcc.example");
+  EXPECT_TRUE(s.value().proxy_v2);
+  auto plain = parseLccSpec("e uns=a:1 admin=a:2 token_file=t");
+  ASSERT_TRUE(plain.isOk());
+  EXPECT_FALSE(plain.value().wantsTls() || plain.value().proxy_v2);
+  EXPECT_EQ(plain.value().unsAddress(), "a:1");
+  auto no_tls = parseLccSpec("e uns=a:1 admin=a:2 ca=/x token_file=t");
+  ASSERT_FALSE(no_tls.isOk());
+  EXPECT_NE(no_tls.status().message().find("need uns=tls:// or admin=https://"), std::string::npos);
+  EXPECT_FALSE(parseLccSpec("e uns=a:1 admin=a:2 proxy=v1 token_file=t").isOk());
+  EXPECT_FALSE(parseLccSpec("e uns=tls://a admin=a:2 token_file=t").isOk()) << "a port is still needed";
+}
+
 // The slot directory's policy: where a provider of a held or unheld slot goes
 // (chooseForSlot), and the move's state machine (slot_move.h): the order of its
 // steps, and what a front end that was killed in each phase does next.

@@ -45,6 +45,7 @@ INSTANTIATE_TEST_SUITE_P(Targets, ParserCorpusTest,
                                            Target{"robot_frames", checkRobotFramesProperties},
                                            Target{"config", checkConfigProperties},
                                            Target{"journal", checkJournalProperties},
+                                           Target{"proxy_header", checkProxyHeaderProperties},
                                            Target{"indexnow", checkIndexNowProperties},
                                            Target{"http_request", checkHttpRequestProperties}),
                          [](const ::testing::TestParamInfo<Target>& info) { return std::string(info.param.name); });

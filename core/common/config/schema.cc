@@ -115,6 +115,10 @@ const std::vector<KeySpec>& Config::schema() {
        "how long an address past uns.auth_failures_per_minute gets 120 without a password check"},
       {"uns.auth_tracked_addresses", KeyType::kInt, "10000", 1, 10000000,
        "addresses whose failed inits are counted at once (past it the least recent is forgotten)"},
+      {"uns.trusted_proxies", KeyType::kStringList, "", kNoMin, kNoMax,
+       "addresses or CIDR ranges of front ends whose PROXY v2 header (the CP's address) is read; a header from "
+       "any other peer closes the connection; their CPs count per CP address in uns.max_connections_per_ip and "
+       "uns.auth_failures_per_minute"},
       // --- qm ---
       {"qm.queue_high", KeyType::kInt, "10000000", 1, 1LL << 40, "queued URLs above which the QM stops listening"},
       {"qm.queue_low", KeyType::kInt, "8000000", 0, 1LL << 40, "queued URLs below which it listens again"},
@@ -306,8 +310,10 @@ const std::vector<KeySpec>& Config::schema() {
        "the PMDB/FEDB: a libpq connection string (PostgreSQL); required by the front role"},
       {"front.schema", KeyType::kString, "lcc_front", 1, 63, "the schema holding the fedb and pmdb tables (made if absent)"},
       {"front.lccs", KeyType::kStringList, "", kNoMin, kNoMax,
-       "the sub-LCCs, one entry each: \"NAME uns=HOST:PORT admin=HOST:PORT token_file=PATH [cu=HOST:PORT]\" "
-       "(its listen.uns, its listen.http, its admin.token)"},
+       "the sub-LCCs, one entry each: \"NAME uns=[tls://]HOST:PORT admin=[https://]HOST:PORT token_file=PATH "
+       "[cu=HOST:PORT] [ca=PATH] [tls_name=NAME] [proxy=v2]\" (its listen.uns or listen.uns_tls, its listen.http or "
+       "listen.https, its admin.token; ca=: the CAs its certificates are checked against, else tls.peer_ca_file or "
+       "the system's; proxy=v2: each relayed session starts with a PROXY v2 header naming the CP)"},
       {"front.refresh_interval", KeyType::kDuration, "10s", 100, kHour,
        "how often each sub-LCC's load (its provider count, GET /admin/status) is read and pending rows are cleaned"},
       {"front.stale_after", KeyType::kDuration, "35s", 100, kDay,
