@@ -3,6 +3,9 @@
 # A throw-away single-node Ceph cluster for the S3 tests (issue 31 §1): one monitor,
 # one memstore OSD, one RADOS Gateway; auth none, everything on 127.0.0.1 only.
 # RGW_MEMSTORE_BYTES sets the OSD's memory store (default 128 MiB; the bench takes more).
+# RGW_ADDR is the address the gateway listens on (default 127.0.0.1; the multi-host bed
+# gives a host's address, tests/multihost/s3_host_loss_test.py); the monitor and the OSD
+# stay on 127.0.0.1.
 # "start" returns once the gateway answers HTTP and the S3 user exists; "stop" kills
 # the daemons whose pid files are in DIR (only those) and removes DIR.
 set -u
@@ -22,6 +25,7 @@ stop() {
 }
 if [ "$cmd" = stop ]; then stop; exit 0; fi
 mon_port=$3; rgw_port=$4; access=$5; secret=$6
+rgw_addr=${RGW_ADDR:-127.0.0.1}
 [ -d "$dir" ] && stop  # a cluster a killed run left behind
 mkdir -p "$dir/mon" "$dir/osd" "$dir/run" "$dir/log"
 conf=$dir/ceph.conf
@@ -57,7 +61,7 @@ osd max object name len = 256
 osd max object namespace len = 64
 osd data = $dir/osd
 mon data = $dir/mon
-rgw frontends = beast endpoint=127.0.0.1:$rgw_port
+rgw frontends = beast endpoint=$rgw_addr:$rgw_port
 rgw dns name = localhost
 rgw enable usage log = false
 rgw data = $dir/rgw
@@ -75,8 +79,8 @@ ceph-osd $c -i 0 || { log "osd start failed"; exit 1; }
 ceph $c osd crush add osd.0 1.0 host=localhost root=default >/dev/null 2>&1
 for _ in $(seq 150); do ceph $c osd stat 2>/dev/null | grep -q "1 up" && break; sleep 0.2; done
 radosgw $c -n client.rgw || { log "radosgw start failed"; exit 1; }
-for _ in $(seq 300); do curl -s -o /dev/null "http://127.0.0.1:$rgw_port/" && break; sleep 0.2; done
-curl -s -o /dev/null "http://127.0.0.1:$rgw_port/" || { log "radosgw does not answer"; exit 1; }
+for _ in $(seq 300); do curl -s -o /dev/null "http://$rgw_addr:$rgw_port/" && break; sleep 0.2; done
+curl -s -o /dev/null "http://$rgw_addr:$rgw_port/" || { log "radosgw does not answer"; exit 1; }
 radosgw-admin $c -n client.admin user create --uid=lcctest --display-name=lcctest \
   --access-key="$access" --secret-key="$secret" >"$dir/log/user.out" 2>&1 || { log "user create failed"; exit 1; }
 exit 0
