@@ -25,6 +25,7 @@
 #include "http/http_server.h"
 #include "indexnow/receiver.h"
 #include "mail/mailer.h"
+#include "net/address_ranges.h"
 #include "mail/notifier.h"
 #include "qm/botm_server.h"
 #include "qm/intake_server.h"
@@ -50,6 +51,10 @@ std::string text(int v) { return std::to_string(v); }
 std::string text(bool v) { return v ? "true" : "false"; }
 std::string text(Millis v) { return std::to_string(v.count()) + "ms"; }
 std::string text(const std::string& v) { return v; }
+// uns.trusted_proxies: whether 10.9.8.7 is one (the value the mapping test gives).
+std::string text(const std::shared_ptr<const net::AddressRanges>& v) {
+  return v && v->contains("10.9.8.7") ? "10.9.8.7 trusted" : "none";
+}
 std::string text(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += s + ",";
@@ -220,6 +225,7 @@ std::vector<Row> unsRows() {
       LCC_ROW("uns.qm_ack_timeout", UnsOptions, unsOpts, forwarder.qm_ack_timeout),
       LCC_ROW("uns.spool", UnsOptions, unsOpts, forwarder.spool),
       LCC_ROW("uns.spool_limit", UnsOptions, unsOpts, forwarder.spool_limit),
+      LCC_ROW("uns.trusted_proxies", UnsOptions, unsOpts, trusted_proxies),
       LCC_ROW("uns.max_attribute_length", UnsOptions, unsOpts, forwarder.max_attribute_length),
   };
 }
@@ -304,6 +310,7 @@ TEST(OptionsFromConfig, EveryMappedKeyReachesItsMember) {
     // Two lists whose entries are checked: a value of the right shape.
     const std::string value = row.key == "roles"      ? "[uns]"
                               : row.key == "cu.peers" ? "[http://127.0.0.1:9]"
+                              : row.key == "uns.trusted_proxies" ? "[10.9.8.0/24]"
                                                       : otherValue(specOf(row.key), defaults);
     std::vector<ConfigProblem> problems;
     auto changed = Config::loadText("", "t.yaml", {row.key + "=" + value}, &problems);
