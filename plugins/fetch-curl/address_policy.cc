@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <charconv>
 #include <cstring>
 
 namespace lcc::plugins::curl {
@@ -94,6 +95,50 @@ std::string formatAddress(const sockaddr* addr, socklen_t len) {
     ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr, buf, sizeof buf);
   }
   return buf;
+}
+
+bool PeerAllowList::parse(const std::vector<std::string>& entries, std::string* why) {
+  peers_.clear();
+  for (const std::string& e : entries) {
+    const std::size_t colon = e.rfind(':');
+    std::string host = colon == std::string::npos ? std::string() : e.substr(0, colon);
+    const std::string port = colon == std::string::npos ? std::string() : e.substr(colon + 1);
+    const bool bracketed = host.size() > 2 && host.front() == '[' && host.back() == ']';
+    if (bracketed) host = host.substr(1, host.size() - 2);
+    unsigned value = 0;
+    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535) {
+      *why = "\"" + e + "\": not ADDRESS:PORT with a port 1-65535";
+      return false;
+    }
+    Peer p;
+    p.port = static_cast<std::uint16_t>(value);
+    if (!bracketed && ::inet_pton(AF_INET, host.c_str(), p.bytes) == 1) {
+      p.family = AF_INET;
+    } else if (bracketed && ::inet_pton(AF_INET6, host.c_str(), p.bytes) == 1) {
+      p.family = AF_INET6;
+    } else {
+      *why = "\"" + e + "\": not an IPv4 address or a bracketed IPv6 address (no names: the socket's address is matched)";
+      return false;
+    }
+    peers_.push_back(p);
+  }
+  return true;
+}
+
+bool PeerAllowList::allows(const sockaddr* addr, socklen_t len) const {
+  if (addr == nullptr) return false;
+  for (const Peer& p : peers_) {
+    if (p.family == AF_INET && addr->sa_family == AF_INET && len >= static_cast<socklen_t>(sizeof(sockaddr_in))) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(addr);
+      if (ntohs(in->sin_port) == p.port && std::memcmp(&in->sin_addr, p.bytes, 4) == 0) return true;
+    }
+    if (p.family == AF_INET6 && addr->sa_family == AF_INET6 && len >= static_cast<socklen_t>(sizeof(sockaddr_in6))) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(addr);
+      if (ntohs(in6->sin6_port) == p.port && std::memcmp(&in6->sin6_addr, p.bytes, 16) == 0) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace lcc::plugins::curl

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace lcc::plugins::curl {
 
@@ -35,5 +36,26 @@ AddressClass classifyIpv6(const unsigned char bytes[16]);
 const char* addressClassName(AddressClass c);
 // "127.0.0.1" / "::1" for messages.
 std::string formatAddress(const sockaddr* addr, socklen_t len);
+
+// Peers reached although their address is not public: the option allow_peers, each
+// entry one address and port ("10.0.0.5:7780", "[fd00::5]:7780"). It is meant for the
+// CU port of the other LCCs behind one front end, which a slot move's copies read
+// (core/qm/move_copy.h), without opening every private address to provider URLs.
+// Matched on the resolved socket address, like the rest of the policy.
+class PeerAllowList {
+ public:
+  // False with `why` ("entry: why") on the first entry that is not ADDRESS:PORT.
+  bool parse(const std::vector<std::string>& entries, std::string* why);
+  bool allows(const sockaddr* addr, socklen_t len) const;
+  bool empty() const { return peers_.empty(); }
+
+ private:
+  struct Peer {
+    int family = 0;
+    unsigned char bytes[16] = {};
+    std::uint16_t port = 0;
+  };
+  std::vector<Peer> peers_;
+};
 
 }  // namespace lcc::plugins::curl

@@ -298,7 +298,7 @@ size_t onHeader(char* data, size_t size, size_t nmemb, void* user) {
 curl_socket_t onOpenSocket(void* user, curlsocktype purpose, struct curl_sockaddr* a) {
   auto* t = static_cast<CurlFetcher::Transfer*>(user);
   AddressClass c = classifyAddress(&a->addr, a->addrlen);
-  if (c != AddressClass::kAllowed) {
+  if (c != AddressClass::kAllowed && !t->owner->peers().allows(&a->addr, a->addrlen)) {
     t->refused = "address " + formatAddress(&a->addr, a->addrlen) + " refused by policy (" + addressClassName(c) + ")";
     return CURL_SOCKET_BAD;
   }

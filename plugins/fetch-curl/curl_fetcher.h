@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "address_policy.h"
 #include "lcc/fetcher.h"
 #include "lcc/host.h"
 
@@ -23,6 +24,7 @@ namespace lcc::plugins::curl {
 
 struct CurlOptions {
   bool allow_private = false;
+  PeerAllowList allow_peers;  // reached whatever their address (allow_private off)
   Millis timeout{300'000};
   Millis connect_timeout{30'000};
   std::uint64_t max_size = 50ull << 20;
@@ -60,6 +62,8 @@ class CurlFetcher final : public Fetcher {
   // Curl thread: hands the bytes gathered so far to the transfer's writer.
   void postChunk(Transfer* t);
   std::size_t chunkBytes() const { return opts_.write_chunk; }
+  // Curl thread (the socket-open callback): the peers reached whatever their address.
+  const PeerAllowList& peers() const { return opts_.allow_peers; }
 
  private:
   class Writer;

@@ -13,6 +13,9 @@ constexpr std::int64_t kGiB = 1024LL * 1024 * 1024;
 const OptionSpec kOptions[] = {
     {"allow_private", OptionType::kBool, "false", 1, 0,
      "allow loopback, private, link-local and other non-public addresses (311 otherwise)"},
+    {"allow_peers", OptionType::kStringList, "", 0, 0,
+     "ADDRESS:PORT peers reached whatever their address, e.g. the CU port of the other LCCs behind one front "
+     "end (a slot move's copies read them)"},
     {"timeout", OptionType::kDuration, "5m", 100, kDay, "longest whole transfer (304)"},
     {"connect_timeout", OptionType::kDuration, "30s", 10, kDay, "longest connection set-up (304)"},
     {"max_size", OptionType::kSize, "50MiB", 1, 64 * kGiB, "largest body when the request sets none (308)"},
@@ -46,6 +49,9 @@ Result<Fetcher*> makeFetcher(const HostContext& host, const OptionsView& o) {
     c.max_connections = static_cast<long>(o.getInt("max_connections", 256));
     c.io_threads = static_cast<int>(o.getInt("io_threads", 1));
     c.verify_md5 = o.getBool("verify_md5", false);
+    if (std::string why; !c.allow_peers.parse(o.getList("allow_peers"), &why)) {
+      return Status::invalidArgument("fetch-curl: allow_peers: " + why);
+    }
     if (host.logger && c.allow_private) {
       host.logger->info("fetch-curl: allow_private is on: loopback and private addresses may be fetched");
     }

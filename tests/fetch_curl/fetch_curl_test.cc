@@ -1,5 +1,6 @@
 // fetch-curl against a real HTTP server on 127.0.0.1, loaded through the real loader.
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -199,6 +200,33 @@ TEST_F(FetchCurlTest, ARedirectingUrlOnAForbiddenAddressIsRefused) {
   auto f = make();
   FetchResult r = fetch(*f, server_.url("/to/http://127.0.0.1:1/"));
   EXPECT_EQ(r.code, ErrorCode::kAddressRefused);
+}
+
+TEST_F(FetchCurlTest, AListedPeerIsReachedOnALoopbackAddressAndNothingElseIs) {
+  // allow_peers: one address and port, reached with the address policy on (the CU
+  // port of another LCC behind one front end); the same address on another port, and
+  // a redirect there, are still refused.
+  const std::string self = "127.0.0.1:" + std::to_string(server_.port());
+  auto f = make({{"allow_peers", "[\"" + self + "\"]"}});
+  FetchResult r = fetch(*f, server_.url("/ok/a.htm"), "text/html");
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.size, 10240u);
+  EXPECT_EQ(fetch(*f, "http://127.0.0.1:1/").code, ErrorCode::kAddressRefused);
+  EXPECT_FALSE(fetch(*f, server_.url("/to/http://127.0.0.1:1/")).ok());  // 310 here (off its prefix), else 311
+  EXPECT_EQ(fetch(*make(), server_.url("/ok/a.htm"), "text/html").code, ErrorCode::kAddressRefused);
+}
+
+TEST_F(FetchCurlTest, AnAllowedPeerThatIsNotAnAddressAndPortIsRefusedAtStart) {
+  for (const std::string bad : {"localhost:80", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536", "::1:80", "[x]:80"}) {
+    auto opts = registry_.defaultOptions("fetch-curl", {{"allow_peers", "[\"" + bad + "\"]"}});
+    ASSERT_TRUE(opts.isOk()) << opts.status().toString();
+    auto f = registry_.makeFetcher("fetch-curl", opts.value());
+    ASSERT_FALSE(f.isOk()) << bad;
+    EXPECT_THAT(f.status().message(), ::testing::HasSubstr("allow_peers: \"" + bad + "\"")) << bad;
+  }
+  auto opts = registry_.defaultOptions("fetch-curl", {{"allow_peers", "[\"[::1]:7780\", \"10.0.0.5:7780\"]"}});
+  ASSERT_TRUE(opts.isOk());
+  EXPECT_TRUE(registry_.makeFetcher("fetch-curl", opts.value()).isOk());
 }
 
 TEST_F(FetchCurlTest, OnlyHttpAndHttpsUrlsAreFetched) {
