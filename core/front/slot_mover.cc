@@ -278,7 +278,8 @@ Status SlotMover::copyUrls(const MoveRow& m) {
     for (auto& u : urls) {
       if (!u.is_object() || !u.contains("at") || !u["at"].is_object()) continue;
       const json& at = u["at"];
-      u["cp"] = json{{"u", "http://" + src.admin + at.value("path", "")}, {"md5", at.value("md5", "")},
+      u["cp"] = json{{"u", (src.admin_tls ? "https://" : "http://") + src.admin + at.value("path", "")},
+                     {"md5", at.value("md5", "")},
                      {"sz", at.value("sz", std::uint64_t{0})}};
       u.erase("at");
       ++copies;

@@ -39,7 +39,7 @@ std::string formatAddress(const sockaddr* addr, socklen_t len);
 
 // Peers reached although their address is not public: the option allow_peers, each
 // entry one address and port ("10.0.0.5:7780", "[fd00::5]:7780"). It is meant for the
-// CU port of the other LCCs behind one front end, which a slot move's copies read
+// HTTP port of the other LCCs behind one front end, whose /cu/content/ a slot move's copies read
 // (core/qm/move_copy.h), without opening every private address to provider URLs.
 // Matched on the resolved socket address, like the rest of the policy.
 class PeerAllowList {

@@ -14,7 +14,7 @@ const OptionSpec kOptions[] = {
     {"allow_private", OptionType::kBool, "false", 1, 0,
      "allow loopback, private, link-local and other non-public addresses (311 otherwise)"},
     {"allow_peers", OptionType::kStringList, "", 0, 0,
-     "ADDRESS:PORT peers reached whatever their address, e.g. the CU port of the other LCCs behind one front "
+     "ADDRESS:PORT peers reached whatever their address, e.g. the HTTP port of the other LCCs behind one front "
      "end (a slot move's copies read them)"},
     {"timeout", OptionType::kDuration, "5m", 100, kDay, "longest whole transfer (304)"},
     {"connect_timeout", OptionType::kDuration, "30s", 10, kDay, "longest connection set-up (304)"},

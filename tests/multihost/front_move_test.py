@@ -98,8 +98,13 @@ class Hosts:
                  "uns:\n  auth_failures_per_minute: 0\n"  # fe1 counts failed inits per CP address
                  "qm:\n  provider_refresh: 500ms\n  host_inflight: 16\n")  # every provider's site is on web
         listen = {"uns": f"{ADDR[name]}:{UNS_PORT}", "cu": f"0.0.0.0:{CU_PORT}", "http": f"0.0.0.0:{HTTP_PORT}"}
+        # The address policy stays on (the bed's addresses are private): the robots reach
+        # the site and the other sub-LCC's HTTP port (its /cu/content/, read by a move's
+        # copies) through allow_peers only.
+        peers = [f"{ADDR['web']}:{WEB_PORT}"] + [f"{ADDR[n]}:{HTTP_PORT}" for n in ("east", "west") if n != name]
+        fetcher = "allow_private: false\n    allow_peers: [" + ", ".join(f"'{p}'" for p in peers) + "]"
         return lccnode.bed_node(self.a, self.bed, name, ADDR[name], ["uns", "qm", "botm", "bot", "cu"], listen,
-                                {"queue": store, "content": store, "providers": store}, extra, HTTP_PORT)
+                                {"queue": store, "content": store, "providers": store}, extra, HTTP_PORT, fetcher)
 
     def front_node(self):
         work = os.path.join(self.bed.workdir, "fe1")

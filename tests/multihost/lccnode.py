@@ -42,14 +42,18 @@ def pg_store(conninfo, read_only=False, extra=""):
             f"{ro}{more}}}}}")
 
 
-def node_config(work, machine_id, roles, listen, stores, plugins, extra=""):
+ALLOW_PRIVATE = "allow_private: true"
+
+
+def node_config(work, machine_id, roles, listen, stores, plugins, extra="", fetcher=ALLOW_PRIVATE):
     """An lccd config: `listen` maps listen.* keys to host:port, `stores` maps
-    queue/content/providers to pg_store() values (absent: the role does not open it)."""
+    queue/content/providers to pg_store() values (absent: the role does not open it);
+    `fetcher` is fetch-curl's address policy (the bed's addresses are private)."""
     lines = [f"node:\n  data_dir: {os.path.join(work, 'var')}\n  machine_id: {machine_id}",
              f"roles: [{', '.join(roles)}]",
              "listen:\n" + "".join(f"  {k}: {v}\n" for k, v in listen.items()).rstrip("\n"),
              f"storage:\n  plugin_dir: {plugins}\n" + "".join(f"  {k}: {v}\n" for k, v in stores.items()).rstrip("\n"),
-             "fetcher:\n  plugin: fetch-curl\n  options:\n    allow_private: true\n    timeout: 10s",
+             f"fetcher:\n  plugin: fetch-curl\n  options:\n    {fetcher}\n    timeout: 10s",
              f"log:\n  level: info\n  file: {os.path.join(work, 'lccd.log')}"]
     return "\n".join(lines) + "\n" + extra
 
@@ -115,10 +119,10 @@ class LccNode:
         return set(self.cu_records()[0])
 
 
-def bed_node(a, bed, name, addr, roles, listen, stores, extra="", http_port=7780):
+def bed_node(a, bed, name, addr, roles, listen, stores, extra="", http_port=7780, fetcher=ALLOW_PRIVATE):
     """A new host `name` at `addr` in `bed` and its LccNode (machine id = name)."""
     host = bed.add_host(name, addr)
-    text = node_config(os.path.join(bed.workdir, name), name, roles, listen, stores, a.plugins, extra)
+    text = node_config(os.path.join(bed.workdir, name), name, roles, listen, stores, a.plugins, extra, fetcher)
     return LccNode(a, bed, host, name, text, http_port)
 
 
