@@ -18,18 +18,16 @@ baseline). Not a ctest test (docs/benchmarks.md has the figures and the command)
   LCC_TEST_PG_CONNINFO="host=/tmp/pg port=5432 user=postgres dbname=postgres" \\
     python3 bench/front_move_bench.py --bin build/bin --plugins build/plugins --urls 1000 --rounds 5
 """
-import argparse
 import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
 import front_test as ft  # noqa: E402
 from front_move_test import live, write_pages  # noqa: E402
-from pipeline_test import Node, Site, run_nodes_guarded, wait_for  # noqa: E402
+from pipeline_test import Node, run_nodes_guarded, wait_for  # noqa: E402
 
 
 def one_round(args, site, front, subs, i):
@@ -72,20 +70,7 @@ def run(args, site, front, a, b):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--plugins", required=True)
-    ap.add_argument("--urls", type=int, default=1000)
-    ap.add_argument("--rounds", type=int, default=5)
-    args = ap.parse_args()
-    args.in_process_links = "true"
-    conninfo = os.environ.get("LCC_TEST_PG_CONNINFO")
-    if not conninfo:
-        sys.exit("front_move_bench: set LCC_TEST_PG_CONNINFO (a PostgreSQL to hold the front end's directory)")
-    work = tempfile.mkdtemp(prefix="lcc-front-move-bench-")
-    site = Site(os.path.join(work, "site"))
-    a = Node(args, work, "a", "mA", ft.SUB_ROLES, ft.SUB_EXTRA)
-    b = Node(args, work, "b", "mB", ft.SUB_ROLES, ft.SUB_EXTRA)
+    args, conninfo, work, site, a, b = ft.bench_setup("front-move-bench", 1000, 5)
     key = os.urandom(32).hex() + "\n"  # one auth.key: the providers' password hashes move
     for n in (a, b):
         os.makedirs(os.path.join(n.work, "var"), exist_ok=True)

@@ -14,16 +14,14 @@ test (docs/benchmarks.md has the figures and the command):
   LCC_TEST_PG_CONNINFO="host=/tmp/pg port=5432 user=postgres dbname=postgres" \\
     python3 bench/front_relay_bench.py --bin build/bin --plugins build/plugins --urls 50000 --rounds 7
 """
-import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
 import front_test as ft  # noqa: E402
-from pipeline_test import Node, Site, run_nodes_guarded, wait_for  # noqa: E402
+from pipeline_test import Node, run_nodes_guarded, wait_for  # noqa: E402
 
 
 def run(args, site, front, a, b):
@@ -58,25 +56,12 @@ def run(args, site, front, a, b):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--plugins", required=True)
-    ap.add_argument("--urls", type=int, default=50000)
-    ap.add_argument("--rounds", type=int, default=7)
-    args = ap.parse_args()
-    args.in_process_links = "true"
-    conninfo = os.environ.get("LCC_TEST_PG_CONNINFO")
-    if not conninfo:
-        sys.exit("front_relay_bench: set LCC_TEST_PG_CONNINFO (a PostgreSQL to hold the PMDB/FEDB)")
-    work = tempfile.mkdtemp(prefix="lcc-front-bench-")
-    site = Site(os.path.join(work, "site"))
-    a = Node(args, work, "a", "mA", ft.SUB_ROLES, ft.SUB_EXTRA)
-    b = Node(args, work, "b", "mB", ft.SUB_ROLES, ft.SUB_EXTRA)
+    args, conninfo, work, site, a, b = ft.bench_setup("front-relay-bench", 50000, 7)
     # The front end as in e2e_front, with the default relay buffer and no failed-init limit.
     config = ft.front_config(conninfo, f"lcc_front_bench_{os.getpid()}", [("a", a), ("b", b)])
     config = config.replace("  relay_buffer: 16KiB\n", "").replace("auth_failures_per_minute: 4", "auth_failures_per_minute: 0")
     front = Node(args, work, "front", "mF", ["front"], config)
-    run_nodes_guarded([front, a, b], site, work, lambda: run(args, site, front, a, b), "front_relay_bench")
+    run_nodes_guarded([front, a, b], [site], work, lambda: run(args, site, front, a, b))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ lcc_pg_server (LCC_TEST_PG_CONNINFO). Exit 77 (skipped) when there is no server.
 - a hostile first message (huge, slow, garbage) is refused within bounds;
 - failed inits from one address turn it away (120) for the cool-down.
 """
+import argparse
 import json
 import os
 import re
@@ -33,6 +34,26 @@ SUB_ROLES = ["uns", "qm", "botm", "bot", "cu"]
 # Behind a front end a sub-LCC's UNS sees one address, the front end's: it does not
 # count failed inits per address (the front end does, per CP address).
 SUB_EXTRA = "uns:\n  auth_failures_per_minute: 0\n"
+
+
+def bench_setup(name, urls, rounds):
+    """A front-end bench's start (bench/front_*_bench.py): its arguments, the PostgreSQL
+    of LCC_TEST_PG_CONNINFO, a work folder, a site and two sub-LCCs a and b."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--plugins", required=True)
+    ap.add_argument("--urls", type=int, default=urls)
+    ap.add_argument("--rounds", type=int, default=rounds)
+    args = ap.parse_args()
+    args.in_process_links = "true"
+    conninfo = os.environ.get("LCC_TEST_PG_CONNINFO")
+    if not conninfo:
+        sys.exit(f"{name}: set LCC_TEST_PG_CONNINFO (a PostgreSQL to hold the front end's PMDB/FEDB)")
+    work = tempfile.mkdtemp(prefix=f"lcc-{name}-")
+    site = Site(os.path.join(work, "site"))
+    a = Node(args, work, "a", "mA", SUB_ROLES, SUB_EXTRA)
+    b = Node(args, work, "b", "mB", SUB_ROLES, SUB_EXTRA)
+    return args, conninfo, work, site, a, b
 
 
 def front_config(conninfo, schema, subs):
